@@ -1,0 +1,1 @@
+"""API objects: NodeResourceTopology, pods and resource lists, as plain immutable data."""

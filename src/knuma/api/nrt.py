@@ -1,0 +1,301 @@
+"""NodeResourceTopology (`topology.node.k8s.io`): read v1alpha1 and v1alpha2 objects, write v1alpha2.
+
+The object is cluster-scoped and named after its node. Only zones of type `Node` named `node-<id>` (0 <= id <= 64)
+describe NUMA nodes; other zones are kept when round-tripping but ignored by scheduling, as upstream does.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.resources import amount_of, format_amount
+from knuma.quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "GROUP",
+    "NRTError",
+    "NodeResourceTopology",
+    "Policy",
+    "ResourceInfo",
+    "Scope",
+    "TopologyManagerConfig",
+    "Zone",
+    "numa_id_from_zone_name",
+]
+
+GROUP = "topology.node.k8s.io"
+VERSIONS = ("v1alpha2", "v1alpha1")
+KIND = "NodeResourceTopology"
+ZONE_TYPE_NUMA = "Node"
+MAX_NUMA_ID = 64
+DEFAULT_MAX_NUMA_NODES = 8
+MAX_NUMA_NODES_CAP = 1024
+
+ATTR_POLICY = "topologyManagerPolicy"
+ATTR_SCOPE = "topologyManagerScope"
+ATTR_MAX_NUMA_NODES = "topologyManagerMaxNUMANodes"
+ATTR_FINGERPRINT = "nodeTopologyPodsFingerprint"
+ATTR_FINGERPRINT_METHOD = "nodeTopologyPodsFingerprintMethod"
+ANNOTATION_FINGERPRINT = "topology.node.k8s.io/fingerprint"
+
+_ZONE_NAME = re.compile(r"^node-(\d+)$")
+
+
+class NRTError(ValueError):
+    """A NodeResourceTopology object that cannot be read."""
+
+
+class Policy(enum.StrEnum):
+    NONE = "none"
+    BEST_EFFORT = "best-effort"
+    RESTRICTED = "restricted"
+    SINGLE_NUMA_NODE = "single-numa-node"
+
+    @classmethod
+    def parse(cls, value: str) -> Policy:
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(p.value for p in cls)
+            raise ValueError(f"unknown Topology Manager policy {value!r}; expected one of: {choices}") from None
+
+
+class Scope(enum.StrEnum):
+    CONTAINER = "container"
+    POD = "pod"
+
+    @classmethod
+    def parse(cls, value: str) -> Scope:
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown Topology Manager scope {value!r}; expected container or pod") from None
+
+
+_LEGACY_POLICIES = {
+    "SingleNUMANodePodLevel": (Policy.SINGLE_NUMA_NODE, Scope.POD),
+    "SingleNUMANodeContainerLevel": (Policy.SINGLE_NUMA_NODE, Scope.CONTAINER),
+    "BestEffortPodLevel": (Policy.BEST_EFFORT, Scope.POD),
+    "BestEffortContainerLevel": (Policy.BEST_EFFORT, Scope.CONTAINER),
+    "RestrictedPodLevel": (Policy.RESTRICTED, Scope.POD),
+    "RestrictedContainerLevel": (Policy.RESTRICTED, Scope.CONTAINER),
+}
+_LEGACY_BY_CONFIG = {v: k for k, v in _LEGACY_POLICIES.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyManagerConfig:
+    policy: Policy = Policy.NONE
+    scope: Scope = Scope.CONTAINER
+    max_numa_nodes: int = DEFAULT_MAX_NUMA_NODES
+
+
+def numa_id_from_zone_name(name: str) -> int | None:
+    """`node-3` -> 3; anything else (including ids above 64) -> None, as upstream's `numanode.NameToID`."""
+    match = _ZONE_NAME.match(name)
+    if not match:
+        return None
+    numa_id = int(match.group(1))
+    return numa_id if numa_id <= MAX_NUMA_ID else None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    name: str
+    capacity: int
+    allocatable: int
+    available: int
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "capacity": format_amount(self.name, self.capacity),
+            "allocatable": format_amount(self.name, self.allocatable),
+            "available": format_amount(self.name, self.available),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    name: str
+    type: str = ZONE_TYPE_NUMA
+    parent: str = ""
+    costs: Mapping[str, int] = field(default_factory=dict)
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    resources: tuple[ResourceInfo, ...] = ()
+
+    @property
+    def numa_id(self) -> int | None:
+        """The NUMA id when this zone describes a NUMA node, else None."""
+        return numa_id_from_zone_name(self.name) if self.type == ZONE_TYPE_NUMA else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.parent:
+            out["parent"] = self.parent
+        if self.costs:
+            out["costs"] = [{"name": k, "value": v} for k, v in sorted(self.costs.items(), key=_zone_sort_key)]
+        if self.attributes:
+            out["attributes"] = [{"name": k, "value": v} for k, v in sorted(self.attributes.items())]
+        out["resources"] = [r.to_dict() for r in sorted(self.resources, key=lambda r: r.name)]
+        return out
+
+
+@dataclass(frozen=True)
+class NodeResourceTopology:
+    name: str
+    zones: tuple[Zone, ...]
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    topology_policies: tuple[str, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+    @property
+    def topology_manager(self) -> TopologyManagerConfig:
+        """Legacy `topologyPolicies[0]` first, then the `topologyManager*` attributes override (upstream rules:
+        invalid values are ignored, max NUMA nodes must be > 1 and is capped at 1024)."""
+        policy, scope, max_numa = Policy.NONE, Scope.CONTAINER, DEFAULT_MAX_NUMA_NODES
+        if self.topology_policies and self.topology_policies[0] in _LEGACY_POLICIES:
+            policy, scope = _LEGACY_POLICIES[self.topology_policies[0]]
+        raw_policy = self.attributes.get(ATTR_POLICY, "")
+        if raw_policy in Policy._value2member_map_:
+            policy = Policy(raw_policy)
+        raw_scope = self.attributes.get(ATTR_SCOPE, "")
+        if raw_scope in Scope._value2member_map_:
+            scope = Scope(raw_scope)
+        raw_max = self.attributes.get(ATTR_MAX_NUMA_NODES, "")
+        if raw_max.isdigit() and int(raw_max) > 1:
+            max_numa = min(int(raw_max), MAX_NUMA_NODES_CAP)
+        return TopologyManagerConfig(policy, scope, max_numa)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.attributes.get(ATTR_FINGERPRINT) or self.annotations.get(ANNOTATION_FINGERPRINT, "")
+
+    def numa_zones(self) -> list[tuple[int, Zone]]:
+        """NUMA zones with their ids, sorted by id; duplicates keep the first occurrence."""
+        seen: dict[int, Zone] = {}
+        for zone in self.zones:
+            numa_id = zone.numa_id
+            if numa_id is not None and numa_id not in seen:
+                seen[numa_id] = zone
+        return sorted(seen.items())
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> NodeResourceTopology:
+        """Read a v1alpha1 or v1alpha2 object; raise `NRTError` naming the offending field."""
+        if not isinstance(obj, Mapping):
+            raise NRTError("a NodeResourceTopology must be a mapping")
+        api_version = str(obj.get("apiVersion", f"{GROUP}/v1alpha2"))
+        group, _, version = api_version.partition("/")
+        if group != GROUP or version not in VERSIONS:
+            raise NRTError(
+                f"unsupported apiVersion {api_version!r} for NodeResourceTopology; expected {GROUP}/v1alpha2"
+            )
+        metadata = obj.get("metadata") or {}
+        name = metadata.get("name")
+        if not name:
+            raise NRTError("NodeResourceTopology without metadata.name (it must be the node name)")
+        where = f"NodeResourceTopology {name}"
+        raw_zones = obj.get("zones")
+        if raw_zones is None:
+            raw_zones = []
+        if not isinstance(raw_zones, Sequence) or isinstance(raw_zones, str):
+            raise NRTError(f"{where}: zones must be a list")
+        zones = tuple(_zone_from_dict(z, f"{where}: zones[{i}]") for i, z in enumerate(raw_zones))
+        policies = obj.get("topologyPolicies") or []
+        return cls(
+            name=name,
+            zones=zones,
+            attributes=_attributes(obj.get("attributes"), f"{where}: attributes"),
+            topology_policies=tuple(str(p) for p in policies),
+            annotations=dict(metadata.get("annotations") or {}),
+            labels=dict(metadata.get("labels") or {}),
+            resource_version=str(metadata.get("resourceVersion") or ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The v1alpha2 object, deterministically ordered."""
+        metadata: dict[str, Any] = {"name": self.name}
+        if self.labels:
+            metadata["labels"] = dict(sorted(self.labels.items()))
+        if self.annotations:
+            metadata["annotations"] = dict(sorted(self.annotations.items()))
+        out: dict[str, Any] = {"apiVersion": f"{GROUP}/v1alpha2", "kind": KIND, "metadata": metadata}
+        if self.topology_policies:
+            out["topologyPolicies"] = list(self.topology_policies)
+        out["zones"] = [z.to_dict() for z in sorted(self.zones, key=lambda z: _zone_sort_key((z.name, 0)))]
+        if self.attributes:
+            out["attributes"] = [{"name": k, "value": v} for k, v in sorted(self.attributes.items())]
+        return out
+
+
+def legacy_policy_name(config: TopologyManagerConfig) -> str | None:
+    """The deprecated `topologyPolicies` value for a config, for producers that still fill it."""
+    return _LEGACY_BY_CONFIG.get((config.policy, config.scope))
+
+
+def _zone_sort_key(item: tuple[str, int]) -> tuple[int, int, str]:
+    """Zones and costs sort by NUMA id numerically (node-2 before node-10), others by name after them."""
+    numa_id = numa_id_from_zone_name(item[0])
+    return (0, numa_id, "") if numa_id is not None else (1, 0, item[0])
+
+
+def _attributes(raw: Any, where: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise NRTError(f"{where}: must be a list of {{name, value}}")
+    out: dict[str, str] = {}
+    for item in raw:
+        if not isinstance(item, Mapping) or "name" not in item:
+            raise NRTError(f"{where}: every attribute needs a name and a value")
+        out[str(item["name"])] = str(item.get("value", ""))
+    return out
+
+
+def _zone_from_dict(raw: Any, where: str) -> Zone:
+    if not isinstance(raw, Mapping):
+        raise NRTError(f"{where}: a zone must be a mapping")
+    name = raw.get("name")
+    if not name:
+        raise NRTError(f"{where}: zone without a name")
+    where = f"{where} ({name})"
+    costs: dict[str, int] = {}
+    for cost in raw.get("costs") or []:
+        try:
+            costs[str(cost["name"])] = int(cost["value"])
+        except (KeyError, TypeError, ValueError):
+            raise NRTError(f"{where}: costs entries need a name and an integer value, got {cost!r}") from None
+    resources = []
+    for info in raw.get("resources") or []:
+        if not isinstance(info, Mapping) or not info.get("name"):
+            raise NRTError(f"{where}: resources entries need a name")
+        rname = str(info["name"])
+        try:
+            capacity = _amount(rname, info.get("capacity"))
+            allocatable = _amount(rname, info.get("allocatable"))
+            available = _amount(rname, info.get("available"))
+        except QuantityError as err:
+            raise NRTError(f"{where}: resource {rname}: {err}") from None
+        resources.append(ResourceInfo(rname, capacity, allocatable, available))
+    return Zone(
+        name=str(name),
+        type=str(raw.get("type") or ""),
+        parent=str(raw.get("parent") or ""),
+        costs=costs,
+        attributes=_attributes(raw.get("attributes"), f"{where}: attributes"),
+        resources=tuple(resources),
+    )
+
+
+def _amount(name: str, raw: Any) -> int:
+    """Missing quantities read as 0: producers and upstream tests emit objects without `allocatable`."""
+    if raw is None or raw == "":
+        return 0
+    return amount_of(name, parse_quantity(raw))

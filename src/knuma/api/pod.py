@@ -1,0 +1,209 @@
+"""The parts of a core/v1 Pod that scheduling and kubelet admission read.
+
+`Pod.from_manifest` applies the API server's defaulting that matters here (a container limit without a request sets
+the request), classifies containers (init, sidecar = init with `restartPolicy: Always`, app) and computes the QoS
+class by the Kubernetes rules.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from knuma.api.resources import CPU, MEMORY, ResourceList, add, parse_resource_list
+
+__all__ = ["Container", "ContainerKind", "Pod", "PodError", "QOSClass", "long_running_request"]
+
+
+class PodError(ValueError):
+    """A pod manifest that cannot be scheduled as written."""
+
+
+class ContainerKind(enum.Enum):
+    INIT = "init"
+    SIDECAR = "sidecar"
+    APP = "app"
+
+
+class QOSClass(enum.StrEnum):
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    kind: ContainerKind
+    requests: ResourceList
+    limits: ResourceList
+
+    @property
+    def is_init(self) -> bool:
+        """Init and sidecar containers are both declared under `initContainers`."""
+        return self.kind is not ContainerKind.APP
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    init_containers: tuple[Container, ...]
+    containers: tuple[Container, ...]
+    overhead: ResourceList = field(default_factory=dict)
+    uid: str = ""
+    priority: int = 0
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    spec: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The raw spec, for plugins that read fields this model does not name (affinity, tolerations, ports)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def all_containers(self) -> tuple[Container, ...]:
+        """Init and sidecar containers in order, then app containers: the kubelet's admission order."""
+        return self.init_containers + self.containers
+
+    @cached_property
+    def qos(self) -> QOSClass:
+        return _qos_class(self.all_containers)
+
+    @property
+    def is_guaranteed(self) -> bool:
+        return self.qos is QOSClass.GUARANTEED
+
+    def exclusive_cpus(self, container: Container) -> int:
+        """CPUs the static CPU manager pins for `container` (kubelet `guaranteedCPUs`): integral CPU of a
+        Guaranteed pod, else 0."""
+        if not self.is_guaranteed:
+            return 0
+        milli = container.requests.get(CPU, 0)
+        return milli // 1000 if milli % 1000 == 0 else 0
+
+    @cached_property
+    def effective_request(self) -> dict[str, int]:
+        """What the scheduler reserves for the pod: the larger of init and long-running needs, plus overhead."""
+        return add(long_running_request(self.init_containers, self.containers), self.overhead)
+
+    @cached_property
+    def requested_names(self) -> frozenset[str]:
+        return frozenset(name for c in self.all_containers for name, amount in c.requests.items() if amount)
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> Pod:
+        """Build from a core/v1 Pod (as a dict); raise `PodError` saying what is wrong."""
+        if not isinstance(manifest, Mapping):
+            raise PodError("a Pod must be a mapping with metadata and spec")
+        kind = manifest.get("kind", "Pod")
+        if kind != "Pod":
+            raise PodError(f"expected kind Pod, got {kind!r}")
+        metadata = manifest.get("metadata") or {}
+        name = metadata.get("name") or metadata.get("generateName") or ""
+        namespace = metadata.get("namespace") or "default"
+        where = f"pod {namespace}/{name or '<unnamed>'}"
+        spec = manifest.get("spec")
+        if not isinstance(spec, Mapping):
+            raise PodError(f"{where}: missing spec")
+        raw_containers = spec.get("containers") or []
+        if not raw_containers:
+            raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container")
+        init = tuple(_container(c, where, init=True) for c in spec.get("initContainers") or [])
+        apps = tuple(_container(c, where, init=False) for c in raw_containers)
+        try:
+            priority = int(spec.get("priority") or 0)
+        except (TypeError, ValueError):
+            raise PodError(f"{where}: spec.priority must be an integer") from None
+        return cls(
+            namespace=namespace,
+            name=name,
+            init_containers=init,
+            containers=apps,
+            overhead=parse_resource_list(spec.get("overhead"), f"{where}: spec.overhead"),
+            uid=str(metadata.get("uid") or ""),
+            priority=priority,
+            scheduler_name=spec.get("schedulerName") or "default-scheduler",
+            node_name=spec.get("nodeName") or "",
+            labels=dict(metadata.get("labels") or {}),
+            annotations=dict(metadata.get("annotations") or {}),
+            spec=spec,
+        )
+
+
+def long_running_request(init: Iterable[Container], apps: Iterable[Container]) -> dict[str, int]:
+    """Kubernetes' pod request with sidecars (KEP-753, ≥ 1.29), without overhead.
+
+    Sidecars add to the app sum and to every later init container; the result is the larger of that sum and the
+    largest init-time need.
+    """
+    total = add(*(c.requests for c in apps))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in init:
+        if container.kind is ContainerKind.SIDECAR:
+            total = add(total, container.requests)
+            sidecars = add(sidecars, container.requests)
+            need = sidecars
+        else:
+            need = add(container.requests, sidecars)
+        for name, amount in need.items():
+            init_peak[name] = max(init_peak.get(name, 0), amount)
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, 0), amount)
+    return total
+
+
+def _container(raw: Any, where: str, *, init: bool) -> Container:
+    if not isinstance(raw, Mapping):
+        raise PodError(f"{where}: every container must be a mapping")
+    name = raw.get("name")
+    if not name:
+        raise PodError(f"{where}: a container has no name")
+    resources = raw.get("resources") or {}
+    requests = parse_resource_list(resources.get("requests"), f"{where}: container {name} requests")
+    limits = parse_resource_list(resources.get("limits"), f"{where}: container {name} limits")
+    for resource, limit in limits.items():  # API server defaulting: request defaults to the limit
+        requests.setdefault(resource, limit)
+    for resource, request in requests.items():
+        if request < 0:
+            raise PodError(f"{where}: container {name} requests a negative {resource}")
+        if resource in limits and request > limits[resource]:
+            raise PodError(f"{where}: container {name} requests more {resource} than its limit")
+    if not init:
+        kind = ContainerKind.APP
+    elif raw.get("restartPolicy") == "Always":
+        kind = ContainerKind.SIDECAR
+    else:
+        kind = ContainerKind.INIT
+    return Container(name=name, kind=kind, requests=requests, limits=limits)
+
+
+def _qos_class(containers: Iterable[Container]) -> QOSClass:
+    """`ComputePodQOS`: only cpu and memory count; Guaranteed needs limits for both in every container and
+    requests equal to limits."""
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    guaranteed = True
+    for container in containers:
+        for name in (CPU, MEMORY):
+            if container.requests.get(name, 0) > 0:
+                requests[name] = requests.get(name, 0) + container.requests[name]
+        found = set()
+        for name in (CPU, MEMORY):
+            if container.limits.get(name, 0) > 0:
+                found.add(name)
+                limits[name] = limits.get(name, 0) + container.limits[name]
+        if found != {CPU, MEMORY}:
+            guaranteed = False
+    if not requests and not limits:
+        return QOSClass.BEST_EFFORT
+    if guaranteed and requests == limits:
+        return QOSClass.GUARANTEED
+    return QOSClass.BURSTABLE

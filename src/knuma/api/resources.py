@@ -1,0 +1,117 @@
+"""Resource names and resource lists in exact integer base units.
+
+Everything below the API layer works on `ResourceList`: a mapping from resource name to an integer amount, in
+milli-CPU for `cpu` and in whole units (bytes, devices, pods) for every other resource. Converting at the edge keeps
+the core free of quantity parsing and floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from knuma.quantity import Quantity, QuantityError, QuantityFormat, format_quantity, parse_quantity
+
+__all__ = [
+    "CPU",
+    "EPHEMERAL_STORAGE",
+    "MEMORY",
+    "PODS",
+    "ResourceList",
+    "add",
+    "amount_of",
+    "format_amount",
+    "format_resource_list",
+    "is_hugepages",
+    "is_native",
+    "is_numa_affine",
+    "parse_resource_list",
+    "subtract",
+]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+STORAGE = "storage"
+HUGEPAGES_PREFIX = "hugepages-"
+
+ResourceList = Mapping[str, int]
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(HUGEPAGES_PREFIX)
+
+
+def is_native(name: str) -> bool:
+    """Native resources have no domain, or a `kubernetes.io/` one (`cpu`, `memory`, `hugepages-2Mi`, ...)."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_numa_affine(name: str) -> bool:
+    """Resources the CPU and memory managers align (cpu, memory, hugepages)."""
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+def is_host_level(name: str) -> bool:
+    """Resources that are never NUMA-local: storage and non-native resources no zone reports."""
+    return name in (EPHEMERAL_STORAGE, STORAGE) or not is_native(name)
+
+
+def amount_of(name: str, quantity: Quantity) -> int:
+    """A quantity in the integer base unit used for `name`: milli-CPU for cpu, whole units (rounded up) otherwise."""
+    return quantity.milli_value() if name == CPU else quantity.value()
+
+
+def format_amount(name: str, amount: int) -> str:
+    """The canonical quantity string for an integer amount of `name`."""
+    if name == CPU:
+        return format_quantity(amount * 10**6)
+    if name == MEMORY or is_hugepages(name) or name in (EPHEMERAL_STORAGE, STORAGE):
+        return format_quantity(amount * 10**9, QuantityFormat.BINARY_SI)
+    return format_quantity(amount * 10**9)
+
+
+def parse_resource_list(raw: Mapping[str, Any] | None, where: str = "resources") -> dict[str, int]:
+    """Parse a `{name: quantity}` mapping; errors name the field and the value."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected a mapping of resource name to quantity, got {type(raw).__name__}")
+    result: dict[str, int] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}: invalid resource name {name!r}")
+        try:
+            result[name] = amount_of(name, parse_quantity(value))
+        except QuantityError as err:
+            raise ValueError(f"{where}.{name}: {err}") from None
+    return result
+
+
+def format_resource_list(resources: ResourceList) -> dict[str, str]:
+    return {name: format_amount(name, amount) for name, amount in sorted(resources.items())}
+
+
+def add(*lists: ResourceList) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for resources in lists:
+        for name, amount in resources.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def subtract(left: ResourceList, right: ResourceList) -> dict[str, int]:
+    """`left - right` per resource, never below zero."""
+    return {name: max(0, amount - right.get(name, 0)) for name, amount in left.items()}
+
+
+def maximum(lists: Iterable[ResourceList]) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for resources in lists:
+        for name, amount in resources.items():
+            if amount > result.get(name, 0):
+                result[name] = amount
+            else:
+                result.setdefault(name, amount)
+    return result

@@ -1,0 +1,232 @@
+"""The kubelet's hint providers and allocators (CPU, memory, device managers) at NUMA-count granularity.
+
+They work on `WorkingNode`, the mutable per-admission state: free amounts per zone, plus what the pod's earlier
+init containers left reusable. Amounts are base units (CPU in milli-CPU in the zones; the CPU manager counts whole
+CPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from knuma.api.resources import CPU, MEMORY
+from knuma.topology.hints import Hint, bits, iterate_masks, narrower
+from knuma.topology.node import NodeTopology, is_device
+
+__all__ = ["AllocationError", "WorkingNode", "exclusive_request"]
+
+MILLI = 1000
+
+
+class AllocationError(Exception):
+    """A manager could not allocate after the Topology Manager admitted (kubelet: UnexpectedAdmissionError)."""
+
+
+@dataclass
+class WorkingNode:
+    node: NodeTopology
+    free: dict[int, dict[str, int]]
+    reusable: dict[str, dict[int, int]] = field(default_factory=dict)
+    """CPU (whole CPUs) and devices per NUMA id, released by earlier init containers of the pod being admitted."""
+    reusable_memory: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """memory type -> (NUMA mask, bytes) held by earlier init containers, reusable by a container with that mask."""
+    groups: dict[int, frozenset[int]] = field(default_factory=dict)
+    used_memory: set[int] = field(default_factory=set)
+    """NUMA ids with memory-manager assignments (`NumberOfAssignments > 0`)."""
+
+    @classmethod
+    def of(cls, node: NodeTopology) -> WorkingNode:
+        used = {
+            z.id
+            for z in node.zones
+            for name in z.available
+            if node.memory_managed(name) and z.available[name] < z.total(name)
+        }
+        return cls(
+            node=node,
+            free={z.id: dict(z.available) for z in node.zones},
+            groups=dict(node.memory_groups),
+            used_memory=used,
+        )
+
+    # -- countable exclusive resources: CPUs and devices -------------------------------------------------------
+
+    def _units(self, name: str, numa_id: int) -> int:
+        free = self.free[numa_id].get(name, 0)
+        return free // MILLI if name == CPU else free
+
+    def _all_units(self, name: str, numa_id: int) -> int:
+        total = self.node.zone_by_id[numa_id].all_units(name)
+        return total // MILLI if name == CPU else total
+
+    def countable_hints(self, name: str, request: int) -> list[Hint]:
+        """`generateCPUTopologyHints` / `generateDeviceTopologyHints`: a hint for every mask that holds all
+        reusable units and enough units in total; preferred when as narrow as the request allows on an empty
+        machine."""
+        reusable = self.reusable.get(name, {})
+        reusable_ids = {n for n, count in reusable.items() if count}
+        if sum(reusable.values()) + sum(self._units(name, n) for n in self.node.numa_ids) < request:
+            return []
+        min_width = len(self.node.numa_ids)
+        found: list[int] = []
+        for mask in iterate_masks(self.node.numa_ids):
+            ids = bits(mask)
+            if sum(self._all_units(name, n) for n in ids) >= request:
+                min_width = min(min_width, len(ids))
+            if not reusable_ids.issubset(ids):
+                continue
+            matching = sum(reusable.values()) + sum(self._units(name, n) for n in ids)
+            if matching >= request:
+                found.append(mask)
+        return [Hint(mask, mask.bit_count() == min_width) for mask in found]
+
+    def allocate_countable(
+        self, name: str, request: int, affinity: int | None, *, reusable_after: bool
+    ) -> dict[int, int]:
+        """Take `request` units: reusable then free inside the affinity, then outside it (the CPU manager spills
+        when the policy admitted a hint that does not hold the request)."""
+        ids = self.node.numa_ids
+        inside = [n for n in ids if affinity is None or affinity >> n & 1]
+        outside = [n for n in ids if n not in inside]
+        reusable = self.reusable.setdefault(name, {})
+        taken: dict[int, int] = {}
+        remaining = request
+        for group in (inside, outside):
+            for pool in ("reusable", "free"):
+                for numa_id in group:
+                    if remaining == 0:
+                        break
+                    have = reusable.get(numa_id, 0) if pool == "reusable" else self._units(name, numa_id)
+                    take = min(have, remaining)
+                    if not take:
+                        continue
+                    if pool == "reusable":
+                        reusable[numa_id] -= take
+                    else:
+                        self.free[numa_id][name] -= take * (MILLI if name == CPU else 1)
+                    taken[numa_id] = taken.get(numa_id, 0) + take
+                    remaining -= take
+        if remaining:
+            raise AllocationError(f"not enough {name} available to satisfy request: requested={request}")
+        if reusable_after:
+            for numa_id, count in taken.items():
+                reusable[numa_id] = reusable.get(numa_id, 0) + count
+        return {n: c * (MILLI if name == CPU else 1) for n, c in taken.items()}
+
+    # -- memory manager ----------------------------------------------------------------------------------------
+
+    def memory_hints(self, requested: Mapping[str, int]) -> list[Hint]:
+        """Static memory manager `calculateHints`: one hint list shared by every requested memory type."""
+        ids = self.node.numa_ids
+        min_width = len(ids)
+        found: list[int] = []
+        for mask in iterate_masks(ids):
+            members = bits(mask)
+            if not all(sum(self.node.zone_by_id[n].total(r) for n in members) >= q for r, q in requested.items()):
+                continue
+            min_width = min(min_width, len(members))
+            if len(members) == 1 and len(self.groups.get(members[0], frozenset(members))) > 1:
+                continue  # already part of a multi-NUMA group
+            if len(members) > 1 and any(
+                n in self.used_memory and self.groups.get(n, frozenset({n})) != frozenset(members) for n in members
+            ):
+                continue  # used alone, or in another group
+            if all(sum(self.free[n].get(r, 0) for n in members) >= q for r, q in requested.items()):
+                found.append(mask)
+        return [Hint(mask, mask.bit_count() == min_width) for mask in found]
+
+    def _satisfies(self, mask: int, requested: Mapping[str, int]) -> bool:
+        return all(
+            sum(self.free[n].get(r, 0) for n in bits(mask)) + self._reusable_memory(r, mask) >= q
+            for r, q in requested.items()
+        )
+
+    def _reusable_memory(self, name: str, mask: int) -> int:
+        held_mask, amount = self.reusable_memory.get(name, (0, 0))
+        return amount if held_mask == mask else 0
+
+    def allocate_memory(
+        self, requested: Mapping[str, int], affinity: int | None, preferred: bool, *, reusable_after: bool
+    ) -> dict[str, dict[int, int]]:
+        """Static memory manager `Allocate`: default or extend the hint when it does not hold the request, then
+        fill the hint's NUMA nodes in id order."""
+        chosen = Hint(affinity, preferred)
+        if affinity is None:
+            chosen = self._narrowest(self.memory_hints(requested), lambda m: True, "find the default hint")
+            if not chosen.preferred and preferred:
+                raise AllocationError("[memorymanager] failed to find the default preferred hint")
+        assert chosen.mask is not None
+        if not self._satisfies(chosen.mask, requested):
+            current = chosen.mask
+            extended = self._narrowest(
+                self.memory_hints(requested), lambda m: m & current == current, "extend the current topology hint"
+            )
+            if not extended.preferred and chosen.preferred:
+                raise AllocationError("[memorymanager] failed to find the extended preferred hint")
+            chosen = extended
+        assert chosen.mask is not None
+        members = bits(chosen.mask)
+        allocation: dict[str, dict[int, int]] = {}
+        for name, amount in requested.items():
+            reuse = min(self._reusable_memory(name, chosen.mask), amount)
+            if reuse:
+                held_mask, held = self.reusable_memory[name]
+                self.reusable_memory[name] = (held_mask, held - reuse)
+            remaining = amount - reuse
+            taken: dict[int, int] = {}
+            for numa_id in members:
+                free = self.free[numa_id].get(name, 0)
+                take = min(free, remaining)
+                if take > 0:
+                    self.free[numa_id][name] = free - take
+                    taken[numa_id] = take
+                    remaining -= take
+            if remaining:
+                raise AllocationError(f"[memorymanager] not enough {name} on NUMA nodes {list(members)}")
+            allocation[name] = taken
+            if reusable_after:
+                self.reusable_memory[name] = (chosen.mask, amount)
+        for numa_id in members:
+            self.used_memory.add(numa_id)
+            if len(members) > 1:
+                self.groups[numa_id] = frozenset(members)
+        return allocation
+
+    @staticmethod
+    def _narrowest(hints: list[Hint], accept: Callable[[int], bool], what: str) -> Hint:
+        """`findBestHint`: preferred first, then the narrowest."""
+        best: Hint | None = None
+        for hint in hints:
+            if hint.mask is None or not accept(hint.mask):
+                continue
+            if (
+                best is None
+                or best.mask is None
+                or (hint.preferred and not best.preferred)
+                or (hint.preferred == best.preferred and narrower(hint.mask, best.mask))
+            ):
+                best = hint
+        if best is None:
+            raise AllocationError(f"[memorymanager] failed to {what}")
+        return best
+
+
+def exclusive_request(
+    node: NodeTopology, requests: Mapping[str, int], exclusive_cpus: int, guaranteed: bool
+) -> dict[str, int]:
+    """What the managers of `node` allocate for a container or pod request: whole CPUs for the static CPU manager,
+    memory and hugepages for the static memory manager (Guaranteed only), devices for any QoS."""
+    out: dict[str, int] = {}
+    if exclusive_cpus and node.cpu_managed:
+        out[CPU] = exclusive_cpus
+    for name, amount in requests.items():
+        if not amount:
+            continue
+        if (guaranteed and node.memory_managed(name)) or (is_device(name) and name in node.numa_managed):
+            out[name] = amount
+    return out
+
+
+def memory_types(request: Mapping[str, int]) -> dict[str, int]:
+    return {name: amount for name, amount in request.items() if name == MEMORY or name.startswith("hugepages-")}

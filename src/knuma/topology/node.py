@@ -1,0 +1,129 @@
+"""The NUMA model of one node: per-zone capacity, allocatable and available, plus its Topology Manager config.
+
+Built from a NodeResourceTopology object (what the scheduler sees) or by a simulated kubelet (ground truth). Immutable:
+admitting a pod returns a new `NodeTopology`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
+from knuma.api.resources import CPU, MEMORY, is_hugepages, is_native
+
+__all__ = ["NUMAZone", "NodeTopology", "is_device"]
+
+ATTR_PREFER_CLOSEST = "topologyManagerOptionPreferClosestNumaNodes"
+
+
+def is_device(name: str) -> bool:
+    """Device-plugin (extended) resources: a domain-qualified name outside `kubernetes.io`."""
+    return not is_native(name) and not name.startswith("requests.")
+
+
+@dataclass(frozen=True, slots=True)
+class NUMAZone:
+    id: int
+    capacity: Mapping[str, int]
+    allocatable: Mapping[str, int]
+    available: Mapping[str, int]
+    distances: Mapping[int, int] = field(default_factory=dict)
+
+    def total(self, name: str) -> int:
+        """What the zone holds on an empty node: allocatable, or capacity when a producer left allocatable out."""
+        return self.allocatable.get(name) or self.capacity.get(name) or self.available.get(name, 0)
+
+    def all_units(self, name: str) -> int:
+        """Every unit of the zone, reserved ones included (what the CPU and device managers count as "on the
+        machine" when they compute the preferred width)."""
+        return self.capacity.get(name) or self.allocatable.get(name) or self.available.get(name, 0)
+
+
+@dataclass(frozen=True)
+class NodeTopology:
+    name: str
+    zones: tuple[NUMAZone, ...]
+    config: TopologyManagerConfig = field(default_factory=TopologyManagerConfig)
+    prefer_closest: bool = False
+    memory_groups: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    """NUMA id -> the multi-NUMA group the memory manager already used it in (its `Cells`)."""
+
+    @cached_property
+    def numa_ids(self) -> tuple[int, ...]:
+        return tuple(z.id for z in self.zones)
+
+    @cached_property
+    def zone_by_id(self) -> dict[int, NUMAZone]:
+        return {z.id: z for z in self.zones}
+
+    @cached_property
+    def numa_managed(self) -> frozenset[str]:
+        """Resources some zone reports: the ones the kubelet's managers align on this node."""
+        return frozenset(name for z in self.zones for name in (*z.capacity, *z.allocatable, *z.available))
+
+    @property
+    def cpu_managed(self) -> bool:
+        return CPU in self.numa_managed
+
+    def memory_managed(self, name: str) -> bool:
+        return (name == MEMORY or is_hugepages(name)) and name in self.numa_managed
+
+    @cached_property
+    def distances(self) -> dict[int, Mapping[int, int]]:
+        return {z.id: z.distances for z in self.zones}
+
+    def available_total(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for zone in self.zones:
+            for name, amount in zone.available.items():
+                total[name] = total.get(name, 0) + amount
+        return total
+
+    def with_available(self, available: Mapping[int, Mapping[str, int]]) -> NodeTopology:
+        zones = tuple(replace(z, available=dict(available.get(z.id, z.available))) for z in self.zones)
+        return replace(self, zones=zones)
+
+    @classmethod
+    def from_nrt(cls, nrt: NodeResourceTopology) -> NodeTopology:
+        zones = []
+        names = {zone.name: numa_id for numa_id, zone in nrt.numa_zones()}
+        for numa_id, zone in nrt.numa_zones():
+            distances = {names[k]: v for k, v in zone.costs.items() if k in names}
+            zones.append(
+                NUMAZone(
+                    id=numa_id,
+                    capacity={r.name: r.capacity for r in zone.resources},
+                    allocatable={r.name: r.allocatable for r in zone.resources},
+                    available={r.name: r.available for r in zone.resources},
+                    distances=distances,
+                )
+            )
+        prefer_closest = nrt.attributes.get(ATTR_PREFER_CLOSEST, "").lower() == "true"
+        return cls(nrt.name, tuple(zones), nrt.topology_manager, prefer_closest)
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        zones: Mapping[int, Mapping[str, int]],
+        policy: Policy = Policy.SINGLE_NUMA_NODE,
+        scope: Scope = Scope.CONTAINER,
+        *,
+        available: Mapping[int, Mapping[str, int]] | None = None,
+        distances: Mapping[int, Mapping[int, int]] | None = None,
+    ) -> NodeTopology:
+        """A node from per-zone allocatable amounts (tests and simulated shapes): capacity = allocatable, and
+        available = allocatable unless given."""
+        built = tuple(
+            NUMAZone(
+                id=numa_id,
+                capacity=dict(resources),
+                allocatable=dict(resources),
+                available=dict((available or {}).get(numa_id, resources)),
+                distances=dict((distances or {}).get(numa_id, {n: 10 if n == numa_id else 20 for n in zones})),
+            )
+            for numa_id, resources in sorted(zones.items())
+        )
+        return cls(name, built, TopologyManagerConfig(policy, scope))
