@@ -10,7 +10,7 @@ import sys
 import typer
 
 from knuma import __version__
-from knuma.cli import schedule
+from knuma.cli import apiserver, exporter, schedule
 
 app = typer.Typer(
     name="knuma",
@@ -20,7 +20,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-schedule.register(app)
+for command in (schedule, apiserver, exporter):
+    command.register(app)
 
 
 @app.command("version")
