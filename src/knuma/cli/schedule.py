@@ -1,9 +1,133 @@
-"""`knuma schedule`: explain one pod against a set of nodes (placeholder until the scheduler core lands)."""
+"""`knuma schedule`: explain where one pod would go among a set of nodes, and why."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from knuma.api.nrt import NRTError
+from knuma.api.pod import Pod, PodError
+from knuma.manifests import ManifestError, load_documents, pod_manifest
+from knuma.quantity import QuantityError
+from knuma.scheduler.explain import explain
+from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.snapshot import SnapshotError, node_infos_from_objects
+from knuma.scheduler.strategies import ScoringStrategy, StrategyType
+
+_INPUT_ERRORS = (ManifestError, PodError, NRTError, SnapshotError, QuantityError, ValueError)
 
 
 def register(app: typer.Typer) -> None:
-    del app
+    app.command("schedule")(schedule)
+
+
+def schedule(
+    pod: Path = typer.Option(..., "--pod", help="Pod manifest (or a Deployment/Job whose pod template to use)."),
+    nodes: list[Path] = typer.Option(
+        ..., "--nodes", help="YAML with NodeResourceTopology and optional Node objects; repeatable."
+    ),
+    scoring_strategy: str = typer.Option(
+        "LeastAllocated",
+        "--scoring-strategy",
+        help="MostAllocated, LeastAllocated, BalancedAllocation or LeastNUMANodes.",
+    ),
+    weight: list[str] = typer.Option(
+        [], "--weight", help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable."
+    ),
+    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+) -> None:
+    """Explain one pod against a set of nodes: per-node, per-plugin filter results and scores, and the
+    kubelet's predicted NUMA placement of each container."""
+    if output not in ("table", "json", "yaml"):
+        _fail(f"unknown output format {output!r}; use table, json or yaml")
+    try:
+        strategy = ScoringStrategy(StrategyType.parse(scoring_strategy), _weights(weight) or None)
+        pod_docs = load_documents(pod)
+        if len(pod_docs) != 1:
+            raise ManifestError(f"{pod}: expected exactly one pod, found {len(pod_docs)} documents")
+        the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
+        objects = [doc for path in nodes for doc in load_documents(path)]
+        infos = node_infos_from_objects(objects)
+    except _INPUT_ERRORS as err:
+        _fail(str(err))
+    if not infos:
+        _fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
+    doc = explain(default_profile(strategy), the_pod, infos)
+    if output == "json":
+        typer.echo(json.dumps(doc, indent=2))
+    elif output == "yaml":
+        typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+    else:
+        _print_table(doc)
+
+
+def _weights(pairs: list[str]) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name or not value.lstrip("-").isdigit():
+            raise ValueError(f"invalid --weight {pair!r}; expected NAME=INTEGER, for example cpu=2")
+        weights[name] = int(value)
+    return weights
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _print_table(doc: dict[str, Any]) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # piped: do not wrap cells at 80 columns
+    selected = doc["selected"]
+    title = f"pod {doc['pod']} ({doc['qosClass']}): " + (
+        f"selected node [bold]{selected}[/bold]" if selected else f"[bold red]no node fits[/bold red]: {doc['message']}"
+    )
+    plugin_names: list[str] = []
+    for node in doc["nodes"]:
+        plugin_names += [p for p in node["plugins"] if p not in plugin_names]
+    table = Table(title=title, title_justify="left")
+    table.add_column("NODE")
+    table.add_column("POLICY")
+    for name in plugin_names:
+        table.add_column(name)
+    table.add_column("SCORE", justify="right")
+    table.add_column("NUMA (kubelet prediction)")
+    for node in doc["nodes"]:
+        tm = node["topologyManager"]
+        cells = [
+            node["name"] + (" *" if node["name"] == selected else ""),
+            f"{tm['policy']}/{tm['scope']}" if tm else "no NRT",
+        ]
+        for name in plugin_names:
+            cells.append(_plugin_cell(node["plugins"].get(name)))
+        cells.append("-" if node["score"] is None else str(node["score"]))
+        cells.append(", ".join(f"{c}: {ids}" for c, ids in node["numa"].items()) or _rejection(node))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _plugin_cell(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return ""
+    parts = []
+    verdict = result.get("filter")
+    if verdict is not None:
+        parts.append("passed" if verdict["status"] == "Success" else verdict["reason"])
+    if result.get("score") is not None:
+        parts.append(f"score {result['score']}")
+    return ", ".join(parts)
+
+
+def _rejection(node: dict[str, Any]) -> str:
+    kubelet = node.get("kubelet")
+    if kubelet and not kubelet["admitted"]:
+        return str(kubelet["reason"])
+    return ""

@@ -1,0 +1,1 @@
+"""The scheduler core: framework, plugins, scoring strategies and profiles. Pure: no network."""

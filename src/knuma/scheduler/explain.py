@@ -1,0 +1,69 @@
+"""Explain a scheduling decision as data: per node, per plugin verdicts and scores, and the kubelet's predicted
+NUMA placement (the shape `knuma schedule -o json` prints, kube-scheduler-simulator style)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.scheduler.framework import NodeInfo, Profile, ScheduleResult, Status, schedule_one
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+
+__all__ = ["explain"]
+
+
+def _status(status: Status | None) -> dict[str, str] | None:
+    if status is None:
+        return None
+    out = {"status": status.code.value, "reason": status.reason}
+    if status.detail:
+        out["detail"] = status.detail
+    return out
+
+
+def explain(profile: Profile, pod: Pod, nodes: list[NodeInfo]) -> dict[str, Any]:
+    result = schedule_one(profile, pod, nodes, explain=True)
+    return explain_result(profile, result, nodes)
+
+
+def explain_result(profile: Profile, result: ScheduleResult, nodes: list[NodeInfo]) -> dict[str, Any]:
+    numa_plugin = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
+    by_name = {n.name: n for n in nodes}
+    out_nodes = []
+    for node_result in result.nodes:
+        numa: dict[str, list[int]] = {}
+        kubelet: dict[str, Any] | None = None
+        admission = numa_plugin.admission(result.state, node_result.name) if numa_plugin else None
+        if admission is not None:
+            kubelet = {"admitted": admission.admitted}
+            if admission.admitted:
+                numa = {p.name: list(p.numa_ids) for p in admission.placements}
+            else:
+                kubelet |= {"reason": admission.reason, "message": admission.message}
+        topology = by_name[node_result.name].topology
+        entry: dict[str, Any] = {
+            "name": node_result.name,
+            "filter": _status(node_result.filter),
+            "score": node_result.score,
+            "numa": numa,
+            "plugins": {
+                name: {"filter": _status(plugin.filter), "score": plugin.score}
+                for name, plugin in node_result.plugins.items()
+            },
+            "topologyManager": None
+            if topology is None
+            else {"policy": topology.config.policy.value, "scope": topology.config.scope.value},
+        }
+        if kubelet is not None:
+            entry["kubelet"] = kubelet
+        out_nodes.append(entry)
+    doc: dict[str, Any] = {
+        "pod": result.pod.key,
+        "qosClass": result.pod.qos.value,
+        "profile": profile.name,
+        "selected": result.selected,
+        "nodes": out_nodes,
+    }
+    if result.selected is None:
+        doc["message"] = result.failure_summary()
+    return doc

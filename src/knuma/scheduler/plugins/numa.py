@@ -1,0 +1,141 @@
+"""NodeResourceTopologyMatch: the NUMA plugin (Filter + Score), registered under upstream's name.
+
+Filter asks the kubelet model "would this node admit this pod, given its NRT?" for every Topology Manager policy
+(upstream only filters `single-numa-node` nodes, issue #885) and keeps upstream's messages. Score uses upstream's
+strategies and special cases so that rankings match NodeResourceTopologyMatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import ContainerKind, Pod, QOSClass
+from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_native
+from knuma.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.strategies import (
+    ScoringStrategy,
+    StrategyType,
+    least_numa_nodes_required,
+    node_score_from_numa,
+    normalize_numa_count,
+    numa_score,
+)
+from knuma.topology.kubelet import TOPOLOGY_MANAGER_UNSUPPORTED, Admission, admit
+from knuma.topology.node import NodeTopology
+
+NAME = "NodeResourceTopologyMatch"
+
+CANNOT_ALIGN_POD = "cannot align pod"
+CANNOT_ALIGN_CONTAINER = "cannot align container"
+CANNOT_ALIGN_INIT_CONTAINER = "cannot align init container"
+CANNOT_ALIGN_SIDECAR_CONTAINER = "cannot align sidecar container"
+UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager supports"
+
+_ALWAYS_ON_NODE = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
+
+
+class NodeResourceTopologyMatch:
+    name = NAME
+
+    def __init__(self, scoring: ScoringStrategy | None = None) -> None:
+        self.scoring = scoring or ScoringStrategy()
+
+    # -- Filter ------------------------------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if pod.qos is QOSClass.BEST_EFFORT and all(is_native(name) for name in pod.requested_names):
+            return SUCCESS
+        topology = node.topology
+        if topology is None:
+            return SUCCESS  # no NRT data: nothing to align against
+        if node.has_node_object:
+            missing = sorted(n for n in pod.requested_names if n not in node.allocatable and n not in _ALWAYS_ON_NODE)
+            if missing:
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    _align_message(topology, ContainerKind.APP),
+                    NAME,
+                    f"{missing[0]} is not in the node's allocatable",
+                )
+        admission = admit(pod, topology)
+        state[NAME, node.name] = admission
+        if admission.admitted:
+            return SUCCESS
+        if admission.reason == TOPOLOGY_MANAGER_UNSUPPORTED:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED_TOPOLOGY, NAME, admission.message)
+        kind = next((c.kind for c in pod.all_containers if c.name == admission.container), ContainerKind.APP)
+        detail = f"{admission.reason}: {admission.message}"
+        if admission.container:
+            detail += f" (container {admission.container})"
+        return Status(Code.UNSCHEDULABLE, _align_message(topology, kind), NAME, detail)
+
+    def admission(self, state: CycleState, node_name: str) -> Admission | None:
+        """The kubelet prediction Filter made for this node in this cycle (for Reserve and explanations)."""
+        found = state.get((NAME, node_name))
+        return found if isinstance(found, Admission) else None
+
+    # -- Score -------------------------------------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        del state
+        if pod.qos is not QOSClass.GUARANTEED:
+            return MAX_NODE_SCORE
+        topology = node.topology
+        if topology is None:
+            return MIN_NODE_SCORE  # prefer nodes with NRT data
+        if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
+            return self._least_numa_nodes(pod, topology)
+        if topology.config.policy is not Policy.SINGLE_NUMA_NODE:
+            return MIN_NODE_SCORE
+        available = [z.available for z in topology.zones]
+        if topology.config.scope is Scope.POD:
+            return self._node_score(pod.effective_request, available)
+        containers = pod.all_containers
+        total = sum(self._node_score(c.requests, available) for c in containers)
+        return total // len(containers)
+
+    def _node_score(self, request: Mapping[str, int], zones: list[Mapping[str, int]]) -> int:
+        return node_score_from_numa([numa_score(self.scoring, request, available) for available in zones])
+
+    def _least_numa_nodes(self, pod: Pod, topology: NodeTopology) -> int:
+        available = {z.id: dict(z.available) for z in topology.zones}
+        max_numa = topology.config.max_numa_nodes
+        numa_resources = topology.numa_managed
+
+        def only_non_numa(request: Mapping[str, int]) -> bool:
+            return not any(name in numa_resources for name in request)
+
+        if topology.config.scope is Scope.POD:
+            request = pod.effective_request
+            if only_non_numa(request):
+                return MAX_NODE_SCORE
+            found = least_numa_nodes_required(topology, available, request, pod.qos)
+            return MIN_NODE_SCORE if found is None else normalize_numa_count(len(found[0]), found[1], max_numa)
+        widest, all_closest, scored = 0, True, False
+        for container in pod.all_containers:
+            if only_non_numa(container.requests):
+                continue
+            found = least_numa_nodes_required(topology, available, container.requests, pod.qos)
+            if found is None:
+                return MIN_NODE_SCORE
+            scored = True
+            combo, closest = found
+            widest, all_closest = max(widest, len(combo)), all_closest and closest
+            for name, amount in container.requests.items():  # consume greedily from the chosen zones, in id order
+                for numa_id in combo:
+                    take = min(amount, available[numa_id].get(name, 0))
+                    if take > 0:
+                        available[numa_id][name] -= take
+                        amount -= take
+        return normalize_numa_count(widest, all_closest, max_numa) if scored else MAX_NODE_SCORE
+
+
+def _align_message(topology: NodeTopology, kind: ContainerKind) -> str:
+    if topology.config.scope is Scope.POD and topology.config.policy is not Policy.NONE:
+        return CANNOT_ALIGN_POD
+    if kind is ContainerKind.SIDECAR:
+        return CANNOT_ALIGN_SIDECAR_CONTAINER
+    if kind is ContainerKind.INIT:
+        return CANNOT_ALIGN_INIT_CONTAINER
+    return CANNOT_ALIGN_CONTAINER
