@@ -101,28 +101,29 @@ class NodeResourceTopologyMatch:
     def _least_numa_nodes(self, pod: Pod, topology: NodeTopology) -> int:
         available = {z.id: dict(z.available) for z in topology.zones}
         max_numa = topology.config.max_numa_nodes
-        numa_resources = topology.numa_managed
 
-        def only_non_numa(request: Mapping[str, int]) -> bool:
-            return not any(name in numa_resources for name in request)
+        def numa_part(request: Mapping[str, int]) -> dict[str, int]:
+            """Only resources the zones report count (upstream scores 0 when a zone lacks e.g. memory)."""
+            return {name: amount for name, amount in request.items() if name in topology.numa_managed}
 
         if topology.config.scope is Scope.POD:
-            request = pod.effective_request
-            if only_non_numa(request):
+            request = numa_part(pod.effective_request)
+            if not request:
                 return MAX_NODE_SCORE
             found = least_numa_nodes_required(topology, available, request, pod.qos)
             return MIN_NODE_SCORE if found is None else normalize_numa_count(len(found[0]), found[1], max_numa)
         widest, all_closest, scored = 0, True, False
         for container in pod.all_containers:
-            if only_non_numa(container.requests):
+            request = numa_part(container.requests)
+            if not request:
                 continue
-            found = least_numa_nodes_required(topology, available, container.requests, pod.qos)
+            found = least_numa_nodes_required(topology, available, request, pod.qos)
             if found is None:
                 return MIN_NODE_SCORE
             scored = True
             combo, closest = found
             widest, all_closest = max(widest, len(combo)), all_closest and closest
-            for name, amount in container.requests.items():  # consume greedily from the chosen zones, in id order
+            for name, amount in request.items():  # consume greedily from the chosen zones, in id order
                 for numa_id in combo:
                     take = min(amount, available[numa_id].get(name, 0))
                     if take > 0:

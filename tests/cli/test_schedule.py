@@ -1,0 +1,139 @@
+"""`knuma schedule` end to end: the real command on the bundled examples and on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from knuma.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+POD = ROOT / "examples" / "schedule" / "pod.yaml"
+NODES = ROOT / "examples" / "schedule" / "nodes.yaml"
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, ["schedule", *args])
+
+
+def test_json_output_shape_on_the_bundled_example() -> None:
+    result = run("--pod", str(POD), "--nodes", str(NODES), "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["pod"] == "default/trading-engine"
+    assert doc["selected"] == "worker-a"
+    by_name = {n["name"]: n for n in doc["nodes"]}
+    assert set(by_name) == {"worker-a", "worker-b", "worker-c"}
+    a = by_name["worker-a"]
+    assert a["filter"] == {"status": "Success", "reason": ""}
+    assert isinstance(a["score"], int)
+    assert a["numa"] == {"proxy": [0], "engine": [1]}  # the sidecar fits node-0's 4 free CPUs; the engine needs 8
+    assert a["plugins"]["NodeResourceTopologyMatch"]["score"] == a["score"]
+    c = by_name["worker-c"]
+    assert c["filter"]["status"] == "Unschedulable"
+    assert c["filter"]["reason"] == "cannot align container"
+    assert c["score"] is None
+    assert c["numa"] == {}
+    # each plugin scores every node it is asked about, also filtered-out ones
+    assert c["plugins"]["NodeResourceTopologyMatch"]["score"] == 0
+
+
+def test_no_fit_is_not_an_error(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: tiny}\nstatus: {allocatable: {cpu: '2', memory: 1Gi}}\n"
+    )
+    result = run("--pod", str(POD), "--nodes", str(nodes), "-o", "json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["selected"] is None
+    assert doc["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_table_output_names_nodes_and_reasons() -> None:
+    result = run("--pod", str(POD), "--nodes", str(NODES))
+    assert result.exit_code == 0
+    assert "selected node worker-a" in result.stdout
+    assert "cannot align container" in result.stdout
+    assert "TopologyAffinityError" in result.stdout
+
+
+def test_weights_and_strategy_are_validated(tmp_path: Path) -> None:
+    bad = run("--pod", str(POD), "--nodes", str(NODES), "--scoring-strategy", "Random")
+    assert bad.exit_code == 2
+    assert "invalid ScoringStrategyType" in bad.stderr
+    bad = run("--pod", str(POD), "--nodes", str(NODES), "--weight", "cpu")
+    assert bad.exit_code == 2
+    assert "NAME=INTEGER" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n", "spec.containers is empty"),
+        (
+            "kind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: a\n    resources: {limits: {cpu: lots}}\n",
+            "invalid quantity 'lots'",
+        ),
+        ("kind: Pod\nmetadata: {name: x\n", "malformed YAML"),
+    ],
+)
+def test_bad_pod_files_get_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
+    pod_file = tmp_path / "pod.yaml"
+    pod_file.write_text(content)
+    result = run("--pod", str(pod_file), "--nodes", str(NODES))
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert str(pod_file) in result.stderr or "pod x" in result.stderr or "pod default/x" in result.stderr
+
+
+def test_missing_file_and_bad_nrt(tmp_path: Path) -> None:
+    result = run("--pod", str(tmp_path / "nope.yaml"), "--nodes", str(NODES))
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(
+        "apiVersion: topology.node.k8s.io/v1alpha2\nkind: NodeResourceTopology\nmetadata: {name: n}\n"
+        "zones:\n- name: node-0\n  type: Node\n  resources:\n"
+        "  - {name: cpu, capacity: x1, allocatable: '1', available: '1'}\n"
+    )
+    result = run("--pod", str(POD), "--nodes", str(nodes))
+    assert result.exit_code == 2
+    assert "invalid quantity 'x1'" in result.stderr
+
+
+def test_node_objects_alone_are_nodes_without_nrt(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: plain}\n"
+        "status: {allocatable: {cpu: '64', memory: 256Gi, hugepages-1Gi: 4Gi}}\n"
+    )
+    result = run("--pod", str(POD), "--nodes", str(nodes), "-o", "json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["selected"] == "plain"
+    assert doc["nodes"][0]["plugins"]["NodeResourceTopologyMatch"]["score"] == 0
+
+
+@pytest.mark.slow
+def test_installed_console_scripts() -> None:
+    knuma = shutil.which("knuma", path=str(Path(sys.executable).parent))
+    kubectl_numa = shutil.which("kubectl-numa", path=str(Path(sys.executable).parent))
+    assert knuma and kubectl_numa
+    out = subprocess.run(
+        [knuma, "schedule", "--pod", str(POD), "--nodes", str(NODES), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout)["selected"] == "worker-a"
+    help_text = subprocess.run([kubectl_numa, "--help"], capture_output=True, text=True, timeout=60, check=True)
+    assert "kubectl numa" in help_text.stdout
