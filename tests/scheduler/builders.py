@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from knuma.api.nrt import NodeResourceTopology
@@ -12,7 +13,7 @@ from knuma.topology.node import NodeTopology
 
 def nrt(
     name: str,
-    zones: dict[int, dict[str, tuple[str, str] | str]],
+    zones: Mapping[int, Mapping[str, tuple[str, str] | str]],
     policy: str = "single-numa-node",
     scope: str = "container",
     **attributes: str,
@@ -45,7 +46,9 @@ def node_info(nrt_obj: dict[str, Any], allocatable: dict[str, int] | None = None
     )
 
 
-def container(name: str, limits: dict[str, str] | None = None, requests: dict[str, str] | None = None, **extra: Any):
+def container(
+    name: str, limits: dict[str, str] | None = None, requests: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
     resources: dict[str, Any] = {}
     if limits:
         resources["limits"] = limits
