@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.topology.hints import Hint, bits, iterate_masks, narrower
 from knuma.topology.node import NodeTopology, is_device
@@ -50,6 +51,15 @@ class WorkingNode:
             used_memory=used,
         )
 
+    def _masks(self) -> list[int]:
+        """The masks worth generating hints for. Under single-numa-node the policy drops every hint wider than one
+        NUMA node, and a one-node hint is preferred exactly when some single node could hold the request on an empty
+        machine, so single-node masks give the same merge result at a fraction of the cost (8 instead of 255 masks on
+        an 8-NUMA machine)."""
+        if self.node.config.policy is Policy.SINGLE_NUMA_NODE:
+            return [1 << n for n in self.node.numa_ids]
+        return iterate_masks(self.node.numa_ids)
+
     # -- countable exclusive resources: CPUs and devices -------------------------------------------------------
 
     def _units(self, name: str, numa_id: int) -> int:
@@ -68,9 +78,9 @@ class WorkingNode:
         reusable_ids = {n for n, count in reusable.items() if count}
         if sum(reusable.values()) + sum(self._units(name, n) for n in self.node.numa_ids) < request:
             return []
-        min_width = len(self.node.numa_ids)
+        min_width = len(self.node.numa_ids) + 1
         found: list[int] = []
-        for mask in iterate_masks(self.node.numa_ids):
+        for mask in self._masks():
             ids = bits(mask)
             if sum(self._all_units(name, n) for n in ids) >= request:
                 min_width = min(min_width, len(ids))
@@ -119,9 +129,9 @@ class WorkingNode:
     def memory_hints(self, requested: Mapping[str, int]) -> list[Hint]:
         """Static memory manager `calculateHints`: one hint list shared by every requested memory type."""
         ids = self.node.numa_ids
-        min_width = len(ids)
+        min_width = len(ids) + 1
         found: list[int] = []
-        for mask in iterate_masks(ids):
+        for mask in self._masks():
             members = bits(mask)
             if not all(sum(self.node.zone_by_id[n].total(r) for n in members) >= q for r, q in requested.items()):
                 continue

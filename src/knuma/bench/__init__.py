@@ -1,0 +1,1 @@
+"""Benchmarks: measured by `make bench`, written to docs/benchmarks.md. Never timed in unit tests."""

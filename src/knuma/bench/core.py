@@ -1,0 +1,64 @@
+"""Micro-benchmark of the scheduling core: Filter + Score cost per node for 2-, 4- and 8-zone nodes."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import Pod
+from knuma.scheduler.framework import NodeInfo, schedule_one
+from knuma.scheduler.profiles import default_profile
+from knuma.topology.node import NodeTopology
+
+GI = 1 << 30
+
+
+@dataclass(frozen=True)
+class CoreResult:
+    zones: int
+    nodes: int
+    feasible: int
+    microseconds_per_node: float
+
+
+def synthetic_nodes(count: int, zones: int, seed: int = 1) -> list[NodeInfo]:
+    """Nodes of `zones` NUMA zones with 8 CPUs and 16 GiB each (memory manager on), partly used at random."""
+    rng = random.Random(seed)
+    infos = []
+    for index in range(count):
+        allocatable = {z: {"cpu": 8000, "memory": 16 * GI} for z in range(zones)}
+        available = {z: {"cpu": rng.randrange(0, 9) * 1000, "memory": rng.randrange(0, 17) * GI} for z in range(zones)}
+        topology = NodeTopology.build(
+            f"node-{index}", allocatable, Policy.SINGLE_NUMA_NODE, Scope.CONTAINER, available=available
+        )
+        total = topology.available_total()
+        infos.append(NodeInfo(name=topology.name, allocatable=total, topology=topology))
+    return infos
+
+
+def guaranteed_pod(cpus: int = 4, memory_gi: int = 8) -> Pod:
+    limits = {"cpu": str(cpus), "memory": f"{memory_gi}Gi"}
+    return Pod.from_manifest(
+        {"metadata": {"name": "bench"}, "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]}}
+    )
+
+
+def measure(zones: int, nodes: int = 500, rounds: int = 5) -> CoreResult:
+    infos = synthetic_nodes(nodes, zones)
+    profile = default_profile()
+    pod = guaranteed_pod()
+    samples = []
+    feasible = 0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = schedule_one(profile, pod, infos, explain=False)
+        samples.append(time.perf_counter() - start)
+        feasible = len(result.feasible())
+    return CoreResult(zones, nodes, feasible, statistics.median(samples) / nodes * 1e6)
+
+
+def run(zone_counts: tuple[int, ...] = (2, 4, 8), nodes: int = 500) -> list[CoreResult]:
+    return [measure(z, nodes) for z in zone_counts]
