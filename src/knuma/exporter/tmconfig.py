@@ -1,0 +1,260 @@
+"""Where the exporter learns the node's Topology Manager configuration (and the other settings it publishes).
+
+Three sources, most specific first, resolved field by field (any missing value defaults to `none` / `container`,
+the kubelet defaults):
+
+1. flags `--topology-manager-policy` / `--topology-manager-scope` (and env `TOPOLOGY_MANAGER_POLICY` / `_SCOPE`);
+2. an RTE-style config file (`--config`), the format numaresources-operator's kubeletconfig controller renders into
+   a ConfigMap (`config.yaml`):
+
+       kubelet: {topologyManagerPolicy: single-numa-node, topologyManagerScope: pod}
+       podExclude: [{namespacePattern: "kube-*", namePattern: "*"}]
+       resourceExclude: {"*": [device/exampleC], worker-1: [memory]}
+
+3. the kubelet's own `KubeletConfiguration` file (`--kubelet-config-file`, YAML or JSON, also the `/configz`
+   wrapper `{"kubeletconfig": {...}}`), which also gives `topologyManagerPolicyOptions` and `reservedSystemCPUs`.
+
+Unlike RTE, a half-specified source (policy without scope) is fine, and the kubelet defaults apply instead of `""`.
+Errors name the file and the field.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
+from knuma.exporter.sysfs import SysfsError, parse_cpulist
+from knuma.topology.node import ATTR_PREFER_CLOSEST
+
+__all__ = [
+    "ConfigError",
+    "ExporterConfigFile",
+    "KubeletConfigFile",
+    "PodPattern",
+    "TopologyManagerSettings",
+    "load_config_file",
+    "load_kubelet_config",
+    "resolve_topology_manager",
+]
+
+OPTION_MAX_NUMA_NODES = "max-allowable-numa-nodes"
+OPTION_PREFER_CLOSEST = "prefer-closest-numa-nodes"
+
+
+class ConfigError(ValueError):
+    """A configuration file or value that cannot be used; the message names the file and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyManagerSettings:
+    policy: Policy = Policy.NONE
+    scope: Scope = Scope.CONTAINER
+    max_numa_nodes: int | None = None
+    """`topologyManagerPolicyOptions.max-allowable-numa-nodes`, when the kubelet sets it."""
+    prefer_closest_numa_nodes: bool | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Field -> where its value came from (`flag`, `env`, a file path, `default`), for the startup log."""
+
+    def attributes(self) -> dict[str, str]:
+        """The NRT top-level attributes these settings publish."""
+        out = {ATTR_POLICY: self.policy.value, ATTR_SCOPE: self.scope.value}
+        if self.max_numa_nodes is not None:
+            out[ATTR_MAX_NUMA_NODES] = str(self.max_numa_nodes)
+        if self.prefer_closest_numa_nodes is not None:
+            out[ATTR_PREFER_CLOSEST] = "true" if self.prefer_closest_numa_nodes else "false"
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PodPattern:
+    """An RTE `podExclude` entry: shell globs (`filepath.Match` semantics) on namespace and name."""
+
+    namespace: str = "*"
+    name: str = "*"
+
+    def matches(self, namespace: str, name: str) -> bool:
+        return fnmatch.fnmatchcase(namespace, self.namespace) and fnmatch.fnmatchcase(name, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfigFile:
+    path: str
+    policy: Policy | None = None
+    scope: Scope | None = None
+    max_numa_nodes: int | None = None
+    prefer_closest_numa_nodes: bool | None = None
+    reserved_cpus: frozenset[int] = frozenset()
+    cpu_manager_policy: str = ""
+    memory_manager_policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterConfigFile:
+    path: str
+    policy: Policy | None = None
+    scope: Scope | None = None
+    pod_exclude: tuple[PodPattern, ...] = ()
+    resource_exclude: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def excluded_resources(self, node_name: str) -> frozenset[str]:
+        """Resources excluded for every node (`"*"`) or for this one."""
+        return self.resource_exclude.get("*", frozenset()) | self.resource_exclude.get(node_name, frozenset())
+
+
+def _load_yaml(path: str | os.PathLike[str]) -> Any:
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        return yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML or JSON: {err}") from None
+
+
+def _policy(raw: Any, where: str) -> Policy | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return Policy.parse(str(raw))
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def _scope(raw: Any, where: str) -> Scope | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return Scope.parse(str(raw))
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
+    """Read a `KubeletConfiguration` (file or `/configz` output)."""
+    raw = _load_yaml(path)
+    if isinstance(raw, Mapping) and isinstance(raw.get("kubeletconfig"), Mapping):
+        raw = raw["kubeletconfig"]
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a KubeletConfiguration mapping, got {type(raw).__name__}")
+    kind = raw.get("kind")
+    if kind not in (None, "KubeletConfiguration"):
+        raise ConfigError(f"{path}: kind is {kind!r}, expected KubeletConfiguration")
+    options = raw.get("topologyManagerPolicyOptions") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"{path}: topologyManagerPolicyOptions must be a mapping of option name to value")
+    max_numa: int | None = None
+    if OPTION_MAX_NUMA_NODES in options:
+        text = str(options[OPTION_MAX_NUMA_NODES])
+        if not text.isdigit() or int(text) < 1:
+            raise ConfigError(
+                f"{path}: topologyManagerPolicyOptions.{OPTION_MAX_NUMA_NODES} must be a positive integer, got {text!r}"
+            )
+        max_numa = int(text)
+    prefer: bool | None = None
+    if OPTION_PREFER_CLOSEST in options:
+        text = str(options[OPTION_PREFER_CLOSEST]).lower()
+        if text not in ("true", "false"):
+            raise ConfigError(f"{path}: topologyManagerPolicyOptions.{OPTION_PREFER_CLOSEST} must be true or false")
+        prefer = text == "true"
+    try:
+        reserved = parse_cpulist(str(raw.get("reservedSystemCPUs") or ""), f"{path}: reservedSystemCPUs")
+    except SysfsError as err:
+        raise ConfigError(str(err)) from None
+    return KubeletConfigFile(
+        path=str(path),
+        policy=_policy(raw.get("topologyManagerPolicy"), f"{path}: topologyManagerPolicy"),
+        scope=_scope(raw.get("topologyManagerScope"), f"{path}: topologyManagerScope"),
+        max_numa_nodes=max_numa,
+        prefer_closest_numa_nodes=prefer,
+        reserved_cpus=reserved,
+        cpu_manager_policy=str(raw.get("cpuManagerPolicy") or ""),
+        memory_manager_policy=str(raw.get("memoryManagerPolicy") or ""),
+    )
+
+
+def load_config_file(path: str | os.PathLike[str]) -> ExporterConfigFile:
+    """Read an RTE extra config file (the operator's ConfigMap `config.yaml`)."""
+    raw = _load_yaml(path)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping with kubelet, podExclude and resourceExclude keys")
+    kubelet = raw.get("kubelet") or {}
+    if not isinstance(kubelet, Mapping):
+        raise ConfigError(f"{path}: kubelet must be a mapping (topologyManagerPolicy, topologyManagerScope)")
+    patterns = []
+    for i, item in enumerate(raw.get("podExclude") or []):
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{path}: podExclude[{i}] must be a mapping with namespacePattern and namePattern")
+        patterns.append(PodPattern(str(item.get("namespacePattern") or "*"), str(item.get("namePattern") or "*")))
+    exclude_raw = raw.get("resourceExclude") or {}
+    if not isinstance(exclude_raw, Mapping):
+        raise ConfigError(f"{path}: resourceExclude must map a node name (or '*') to a list of resource names")
+    resource_exclude: dict[str, frozenset[str]] = {}
+    for node, names in exclude_raw.items():
+        if not isinstance(names, list):
+            raise ConfigError(f"{path}: resourceExclude.{node} must be a list of resource names")
+        # RTE writes device resources as `device/<name>` in examples; the resource name is what follows.
+        resource_exclude[str(node)] = frozenset(str(n).removeprefix("device/") for n in names)
+    return ExporterConfigFile(
+        path=str(path),
+        policy=_policy(kubelet.get("topologyManagerPolicy"), f"{path}: kubelet.topologyManagerPolicy"),
+        scope=_scope(kubelet.get("topologyManagerScope"), f"{path}: kubelet.topologyManagerScope"),
+        pod_exclude=tuple(patterns),
+        resource_exclude=resource_exclude,
+    )
+
+
+def resolve_topology_manager(
+    *,
+    policy_flag: str | None = None,
+    scope_flag: str | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: ExporterConfigFile | None = None,
+    kubelet_config: KubeletConfigFile | None = None,
+) -> TopologyManagerSettings:
+    """Pick each field from the most specific source that sets it: flag, env, config file, kubelet config."""
+    env = env if env is not None else {}
+    sources: dict[str, str] = {}
+
+    policy: Policy | None = None
+    for value, source in (
+        (_policy(policy_flag, "--topology-manager-policy"), "flag"),
+        (_policy(env.get("TOPOLOGY_MANAGER_POLICY"), "env TOPOLOGY_MANAGER_POLICY"), "env"),
+        (config_file.policy if config_file else None, config_file.path if config_file else ""),
+        (kubelet_config.policy if kubelet_config else None, kubelet_config.path if kubelet_config else ""),
+    ):
+        if value is not None:
+            policy, sources["policy"] = value, source
+            break
+    scope: Scope | None = None
+    for svalue, source in (
+        (_scope(scope_flag, "--topology-manager-scope"), "flag"),
+        (_scope(env.get("TOPOLOGY_MANAGER_SCOPE"), "env TOPOLOGY_MANAGER_SCOPE"), "env"),
+        (config_file.scope if config_file else None, config_file.path if config_file else ""),
+        (kubelet_config.scope if kubelet_config else None, kubelet_config.path if kubelet_config else ""),
+    ):
+        if svalue is not None:
+            scope, sources["scope"] = svalue, source
+            break
+    sources.setdefault("policy", "default")
+    sources.setdefault("scope", "default")
+    return TopologyManagerSettings(
+        policy=policy or Policy.NONE,
+        scope=scope or Scope.CONTAINER,
+        max_numa_nodes=kubelet_config.max_numa_nodes if kubelet_config else None,
+        prefer_closest_numa_nodes=kubelet_config.prefer_closest_numa_nodes if kubelet_config else None,
+        sources=sources,
+    )

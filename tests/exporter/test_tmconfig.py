@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knuma.api.nrt import Policy, Scope
+from knuma.exporter.tmconfig import (
+    ConfigError,
+    PodPattern,
+    load_config_file,
+    load_kubelet_config,
+    resolve_topology_manager,
+)
+
+KUBELET_YAML = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+reservedSystemCPUs: "0,1,12-13"
+topologyManagerPolicy: restricted
+topologyManagerScope: pod
+topologyManagerPolicyOptions:
+  max-allowable-numa-nodes: "16"
+  prefer-closest-numa-nodes: "true"
+"""
+
+OPERATOR_CONFIGMAP = """\
+kubelet:
+  topologyManagerPolicy: single-numa-node
+podExclude:
+- namespacePattern: "openshift-*"
+  namePattern: "*"
+resourceExclude:
+  masternode: [memory, device/exampleA]
+  "*": [device/exampleC]
+"""
+
+
+def test_defaults() -> None:
+    settings = resolve_topology_manager()
+    assert (settings.policy, settings.scope) == (Policy.NONE, Scope.CONTAINER)
+    assert settings.attributes() == {"topologyManagerPolicy": "none", "topologyManagerScope": "container"}
+    assert settings.sources == {"policy": "default", "scope": "default"}
+
+
+def test_kubelet_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(KUBELET_YAML)
+    kubelet = load_kubelet_config(path)
+    assert kubelet.reserved_cpus == frozenset({0, 1, 12, 13})
+    assert kubelet.cpu_manager_policy == "static"
+    settings = resolve_topology_manager(kubelet_config=kubelet)
+    assert (settings.policy, settings.scope) == (Policy.RESTRICTED, Scope.POD)
+    assert settings.attributes() == {
+        "topologyManagerPolicy": "restricted",
+        "topologyManagerScope": "pod",
+        "topologyManagerMaxNUMANodes": "16",
+        "topologyManagerOptionPreferClosestNumaNodes": "true",
+    }
+    assert settings.sources == {"policy": str(path), "scope": str(path)}
+
+
+def test_configz_json_wrapper(tmp_path: Path) -> None:
+    path = tmp_path / "configz.json"
+    path.write_text('{"kubeletconfig": {"topologyManagerPolicy": "best-effort"}}')
+    settings = resolve_topology_manager(kubelet_config=load_kubelet_config(path))
+    assert (settings.policy, settings.scope) == (Policy.BEST_EFFORT, Scope.CONTAINER)
+
+
+def test_operator_configmap_overrides_kubelet_file_field_by_field(tmp_path: Path) -> None:
+    kubelet_path = tmp_path / "kubelet.yaml"
+    kubelet_path.write_text(KUBELET_YAML)
+    cm_path = tmp_path / "config.yaml"
+    cm_path.write_text(OPERATOR_CONFIGMAP)
+    config = load_config_file(cm_path)
+    assert config.pod_exclude == (PodPattern("openshift-*", "*"),)
+    assert config.pod_exclude[0].matches("openshift-monitoring", "x")
+    assert not config.pod_exclude[0].matches("default", "x")
+    assert config.excluded_resources("masternode") == {"memory", "exampleA", "exampleC"}
+    assert config.excluded_resources("worker") == {"exampleC"}
+    settings = resolve_topology_manager(config_file=config, kubelet_config=load_kubelet_config(kubelet_path))
+    assert (settings.policy, settings.scope) == (Policy.SINGLE_NUMA_NODE, Scope.POD)
+    assert settings.sources == {"policy": str(cm_path), "scope": str(kubelet_path)}
+
+
+def test_flags_beat_env_beat_files(tmp_path: Path) -> None:
+    cm_path = tmp_path / "config.yaml"
+    cm_path.write_text(OPERATOR_CONFIGMAP)
+    env = {"TOPOLOGY_MANAGER_POLICY": "best-effort", "TOPOLOGY_MANAGER_SCOPE": "pod"}
+    settings = resolve_topology_manager(policy_flag="restricted", env=env, config_file=load_config_file(cm_path))
+    assert (settings.policy, settings.scope) == (Policy.RESTRICTED, Scope.POD)
+    assert settings.sources == {"policy": "flag", "scope": "env"}
+
+
+def test_errors_name_the_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text("topologyManagerPolicy: strict\n")
+    with pytest.raises(ConfigError, match=f"{path}: topologyManagerPolicy: unknown Topology Manager policy 'strict'"):
+        load_kubelet_config(path)
+    path.write_text("kind: Pod\n")
+    with pytest.raises(ConfigError, match="expected KubeletConfiguration"):
+        load_kubelet_config(path)
+    path.write_text("reservedSystemCPUs: 'a-b'\n")
+    with pytest.raises(ConfigError, match="reservedSystemCPUs"):
+        load_kubelet_config(path)
+    path.write_text("topologyManagerPolicyOptions: {max-allowable-numa-nodes: many}\n")
+    with pytest.raises(ConfigError, match="max-allowable-numa-nodes must be a positive integer"):
+        load_kubelet_config(path)
+    path.write_text("kubelet: {topologyManagerScope: node}\n")
+    with pytest.raises(ConfigError, match=f"{path}: kubelet.topologyManagerScope: unknown Topology Manager scope"):
+        load_config_file(path)
+    path.write_text("kubelet: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config_file(path)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config_file(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="--topology-manager-scope"):
+        resolve_topology_manager(scope_flag="node")
