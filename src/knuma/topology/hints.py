@@ -111,7 +111,7 @@ def merge(
     """The policy's `Merge`: the best merged hint and whether the pod (or container) is admitted."""
     default = mask_of(numa_ids)
     if policy is Policy.NONE:
-        return Hint(None, True), True
+        return Hint(None, False), True  # nonePolicy.Merge: `TopologyHint{}` (nil affinity, not preferred), admit
     if policy is Policy.SINGLE_NUMA_NODE:
         lists = _single_numa_only(lists)
     use_closest = prefer_closest and policy is not Policy.SINGLE_NUMA_NODE and distances is not None
@@ -139,23 +139,18 @@ def _best_merged(lists: HintLists, default: int, closest: Callable[[int], tuple[
         return Hint(default, False)  # no permutation at all
     fitter = closest or (lambda m: (m.bit_count(), 0.0, m))
 
-    # Preferred merged hints: every hint preferred and all non-nil affinities equal.
-    candidates: set[int] | None = None
-    possible = True
-    for hints in lists:
-        masks = {h.mask for h in hints if h.preferred}
-        if not masks:
-            possible = False
-            break
-        if None in masks:
-            continue  # a preferred don't-care combines with any mask
-        concrete = {m for m in masks if m is not None}
-        candidates = concrete if candidates is None else candidates & concrete
-    if possible:
-        preferred = {default} if candidates is None else {m & default for m in candidates}
-        preferred.discard(0)
-        if preferred:
-            return Hint(min(preferred, key=fitter), True)
+    # Preferred merged hints: every hint preferred and all non-nil affinities equal. Either every list picks a
+    # preferred don't-care (merged = default), or some mask m is picked by at least one list and every other list
+    # picks m or a preferred don't-care.
+    per_list = [{h.mask for h in hints if h.preferred} for hints in lists]
+    if all(per_list):
+        concrete = {m for masks in per_list for m in masks if m is not None}
+        candidates = {m & default for m in concrete if all(m in masks or None in masks for masks in per_list)}
+        if all(None in masks for masks in per_list):
+            candidates.add(default)
+        candidates.discard(0)
+        if candidates:
+            return Hint(min(candidates, key=fitter), True)
 
     # Otherwise every permutation is non-preferred: the reachable merged masks are ANDs of one mask per list.
     reachable = {default}
