@@ -1,9 +1,145 @@
-"""`knuma exporter` (registered once the exporter lands)."""
+"""`knuma exporter`: the node agent publishing this node's NodeResourceTopology (or printing it with --dry-run)."""
 
 from __future__ import annotations
 
+import json
+import logging
+from typing import Any
+
 import typer
+import yaml
+
+from knuma.exporter import logs
+from knuma.exporter.fingerprint import Method
+from knuma.exporter.podresources.client import DEFAULT_SOCKET, PodResourcesError
+from knuma.exporter.settings import (
+    ExporterSettings,
+    default_node_name,
+    parse_duration,
+    parse_reference_container,
+)
+from knuma.exporter.sysfs import SysfsError
+from knuma.exporter.tmconfig import ConfigError
+
+_INPUT_ERRORS = (SysfsError, ConfigError, PodResourcesError, ValueError)
 
 
 def register(app: typer.Typer) -> None:
-    del app
+    app.command("exporter")(exporter)
+
+
+def exporter(
+    sysfs_root: str = typer.Option(
+        "/sys", "--sysfs-root", "--sysfs", help="sysfs mount point (the host's /sys, e.g. mounted at /host-sys)."
+    ),
+    podresources_socket: str = typer.Option(
+        DEFAULT_SOCKET, "--podresources-socket", help="kubelet PodResources API socket (unix:///path or a path)."
+    ),
+    podresources_timeout: float = typer.Option(10.0, "--podresources-timeout", help="Deadline of each call (s)."),
+    no_podresources: bool = typer.Option(
+        False, "--no-podresources", help="With --dry-run: describe the bare machine (allocatable = capacity)."
+    ),
+    node_name: str | None = typer.Option(
+        None, "--node-name", "--hostname", help="Node (and NRT object) name; default $NODE_NAME, then the host name."
+    ),
+    kubelet_config_file: str | None = typer.Option(
+        None, "--kubelet-config-file", help="KubeletConfiguration to read the Topology Manager settings from."
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        help="RTE-style config (the operator's ConfigMap): kubelet.topologyManager*, podExclude, resourceExclude.",
+    ),
+    topology_manager_policy: str | None = typer.Option(
+        None, "--topology-manager-policy", help="none, best-effort, restricted or single-numa-node."
+    ),
+    topology_manager_scope: str | None = typer.Option(None, "--topology-manager-scope", help="container or pod."),
+    pods_fingerprint: bool = typer.Option(
+        True, "--pods-fingerprint/--no-pods-fingerprint", help="Publish the pod-set fingerprint."
+    ),
+    pods_fingerprint_method: str = typer.Option(
+        "with-exclusive-resources", "--pods-fingerprint-method", help="with-exclusive-resources or all."
+    ),
+    reference_container: str | None = typer.Option(
+        None,
+        "--reference-container",
+        help="namespace/pod/container never given exclusive CPUs (shared-pool detection on kubelets < 1.22).",
+    ),
+    once: bool = typer.Option(False, "--once", "--oneshot", help="Build (and publish) once, then exit."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the object instead of publishing it."),
+    output: str = typer.Option("yaml", "-o", "--output", help="With --dry-run: yaml or json."),
+    sleep_interval: str = typer.Option("60s", "--sleep-interval", help="Periodic update interval; 0 disables."),
+    notify_file: str | None = typer.Option(
+        None, "--notify-file", help="Update (within 1 s) whenever this file is touched or written."
+    ),
+    kubelet_state_dir: str | None = typer.Option(
+        None,
+        "--kubelet-state-dir",
+        help="Update when cpu_manager_state, memory_manager_state or the device checkpoint change under this dir.",
+    ),
+    metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Address for /metrics, /healthz."),
+    metrics_port: int = typer.Option(2112, "--metrics-port", help="Port for /metrics, /healthz, /readyz; 0 = off."),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
+    add_nrt_owner: bool = typer.Option(
+        True, "--add-nrt-owner/--no-add-nrt-owner", help="Owner reference to the Node (GC with the node)."
+    ),
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr."),
+) -> None:
+    """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
+    from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
+    logs.configure(logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING)
+    if output not in ("yaml", "json"):
+        _fail(f"unknown output format {output!r}; use yaml or json")
+    if no_podresources and not dry_run:
+        _fail("--no-podresources only makes sense with --dry-run: a published object must come from the kubelet")
+    try:
+        settings = ExporterSettings(
+            node_name=node_name or default_node_name(),
+            sysfs_root=sysfs_root,
+            podresources_socket=podresources_socket,
+            podresources_timeout=podresources_timeout,
+            use_podresources=not no_podresources,
+            kubelet_config_file=kubelet_config_file,
+            config_file=config,
+            topology_manager_policy=topology_manager_policy,
+            topology_manager_scope=topology_manager_scope,
+            pods_fingerprint=pods_fingerprint,
+            pods_fingerprint_method=Method.parse(pods_fingerprint_method),
+            reference_container=parse_reference_container(reference_container),
+            sleep_interval=parse_duration(sleep_interval),
+            notify_file=notify_file,
+            kubelet_state_dir=kubelet_state_dir,
+            metrics_address=metrics_address,
+            metrics_port=metrics_port or None,
+            kubeconfig=kubeconfig,
+            context=context,
+            add_owner_reference=add_nrt_owner,
+        )
+        if dry_run:
+            from knuma.exporter.once import build_once
+
+            if not once:
+                _fail("--dry-run needs --once: a dry run prints one object and exits")
+            result = build_once(settings)
+            for warning in result.warnings:
+                typer.echo(f"warning: {warning}", err=True)
+            _print(result.nrt.to_dict(), output)
+            return
+    except _INPUT_ERRORS as err:
+        _fail(str(err))
+    from knuma.exporter.daemon import run
+
+    raise typer.Exit(run(settings, once=once))
+
+
+def _print(doc: dict[str, Any], output: str) -> None:
+    if output == "json":
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)

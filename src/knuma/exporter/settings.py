@@ -1,0 +1,119 @@
+"""Everything `knuma exporter` is told on its command line, and how it turns into builder options.
+
+Kept apart from the CLI so the daemon and the tests build an `ExporterSettings` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from knuma.exporter.builder import BuildOptions
+from knuma.exporter.fingerprint import Method
+from knuma.exporter.podresources.client import DEFAULT_SOCKET
+from knuma.exporter.tmconfig import (
+    ConfigError,
+    load_config_file,
+    load_kubelet_config,
+    resolve_topology_manager,
+)
+
+__all__ = ["ExporterSettings", "default_node_name", "parse_duration", "parse_reference_container"]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterSettings:
+    node_name: str
+    sysfs_root: str = "/sys"
+    podresources_socket: str = DEFAULT_SOCKET
+    podresources_timeout: float = 10.0
+    use_podresources: bool = True
+    kubelet_config_file: str | None = None
+    config_file: str | None = None
+    topology_manager_policy: str | None = None
+    topology_manager_scope: str | None = None
+    pods_fingerprint: bool = True
+    pods_fingerprint_method: Method = Method.WITH_EXCLUSIVE_RESOURCES
+    reference_container: tuple[str, str, str] | None = None
+    # daemon only
+    sleep_interval: float = 60.0
+    notify_file: str | None = None
+    kubelet_state_dir: str | None = None
+    min_update_interval: float = 1.0
+    metrics_address: str = "0.0.0.0"
+    metrics_port: int | None = 2112
+    """None disables the HTTP endpoints; 0 picks a free port (tests)."""
+    kubeconfig: str | None = None
+    context: str | None = None
+    add_owner_reference: bool = True
+
+
+def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = None) -> BuildOptions:
+    """Read the configuration files and resolve the Topology Manager settings; raise `ConfigError` on bad input."""
+    env = os.environ if env is None else env
+    config = load_config_file(settings.config_file) if settings.config_file else None
+    kubelet = load_kubelet_config(settings.kubelet_config_file) if settings.kubelet_config_file else None
+    topology_manager = resolve_topology_manager(
+        policy_flag=settings.topology_manager_policy,
+        scope_flag=settings.topology_manager_scope,
+        env=env,
+        config_file=config,
+        kubelet_config=kubelet,
+    )
+    return BuildOptions(
+        node_name=settings.node_name,
+        topology_manager=topology_manager,
+        fingerprint=settings.pods_fingerprint,
+        fingerprint_method=settings.pods_fingerprint_method,
+        reference_container=settings.reference_container,
+        pod_exclude=config.pod_exclude if config else (),
+        resource_exclude=config.excluded_resources(settings.node_name) if config else frozenset(),
+        reserved_cpus=kubelet.reserved_cpus if kubelet else frozenset(),
+    )
+
+
+def default_node_name(env: Mapping[str, str] | None = None) -> str:
+    """`NODE_NAME` (set from `spec.nodeName` in the DaemonSet), else the host name, as RTE does."""
+    env = os.environ if env is None else env
+    return env.get("NODE_NAME") or socket.gethostname()
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from `60`, `1.5`, or a Go-style duration (`60s`, `1m30s`, `500ms`); `0` disables."""
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    else:
+        if value < 0:
+            raise ConfigError(f"invalid duration {text!r}: must not be negative")
+        return value
+    pos, total = 0, 0.0
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * scale[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ConfigError(f"invalid duration {text!r}: expected seconds or a duration such as 60s, 1m30s, 500ms")
+    return total
+
+
+def parse_reference_container(text: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str, str] | None:
+    """`namespace/pod/container`, or the three `REFERENCE_*` environment variables (all needed), or None."""
+    env = os.environ if env is None else env
+    if text:
+        parts = text.split("/")
+        if len(parts) != 3 or not all(parts):
+            raise ConfigError(f"invalid --reference-container {text!r}: expected namespace/pod/container")
+        return parts[0], parts[1], parts[2]
+    names = ("REFERENCE_NAMESPACE", "REFERENCE_POD_NAME", "REFERENCE_CONTAINER_NAME")
+    values = [env.get(n, "") for n in names]
+    return (values[0], values[1], values[2]) if all(values) else None
