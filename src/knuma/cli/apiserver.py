@@ -1,9 +1,78 @@
-"""`knuma apiserver` (registered once the apiserver lands)."""
+"""`knuma apiserver`: run the local Kubernetes-compatible API server."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
 
 import typer
 
 
+def _persistent_token(data_dir: Path) -> str:
+    """The token kept in DIR/token, so kubeconfigs written earlier keep working after a restart."""
+    from knuma.apiserver.server import generate_token
+
+    path = data_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = generate_token()
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token
+
+
 def register(app: typer.Typer) -> None:
-    del app
+    app.command("apiserver")(apiserver)
+
+
+def apiserver(
+    port: int = typer.Option(0, "--port", help="TCP port; 0 picks a free one (printed in the kubeconfig)."),
+    bind: str = typer.Option("127.0.0.1", "--bind", help="Address to listen on. Loopback by default."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Keep objects in DIR (sqlite, WAL); in-memory when omitted."
+    ),
+    kubeconfig_out: Path | None = typer.Option(
+        None, "--kubeconfig-out", help="Write the kubeconfig to FILE instead of printing it on stdout."
+    ),
+    insecure: bool = typer.Option(False, "--insecure", help="Accept requests without the bearer token."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="KNUMA_APISERVER_TOKEN", help="Bearer token to require (generated when omitted)."
+    ),
+    fsync: bool = typer.Option(False, "--fsync", help="With --data-dir: fsync every write (survives power loss)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request on stderr."),
+) -> None:
+    """Run a Kubernetes-compatible API server (the subset kubectl, lightkube, kopf and knuma use).
+
+    The kubeconfig to reach it is printed on stdout (or written with --kubeconfig-out); logs go to stderr.
+    Stop it with Ctrl-C or SIGTERM.
+    """
+    from knuma.apiserver.server import ApiServer, generate_token, serve_forever
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    if verbose:
+        logging.getLogger("aiohttp.access").setLevel(logging.INFO)
+    if bind not in ("127.0.0.1", "::1", "localhost") and insecure:
+        typer.echo(f"warning: serving without authentication on {bind}", err=True)
+    if not insecure and token is None:
+        token = _persistent_token(data_dir) if data_dir is not None else generate_token()
+    server = ApiServer(token=None if insecure else token, data_dir=data_dir, fsync=fsync)
+
+    def ready(srv: ApiServer) -> None:
+        if kubeconfig_out is not None:
+            srv.write_kubeconfig(kubeconfig_out)
+            typer.echo(f"knuma apiserver listening on {srv.url}; kubeconfig written to {kubeconfig_out}", err=True)
+        else:
+            typer.echo(srv.kubeconfig(), nl=False)
+            sys.stdout.flush()
+            typer.echo(f"knuma apiserver listening on {srv.url}", err=True)
+
+    try:
+        asyncio.run(serve_forever(server, bind, port, ready))
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on {bind}:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from exc

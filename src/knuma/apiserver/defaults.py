@@ -1,0 +1,61 @@
+"""Defaulting of built-in kinds: the fields a real API server fills in on create that clients rely on.
+
+Only what the stack and kubectl read back is defaulted (pod phase and scheduler name, namespace phase and
+finalizer, deployment replicas and strategy); the rest of kube-apiserver's defaulting is out of scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JsonObj = dict[str, Any]
+
+
+def apply_defaults(kind: str, obj: JsonObj) -> None:
+    """Fill in defaults in place on a new object."""
+    if kind == "Pod":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("priority", 0)
+        for c in spec.get("containers") or []:
+            if isinstance(c, dict):
+                c.setdefault("terminationMessagePath", "/dev/termination-log")
+                c.setdefault(
+                    "imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest") else "IfNotPresent"
+                )
+        status = obj.setdefault("status", {})
+        status.setdefault("phase", "Pending")
+    elif kind == "Namespace":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+        labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+        labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
+    elif kind == "Deployment":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        spec.setdefault(
+            "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+        )
+    elif kind == "DaemonSet":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault(
+            "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+        )
+    elif kind == "Service":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+    elif kind == "Secret":
+        obj.setdefault("type", "Opaque")
+    elif kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")

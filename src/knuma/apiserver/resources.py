@@ -1,0 +1,200 @@
+"""Resource types the server serves: the built-in kinds and the ones CRDs add at runtime.
+
+A `ResourceType` is what discovery advertises (`name`, `singularName`, `shortNames`, `verbs`, ...) and what the
+router resolves a URL to. Storage is keyed by (group, plural): the versions of one resource share their objects, the
+way a CRD with several served versions and conversion strategy `None` behaves.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    #: The openAPIV3Schema of a CRD version, used for validation; None for built-in kinds.
+    schema: dict[str, Any] | None = None
+    #: True for kinds defined by a CRD (strategic merge patch is then rejected, like a real server does).
+    custom: bool = False
+    #: The version objects are stored in (the CRD's storage version); equals `version` for built-ins.
+    storage_version: str = ""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> tuple[str, str]:
+        return (self.group, self.plural)
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    def discovery(self) -> list[dict[str, Any]]:
+        """The `APIResourceList` entries for this resource and its subresources."""
+        main: dict[str, Any] = {
+            "name": self.plural,
+            "singularName": self.singular_name,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": list(self.verbs),
+        }
+        if self.short_names:
+            main["shortNames"] = list(self.short_names)
+        if self.categories:
+            main["categories"] = list(self.categories)
+        entries = [main]
+        for sub in self.subresources:
+            verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
+            if sub == "proxy":
+                verbs = ["create", "delete", "get", "patch", "update"]
+            kind = {"binding": "Binding", "eviction": "Eviction", "proxy": "NodeProxyOptions"}.get(sub, self.kind)
+            entries.append(
+                {
+                    "name": f"{self.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": kind,
+                    "verbs": verbs,
+                }
+            )
+        return entries
+
+
+def _rt(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    short: Iterable[str] = (),
+    sub: Iterable[str] = (),
+    categories: Iterable[str] = (),
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version=version,
+        plural=plural,
+        kind=kind,
+        namespaced=namespaced,
+        singular=kind.lower(),
+        short_names=tuple(short),
+        subresources=tuple(sub),
+        categories=tuple(categories),
+        storage_version=version,
+    )
+
+
+BUILTIN: tuple[ResourceType, ...] = (
+    _rt("", "v1", "namespaces", "Namespace", False, ["ns"], ["status", "finalize"]),
+    _rt("", "v1", "nodes", "Node", False, ["no"], ["status", "proxy"]),
+    _rt("", "v1", "pods", "Pod", True, ["po"], ["status", "binding", "eviction"], ["all"]),
+    _rt("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    _rt("", "v1", "secrets", "Secret", True),
+    _rt("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+    _rt("", "v1", "services", "Service", True, ["svc"], ["status"], ["all"]),
+    _rt("", "v1", "events", "Event", True, ["ev"]),
+    _rt("events.k8s.io", "v1", "events", "Event", True, ["ev"]),
+    _rt("coordination.k8s.io", "v1", "leases", "Lease", True),
+    _rt("apps", "v1", "deployments", "Deployment", True, ["deploy"], ["status", "scale"], ["all"]),
+    _rt("apps", "v1", "daemonsets", "DaemonSet", True, ["ds"], ["status"], ["all"]),
+    _rt("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _rt("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    _rt("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+    _rt(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        ["crd", "crds"],
+        ["status"],
+    ),
+)
+
+
+@dataclass
+class Registry:
+    """All served resource types, indexed the ways the router and discovery need them."""
+
+    _types: dict[tuple[str, str, str], ResourceType] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def with_builtins(cls) -> Registry:
+        registry = cls()
+        for rt in BUILTIN:
+            registry.add(rt)
+        return registry
+
+    def add(self, rt: ResourceType) -> None:
+        with self._lock:
+            self._types[(rt.group, rt.version, rt.plural)] = rt
+
+    def remove_group_resource(self, group: str, plural: str) -> None:
+        with self._lock:
+            for key in [k for k in self._types if k[0] == group and k[2] == plural]:
+                del self._types[key]
+
+    def get(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._types.get((group, version, plural))
+
+    def all(self) -> list[ResourceType]:
+        with self._lock:
+            return list(self._types.values())
+
+    def versions(self, group: str) -> list[str]:
+        """Served versions of a group, preferred first (stable before beta before alpha, newer first)."""
+        found = {v for g, v, _ in list(self._types) if g == group}
+        return sorted(found, key=version_priority)
+
+    def groups(self) -> list[str]:
+        seen: list[str] = []
+        for g, _, _ in list(self._types):
+            if g and g not in seen:
+                seen.append(g)
+        return seen
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [rt for (g, v, _), rt in list(self._types.items()) if g == group and v == version]
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        group, _, version = api_version.rpartition("/")
+        for rt in self.in_group_version(group, version):
+            if rt.kind == kind:
+                return rt
+        return None
+
+
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes version ordering: GA > beta > alpha, then by major, then by minor (higher first)."""
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not m:
+        return (3, 0, 0)
+    major = int(m.group(1))
+    stage = {"alpha": 2, "beta": 1, None: 0}[m.group(2)]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor)

@@ -1,0 +1,160 @@
+"""Object storage with one monotonic resourceVersion, an event history for watches, and optional durability.
+
+All methods run on the server's event loop thread, so the store needs no locks: a write assigns the next
+resourceVersion, persists the object (when a durable backend is configured) *before* returning, appends the event to
+the bounded history and offers it to every subscribed watcher without waiting for any of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JsonObj = dict[str, Any]
+GroupResource = tuple[str, str]
+
+
+@dataclass
+class WatchEvent:
+    """One change: `type` is ADDED, MODIFIED or DELETED; `obj` carries the new resourceVersion."""
+
+    type: str
+    rv: int
+    gr: GroupResource
+    obj: JsonObj
+    old: JsonObj | None = None
+    _encoded: dict[tuple[str, str], bytes] = field(default_factory=dict, repr=False)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    def encode(self, api_version: str, type_: str | None = None) -> bytes:
+        """The newline-terminated JSON line for watchers of `api_version`, cached across watchers."""
+        kind = type_ or self.type
+        cached = self._encoded.get((api_version, kind))
+        if cached is None:
+            obj = self.obj if self.obj.get("apiVersion") == api_version else {**self.obj, "apiVersion": api_version}
+            cached = json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+            self._encoded[(api_version, kind)] = cached
+        return cached
+
+
+class Subscriber(Protocol):
+    """A watcher: `offer` must never block (the store calls it for every event)."""
+
+    gr: GroupResource
+
+    def offer(self, event: WatchEvent) -> None: ...
+
+
+class Backend(Protocol):
+    """Durable storage: a write must be on disk when the method returns."""
+
+    def load(self) -> tuple[int, list[tuple[GroupResource, JsonObj]]]: ...
+
+    def put(self, gr: GroupResource, obj: JsonObj, rv: int) -> None: ...
+
+    def delete(self, gr: GroupResource, namespace: str, name: str, rv: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Store:
+    def __init__(self, backend: Backend | None = None, window: int = 20000) -> None:
+        self._objects: dict[GroupResource, dict[tuple[str, str], JsonObj]] = {}
+        self._history: deque[WatchEvent] = deque(maxlen=window)
+        self._subscribers: dict[GroupResource, set[Subscriber]] = {}
+        self._backend = backend
+        self.rv = 0
+        #: Oldest resourceVersion a watch can resume from; older ones get 410 Gone.
+        self.compacted_rv = 0
+        if backend is not None:
+            rv, objects = backend.load()
+            self.rv = rv
+            self.compacted_rv = rv
+            for gr, obj in objects:
+                md = obj["metadata"]
+                self._objects.setdefault(gr, {})[(md.get("namespace") or "", md["name"])] = obj
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    def get(self, gr: GroupResource, namespace: str, name: str) -> JsonObj | None:
+        return self._objects.get(gr, {}).get((namespace, name))
+
+    def scan(self, gr: GroupResource, namespace: str | None = None) -> list[JsonObj]:
+        """Objects sorted by (namespace, name), the order `continue` tokens rely on."""
+        bucket = self._objects.get(gr, {})
+        keys = sorted(k for k in bucket if namespace is None or k[0] == namespace)
+        return [bucket[k] for k in keys]
+
+    def iter_all(self) -> Iterator[tuple[GroupResource, JsonObj]]:
+        for gr, bucket in list(self._objects.items()):
+            for obj in list(bucket.values()):
+                yield gr, obj
+
+    def count(self, gr: GroupResource) -> int:
+        return len(self._objects.get(gr, {}))
+
+    # -- writes --------------------------------------------------------------------------------------------------
+
+    def put(self, gr: GroupResource, obj: JsonObj, *, created: bool) -> JsonObj:
+        """Store `obj` (which the caller must not mutate afterwards) with the next resourceVersion."""
+        rv = self.rv + 1
+        md = obj["metadata"]
+        md["resourceVersion"] = str(rv)
+        key = (md.get("namespace") or "", md["name"])
+        if self._backend is not None:
+            self._backend.put(gr, obj, rv)
+        self.rv = rv
+        bucket = self._objects.setdefault(gr, {})
+        old = bucket.get(key)
+        bucket[key] = obj
+        self._publish(WatchEvent("ADDED" if created else "MODIFIED", rv, gr, obj, old))
+        return obj
+
+    def remove(self, gr: GroupResource, namespace: str, name: str) -> JsonObj | None:
+        bucket = self._objects.get(gr, {})
+        old = bucket.get((namespace, name))
+        if old is None:
+            return None
+        rv = self.rv + 1
+        if self._backend is not None:
+            self._backend.delete(gr, namespace, name, rv)
+        self.rv = rv
+        del bucket[(namespace, name)]
+        final = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
+        self._publish(WatchEvent("DELETED", rv, gr, final, old))
+        return final
+
+    def drop_group_resource(self, gr: GroupResource) -> None:
+        """Forget every object of a resource whose CRD went away (its objects were deleted first)."""
+        self._objects.pop(gr, None)
+
+    # -- watch ---------------------------------------------------------------------------------------------------
+
+    def _publish(self, event: WatchEvent) -> None:
+        if len(self._history) == self._history.maxlen:
+            self.compacted_rv = self._history[0].rv
+        self._history.append(event)
+        for sub in list(self._subscribers.get(event.gr, ())):
+            sub.offer(event)
+
+    def subscribe(self, sub: Subscriber) -> None:
+        self._subscribers.setdefault(sub.gr, set()).add(sub)
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self._subscribers.get(sub.gr, set()).discard(sub)
+
+    def events_since(self, gr: GroupResource, rv: int) -> list[WatchEvent] | None:
+        """Events of `gr` after `rv`, or None when `rv` is older than the retained window (410 Gone)."""
+        if rv < self.compacted_rv:
+            return None
+        return [e for e in self._history if e.rv > rv and e.gr == gr]
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
