@@ -1,0 +1,41 @@
+"""The straightforward scheduler: `schedule_one` over every node, then reserve on the chosen one.
+
+The reference the vectorised path is checked and benchmarked against: same rules, one node at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from knuma.api.pod import Pod
+from knuma.api.resources import add
+from knuma.scheduler.framework import NodeInfo, schedule_one
+from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.strategies import ScoringStrategy
+from knuma.scheduler.vectorized import Decision
+from knuma.topology.kubelet import admit
+
+__all__ = ["SequentialScheduler"]
+
+
+class SequentialScheduler:
+    def __init__(self, nodes: Sequence[NodeInfo], scoring: ScoringStrategy | None = None) -> None:
+        self.profile = default_profile(scoring)
+        self.nodes = list(nodes)
+
+    def schedule(self, pod: Pod) -> Decision:
+        result = schedule_one(self.profile, pod, self.nodes, explain=False)
+        if result.selected is None:
+            return Decision(None, None, None)
+        row = next(i for i, n in enumerate(self.nodes) if n.name == result.selected)
+        node = self.nodes[row]
+        admission = admit(pod, node.topology) if node.topology is not None else None
+        self.nodes[row] = replace(
+            node,
+            requested=add(node.requested, pod.effective_request),
+            pod_count=node.pod_count + 1,
+            topology=admission.node if admission is not None and admission.admitted else node.topology,
+        )
+        score = next(r.score for r in result.nodes if r.name == result.selected)
+        return Decision(result.selected, score, admission)
