@@ -1,1 +1,1 @@
-"""Helpers for test suites of knuma and of projects built on it (fixtures that start real servers)."""
+"""Test doubles that speak the real protocols (gRPC, HTTP), reusable by tests and simulations."""
