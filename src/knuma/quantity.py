@@ -33,9 +33,10 @@ _DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
 _BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
 
 # sign, digits with an optional fraction, then a suffix (SI, binary or exponent), as in k8s.io/apimachinery.
-_GRAMMAR = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+_GRAMMAR = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
 _NANO = 10**9
 _MAX_EXPONENT = 30  # far beyond any real resource; keeps arithmetic bounded on hostile input
+_MAX_INT64_NANOS = (2**63 - 1) * _NANO  # resource.Quantity's `maxAllowed`
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +60,12 @@ class Quantity:
         return cls(value * _NANO, fmt)
 
     def value(self) -> int:
-        """Whole units, rounded up (Go `Quantity.Value()`)."""
-        return -((-self.nanos) // _NANO)
+        """Whole units, rounded away from zero (Go `Quantity.Value()`: 1.5 -> 2, -1.5 -> -2)."""
+        return _round_away(self.nanos, _NANO)
 
     def milli_value(self) -> int:
-        """Milli-units, rounded up (Go `Quantity.MilliValue()`)."""
-        return -((-self.nanos) // 10**6)
+        """Milli-units, rounded away from zero (Go `Quantity.MilliValue()`)."""
+        return _round_away(self.nanos, 10**6)
 
     def exact(self) -> Fraction:
         return Fraction(self.nanos, _NANO)
@@ -73,26 +74,32 @@ class Quantity:
         return format_quantity(self.nanos, self.format)
 
 
-@lru_cache(maxsize=4096)
 def parse_quantity(text: str | int | float) -> Quantity:
     """Parse `text` (`"1.5Gi"`, `"500m"`, `"1e3"`, `2`) into an exact `Quantity`.
 
     Raises `QuantityError` naming the value when it is not a Kubernetes quantity.
     """
+    if not isinstance(text, str | int | float):  # also keeps unhashable values (lists, dicts) out of the cache
+        raise QuantityError(f"invalid quantity {text!r}: expected a string such as '500m' or '1Gi'")
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str | int | float) -> Quantity:
     if isinstance(text, bool):
         raise QuantityError(f"invalid quantity {text!r}: expected a number or a string such as '500m' or '1Gi'")
     if isinstance(text, int):
-        return Quantity(text * _NANO)
+        return _capped(text * _NANO, QuantityFormat.DECIMAL_SI)
     if isinstance(text, float):
         if not math.isfinite(text):
             raise QuantityError(f"invalid quantity {text!r}: must be finite")
         # YAML gives `cpu: 0.5` as a float: its shortest decimal text is what the user wrote.
         exact = Fraction(repr(text))
         nanos = _ceil(abs(exact) * _NANO)
-        return Quantity(-nanos if exact < 0 else nanos)
+        return _capped(-nanos if exact < 0 else nanos, QuantityFormat.DECIMAL_SI)
     if not isinstance(text, str):
         raise QuantityError(f"invalid quantity {text!r}: expected a string such as '500m' or '1Gi'")
-    match = _GRAMMAR.match(text)
+    match = _GRAMMAR.fullmatch(text)  # ASCII digits only, no trailing newline: Go's parser accepts nothing else
     if not match:
         raise QuantityError(
             f"invalid quantity {text!r}: expected a number with an optional suffix "
@@ -113,11 +120,23 @@ def parse_quantity(text: str | int | float) -> Quantity:
         fmt = QuantityFormat.DECIMAL_SI
         amount = mantissa * Fraction(10) ** _DECIMAL[suffix]
     nanos = _ceil(amount * _NANO)  # precision beyond nano rounds away from zero, as the API server does
-    return Quantity(-nanos if sign == "-" else nanos, fmt)
+    return _capped(-nanos if sign == "-" else nanos, fmt)
 
 
 def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
+
+
+def _round_away(nanos: int, unit: int) -> int:
+    magnitude = -((-abs(nanos)) // unit)
+    return -magnitude if nanos < 0 else magnitude
+
+
+def _capped(nanos: int, fmt: QuantityFormat) -> Quantity:
+    """Go caps DecimalSI and BinarySI quantities at the largest int64 of base units (not DecimalExponent ones)."""
+    if fmt is not QuantityFormat.DECIMAL_EXPONENT and abs(nanos) > _MAX_INT64_NANOS:
+        nanos = _MAX_INT64_NANOS if nanos > 0 else -_MAX_INT64_NANOS
+    return Quantity(nanos, fmt)
 
 
 def format_quantity(nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> str:
@@ -135,7 +154,7 @@ def format_quantity(nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI)
         return f"{sign}{units}{_BINARY_BY_EXP[power] if power else ''}"
     # Decimal: the largest exponent (multiple of 3, from -9) that keeps the mantissa an integer.
     exponent = -9
-    while exponent < 18 and magnitude % 1000 == 0:
+    while (exponent < 18 or fmt is QuantityFormat.DECIMAL_EXPONENT) and magnitude % 1000 == 0:
         magnitude //= 1000
         exponent += 3
     if fmt is QuantityFormat.DECIMAL_EXPONENT:
