@@ -42,7 +42,7 @@ ATTR_FINGERPRINT = "nodeTopologyPodsFingerprint"
 ATTR_FINGERPRINT_METHOD = "nodeTopologyPodsFingerprintMethod"
 ANNOTATION_FINGERPRINT = "topology.node.k8s.io/fingerprint"
 
-_ZONE_NAME = re.compile(r"^node-(\d+)$")
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 class NRTError(ValueError):
@@ -96,11 +96,16 @@ class TopologyManagerConfig:
 
 def numa_id_from_zone_name(name: str) -> int | None:
     """`node-3` -> 3; anything else (including ids above 64) -> None, as upstream's `numanode.NameToID`."""
-    match = _ZONE_NAME.match(name)
-    if not match:
+    numa_id = _atoi(name[len("node-") :]) if name.startswith("node-") else None
+    return numa_id if numa_id is not None and 0 <= numa_id <= MAX_NUMA_ID else None
+
+
+def _atoi(text: str) -> int | None:
+    """Go's `strconv.Atoi`: optional sign, ASCII digits, within int64; None where Go returns an error."""
+    if not _ATOI.fullmatch(text):
         return None
-    numa_id = int(match.group(1))
-    return numa_id if numa_id <= MAX_NUMA_ID else None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +174,9 @@ class NodeResourceTopology:
         if raw_scope in Scope._value2member_map_:
             scope = Scope(raw_scope)
         raw_max = self.attributes.get(ATTR_MAX_NUMA_NODES, "")
-        if raw_max.isdigit() and int(raw_max) > 1:
-            max_numa = min(int(raw_max), MAX_NUMA_NODES_CAP)
+        parsed_max = _atoi(raw_max)
+        if parsed_max is not None and parsed_max > 1:
+            max_numa = min(parsed_max, MAX_NUMA_NODES_CAP)
         return TopologyManagerConfig(policy, scope, max_numa)
 
     @property
