@@ -117,6 +117,7 @@ class Pod:
             raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container")
         init = tuple(_container(c, where, init=True) for c in spec.get("initContainers") or [])
         apps = tuple(_container(c, where, init=False) for c in raw_containers)
+        overhead = _resource_list(spec.get("overhead"), f"{where}: spec.overhead")
         try:
             priority = int(spec.get("priority") or 0)
         except (TypeError, ValueError):
@@ -126,7 +127,7 @@ class Pod:
             name=name,
             init_containers=init,
             containers=apps,
-            overhead=parse_resource_list(spec.get("overhead"), f"{where}: spec.overhead"),
+            overhead=overhead,
             uid=str(metadata.get("uid") or ""),
             priority=priority,
             scheduler_name=spec.get("schedulerName") or "default-scheduler",
@@ -167,8 +168,10 @@ def _container(raw: Any, where: str, *, init: bool) -> Container:
     if not name:
         raise PodError(f"{where}: a container has no name")
     resources = raw.get("resources") or {}
-    requests = parse_resource_list(resources.get("requests"), f"{where}: container {name} requests")
-    limits = parse_resource_list(resources.get("limits"), f"{where}: container {name} limits")
+    if not isinstance(resources, Mapping):
+        raise PodError(f"{where}: container {name} resources must be a mapping with requests and limits")
+    requests = _resource_list(resources.get("requests"), f"{where}: container {name} requests")
+    limits = _resource_list(resources.get("limits"), f"{where}: container {name} limits")
     for resource, limit in limits.items():  # API server defaulting: request defaults to the limit
         requests.setdefault(resource, limit)
     for resource, request in requests.items():
@@ -183,6 +186,14 @@ def _container(raw: Any, where: str, *, init: bool) -> Container:
     else:
         kind = ContainerKind.INIT
     return Container(name=name, kind=kind, requests=requests, limits=limits)
+
+
+def _resource_list(raw: Any, where: str) -> dict[str, int]:
+    """`parse_resource_list`, raising `PodError` (invalid quantities are errors in the pod manifest)."""
+    try:
+        return parse_resource_list(raw, where)
+    except ValueError as err:
+        raise PodError(str(err)) from None
 
 
 def _qos_class(containers: Iterable[Container]) -> QOSClass:
