@@ -55,6 +55,18 @@ def test_four_nodes_with_hugepages_of_two_sizes(tmp_path: Path) -> None:
     assert machine.thread_siblings[9] == frozenset({8, 9})
 
 
+def test_siblings_from_core_ids(tmp_path: Path) -> None:
+    machine = discover(write_tree(tmp_path, {0: NodeSpec(cpus=[0, 1, 2, 3]), 1: NodeSpec(cpus=[4, 5])}, core_ids=True))
+    assert machine.thread_siblings == {
+        0: frozenset({0, 1}),
+        1: frozenset({0, 1}),
+        2: frozenset({2, 3}),
+        3: frozenset({2, 3}),
+        4: frozenset({4, 5}),
+        5: frozenset({4, 5}),
+    }
+
+
 def test_eight_nodes(tmp_path: Path) -> None:
     nodes = {i: NodeSpec(cpus=list(range(i * 32, i * 32 + 32))) for i in range(8)}
     machine = discover(write_tree(tmp_path, nodes))

@@ -100,10 +100,16 @@ def merge_patch(current: Mapping[str, Any], desired: Mapping[str, Any], *, manag
 class Publisher:
     """Keeps one NRT object in line with what the builder produces. Not thread-safe: one caller at a time."""
 
-    def __init__(self, client: AsyncClient, node_name: str, *, add_owner_reference: bool = True) -> None:
+    def __init__(
+        self, client: AsyncClient, node_name: str, *, add_owner_reference: bool = True, resync_every: int = 10
+    ) -> None:
         self.client = client
         self.node_name = node_name
         self.add_owner_reference = add_owner_reference
+        self.resync_every = resync_every
+        """Re-read the object every N publishes (RTE's `--patch-resync`), so edits by others are undone even when
+        the node's data does not change; 0 never re-reads unless a write fails."""
+        self._since_read = 0
         self._owner: dict[str, Any] | None = None
         self._current: dict[str, Any] | None = None
         """The object as the server last returned it (None until read or created)."""
@@ -124,9 +130,13 @@ class Publisher:
             raise PublishError(f"API server unreachable while publishing {self.node_name}: {err}") from None
 
     async def _publish(self, nrt: NodeResourceTopology) -> Outcome:
+        self._since_read += 1
+        if self.resync_every and self._since_read >= self.resync_every:
+            self._current = None
         for _ in range(MAX_CONFLICT_RETRIES):
             if self._current is None:
                 self._current = await self._read()
+                self._since_read = 0
             owner = await self._owner_reference() if self.add_owner_reference else None
             desired = desired_object(nrt, owner)
             if self._current is None:

@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from lightkube import AsyncClient, Client, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Node
+
+from knuma.exporter.daemon import Exporter, make_client
+from knuma.exporter.podresources import Allocatable, Container, Pod
+from knuma.exporter.publisher import NRT
+from knuma.exporter.settings import ExporterSettings, build_options
+from knuma.exporter.sysfs import discover
+from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.podresources import PodResourcesServer
+
+from .sysfs_trees import NodeSpec, write_tree
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check() if asyncio.iscoroutinefunction(check) else check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+async def read(client: AsyncClient, name: str) -> dict[str, Any]:
+    found: Any = await client.get(NRT, name)
+    obj: dict[str, Any] = found.to_dict()
+    return obj
+
+
+def available_cpu(obj: dict[str, Any], zone: int) -> str:
+    return str(next(r["available"] for r in obj["zones"][zone]["resources"] if r["name"] == "cpu"))
+
+
+@pytest.mark.slow
+async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1, 2, 3]), 1: NodeSpec(cpus=[4, 5, 6, 7])})
+    notify = tmp_path / "run" / "notify"
+    kubelet = PodResourcesServer(allocatable=Allocatable(cpu_ids=tuple(range(1, 8)))).start()
+    settings = ExporterSettings(
+        node_name="daemon-a",
+        sysfs_root=str(root),
+        podresources_socket=kubelet.address,
+        podresources_timeout=2,
+        kubeconfig=str(api.kubeconfig),
+        notify_file=str(notify),
+        sleep_interval=0.5,
+        metrics_address="127.0.0.1",
+        metrics_port=0,
+        topology_manager_policy="single-numa-node",
+    )
+    client = AsyncClient(KubeConfig.from_file(api.kubeconfig), trust_env=False)
+    await client.create(Node(metadata=ObjectMeta(name="daemon-a")))
+    exporter = Exporter(
+        settings, machine=discover(root), options=build_options(settings, env={}), client=make_client(settings)
+    )
+    stop = asyncio.Event()
+    serving = asyncio.create_task(exporter.serve(stop))
+    http = aiohttp.ClientSession()
+    try:
+
+        async def get(path: str) -> tuple[int, str]:
+            async with http.get(f"http://127.0.0.1:{exporter.http_port}{path}") as response:
+                return response.status, await response.text()
+
+        await eventually(lambda: exporter.http_port)
+        await eventually(lambda: exporter.health.ready)
+        assert await get("/readyz") == (200, "ok\n")
+        assert await get("/healthz") == (200, "ok\n")
+        obj = await read(client, "daemon-a")
+        assert available_cpu(obj, 0) == "3"
+        assert obj["metadata"]["ownerReferences"][0]["name"] == "daemon-a"
+
+        # a pod gets exclusive CPUs, the OCI hook touches the notify file: published within one second
+        await asyncio.sleep(1.0)  # past the rate limit of the initial update
+        kubelet.add_pod(Pod("prod", "pinned", (Container("c", cpu_ids=(4, 5, 6)),)))
+        touched = time.monotonic()
+        notify.touch()
+
+        async def updated() -> bool:
+            return available_cpu(await read(client, "daemon-a"), 1) == "1"
+
+        await eventually(updated, timeout=3, interval=0.01)
+        assert time.monotonic() - touched < 1.0
+
+        # periodic ticks find nothing new: no writes, counted as unchanged
+        version = (await read(client, "daemon-a"))["metadata"]["resourceVersion"]
+        await asyncio.sleep(1.2)
+        assert (await read(client, "daemon-a"))["metadata"]["resourceVersion"] == version
+        status, metrics = await get("/metrics")
+        assert status == 200
+        assert 'knuma_exporter_updates_total{node="daemon-a",operation="create",trigger="reactive"} 1.0' in metrics
+        assert 'knuma_exporter_updates_total{node="daemon-a",operation="unchanged",trigger="periodic"}' in metrics
+        assert 'knuma_exporter_podresources_call_duration_seconds_count{function="list",node="daemon-a"}' in metrics
+        assert "knuma_exporter_last_success_timestamp_seconds" in metrics
+
+        # the kubelet goes away: readiness says so; it comes back: the exporter recovers by itself
+        kubelet.stop()
+        notify.touch()
+        await eventually(lambda: not exporter.health.ready, timeout=5)
+        status, reason = await get("/readyz")
+        assert status == 503
+        assert f"kubelet: kubelet PodResources socket {kubelet.address} does not exist" in reason
+        assert (
+            'knuma_exporter_podresources_call_errors_total{function="get_allocatable_resources"'
+            in (await get("/metrics"))[1]
+        )
+        kubelet.set_pods([])
+        kubelet.start()
+        await eventually(lambda: exporter.health.ready, timeout=8)
+        obj = await read(client, "daemon-a")
+        assert available_cpu(obj, 1) == "4"
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, 5)
+        await http.close()
+        await client.close()
+        kubelet.close()
+
+
+@pytest.mark.slow
+def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1])})
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1))) as kubelet:
+        args = [
+            sys.executable,
+            "-c",
+            "from knuma.cli.main import main; main()",
+            "exporter",
+            "--node-name",
+            "daemon-sig",
+            "--sysfs-root",
+            str(root),
+            "--podresources-socket",
+            kubelet.address,
+            "--kubeconfig",
+            str(api.kubeconfig),
+            "--metrics-port",
+            "0",
+            "--no-add-nrt-owner",
+        ]
+        proc = subprocess.Popen(args, stderr=subprocess.PIPE, env={**os.environ, "NODE_NAME": ""})
+        try:
+            client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    client.get(NRT, "daemon-sig")
+                    break
+                except Exception:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise
+                    time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+            assert proc.stderr is not None
+            logs = proc.stderr.read().decode()
+            assert '"msg": "NodeResourceTopology daemon-sig: create' in logs
+            assert '"msg": "exporter stopped"' in logs
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
