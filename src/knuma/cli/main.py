@@ -10,7 +10,7 @@ import sys
 import typer
 
 from knuma import __version__
-from knuma.cli import apiserver, bench, exporter, schedule
+from knuma.cli import apiserver, bench, exporter, schedule, simulate
 
 app = typer.Typer(
     name="knuma",
@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command in (schedule, apiserver, exporter, bench):
+for command in (schedule, apiserver, exporter, simulate, bench):
     command.register(app)
 
 

@@ -1,0 +1,176 @@
+"""`knuma simulate`: compare schedulers on a simulated cluster (thin: parse, call `knuma.sim`, format)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from knuma.sim.comparison import OPTIMAL, Comparison, compare, parse_schedulers
+from knuma.sim.scenarios import BUILTIN, builtin_scenario
+from knuma.sim.spec import Scenario, SpecError, cluster_from_dict, load_yaml, scenario_from_dict, workload_from_dict
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+
+
+ROWS: list[tuple[str, str]] = [
+    ("placed", "placed"),
+    ("running", "running"),
+    ("topology_affinity_errors", "TopologyAffinityError"),
+    ("other_admission_errors", "other admission errors"),
+    ("pending", "pending"),
+    ("false_negative_pending", "false-negative pending"),
+    ("cpu_utilization", "CPU utilisation"),
+    ("memory_utilization", "memory utilisation"),
+    ("stranded_cpus", "stranded CPUs"),
+    ("throughput_pods_per_s", "throughput (pods/s)"),
+    ("latency_ms", "latency p50/p90/p99 (ms)"),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
+
+
+def simulate(
+    scenario: str = typer.Option(
+        "default", "--scenario", help="A built-in scenario name (see --list-scenarios) or a scenario YAML file."
+    ),
+    cluster: Path | None = typer.Option(None, "--cluster", help="Cluster spec YAML; replaces the scenario's."),
+    workload: Path | None = typer.Option(None, "--workload", help="Workload spec YAML; replaces the scenario's."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same placements."),
+    nrt_period: float | None = typer.Option(
+        None, "--nrt-period", min=0.001, help="Seconds between NRT publications (exporter lag); default 60."
+    ),
+    schedulers: str | None = typer.Option(
+        None,
+        "--schedulers",
+        help="Comma-separated: default, nrt-passthrough, nrt-overreserve, knuma, optimal. Default: all that apply.",
+    ),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
+    report: Path | None = typer.Option(None, "--report", help="Write an HTML report with PNG plots into DIR."),
+    list_scenarios: bool = typer.Option(False, "--list-scenarios", help="List the built-in scenarios and exit."),
+) -> None:
+    """Simulate a cluster with exporter lag and kubelet admission; compare default, upstream and knuma scheduling."""
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=130)  # piped or captured: wide enough for every column
+    err = Console(stderr=True)
+    if list_scenarios:
+        _list(out)
+        return
+    try:
+        chosen = _scenario(scenario, cluster, workload, nrt_period)
+        names = parse_schedulers(schedulers, chosen)
+    except (SpecError, ValueError, KeyError) as error:
+        message = error.args[0] if isinstance(error, KeyError) else str(error)
+        err.print(f"[red]error:[/red] {message}", highlight=False)
+        raise typer.Exit(2) from None
+    comparison = _run(chosen, names, seed, err)
+    for note in comparison.notes:
+        err.print(f"note: {note}", highlight=False)
+    if report is not None:
+        from knuma.sim.report import write_report
+
+        page = write_report(comparison, report)
+        err.print(f"report written to {page}", highlight=False)
+    if output is Output.json:
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2) + "\n")
+        return
+    _table(out, comparison)
+
+
+def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
+    path = Path(name)
+    if name in BUILTIN:
+        chosen = builtin_scenario(name)
+    elif path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        chosen = scenario_from_dict(load_yaml(path), name=path.stem, base=path.parent)
+    else:
+        raise SpecError(f"unknown scenario {name!r}: not a built-in ({', '.join(BUILTIN)}) and not a file")
+    if cluster is not None:
+        chosen = dataclasses.replace(chosen, cluster=cluster_from_dict(load_yaml(cluster), str(cluster)))
+    if workload is not None:
+        spec = workload_from_dict(load_yaml(workload), str(workload), base=workload.parent)
+        chosen = dataclasses.replace(chosen, workload=spec)
+    if nrt_period is not None:
+        chosen = dataclasses.replace(chosen, nrt_period=nrt_period)
+    return chosen
+
+
+def _run(scenario: Scenario, names: list[str], seed: int, err: Console) -> Comparison:
+    if not err.is_terminal:
+        return compare(scenario, names, seed)
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"))
+    with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as progress:
+        tasks: dict[str, TaskID] = {name: progress.add_task(name, total=1.0) for name in names}
+
+        def update(name: str, fraction: float) -> None:
+            progress.update(tasks[name], completed=fraction)
+
+        return compare(scenario, names, seed, progress=update)
+
+
+def _list(out: Console) -> None:
+    table = Table(title="built-in scenarios", title_justify="left")
+    table.add_column("name")
+    table.add_column("nodes", justify="right")
+    table.add_column("pods", justify="right")
+    table.add_column("optimal")
+    table.add_column("description")
+    for name in BUILTIN:
+        scenario = builtin_scenario(name)
+        table.add_row(
+            name,
+            str(scenario.cluster.node_count),
+            str(scenario.workload.pods),
+            "yes" if scenario.optimal_supported else "no",
+            scenario.description,
+        )
+    out.print(table)
+
+
+def _format(key: str, value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if key.endswith("utilization"):
+        return f"{value:.1%}"
+    if key == "latency_ms" and isinstance(value, dict):
+        return f"{value['p50']:.2f} / {value['p90']:.2f} / {value['p99']:.2f}"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return str(value)
+
+
+def _table(out: Console, comparison: Comparison) -> None:
+    scenario = comparison.scenario
+    title = (
+        f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "
+        f"NRT every {scenario.nrt_period:g} s; seed {comparison.seed}"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for name in comparison.results:
+        table.add_column(name, justify="right", style="bold" if name == "knuma" else None)
+    for key, label in ROWS:
+        values = [comparison.results[name].get(key) for name in comparison.results]
+        if all(v is None for v in values):
+            continue
+        table.add_row(label, *(_format(key, v) for v in values))
+    if OPTIMAL in comparison.results:
+        optimal = comparison.results[OPTIMAL]
+        proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {optimal.get('bound')}"
+        table.caption = f"optimal: CP-SAT, {optimal.get('solve_seconds')} s, {proven}"
+    out.print(table)
+    out.print(comparison.verdict(), highlight=False)

@@ -1,0 +1,138 @@
+"""Run several schedulers on one scenario and seed, and compare them (what `knuma simulate` prints).
+
+Each online scheduler gets its own fresh cluster and the same pod arrivals; `optimal` places the same pods offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.resources import CPU
+from knuma.sim.engine import RunResult, build_kubelets, run
+from knuma.sim.metrics import JSON_KEYS, compute
+from knuma.sim.optimal import DEFAULT_TIME_LIMIT, OptimalResult, OptimalUnsupported, solve
+from knuma.sim.schedulers import ALL_SCHEDULERS, SCHEDULERS
+from knuma.sim.spec import Scenario
+
+__all__ = ["Comparison", "compare", "parse_schedulers"]
+
+OPTIMAL = "optimal"
+
+
+@dataclass
+class Comparison:
+    scenario: Scenario
+    seed: int
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Scheduler -> all metrics."""
+    runs: dict[str, RunResult] = field(default_factory=dict)
+    optimal: OptimalResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented `-o json` shape: only the contract's keys."""
+        return {
+            "scenario": self.scenario.name,
+            "results": {name: {key: metrics[key] for key in JSON_KEYS} for name, metrics in self.results.items()},
+        }
+
+    def verdict(self) -> str:
+        """One line: knuma's admission errors, its share of the optimum, its false negatives vs overreserve."""
+        knuma = self.results.get("knuma")
+        if knuma is None:
+            return "knuma was not part of this run."
+        parts = []
+        tae = knuma["topology_affinity_errors"]
+        others = {n: m["topology_affinity_errors"] for n, m in self.results.items() if n not in ("knuma", OPTIMAL)}
+        worst = ", ".join(f"{n} {v}" for n, v in others.items())
+        parts.append(f"knuma: {tae} TopologyAffinityError" + (f" (vs {worst})" if worst else ""))
+        if OPTIMAL in self.results and self.results[OPTIMAL]["placed"]:
+            best = self.results[OPTIMAL]["placed"]
+            share = knuma["placed"] / best
+            proven = "" if self.optimal is None or self.optimal.proven else ", not proven optimal"
+            parts.append(f"placed {knuma['placed']} = {share:.1%} of optimal ({best}{proven})")
+        else:
+            parts.append(f"placed {knuma['placed']}")
+        if "nrt-overreserve" in self.results:
+            over = self.results["nrt-overreserve"]["false_negative_pending"]
+            parts.append(f"false-negative pending {knuma['false_negative_pending']} vs nrt-overreserve {over}")
+        return "; ".join(parts) + "."
+
+
+def parse_schedulers(raw: str | None, scenario: Scenario) -> list[str]:
+    """`a,b,...` -> names; default: every online scheduler, plus `optimal` when the scenario supports it."""
+    if not raw:
+        names = list(SCHEDULERS)
+        if scenario.optimal_supported:
+            names.append(OPTIMAL)
+        return names
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALL_SCHEDULERS]
+    if unknown:
+        raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; expected some of: {', '.join(ALL_SCHEDULERS)}")
+    return list(dict.fromkeys(names))
+
+
+def compare(
+    scenario: Scenario,
+    schedulers: Sequence[str],
+    seed: int = 0,
+    *,
+    progress: Callable[[str, float], None] | None = None,
+    optimal_time_limit: float = DEFAULT_TIME_LIMIT,
+) -> Comparison:
+    comparison = Comparison(scenario, seed)
+    templates = [t.pod for t in scenario.workload.templates]
+    for name in schedulers:
+        if name == OPTIMAL:
+            continue
+
+        def report(fraction: float, name: str = name) -> None:
+            if progress is not None:
+                progress(name, fraction)
+
+        result = run(scenario, name, seed, progress=report)
+        comparison.runs[name] = result
+        comparison.results[name] = compute(result, templates)
+    if OPTIMAL in schedulers:
+        if progress is not None:
+            progress(OPTIMAL, 0.0)
+        _optimal(comparison, optimal_time_limit)
+        if progress is not None:
+            progress(OPTIMAL, 1.0)
+    return comparison
+
+
+def _optimal(comparison: Comparison, time_limit: float) -> None:
+    scenario = comparison.scenario
+    if not scenario.workload.static:
+        comparison.notes.append("optimal skipped: pods terminate in this workload (optimal packs static workloads)")
+        return
+    kubelets = build_kubelets(scenario)
+    pods = [a.pod for a in scenario.workload.generate(comparison.seed)]
+    pools = {node: pool.name for pool in scenario.cluster.pools for node in pool.node_names()}
+    try:
+        result = solve(pods, list(kubelets.values()), time_limit=time_limit, pools=pools)
+    except OptimalUnsupported as err:
+        comparison.notes.append(f"optimal skipped: {err}")
+        return
+    comparison.optimal = result
+    cpu_total = sum(k.allocatable.get(CPU, 0) for k in kubelets.values())
+    comparison.results[OPTIMAL] = {
+        "placed": result.placed,
+        "running": result.placed,
+        "topology_affinity_errors": 0,
+        "pending": result.total - result.placed,
+        "false_negative_pending": 0,
+        "cpu_utilization": round(result.cpu_used / cpu_total, 4) if cpu_total else 0.0,
+        "throughput_pods_per_s": round(result.placed / result.seconds, 1) if result.seconds else 0.0,
+        "proven_optimal": result.proven,
+        "bound": result.bound,
+        "solve_seconds": round(result.seconds, 2),
+    }
+    if not result.proven:
+        comparison.notes.append(
+            f"optimal: time limit ({time_limit:.0f} s) reached; best found {result.placed}, bound {result.bound}"
+        )

@@ -1,0 +1,318 @@
+"""The discrete-event engine: one scheduler against simulated kubelets and exporters, deterministic for a seed.
+
+Events, in time order (ties broken by kind, then by insertion):
+
+1. a pod terminates: its kubelet frees its zones, the scheduler's informer sees it gone;
+2. an exporter publishes NRT for its node (every `nrt_period` seconds with a per-node phase, and optionally
+   `nrt_event_delay` seconds after each change on the node);
+3. a bound pod reaches its kubelet (`bind_delay` after the bind) and is admitted, or rejected with
+   `TopologyAffinityError` (recorded; never rescheduled; optionally recreated by a ReplicaSet-like controller);
+4. a pod arrives and gets one scheduling attempt;
+5. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue);
+6. the scheduler's periodic work (overreserve resync).
+
+Wall-clock time is measured only around scheduling attempts, for latency and throughput; everything else is
+simulated time and depends only on the scenario and the seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.api.resources import CPU
+from knuma.sim.exporter import NRTSnapshot, fingerprint
+from knuma.sim.kubelet import SimKubelet
+from knuma.sim.schedulers import NodeSetup, SimScheduler, make_scheduler
+from knuma.sim.spec import PodArrival, Scenario
+from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+
+__all__ = ["PodRecord", "RunResult", "Sample", "build_kubelets", "run"]
+
+TERMINATE, PUBLISH, ADMIT, ARRIVE, RETRY, TICK, SAMPLE = range(7)
+RETRY_DELAY = 1.0
+"""Seconds between a change that may free room and the retry of pending pods (coalesced)."""
+SAMPLES = 120
+
+
+@dataclass
+class PodRecord:
+    pod: Pod
+    template: str
+    arrived: float
+    lifetime: float
+    node: str = ""
+    bound_at: float | None = None
+    admitted_at: float | None = None
+    finished_at: float | None = None
+    failure: str = ""
+    """Kubelet rejection reason (`TopologyAffinityError`, `OutOfcpu`, ...)."""
+    attempts: int = 0
+    recreations: int = 0
+    origin: str = ""
+    """The name of the first pod of this replica (recreated pods are `<origin>-r<n>`)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    time: float
+    running: int
+    pending: int
+    cpu_utilization: float
+    topology_affinity_errors: int
+
+
+@dataclass
+class RunResult:
+    scheduler: str
+    scenario: str
+    horizon: float
+    pods: dict[str, PodRecord]
+    kubelets: dict[str, SimKubelet]
+    latencies: list[float] = field(default_factory=list)
+    """Wall seconds of every scheduling attempt."""
+    samples: list[Sample] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def build_kubelets(scenario: Scenario) -> dict[str, SimKubelet]:
+    kubelets: dict[str, SimKubelet] = {}
+    for pool in scenario.cluster.pools:
+        for name in pool.node_names():
+            topology = pool.shape.topology(name, pool.policy, pool.scope)
+            kubelets[name] = SimKubelet(name, pool.shape.allocatable(), topology)
+    return kubelets
+
+
+def snapshot(kubelet: SimKubelet, now: float) -> NRTSnapshot:
+    """What the exporter publishes: zones and config (no memory-manager groups: NRT does not carry them)."""
+    topology = replace(kubelet.topology, memory_groups={})
+    return NRTSnapshot(kubelet.name, topology, fingerprint(kubelet.running), kubelet.generation, now)
+
+
+def run(
+    scenario: Scenario,
+    scheduler_name: str,
+    seed: int = 0,
+    *,
+    check_conservation: bool = False,
+    progress: Callable[[float], None] | None = None,
+    scheduler_options: dict[str, Any] | None = None,
+) -> RunResult:
+    """Simulate `scenario` with one scheduler; same scenario and seed give the same placements."""
+    return _Engine(scenario, scheduler_name, seed, check_conservation, progress, scheduler_options or {}).run()
+
+
+class _Engine:
+    def __init__(
+        self,
+        scenario: Scenario,
+        scheduler_name: str,
+        seed: int,
+        check: bool,
+        progress: Callable[[float], None] | None,
+        options: dict[str, Any],
+    ) -> None:
+        self.scenario = scenario
+        self.check = check
+        self.progress = progress
+        self.kubelets = build_kubelets(scenario)
+        setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in self.kubelets.values()]
+        self.scheduler: SimScheduler = make_scheduler(
+            scheduler_name, setups, resync_period=scenario.resync_period, **options
+        )
+        self.arrivals = scenario.workload.generate(seed)
+        self.horizon = scenario.horizon(self.arrivals)
+        self.rng = random.Random(f"{seed}/exporter")
+        self.queue: list[tuple[float, int, int, Any]] = []
+        self.seq = 0
+        self.pods: dict[str, PodRecord] = {}
+        self.pending: dict[str, PodRecord] = {}
+        self.retry_at: float | None = None
+        self.event_publish: dict[str, float] = {}
+        self.latencies: list[float] = []
+        self.samples: list[Sample] = []
+        self.tae = 0
+        self.recreated = 0
+        self.cpu_total = sum(k.allocatable.get(CPU, 0) for k in self.kubelets.values())
+
+    def push(self, when: float, kind: int, data: Any) -> None:
+        heapq.heappush(self.queue, (when, kind, self.seq, data))
+        self.seq += 1
+
+    def run(self) -> RunResult:
+        for arrival in self.arrivals:
+            self.push(arrival.time, ARRIVE, arrival)
+        period = self.scenario.nrt_period
+        for name in self.kubelets:
+            self.push(self.rng.uniform(0, period), PUBLISH, (name, True))
+        if self.scheduler.tick_period:
+            self.push(self.scheduler.tick_period, TICK, None)
+        step = self.horizon / SAMPLES
+        for index in range(SAMPLES + 1):
+            self.push(index * step, SAMPLE, None)
+        handlers: dict[int, Callable[[float, Any], None]] = {
+            TERMINATE: self.on_terminate,
+            PUBLISH: self.on_publish,
+            ADMIT: self.on_admit,
+            ARRIVE: self.on_arrive,
+            RETRY: self.on_retry,
+            TICK: self.on_tick,
+            SAMPLE: self.on_sample,
+        }
+        last_report = 0.0
+        while self.queue and self.queue[0][0] <= self.horizon:
+            now, kind, _, data = heapq.heappop(self.queue)
+            handlers[kind](now, data)
+            if self.progress is not None and now - last_report >= self.horizon / 100:
+                last_report = now
+                self.progress(now / self.horizon)
+        if self.progress is not None:
+            self.progress(1.0)
+        stats = {
+            "recreated": self.recreated,
+            "nrt_reconciled": getattr(self.scheduler, "reconciled", None),
+            "nrt_unmatched": getattr(self.scheduler, "unmatched", None),
+            "overreserve_flushes": getattr(self.scheduler, "flushes", None),
+            "model_drift": getattr(self.scheduler, "drift", None),
+        }
+        return RunResult(
+            self.scheduler.name,
+            self.scenario.name,
+            self.horizon,
+            self.pods,
+            self.kubelets,
+            self.latencies,
+            self.samples,
+            {k: v for k, v in stats.items() if v is not None},
+        )
+
+    # -- handlers ----------------------------------------------------------------------------------------------
+
+    def on_arrive(self, now: float, data: Any) -> None:
+        arrival: PodArrival | PodRecord = data
+        if isinstance(arrival, PodRecord):
+            record = arrival
+        else:
+            record = PodRecord(arrival.pod, arrival.template, arrival.time, arrival.lifetime)
+        self.pods[record.pod.key] = record
+        if not self.attempt(record, now):
+            self.pending[record.pod.key] = record
+
+    def attempt(self, record: PodRecord, now: float) -> bool:
+        record.attempts += 1
+        started = time.perf_counter()
+        node = self.scheduler.schedule(record.pod, now)
+        self.latencies.append(time.perf_counter() - started)
+        if node is None:
+            return False
+        record.node = node
+        record.bound_at = now
+        self.push(now + self.scenario.bind_delay, ADMIT, record)
+        return True
+
+    def on_admit(self, now: float, record: PodRecord) -> None:
+        kubelet = self.kubelets[record.node]
+        result = kubelet.admit(record.pod)
+        if self.check:
+            kubelet.check()
+        if not result.admitted:
+            record.failure = result.reason
+            record.finished_at = now
+            if result.reason == TOPOLOGY_AFFINITY_ERROR:
+                self.tae += 1
+            if self.scheduler.pod_terminated(record.pod.key, record.node, now):
+                self.want_retry(now)
+            self.recreate(record, now)
+            return
+        record.admitted_at = now
+        self.scheduler.pod_running(record.pod.key, record.node, now)
+        if math.isfinite(record.lifetime):
+            self.push(now + record.lifetime, TERMINATE, record)
+        self.changed(record.node, now)
+
+    def recreate(self, record: PodRecord, now: float) -> None:
+        policy = self.scenario.recreate
+        if not policy.enabled or record.recreations >= policy.max_per_pod:
+            return
+        origin = record.origin or record.pod.name
+        name = f"{origin}-r{record.recreations + 1}"
+        pod = replace(record.pod, name=name, uid=name)
+        replacement = PodRecord(pod, record.template, now + policy.delay, record.lifetime)
+        replacement.recreations = record.recreations + 1
+        replacement.origin = origin
+        self.recreated += 1
+        self.push(now + policy.delay, ARRIVE, replacement)
+
+    def on_terminate(self, now: float, record: PodRecord) -> None:
+        kubelet = self.kubelets[record.node]
+        kubelet.release(record.pod.key)
+        if self.check:
+            kubelet.check()
+        record.finished_at = now
+        if self.scheduler.pod_terminated(record.pod.key, record.node, now):
+            self.want_retry(now)
+        self.changed(record.node, now)
+
+    def changed(self, node: str, now: float) -> None:
+        delay = self.scenario.nrt_event_delay
+        if delay is None:
+            return
+        when = now + delay
+        if self.event_publish.get(node, -1.0) >= now:
+            return  # a publication is already on its way and will include this change
+        self.event_publish[node] = when
+        self.push(when, PUBLISH, (node, False))
+
+    def on_publish(self, now: float, data: tuple[str, bool]) -> None:
+        node, periodic = data
+        if periodic:
+            self.push(now + self.scenario.nrt_period, PUBLISH, (node, True))
+        if self.scheduler.uses_nrt and self.scheduler.nrt_published(snapshot(self.kubelets[node], now), now):
+            self.want_retry(now)
+
+    def on_tick(self, now: float, data: Any) -> None:
+        period = self.scheduler.tick_period
+        assert period is not None
+        self.push(now + period, TICK, None)
+        if self.scheduler.tick(now):
+            self.want_retry(now)
+
+    def want_retry(self, now: float) -> None:
+        if self.pending and self.retry_at is None:
+            self.retry_at = now + RETRY_DELAY
+            self.push(self.retry_at, RETRY, None)
+
+    def on_retry(self, now: float, data: Any) -> None:
+        self.retry_at = None
+        failed: set[tuple[Any, ...]] = set()
+        for key, record in list(self.pending.items()):
+            signature = _signature(record.pod)
+            if signature in failed:
+                continue  # an identical pod just failed and nothing was freed since
+            if self.attempt(record, now):
+                del self.pending[key]
+            else:
+                failed.add(signature)
+
+    def on_sample(self, now: float, data: Any) -> None:
+        running = [p for k in self.kubelets.values() for p in k.running]
+        used = sum(k.requested.get(CPU, 0) for k in self.kubelets.values())
+        self.samples.append(
+            Sample(now, len(running), len(self.pending), used / self.cpu_total if self.cpu_total else 0.0, self.tae)
+        )
+
+
+def _signature(pod: Pod) -> tuple[Any, ...]:
+    """Pods with equal signatures are interchangeable for every scheduler here."""
+    return (
+        pod.qos,
+        tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
+        tuple(sorted(pod.overhead.items())),
+    )

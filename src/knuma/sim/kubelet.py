@@ -1,0 +1,141 @@
+"""A simulated kubelet: the ground truth of one node.
+
+Admission is `knuma.topology.admit`, the same kubelet model the knuma scheduler uses, preceded by the kubelet's
+node-level resource check (`OutOfcpu`, ...). An admitted pod holds the exclusive resources the model allocated on
+concrete NUMA zones until it terminates. A rejected pod is `Failed` and never retried by the kubelet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from knuma.api.pod import ContainerKind, Pod
+from knuma.api.resources import CPU, MEMORY, PODS, is_hugepages
+from knuma.topology.kubelet import Admission, ContainerPlacement, admit
+from knuma.topology.node import NodeTopology
+
+__all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet"]
+
+
+class ConservationError(AssertionError):
+    """The ground truth holds more than the node has: a bug in the simulator or the kubelet model."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionResult:
+    admitted: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass
+class RunningPod:
+    pod: Pod
+    placements: tuple[ContainerPlacement, ...]
+
+
+@dataclass
+class SimKubelet:
+    name: str
+    allocatable: Mapping[str, int]
+    topology: NodeTopology
+    requested: dict[str, int] = field(default_factory=dict)
+    running: dict[str, RunningPod] = field(default_factory=dict)
+    generation: int = 0
+    """Bumped on every change of the node's resources (what the exporter publishes)."""
+
+    @property
+    def empty_topology(self) -> NodeTopology:
+        return self.topology.with_available({z.id: z.allocatable for z in self.topology.zones})
+
+    def fits_node_level(self, pod: Pod) -> str:
+        """The kubelet's `predicateAdmitHandler` resource check: "" if it fits, else the missing resource."""
+        if self.allocatable.get(PODS, 0) and len(self.running) + 1 > self.allocatable[PODS]:
+            return PODS
+        for name, amount in sorted(pod.effective_request.items()):
+            if amount and amount > self.allocatable.get(name, 0) - self.requested.get(name, 0):
+                return name
+        return ""
+
+    def would_admit(self, pod: Pod) -> bool:
+        """Whether the node, as it is now, would admit `pod` (no state change)."""
+        return not self.fits_node_level(pod) and admit(pod, self.topology).admitted
+
+    def admit(self, pod: Pod) -> AdmissionResult:
+        missing = self.fits_node_level(pod)
+        if missing:
+            reason = "OutOfpods" if missing == PODS else f"OutOf{missing}"
+            return AdmissionResult(False, reason, f"Node didn't have enough resource: {missing}")
+        admission: Admission = admit(pod, self.topology)
+        if not admission.admitted:
+            return AdmissionResult(False, admission.reason, admission.message)
+        self.topology = admission.node
+        for name, amount in pod.effective_request.items():
+            self.requested[name] = self.requested.get(name, 0) + amount
+        self.running[pod.key] = RunningPod(pod, admission.placements)
+        self.generation += 1
+        return AdmissionResult(True)
+
+    def release(self, key: str) -> Pod | None:
+        """The pod terminated: give its exclusive resources back to their zones."""
+        entry = self.running.pop(key, None)
+        if entry is None:
+            return None
+        available = {z.id: dict(z.available) for z in self.topology.zones}
+        for placement in entry.placements:
+            if placement.kind is ContainerKind.INIT:
+                continue
+            for name, per_numa in placement.allocated.items():
+                for numa_id, amount in per_numa.items():
+                    available[numa_id][name] = available[numa_id].get(name, 0) + amount
+        for name, amount in entry.pod.effective_request.items():
+            self.requested[name] = self.requested.get(name, 0) - amount
+        topology = self.topology.with_available(available)
+        self.topology = _with_groups(topology, self._memory_groups())
+        self.generation += 1
+        return entry.pod
+
+    def _memory_groups(self) -> dict[int, frozenset[int]]:
+        """Multi-NUMA memory groups still held by running pods (the memory manager forgets a group when its last
+        user leaves)."""
+        groups: dict[int, frozenset[int]] = {}
+        for entry in self.running.values():
+            for placement in entry.placements:
+                for name, per_numa in placement.allocated.items():
+                    ids = frozenset(n for n, amount in per_numa.items() if amount)
+                    if (name == MEMORY or is_hugepages(name)) and len(ids) > 1:
+                        for numa_id in ids:
+                            groups[numa_id] = ids
+        return groups
+
+    def adopt(self, topology: NodeTopology) -> None:
+        """Take zone availability from a published NRT (a model of a kubelet correcting its drift): which zones each
+        running pod holds is then unknown, so later releases free nothing per zone until the next NRT."""
+        self.topology = self.topology.with_available({z.id: z.available for z in topology.zones})
+        for key, entry in self.running.items():
+            self.running[key] = RunningPod(entry.pod, ())
+        self.generation += 1
+
+    def check(self) -> None:
+        """Raise `ConservationError` if any zone or the node holds more than it has."""
+        for zone in self.topology.zones:
+            for name, amount in zone.available.items():
+                if amount < 0 or amount > zone.allocatable.get(name, amount):
+                    raise ConservationError(f"{self.name} NUMA {zone.id}: {name} available {amount} out of range")
+        for name, amount in self.requested.items():
+            if amount < 0 or amount > self.allocatable.get(name, 0):
+                raise ConservationError(f"{self.name}: {name} requested {amount} of {self.allocatable.get(name, 0)}")
+        if len(self.running) > self.allocatable.get(PODS, len(self.running)):
+            raise ConservationError(f"{self.name}: {len(self.running)} pods on the node")
+
+    def exclusive_cpu_used(self) -> list[tuple[int, int]]:
+        """(used, allocatable) exclusive milli-CPU per zone, for heat maps."""
+        return [
+            (z.allocatable.get(CPU, 0) - z.available.get(CPU, 0), z.allocatable.get(CPU, 0))
+            for z in self.topology.zones
+        ]
+
+
+def _with_groups(topology: NodeTopology, groups: dict[int, frozenset[int]]) -> NodeTopology:
+    return replace(topology, memory_groups=groups)

@@ -1,0 +1,115 @@
+"""Metrics of one simulation run, computed from the ground truth at the end and from the samples taken on the way.
+
+- `placed`: pods a kubelet admitted (at any time); `running`: pods running at the end.
+- `topology_affinity_errors`: kubelet rejections with `TopologyAffinityError`; `other_admission_errors`: the
+  kubelet's node-level rejections (`OutOfcpu`, ...).
+- `pending`: pods never bound at the end; `false_negative_pending`: how many of those fresh data would place now
+  (admitted one after the other, first fit, by the kubelet model on the ground truth).
+- `cpu_utilization` / `memory_utilization`: requests of running pods over node allocatable, at the end.
+- `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any template in the
+  workload: capacity that exists but no pod can use.
+- `throughput_pods_per_s`: scheduling attempts per second of scheduler (wall) time; `latency_ms`: p50/p90/p99 of
+  one attempt (filter + score of every node + reserve), wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knuma.api.pod import Pod
+from knuma.api.resources import CPU, MEMORY
+from knuma.sim.engine import RunResult
+from knuma.sim.kubelet import SimKubelet
+from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+
+__all__ = ["JSON_KEYS", "compute", "percentiles"]
+
+JSON_KEYS = (
+    "placed",
+    "running",
+    "topology_affinity_errors",
+    "pending",
+    "false_negative_pending",
+    "cpu_utilization",
+    "throughput_pods_per_s",
+)
+"""The keys `knuma simulate -o json` promises for every scheduler, in order."""
+
+
+def percentiles(values: Sequence[float], points: Sequence[float] = (50, 90, 99)) -> list[float]:
+    if not values:
+        return [0.0 for _ in points]
+    return [float(v) for v in np.percentile(np.asarray(values), points)]
+
+
+def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
+    """All metrics of `result`; the JSON contract's keys first."""
+    records = list(result.pods.values())
+    kubelets = list(result.kubelets.values())
+    pending = [r for r in records if r.bound_at is None]
+    tae = sum(1 for r in records if r.failure == TOPOLOGY_AFFINITY_ERROR)
+    other = sum(1 for r in records if r.failure and r.failure != TOPOLOGY_AFFINITY_ERROR)
+    cpu_total = sum(k.allocatable.get(CPU, 0) for k in kubelets)
+    memory_total = sum(k.allocatable.get(MEMORY, 0) for k in kubelets)
+    cpu_used = sum(k.requested.get(CPU, 0) for k in kubelets)
+    memory_used = sum(k.requested.get(MEMORY, 0) for k in kubelets)
+    latencies = result.latencies
+    spent = sum(latencies)
+    p50, p90, p99 = percentiles([1000 * x for x in latencies])
+    return {
+        "placed": sum(1 for r in records if r.admitted_at is not None),
+        "running": sum(len(k.running) for k in kubelets),
+        "topology_affinity_errors": tae,
+        "pending": len(pending),
+        "false_negative_pending": _false_negatives(result, [r.pod for r in pending]),
+        "cpu_utilization": round(cpu_used / cpu_total, 4) if cpu_total else 0.0,
+        "throughput_pods_per_s": round(len(latencies) / spent, 1) if spent else 0.0,
+        "memory_utilization": round(memory_used / memory_total, 4) if memory_total else 0.0,
+        "other_admission_errors": other,
+        "created": len(records),
+        "stranded_cpus": _stranded_cpus(result, templates),
+        "scheduling_attempts": len(latencies),
+        "latency_ms": {"p50": round(p50, 3), "p90": round(p90, 3), "p99": round(p99, 3)},
+        **result.stats,
+    }
+
+
+def _false_negatives(result: RunResult, pending: Sequence[Pod]) -> int:
+    """How many pending pods fresh data would place: admit them in queue order, first fit, on a copy of the ground
+    truth (so capacity is counted once); identical pods that found no node are not tried again."""
+    kubelets = [_copy(k) for k in result.kubelets.values()]
+    placed = 0
+    hopeless: set[tuple[Any, ...]] = set()
+    for pod in pending:
+        key = _shape(pod)
+        if key in hopeless:
+            continue
+        for kubelet in kubelets:
+            if kubelet.admit(pod).admitted:
+                placed += 1
+                break
+        else:
+            hopeless.add(key)
+    return placed
+
+
+def _copy(kubelet: SimKubelet) -> SimKubelet:
+    return SimKubelet(
+        kubelet.name, kubelet.allocatable, kubelet.topology, dict(kubelet.requested), dict(kubelet.running)
+    )
+
+
+def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:
+    stranded = 0
+    for kubelet in result.kubelets.values():
+        free = kubelet.allocatable.get(CPU, 0) - kubelet.requested.get(CPU, 0)
+        if free >= 1000 and not any(kubelet.would_admit(pod) for pod in templates):
+            stranded += free // 1000
+    return stranded
+
+
+def _shape(pod: Pod) -> tuple[Any, ...]:
+    return (pod.qos, tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers))

@@ -1,0 +1,218 @@
+"""The offline optimum: the most pods of a static workload that can run at once, by CP-SAT (ortools).
+
+Every pod is known in advance and arrival order does not matter, so this is an upper limit for any online scheduler.
+Rules are the kubelet's for `single-numa-node` (and `restricted` where a container fits one zone on an empty node,
+which makes the two policies coincide): the exclusive resources of each container (pod scope: of the pod) — whole
+CPUs of Guaranteed pods, memory and hugepages of Guaranteed pods, devices of any pod — come from one NUMA zone; every
+pod's effective request fits the node's allocatable. Init containers are not modelled (they run before the app and
+release what they took), which only loosens the bound.
+
+The model counts pods per (identical-pod group, node, zone assignment), so identical pods are not told apart and it
+stays small for about 50 nodes; nodes of the same pool are ordered by CPU use to cut symmetry. A time limit bounds the
+search; the result says whether optimality was proven and the best bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import ContainerKind, Pod
+from knuma.api.resources import CPU, PODS
+from knuma.sim.kubelet import SimKubelet
+from knuma.topology.managers import exclusive_request
+
+__all__ = ["OptimalResult", "OptimalUnsupported", "solve"]
+
+DEFAULT_TIME_LIMIT = 20.0
+MILLI = 1000
+
+
+class OptimalUnsupported(ValueError):
+    """The instance uses rules the CP-SAT model does not express (a container wider than one zone, `best-effort`)."""
+
+
+@dataclass(frozen=True)
+class OptimalResult:
+    placed: int
+    total: int
+    bound: int
+    proven: bool
+    seconds: float
+    cpu_used: int
+    """Milli-CPU requested by the placed pods."""
+    placement: Mapping[str, Mapping[str, int]]
+    """node -> group label -> pods placed there."""
+
+
+@dataclass(frozen=True)
+class _Group:
+    label: str
+    pod: Pod
+    count: int
+
+
+def solve(
+    pods: Sequence[Pod],
+    kubelets: Sequence[SimKubelet],
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    workers: int = 2,
+    pools: Mapping[str, str] | None = None,
+) -> OptimalResult:
+    """Place as many of `pods` as possible on the empty `kubelets`.
+
+    `pools` maps node names to a pool name; nodes of the same pool must be identical (used for symmetry breaking).
+    """
+    started = time.perf_counter()
+    groups = _groups(pods)
+    model = cp_model.CpModel()
+    placed_terms: list[Any] = []
+    per_group: dict[str, list[Any]] = {g.label: [] for g in groups}
+    cpu_use: dict[str, Any] = {}
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for kubelet in kubelets:
+        node = kubelet.name
+        topology = kubelet.empty_topology
+        zones = {z.id: z.allocatable for z in topology.zones}
+        zone_load: dict[tuple[int, str], list[Any]] = {}
+        node_load: dict[str, list[Any]] = {}
+        for group in groups:
+            options = _assignments(group.pod, kubelet)
+            node_vars = []
+            for index, assignment in enumerate(options):
+                var = model.new_int_var(0, group.count, f"n[{group.label},{node},{index}]")
+                node_vars.append(var)
+                for numa_id, request in assignment.items():
+                    for name, amount in request.items():
+                        zone_load.setdefault((numa_id, name), []).append(var * amount)
+            if not node_vars:
+                continue
+            total = sum(node_vars)
+            counts[group.label, node] = node_vars
+            per_group[group.label].extend(node_vars)
+            placed_terms.extend(node_vars)
+            for name, amount in group.pod.effective_request.items():
+                if amount:
+                    node_load.setdefault(name, []).append(total * amount)
+            node_load.setdefault(PODS, []).append(total)
+        for (numa_id, name), terms in zone_load.items():
+            capacity = zones[numa_id].get(name, 0)
+            model.add(sum(terms) <= (capacity // MILLI if name == CPU else capacity))
+        for name, terms in node_load.items():
+            model.add(sum(terms) <= kubelet.allocatable.get(name, 0))
+        cpu_terms = node_load.get(CPU, [])
+        cpu_use[node] = sum(cpu_terms) if cpu_terms else 0
+    for group in groups:
+        if per_group[group.label]:
+            model.add(sum(per_group[group.label]) <= group.count)
+    if pools:
+        by_pool: dict[str, list[str]] = {}
+        for kubelet in kubelets:
+            by_pool.setdefault(pools.get(kubelet.name, kubelet.name), []).append(kubelet.name)
+        for members in by_pool.values():
+            for a, b in itertools.pairwise(members):
+                if not isinstance(cpu_use[a], int) and not isinstance(cpu_use[b], int):
+                    model.add(cpu_use[a] >= cpu_use[b])
+    model.maximize(sum(placed_terms) if placed_terms else 0)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = time_limit  # reproducible, unlike wall time
+    solver.parameters.max_time_in_seconds = 3 * time_limit
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = 0
+    status = solver.solve(model)
+    seconds = time.perf_counter() - started
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return OptimalResult(0, len(pods), len(pods), False, seconds, 0, {})
+    placement: dict[str, dict[str, int]] = {}
+    cpu_used = 0
+    by_label = {g.label: g for g in groups}
+    for (label, node), node_vars in counts.items():
+        value = sum(int(solver.value(v)) for v in node_vars)
+        if value:
+            placement.setdefault(node, {})[label] = value
+            cpu_used += value * by_label[label].pod.effective_request.get(CPU, 0)
+    placed = round(solver.objective_value)
+    bound = int(solver.best_objective_bound + 1e-6)
+    return OptimalResult(placed, len(pods), bound, status == cp_model.OPTIMAL, seconds, cpu_used, placement)
+
+
+def _groups(pods: Sequence[Pod]) -> list[_Group]:
+    found: dict[tuple[Any, ...], list[Pod]] = {}
+    for pod in pods:
+        key = (
+            pod.qos,
+            tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
+            tuple(sorted(pod.overhead.items())),
+        )
+        found.setdefault(key, []).append(pod)
+    return [_Group(f"g{index}", members[0], len(members)) for index, members in enumerate(found.values())]
+
+
+def _assignments(pod: Pod, kubelet: SimKubelet) -> list[dict[int, dict[str, int]]]:
+    """Every way to put the pod's exclusive resources on zones: NUMA id -> resources taken there."""
+    topology = kubelet.empty_topology
+    policy, scope = topology.config.policy, topology.config.scope
+    if policy in (Policy.NONE, Policy.BEST_EFFORT):
+        raise OptimalUnsupported(f"node {kubelet.name}: the {policy} policy is not modelled")
+    if any(name not in kubelet.allocatable for name, amount in pod.effective_request.items() if amount):
+        return []  # the node does not offer a resource the pod needs
+    parts: list[dict[str, int]] = []
+    if scope is Scope.POD:
+        total: dict[str, int] = {}
+        for container in pod.all_containers:
+            if container.kind is ContainerKind.INIT:
+                continue
+            for name, amount in _exclusive(pod, container, kubelet).items():
+                total[name] = total.get(name, 0) + amount
+        parts = [total] if total else []
+    else:
+        parts = [
+            request
+            for container in pod.all_containers
+            if container.kind is not ContainerKind.INIT and (request := _exclusive(pod, container, kubelet))
+        ]
+    zones = {z.id: z.allocatable for z in topology.zones}
+    if not parts:
+        return [{}]
+
+    def fits_one(request: Mapping[str, int]) -> list[int]:
+        return [
+            numa_id
+            for numa_id, allocatable in zones.items()
+            if all(
+                amount <= (allocatable.get(name, 0) // MILLI if name == CPU else allocatable.get(name, 0))
+                for name, amount in request.items()
+            )
+        ]
+
+    choices = []
+    for request in parts:
+        fitting = fits_one(request)
+        if not fitting:
+            widest = max(
+                sum(z.get(n, 0) // (MILLI if n == CPU else 1) for z in zones.values()) >= a for n, a in request.items()
+            )
+            if policy is Policy.RESTRICTED and widest:
+                raise OptimalUnsupported(f"a container of {pod.name} needs several NUMA zones under restricted")
+            return []  # single-numa-node never admits it
+        choices.append(fitting)
+    out = []
+    for combo in itertools.product(*choices):
+        assignment: dict[int, dict[str, int]] = {}
+        for numa_id, request in zip(combo, parts, strict=True):
+            zone = assignment.setdefault(numa_id, {})
+            for name, amount in request.items():
+                zone[name] = zone.get(name, 0) + amount
+        out.append(assignment)
+    return out
+
+
+def _exclusive(pod: Pod, container: Any, kubelet: SimKubelet) -> dict[str, int]:
+    return exclusive_request(kubelet.topology, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)

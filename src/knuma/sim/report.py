@@ -1,0 +1,134 @@
+"""`knuma simulate --report DIR`: an HTML page with the comparison and PNG plots (matplotlib, Agg backend).
+
+Plots: CPU utilisation over time, cumulative TopologyAffinityError over time, pending pods over time, and a per-zone
+heat map of exclusive CPUs in use at the end for each scheduler. `metrics.json` holds every metric.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from knuma.sim.comparison import Comparison
+
+__all__ = ["write_report"]
+
+
+def write_report(comparison: Comparison, directory: Path) -> Path:
+    """Write `index.html`, the PNGs and `metrics.json` into `directory`; return the HTML path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    images = [
+        _timeline(comparison, directory, "cpu_utilization", "CPU requested / allocatable", "utilization.png"),
+        _timeline(
+            comparison, directory, "topology_affinity_errors", "TopologyAffinityError (cumulative)", "errors.png"
+        ),
+        _timeline(comparison, directory, "pending", "pending pods", "pending.png"),
+        _heatmap(comparison, directory),
+    ]
+    (directory / "metrics.json").write_text(
+        json.dumps(
+            {
+                "scenario": comparison.scenario.name,
+                "seed": comparison.seed,
+                "results": comparison.results,
+                "notes": comparison.notes,
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
+    page = directory / "index.html"
+    page.write_text(_html(comparison, images))
+    return page
+
+
+def _timeline(comparison: Comparison, directory: Path, attribute: str, label: str, filename: str) -> str:
+    figure = _figure((8, 3.5))
+    axes = figure.subplots()
+    for name, result in comparison.runs.items():
+        times = [s.time for s in result.samples]
+        values = [getattr(s, attribute) for s in result.samples]
+        axes.plot(times, values, label=name, drawstyle="steps-post" if attribute != "cpu_utilization" else "default")
+    axes.set_xlabel("simulated time (s)")
+    axes.set_ylabel(label)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(directory / filename)
+    return filename
+
+
+def _heatmap(comparison: Comparison, directory: Path) -> str:
+    runs = list(comparison.runs.items())
+    figure = _figure((3 * max(1, len(runs)), 6))
+    axes_list = figure.subplots(1, max(1, len(runs)), squeeze=False)
+    image = None
+    for axes, (name, result) in zip(axes_list[0], runs, strict=False):
+        kubelets = list(result.kubelets.values())
+        width = max((len(k.topology.zones) for k in kubelets), default=1)
+        grid = np.full((len(kubelets), width), np.nan)
+        for row, kubelet in enumerate(kubelets):
+            for column, (used, total) in enumerate(kubelet.exclusive_cpu_used()):
+                grid[row, column] = used / total if total else 0.0
+        image = axes.imshow(grid, aspect="auto", vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+        axes.set_title(name, fontsize="small")
+        axes.set_xlabel("NUMA zone")
+        axes.set_ylabel("node")
+    if image is not None:
+        figure.colorbar(image, ax=axes_list[0].tolist(), label="exclusive CPUs in use at the end")
+    figure.savefig(directory / "zones.png")
+    return "zones.png"
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    """A figure on the Agg canvas (no pyplot: no global state, no display needed)."""
+    figure = Figure(figsize=size, dpi=100)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return html.escape(str(value))
+
+
+def _html(comparison: Comparison, images: list[str]) -> str:
+    scenario = comparison.scenario
+    keys: list[str] = []
+    for metrics in comparison.results.values():
+        keys += [k for k in metrics if k not in keys]
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in comparison.results)
+    rows = "".join(
+        f"<tr><th>{html.escape(key)}</th>"
+        + "".join(f"<td>{_cell(m.get(key, ''))}</td>" for m in comparison.results.values())
+        + "</tr>"
+        for key in keys
+    )
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in comparison.notes)
+    figures = "".join(f'<p><img src="{name}" alt="{name}"></p>' for name in images)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>knuma simulate: {html.escape(scenario.name)}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}th{{background:#f4f4f4}}img{{max-width:100%}}</style>
+</head><body>
+<h1>knuma simulate: {html.escape(scenario.name)}</h1>
+<p>{html.escape(scenario.description)}</p>
+<p>Cluster: {html.escape(scenario.cluster.describe())}. Pods: {scenario.workload.pods}. Exporter period
+{scenario.nrt_period:g} s{"" if scenario.nrt_event_delay is None else f", event delay {scenario.nrt_event_delay:g} s"}.
+Seed {comparison.seed}.</p>
+<p><strong>{html.escape(comparison.verdict())}</strong></p>
+<table><tr><th>metric</th>{head}</tr>{rows}</table>
+<ul>{notes}</ul>
+{figures}
+</body></html>
+"""

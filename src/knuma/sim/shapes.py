@@ -1,0 +1,211 @@
+"""Node shapes: the NUMA layout of a simulated machine (zones, CPUs, memory, hugepages, devices, reserved CPUs).
+
+A shape is hardware plus kubelet reservations. `NodeShape.topology(...)` turns it into the `NodeTopology` a simulated
+kubelet starts from (capacity = hardware, allocatable = capacity minus reserved), and `NodeShape.allocatable()` is the
+node-level `status.allocatable` kube-scheduler sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
+from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource_list
+from knuma.topology.node import NodeTopology, NUMAZone
+
+__all__ = ["BUILTIN_SHAPES", "NodeShape", "ShapeError", "shape_from_dict"]
+
+GI = 1024**3
+MILLI = 1000
+DEFAULT_MAX_PODS = 110
+DEFAULT_EPHEMERAL_STORAGE = 100 * GI
+
+
+class ShapeError(ValueError):
+    """A node shape that cannot describe a machine."""
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """One machine type: `zones` identical NUMA zones, each with `cpus` CPUs, `memory` bytes and `resources`
+    (hugepages, devices), minus `reserved_cpus` (`reservedSystemCPUs`, spread over the zones from NUMA 0) and
+    `reserved_memory` bytes per zone (`reservedMemory`)."""
+
+    name: str
+    zones: int
+    cpus: int
+    memory: int
+    resources: Mapping[str, int] = field(default_factory=dict)
+    reserved_cpus: int = 0
+    reserved_memory: int = 0
+    max_pods: int = DEFAULT_MAX_PODS
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.zones < 1:
+            raise ShapeError(f"shape {self.name}: needs at least one NUMA zone")
+        if self.cpus < 1:
+            raise ShapeError(f"shape {self.name}: needs at least one CPU per zone")
+        if self.reserved_cpus >= self.zones * self.cpus:
+            raise ShapeError(f"shape {self.name}: reservedCPUs ({self.reserved_cpus}) leaves no CPU to pods")
+        if self.reserved_memory >= self.memory:
+            raise ShapeError(f"shape {self.name}: reservedMemory leaves no memory to pods")
+
+    def reserved_per_zone(self) -> list[int]:
+        """Reserved CPUs taken round-robin from NUMA 0 (`reservedSystemCPUs: 0,<sibling>...` on real machines)."""
+        per_zone = [0] * self.zones
+        for index in range(self.reserved_cpus):
+            per_zone[index % self.zones] += 1
+        return per_zone
+
+    def zone_capacity(self) -> dict[str, int]:
+        return {CPU: self.cpus * MILLI, MEMORY: self.memory, **self.resources}
+
+    def zone_allocatable(self, numa_id: int) -> dict[str, int]:
+        out = self.zone_capacity()
+        out[CPU] -= self.reserved_per_zone()[numa_id] * MILLI
+        out[MEMORY] -= self.reserved_memory
+        return out
+
+    def allocatable(self) -> dict[str, int]:
+        """Node `status.allocatable`: the zones' allocatable summed, plus pods and ephemeral storage."""
+        total: dict[str, int] = {PODS: self.max_pods, EPHEMERAL_STORAGE: DEFAULT_EPHEMERAL_STORAGE}
+        for numa_id in range(self.zones):
+            for name, amount in self.zone_allocatable(numa_id).items():
+                total[name] = total.get(name, 0) + amount
+        return total
+
+    def topology(
+        self, node_name: str, policy: Policy = Policy.SINGLE_NUMA_NODE, scope: Scope = Scope.CONTAINER
+    ) -> NodeTopology:
+        """The empty node as its kubelet sees it."""
+        zones = []
+        for numa_id in range(self.zones):
+            allocatable = self.zone_allocatable(numa_id)
+            distances = {other: 10 if other == numa_id else _distance(numa_id, other) for other in range(self.zones)}
+            zones.append(NUMAZone(numa_id, self.zone_capacity(), allocatable, dict(allocatable), distances))
+        max_numa = max(8, self.zones)  # `max-allowable-numa-nodes` raised when the machine needs it
+        return NodeTopology(node_name, tuple(zones), TopologyManagerConfig(policy, scope, max_numa))
+
+
+def _distance(a: int, b: int) -> int:
+    """SLIT-like distances: zones on the same socket (pairs) at 12, across sockets at 20+."""
+    if a // 2 == b // 2:
+        return 12
+    return 20 + 2 * (abs(a // 2 - b // 2) - 1)
+
+
+BUILTIN_SHAPES: dict[str, NodeShape] = {
+    shape.name: shape
+    for shape in (
+        NodeShape(
+            "two-socket",
+            zones=2,
+            cpus=32,
+            memory=128 * GI,
+            resources={"hugepages-1Gi": 32 * GI},
+            reserved_cpus=2,
+            reserved_memory=2 * GI,
+            description="2 sockets x 32 CPUs, 128Gi and 32 x 1Gi hugepages per NUMA zone, 2 reserved CPUs",
+        ),
+        NodeShape(
+            "four-numa",
+            zones=4,
+            cpus=16,
+            memory=64 * GI,
+            reserved_cpus=4,
+            reserved_memory=1 * GI,
+            description="4 NUMA zones (sub-NUMA clustering) x 16 CPUs and 64Gi, 4 reserved CPUs",
+        ),
+        NodeShape(
+            "eight-numa",
+            zones=8,
+            cpus=12,
+            memory=48 * GI,
+            reserved_cpus=4,
+            reserved_memory=1 * GI,
+            description="8 NUMA zones x 12 CPUs and 48Gi (e.g. 4-socket with SNC-2), 4 reserved CPUs",
+        ),
+        NodeShape(
+            "gpu",
+            zones=2,
+            cpus=48,
+            memory=256 * GI,
+            resources={"nvidia.com/gpu": 4},
+            reserved_cpus=2,
+            reserved_memory=2 * GI,
+            description="GPU server: 2 zones x 48 CPUs, 256Gi and 4 GPUs, 2 reserved CPUs",
+        ),
+        NodeShape(
+            "small",
+            zones=2,
+            cpus=8,
+            memory=32 * GI,
+            reserved_cpus=0,
+            description="small 2-zone node for tests: 8 CPUs and 32Gi per zone",
+        ),
+    )
+}
+
+
+def shape_from_dict(name: str, raw: Any) -> NodeShape:
+    """A custom shape from a cluster spec:
+
+    ```yaml
+    shapes:
+      big:
+        numaZones: 2
+        cpusPerZone: 32
+        memoryPerZone: 128Gi
+        resourcesPerZone: {hugepages-1Gi: 16Gi, example.com/nic: 2}
+        reservedCPUs: 2
+        reservedMemoryPerZone: 1Gi
+        maxPods: 110
+    ```
+    """
+    where = f"shapes.{name}"
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f"{where}: expected a mapping with numaZones, cpusPerZone and memoryPerZone")
+    known = {
+        "numaZones",
+        "cpusPerZone",
+        "memoryPerZone",
+        "resourcesPerZone",
+        "reservedCPUs",
+        "reservedMemoryPerZone",
+        "maxPods",
+        "description",
+    }
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ShapeError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    for required in ("numaZones", "cpusPerZone", "memoryPerZone"):
+        if required not in raw:
+            raise ShapeError(f"{where}: missing {required}")
+    try:
+        memory = parse_resource_list({MEMORY: raw["memoryPerZone"]}, where)[MEMORY]
+        reserved_memory = parse_resource_list({MEMORY: raw.get("reservedMemoryPerZone", 0)}, where)[MEMORY]
+        resources = parse_resource_list(raw.get("resourcesPerZone"), f"{where}.resourcesPerZone")
+        return NodeShape(
+            name,
+            zones=_int(raw["numaZones"], f"{where}.numaZones"),
+            cpus=_int(raw["cpusPerZone"], f"{where}.cpusPerZone"),
+            memory=memory,
+            resources=resources,
+            reserved_cpus=_int(raw.get("reservedCPUs", 0), f"{where}.reservedCPUs"),
+            reserved_memory=reserved_memory,
+            max_pods=_int(raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods"),
+            description=str(raw.get("description", "")),
+        )
+    except ShapeError:
+        raise
+    except ValueError as err:
+        raise ShapeError(str(err)) from None
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ShapeError(f"{where}: expected an integer, got {value!r}")
+    return value

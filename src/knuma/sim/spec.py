@@ -1,0 +1,520 @@
+"""Cluster, workload and scenario specs: the YAML a user writes, parsed into immutable objects with clear errors.
+
+A *cluster* is node pools of named shapes with a Topology Manager policy and scope per pool. A *workload* is pod
+templates (a shorthand, or real Pod / Deployment manifests), counts or weights, lifetimes and an arrival process. A
+*scenario* is a cluster, a workload and the simulation knobs (exporter lag, bind delay, duration, recreation).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import Pod, PodError
+from knuma.sim.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
+
+__all__ = [
+    "Arrival",
+    "ClusterSpec",
+    "Lifetime",
+    "NodePool",
+    "PodArrival",
+    "PodTemplate",
+    "Recreate",
+    "Scenario",
+    "SpecError",
+    "WorkloadSpec",
+    "cluster_from_dict",
+    "load_yaml",
+    "scenario_from_dict",
+    "workload_from_dict",
+]
+
+DEFAULT_NRT_PERIOD = 60.0
+"""resource-topology-exporter's default poll interval (`SleepInterval = 60s`)."""
+DEFAULT_RESYNC_PERIOD = 5.0
+"""`cacheResyncPeriodSeconds` as commonly deployed with the overreserve cache (upstream advises >= 5 s)."""
+DEFAULT_BIND_DELAY = 1.0
+"""Seconds between the scheduler's bind and the kubelet's admission (watch latency plus pod sync)."""
+
+TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+
+
+class SpecError(ValueError):
+    """A cluster, workload or scenario spec that cannot be simulated; the message names the field."""
+
+
+# -- cluster ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    shape: NodeShape
+    count: int
+    policy: Policy = Policy.SINGLE_NUMA_NODE
+    scope: Scope = Scope.CONTAINER
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{index:03d}" for index in range(self.count)]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    pools: tuple[NodePool, ...]
+
+    @property
+    def node_count(self) -> int:
+        return sum(p.count for p in self.pools)
+
+    def describe(self) -> str:
+        return ", ".join(f"{p.count}x {p.shape.name} ({p.policy}/{p.scope})" for p in self.pools)
+
+
+def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
+    """```yaml
+    pools:
+      - {name: cpu, shape: two-socket, count: 20, policy: single-numa-node, scope: container}
+    shapes: {custom: {numaZones: 2, cpusPerZone: 16, memoryPerZone: 64Gi}}
+    ```"""
+    raw = _mapping(raw, where, "a mapping with `pools`")
+    _known(raw, where, {"apiVersion", "kind", "metadata", "pools", "shapes"})
+    shapes = dict(BUILTIN_SHAPES)
+    for name, shape_raw in (_mapping(raw.get("shapes") or {}, f"{where}.shapes", "a mapping")).items():
+        try:
+            shapes[str(name)] = shape_from_dict(str(name), shape_raw)
+        except ShapeError as err:
+            raise SpecError(f"{where}.{err}") from None
+    pools_raw = raw.get("pools")
+    if not isinstance(pools_raw, list) or not pools_raw:
+        raise SpecError(f"{where}.pools: expected a non-empty list of node pools")
+    pools: list[NodePool] = []
+    for index, pool_raw in enumerate(pools_raw):
+        here = f"{where}.pools[{index}]"
+        pool_raw = _mapping(pool_raw, here, "a mapping with shape and count")
+        _known(pool_raw, here, {"name", "shape", "count", "policy", "scope"})
+        shape_name = pool_raw.get("shape")
+        if shape_name not in shapes:
+            raise SpecError(f"{here}.shape: unknown shape {shape_name!r}; known shapes: {', '.join(sorted(shapes))}")
+        count = pool_raw.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise SpecError(f"{here}.count: expected a positive integer, got {count!r}")
+        try:
+            policy = Policy.parse(str(pool_raw.get("policy", Policy.SINGLE_NUMA_NODE.value)))
+            scope = Scope.parse(str(pool_raw.get("scope", Scope.CONTAINER.value)))
+        except ValueError as err:
+            raise SpecError(f"{here}: {err}") from None
+        name = str(pool_raw.get("name") or f"{shape_name}-{index}")
+        pools.append(NodePool(name, shapes[shape_name], count, policy, scope))
+    names = [p.name for p in pools]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{where}.pools: pool names must be unique, got {names}")
+    return ClusterSpec(tuple(pools))
+
+
+# -- workload --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """How long a pod runs once admitted: forever (`None` mean), a fixed time, or exponentially distributed."""
+
+    distribution: str = "infinite"
+    mean: float = math.inf
+
+    def sample(self, rng: random.Random) -> float:
+        if self.distribution == "infinite":
+            return math.inf
+        if self.distribution == "fixed":
+            return self.mean
+        return rng.expovariate(1.0 / self.mean)
+
+    @property
+    def finite(self) -> bool:
+        return self.distribution != "infinite"
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    name: str
+    pod: Pod
+    count: int | None = None
+    weight: float = 1.0
+    lifetime: Lifetime = field(default_factory=Lifetime)
+
+    def instance(self, index: int) -> Pod:
+        return replace(self.pod, name=f"{self.name}-{index:05d}", uid=f"{self.name}-{index:05d}")
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """`burst`: every pod at `start`; `poisson`: exponential inter-arrival times at `rate` pods/s."""
+
+    process: str = "burst"
+    rate: float = 10.0
+    start: float = 0.0
+
+
+@dataclass(frozen=True)
+class PodArrival:
+    time: float
+    pod: Pod
+    template: str
+    lifetime: float
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    templates: tuple[PodTemplate, ...]
+    pods: int
+    arrival: Arrival = field(default_factory=Arrival)
+
+    @property
+    def static(self) -> bool:
+        """No pod ever terminates: placement is a packing problem (what `optimal` solves)."""
+        return not any(t.lifetime.finite for t in self.templates)
+
+    def counts(self) -> dict[str, int]:
+        """Pods per template: explicit counts, the rest of `pods` shared by weight (largest remainder)."""
+        fixed = {t.name: t.count for t in self.templates if t.count is not None}
+        weighted = [t for t in self.templates if t.count is None]
+        out = {name: count for name, count in fixed.items() if count is not None}
+        rest = max(0, self.pods - sum(out.values()))
+        if weighted:
+            total_weight = sum(t.weight for t in weighted)
+            shares = [(t.name, rest * t.weight / total_weight) for t in weighted]
+            floors = {name: int(share) for name, share in shares}
+            left = rest - sum(floors.values())
+            by_remainder = sorted(shares, key=lambda s: (-(s[1] - int(s[1])), s[0]))
+            for name, _ in by_remainder[:left]:
+                floors[name] += 1
+            out.update(floors)
+        return out
+
+    def generate(self, seed: int) -> list[PodArrival]:
+        """The pod arrivals for `seed`, in time order (deterministic)."""
+        rng = random.Random(seed)
+        counts = self.counts()
+        by_name = {t.name: t for t in self.templates}
+        order = [name for t in self.templates for name in [t.name] * counts.get(t.name, 0)]
+        rng.shuffle(order)
+        arrivals: list[PodArrival] = []
+        now = self.arrival.start
+        index = dict.fromkeys(by_name, 0)
+        for name in order:
+            template = by_name[name]
+            if self.arrival.process == "poisson":
+                now += rng.expovariate(self.arrival.rate)
+            pod = template.instance(index[name])
+            index[name] += 1
+            arrivals.append(PodArrival(now, pod, name, template.lifetime.sample(rng)))
+        return arrivals
+
+
+def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = None) -> WorkloadSpec:
+    """```yaml
+    pods: 300                 # total, shared by template weight (templates with `count` take theirs first)
+    arrival: {process: poisson, rate: 5}
+    templates:
+      - name: g4
+        qos: Guaranteed
+        requests: {cpu: "4", memory: 8Gi}
+        weight: 3
+        lifetime: {distribution: exponential, mean: 600}
+      - name: web
+        manifestFile: deployment.yaml   # or `manifest:` inline; Pod, Deployment, ReplicaSet, StatefulSet, Job
+    ```"""
+    raw = _mapping(raw, where, "a mapping with `templates`")
+    _known(raw, where, {"apiVersion", "kind", "metadata", "pods", "arrival", "templates"})
+    templates_raw = raw.get("templates")
+    if not isinstance(templates_raw, list) or not templates_raw:
+        raise SpecError(f"{where}.templates: expected a non-empty list of pod templates")
+    templates = tuple(_template(t, f"{where}.templates[{i}]", base) for i, t in enumerate(templates_raw))
+    names = [t.name for t in templates]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{where}.templates: template names must be unique, got {names}")
+    explicit = sum(t.count or 0 for t in templates)
+    pods = raw.get("pods", explicit)
+    if not isinstance(pods, int) or isinstance(pods, bool) or pods < 0:
+        raise SpecError(f"{where}.pods: expected a non-negative integer, got {pods!r}")
+    if any(t.count is None for t in templates) and pods <= explicit:
+        raise SpecError(f"{where}.pods: {pods} leaves no pods for the templates without a count; raise it")
+    arrival_raw = _mapping(raw.get("arrival") or {}, f"{where}.arrival", "a mapping")
+    _known(arrival_raw, f"{where}.arrival", {"process", "rate", "start"})
+    process = arrival_raw.get("process", "burst")
+    if process not in ("burst", "poisson"):
+        raise SpecError(f"{where}.arrival.process: expected burst or poisson, got {process!r}")
+    rate = _positive(arrival_raw.get("rate", 10.0), f"{where}.arrival.rate")
+    start = _number(arrival_raw.get("start", 0.0), f"{where}.arrival.start")
+    return WorkloadSpec(templates, max(pods, explicit), Arrival(process, rate, start))
+
+
+def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
+    raw = _mapping(raw, where, "a mapping")
+    _known(
+        raw,
+        where,
+        {"name", "qos", "requests", "limits", "manifest", "manifestFile", "count", "weight", "lifetime"},
+    )
+    manifest: Any = raw.get("manifest")
+    if "manifestFile" in raw:
+        path = Path(str(raw["manifestFile"]))
+        if base is not None and not path.is_absolute():
+            path = base / path
+        manifest = load_yaml(path)
+    replicas: int | None = None
+    if manifest is not None:
+        manifest, replicas = _pod_manifest(manifest, where)
+        default_name = (manifest.get("metadata") or {}).get("name") or ""
+    else:
+        if "requests" not in raw:
+            raise SpecError(f"{where}: give `requests` (with `qos`), `manifest` or `manifestFile`")
+        manifest = _shorthand_manifest(raw, where)
+        default_name = ""
+    name = str(raw.get("name") or default_name)
+    if not name:
+        raise SpecError(f"{where}: a template needs a name")
+    try:
+        pod = Pod.from_manifest({**manifest, "metadata": {**(manifest.get("metadata") or {}), "name": name}})
+    except (PodError, ValueError) as err:
+        raise SpecError(f"{where}: {err}") from None
+    count = raw.get("count", replicas if "weight" not in raw else None)
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        raise SpecError(f"{where}.count: expected a non-negative integer, got {count!r}")
+    weight = _positive(raw.get("weight", 1.0), f"{where}.weight")
+    return PodTemplate(name, pod, count, weight, _lifetime(raw.get("lifetime"), f"{where}.lifetime"))
+
+
+def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    qos = raw.get("qos", "Guaranteed")
+    requests = _mapping(raw.get("requests"), f"{where}.requests", "a mapping of resource to quantity")
+    limits = raw.get("limits")
+    if qos == "Guaranteed":
+        if limits is not None and dict(limits) != dict(requests):
+            raise SpecError(f"{where}: a Guaranteed template has limits equal to requests; drop `limits`")
+        resources: dict[str, Any] = {"requests": dict(requests), "limits": dict(requests)}
+    elif qos == "Burstable":
+        resources = {"requests": dict(requests)}
+        if limits is not None:
+            resources["limits"] = dict(_mapping(limits, f"{where}.limits", "a mapping"))
+    elif qos == "BestEffort":
+        extended = {k: v for k, v in requests.items() if k not in ("cpu", "memory")}
+        if len(extended) != len(requests):
+            raise SpecError(f"{where}: a BestEffort template cannot request cpu or memory")
+        resources = {"requests": extended, "limits": extended}
+    else:
+        raise SpecError(f"{where}.qos: expected Guaranteed, Burstable or BestEffort, got {qos!r}")
+    return {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "main", "resources": resources}]}}
+
+
+def _pod_manifest(manifest: Any, where: str) -> tuple[dict[str, Any], int | None]:
+    """A Pod as is; a workload controller's `spec.template` (with its `replicas` as the default count)."""
+    manifest = _mapping(manifest, f"{where}.manifest", "a Pod or Deployment manifest")
+    kind = manifest.get("kind", "Pod")
+    if kind == "Pod":
+        return dict(manifest), None
+    if kind in TEMPLATE_KINDS:
+        spec = _mapping(manifest.get("spec"), f"{where}.manifest.spec", "a mapping")
+        template = _mapping(spec.get("template"), f"{where}.manifest.spec.template", "a pod template")
+        replicas = spec.get("replicas", 1 if kind != "DaemonSet" else None)
+        metadata = {**(template.get("metadata") or {}), "name": (manifest.get("metadata") or {}).get("name", "")}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec")}, replicas
+    raise SpecError(f"{where}.manifest: unsupported kind {kind!r}; use Pod or one of {', '.join(TEMPLATE_KINDS)}")
+
+
+def _lifetime(raw: Any, where: str) -> Lifetime:
+    if raw is None or raw == "infinite":
+        return Lifetime()
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return Lifetime("fixed", _positive(raw, where))
+    raw = _mapping(raw, where, "a number of seconds, `infinite` or {distribution, mean}")
+    _known(raw, where, {"distribution", "mean"})
+    distribution = raw.get("distribution", "exponential")
+    if distribution not in ("fixed", "exponential", "infinite"):
+        raise SpecError(f"{where}.distribution: expected fixed, exponential or infinite, got {distribution!r}")
+    if distribution == "infinite":
+        return Lifetime()
+    return Lifetime(distribution, _positive(raw.get("mean"), f"{where}.mean"))
+
+
+# -- scenario --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recreate:
+    """A ReplicaSet-like controller: a pod rejected by the kubelet is replaced by a new one after `delay` seconds,
+    at most `max_per_pod` times (real controllers have no such cap: that is the runaway of k/k #84869)."""
+
+    enabled: bool = False
+    delay: float = 10.0
+    max_per_pod: int = 3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    description: str = ""
+    nrt_period: float = DEFAULT_NRT_PERIOD
+    nrt_event_delay: float | None = None
+    """When set, the exporter also publishes this many seconds after every change on its node (RTE notify mode)."""
+    bind_delay: float = DEFAULT_BIND_DELAY
+    resync_period: float = DEFAULT_RESYNC_PERIOD
+    duration: float | None = None
+    """Simulated seconds; default: last arrival plus two exporter periods plus the longest fixed lifetime."""
+    recreate: Recreate = field(default_factory=Recreate)
+    optimal: bool | None = None
+    """Whether `optimal` runs: None = when the workload is static and the cluster has at most 64 nodes."""
+
+    def horizon(self, arrivals: Sequence[PodArrival]) -> float:
+        if self.duration is not None:
+            return self.duration
+        last = max((a.time for a in arrivals), default=0.0)
+        return last + 2 * self.nrt_period + self.bind_delay + 30.0
+
+    @property
+    def optimal_supported(self) -> bool:
+        if self.optimal is not None:
+            return self.optimal
+        return self.workload.static and self.cluster.node_count <= 64
+
+
+def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Scenario:
+    """```yaml
+    kind: SimScenario
+    name: my-cluster
+    cluster: {...}        # or clusterFile: cluster.yaml
+    workload: {...}       # or workloadFile: workload.yaml
+    nrtPeriod: 60
+    nrtEventDelay: 5
+    bindDelay: 1
+    resyncPeriod: 5
+    duration: 1800
+    recreate: {enabled: true, delay: 10, maxPerPod: 3}
+    optimal: auto
+    ```"""
+    where = "scenario"
+    raw = _mapping(raw, where, "a mapping with cluster and workload")
+    _known(
+        raw,
+        where,
+        {
+            "apiVersion",
+            "kind",
+            "metadata",
+            "name",
+            "description",
+            "cluster",
+            "clusterFile",
+            "workload",
+            "workloadFile",
+            "nrtPeriod",
+            "nrtEventDelay",
+            "bindDelay",
+            "resyncPeriod",
+            "duration",
+            "recreate",
+            "optimal",
+        },
+    )
+    cluster_raw = raw.get("cluster")
+    if "clusterFile" in raw:
+        cluster_raw = load_yaml(_resolve(raw["clusterFile"], base))
+    workload_raw = raw.get("workload")
+    workload_base = base
+    if "workloadFile" in raw:
+        path = _resolve(raw["workloadFile"], base)
+        workload_raw = load_yaml(path)
+        workload_base = path.parent
+    if cluster_raw is None:
+        raise SpecError(f"{where}: missing cluster (or clusterFile)")
+    if workload_raw is None:
+        raise SpecError(f"{where}: missing workload (or workloadFile)")
+    recreate_raw = _mapping(raw.get("recreate") or {}, f"{where}.recreate", "a mapping")
+    _known(recreate_raw, f"{where}.recreate", {"enabled", "delay", "maxPerPod"})
+    optimal = raw.get("optimal", "auto")
+    if optimal not in ("auto", True, False):
+        raise SpecError(f"{where}.optimal: expected auto, true or false, got {optimal!r}")
+    event_delay = raw.get("nrtEventDelay")
+    duration = raw.get("duration")
+    metadata = raw.get("metadata") or {}
+    return Scenario(
+        name=str(raw.get("name") or metadata.get("name") or name or "custom"),
+        description=str(raw.get("description", "")),
+        cluster=cluster_from_dict(cluster_raw),
+        workload=workload_from_dict(workload_raw, base=workload_base),
+        nrt_period=_positive(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod"),
+        nrt_event_delay=None if event_delay is None else _non_negative(event_delay, f"{where}.nrtEventDelay"),
+        bind_delay=_non_negative(raw.get("bindDelay", DEFAULT_BIND_DELAY), f"{where}.bindDelay"),
+        resync_period=_positive(raw.get("resyncPeriod", DEFAULT_RESYNC_PERIOD), f"{where}.resyncPeriod"),
+        duration=None if duration is None else _positive(duration, f"{where}.duration"),
+        recreate=Recreate(
+            enabled=bool(recreate_raw.get("enabled", bool(recreate_raw))),
+            delay=_non_negative(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay"),
+            max_per_pod=int(recreate_raw.get("maxPerPod", 3)),
+        ),
+        optimal=None if optimal == "auto" else bool(optimal),
+    )
+
+
+def load_yaml(path: Path) -> Any:
+    """The first YAML document of `path`, with an error that names the file."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise SpecError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path}: invalid YAML: {err}") from None
+    if not documents:
+        raise SpecError(f"{path}: the file is empty")
+    return documents[0]
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _resolve(value: Any, base: Path | None) -> Path:
+    path = Path(str(value))
+    return base / path if base is not None and not path.is_absolute() else path
+
+
+def _mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
+    return raw
+
+
+def _known(raw: Mapping[str, Any], where: str, known: set[str]) -> None:
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:
+        raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _positive(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise SpecError(f"{where}: expected a positive number, got {value!r}")
+    return number
+
+
+def _non_negative(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number < 0:
+        raise SpecError(f"{where}: expected a number >= 0, got {value!r}")
+    return number

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from knuma.cli.main import app
+
+from .conftest import small_scenario
+
+runner = CliRunner()
+
+
+def _scenario_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(small_scenario()))
+    return path
+
+
+def test_json_shape(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["simulate", "--scenario", str(_scenario_file(tmp_path)), "-o", "json", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"scenario", "results"}
+    assert data["scenario"] == "tiny"
+    assert set(data["results"]) == {"default", "nrt-passthrough", "nrt-overreserve", "knuma", "optimal"}
+    types = {
+        "placed": int,
+        "running": int,
+        "topology_affinity_errors": int,
+        "pending": int,
+        "false_negative_pending": int,
+        "cpu_utilization": float,
+        "throughput_pods_per_s": float,
+    }
+    for metrics in data["results"].values():
+        assert list(metrics) == list(types)
+        for key, kind in types.items():
+            assert isinstance(metrics[key], kind), (key, metrics[key])
+    assert data["results"]["knuma"]["topology_affinity_errors"] == 0
+
+
+def test_table_verdict_and_report(tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--scenario",
+            str(_scenario_file(tmp_path)),
+            "--schedulers",
+            "nrt-passthrough,knuma",
+            "--nrt-period",
+            "30",
+            "--report",
+            str(report),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "TopologyAffinityError" in result.stdout
+    assert "knuma: 0 TopologyAffinityError" in result.stdout
+    assert "NRT every 30 s" in result.stdout
+    for name in ("index.html", "utilization.png", "errors.png", "pending.png", "zones.png", "metrics.json"):
+        assert (report / name).stat().st_size > 0
+    assert "knuma" in (report / "index.html").read_text()
+
+
+def test_list_scenarios() -> None:
+    result = runner.invoke(app, ["simulate", "--list-scenarios"])
+    assert result.exit_code == 0
+    for name in ("default", "burst", "lag60", "fragmented", "devices", "restricted"):
+        assert name in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenario", "nope"], "unknown scenario 'nope'"),
+        (["--schedulers", "knuma,fifo"], "unknown scheduler(s) fifo"),
+    ],
+)
+def test_errors_exit_2(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["simulate", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_bad_workload_file(tmp_path: Path) -> None:
+    bad = tmp_path / "workload.yaml"
+    bad.write_text("templates: [{name: x}]\n")
+    result = runner.invoke(app, ["simulate", "--workload", str(bad)])
+    assert result.exit_code == 2
+    assert "give `requests`" in result.stderr
+
+
+def test_custom_cluster_and_workload_files() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "sim"
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--cluster",
+            str(examples / "cluster.yaml"),
+            "--workload",
+            str(examples / "workload.yaml"),
+            "--schedulers",
+            "knuma",
+            "-o",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"]["knuma"]["topology_affinity_errors"] == 0

@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from knuma.sim.comparison import compare
+from knuma.sim.engine import run
+from knuma.sim.exporter import fingerprint
+from knuma.sim.metrics import JSON_KEYS, compute
+from knuma.sim.schedulers import KnumaScheduler, NodeSetup, PassthroughScheduler
+from knuma.sim.spec import Scenario, scenario_from_dict
+from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+
+from .conftest import small_scenario
+
+ONLINE = ("default", "nrt-passthrough", "nrt-overreserve", "knuma")
+
+
+def _without_timing(results: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
+    return {
+        name: {k: v for k, v in metrics.items() if k not in ("throughput_pods_per_s", "latency_ms")}
+        for name, metrics in results.items()
+    }
+
+
+def test_same_seed_same_results(tiny: Scenario) -> None:
+    first = compare(tiny, ONLINE, seed=3)
+    second = compare(tiny, ONLINE, seed=3)
+    assert _without_timing(first.results) == _without_timing(second.results)
+    for name in ONLINE:
+        a, b = first.runs[name], second.runs[name]
+        assert {k: (r.node, r.failure) for k, r in a.pods.items()} == {
+            k: (r.node, r.failure) for k, r in b.pods.items()
+        }
+    other = compare(tiny, ("nrt-passthrough",), seed=4)
+    assert {k: r.node for k, r in other.runs["nrt-passthrough"].pods.items()} != {
+        k: r.node for k, r in first.runs["nrt-passthrough"].pods.items()
+    }
+
+
+@pytest.mark.parametrize("scheduler", ONLINE)
+def test_no_zone_is_ever_over_allocated(scheduler: str) -> None:
+    """Conservation: the ground truth is checked after every admission and release (raises if violated)."""
+    raw = small_scenario(duration=600, recreate={"enabled": True, "delay": 5, "maxPerPod": 2})
+    raw["workload"]["arrival"] = {"process": "poisson", "rate": 0.5}
+    raw["workload"]["pods"] = 200
+    for template in raw["workload"]["templates"]:
+        template["lifetime"] = {"distribution": "exponential", "mean": 60}
+    scenario = scenario_from_dict(raw)
+    result = run(scenario, scheduler, seed=1, check_conservation=True)
+    for kubelet in result.kubelets.values():
+        kubelet.check()
+        for zone in kubelet.topology.zones:
+            assert 0 <= zone.available["cpu"] <= zone.allocatable["cpu"]
+    metrics = compute(result, [t.pod for t in scenario.workload.templates])
+    assert set(JSON_KEYS) <= set(metrics)
+    assert metrics["placed"] + metrics["pending"] + metrics["topology_affinity_errors"] <= metrics["created"]
+
+
+def test_passthrough_trusts_stale_nrt_and_knuma_does_not(tiny: Scenario) -> None:
+    """The defining behaviours: under a 60 s exporter lag, a burst on passthrough piles onto zones that look free and
+    the kubelet rejects; knuma reserves the zones the kubelet will use and is never rejected."""
+    comparison = compare(tiny, ONLINE, seed=0)
+    results = comparison.results
+    assert results["nrt-passthrough"]["topology_affinity_errors"] > 0
+    assert results["default"]["topology_affinity_errors"] > 0
+    assert results["knuma"]["topology_affinity_errors"] == 0
+    assert results["knuma"]["placed"] >= results["nrt-passthrough"]["placed"]
+    failures = {r.failure for r in comparison.runs["nrt-passthrough"].pods.values() if r.failure}
+    assert failures == {TOPOLOGY_AFFINITY_ERROR}
+
+
+def test_fresh_nrt_removes_passthrough_errors(tiny: Scenario) -> None:
+    """Lag semantics: with the exporter publishing right after every change and pods arriving slowly, passthrough
+    always sees fresh data and makes no admission error."""
+    raw = small_scenario(nrtEventDelay=0.0, bindDelay=0.1)
+    raw["workload"]["arrival"] = {"process": "poisson", "rate": 0.2}
+    fresh = scenario_from_dict(raw)
+    result = compare(fresh, ("nrt-passthrough",), seed=0).results["nrt-passthrough"]
+    assert result["topology_affinity_errors"] == 0
+    lagged = compare(tiny, ("nrt-passthrough",), seed=0).results["nrt-passthrough"]
+    assert lagged["topology_affinity_errors"] > 0
+
+
+def test_exporter_publishes_every_period(tiny: Scenario) -> None:
+    seen: list[tuple[str, float]] = []
+    original = PassthroughScheduler.nrt_published
+
+    def spy(self: PassthroughScheduler, snapshot, now: float) -> bool:
+        seen.append((snapshot.node, now))
+        assert snapshot.time == now
+        return original(self, snapshot, now)
+
+    PassthroughScheduler.nrt_published = spy  # type: ignore[method-assign]
+    try:
+        scenario = dataclasses.replace(tiny, nrt_period=30.0, duration=200.0)
+        run(scenario, "nrt-passthrough", seed=0)
+    finally:
+        PassthroughScheduler.nrt_published = original  # type: ignore[method-assign]
+    by_node: dict[str, list[float]] = {}
+    for node, when in seen:
+        by_node.setdefault(node, []).append(when)
+    assert len(by_node) == 4
+    for times in by_node.values():
+        assert times[0] < 30.0
+        gaps = {round(b - a, 6) for a, b in itertools.pairwise(times)}
+        assert gaps == {30.0}
+        assert len(times) in (6, 7)
+
+
+def test_overreserve_is_pessimistic_and_knuma_has_fewer_false_negatives(tiny: Scenario) -> None:
+    raw = small_scenario(duration=400)
+    raw["workload"]["arrival"] = {"process": "poisson", "rate": 1}
+    raw["workload"]["pods"] = 120
+    for template in raw["workload"]["templates"]:
+        template["lifetime"] = {"distribution": "exponential", "mean": 40}
+    scenario = scenario_from_dict(raw)
+    results = compare(scenario, ("nrt-overreserve", "knuma"), seed=2).results
+    assert results["knuma"]["topology_affinity_errors"] == 0
+    assert results["knuma"]["false_negative_pending"] <= results["nrt-overreserve"]["false_negative_pending"]
+    assert results["knuma"]["placed"] > results["nrt-overreserve"]["placed"]
+
+
+def test_overreserve_subtracts_reserved_pods_from_every_zone(tiny: Scenario) -> None:
+    from knuma.sim.engine import build_kubelets, snapshot
+    from knuma.sim.schedulers import OverreserveScheduler
+
+    kubelets = build_kubelets(tiny)
+    setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
+    scheduler = OverreserveScheduler(setups)
+    pod = tiny.workload.templates[2].pod  # 5 CPUs
+    node = scheduler.schedule(pod, 0.0)
+    assert node is not None
+    view = scheduler.topology(node)
+    assert view is not None
+    assert [z.available["cpu"] for z in view.zones] == [3000, 3000]  # 8 - 5 on *both* zones
+    # a second 5-CPU pod no longer fits that node (it would on the real kubelet: zone 1 is free)
+    assert scheduler.schedule(pod, 0.0) != node or len(setups) == 1
+
+
+def test_knuma_reserves_on_predicted_zone_and_reconciles(tiny: Scenario) -> None:
+    from knuma.sim.engine import build_kubelets, snapshot
+
+    kubelets = build_kubelets(tiny)
+    setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
+    scheduler = KnumaScheduler(setups)
+    pod = tiny.workload.templates[2].pod  # 5 CPUs
+    node = scheduler.schedule(pod, 0.0)
+    assert node is not None
+    view = scheduler.topology(node)
+    assert view is not None
+    assert sorted(z.available["cpu"] for z in view.zones) == [3000, 8000]  # only the predicted zone
+    kubelet = kubelets[node]
+    assert kubelet.admit(pod).admitted
+    scheduler.pod_running(pod.key, node, 1.0)
+    published = snapshot(kubelet, 2.0)
+    assert published.fingerprint == fingerprint([pod.key])
+    assert scheduler.nrt_published(published, 2.0) is False  # the shadow already equals the NRT
+    assert [z.available for z in scheduler.models[node].shadow.topology.zones] == [
+        z.available for z in kubelet.topology.zones
+    ]

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import Pod
+from knuma.sim.kubelet import SimKubelet
+from knuma.sim.optimal import OptimalUnsupported, solve
+from knuma.sim.shapes import BUILTIN_SHAPES
+
+
+def _node(name: str = "n0", policy: Policy = Policy.SINGLE_NUMA_NODE, scope: Scope = Scope.CONTAINER) -> SimKubelet:
+    shape = BUILTIN_SHAPES["small"]  # 2 zones x 8 CPUs, 32Gi
+    return SimKubelet(name, shape.allocatable(), shape.topology(name, policy, scope))
+
+
+def _pod(name: str, *cpus: int, qos: str = "Guaranteed") -> Pod:
+    containers: list[dict[str, Any]] = []
+    for index, cpu in enumerate(cpus):
+        resources: dict[str, Any] = {"requests": {"cpu": str(cpu), "memory": "1Gi"}}
+        if qos == "Guaranteed":
+            resources["limits"] = dict(resources["requests"])
+        containers.append({"name": f"c{index}", "resources": resources})
+    return Pod.from_manifest({"metadata": {"name": name}, "spec": {"containers": containers}})
+
+
+def test_one_five_cpu_pod_per_zone() -> None:
+    # 3 x 5 CPUs = 15 <= 16 at node level, but two never share an 8-CPU zone.
+    result = solve([_pod(f"p{i}", 5) for i in range(3)], [_node()])
+    assert (result.placed, result.proven, result.bound) == (2, True, 2)
+
+
+def test_mixed_sizes_pack_exactly() -> None:
+    # zone 0: 5 + 3, zone 1: 5 + 3
+    pods = [_pod("a", 5), _pod("b", 5), _pod("c", 3), _pod("d", 3)]
+    result = solve(pods, [_node()])
+    assert result.placed == 4 and result.proven
+    assert result.cpu_used == 16_000
+
+
+def test_wider_than_a_zone_never_fits_single_numa_node() -> None:
+    assert solve([_pod("wide", 10)], [_node()]).placed == 0
+
+
+def test_burstable_pods_are_node_level_only() -> None:
+    pods = [_pod(f"b{i}", 1, qos="Burstable") for i in range(20)]
+    assert solve(pods, [_node()]).placed == 16
+
+
+def test_container_scope_splits_containers_pod_scope_does_not() -> None:
+    pod = _pod("two", 5, 5)
+    assert solve([pod], [_node(scope=Scope.CONTAINER)]).placed == 1
+    assert solve([pod], [_node(scope=Scope.POD)]).placed == 0
+
+
+def test_prefers_more_pods_across_nodes() -> None:
+    # Two nodes, four 6-CPU pods and four 2-CPU pods: every zone takes 6 + 2.
+    pods = [_pod(f"l{i}", 6) for i in range(4)] + [_pod(f"s{i}", 2) for i in range(4)]
+    result = solve(pods, [_node("n0"), _node("n1")], pools={"n0": "p", "n1": "p"})
+    assert result.placed == 8 and result.proven
+
+
+def test_restricted_wide_pods_are_not_modelled() -> None:
+    with pytest.raises(OptimalUnsupported):
+        solve([_pod("wide", 10)], [_node(policy=Policy.RESTRICTED)])

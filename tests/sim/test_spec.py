@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import QOSClass
+from knuma.sim.scenarios import BUILTIN, builtin_scenario
+from knuma.sim.shapes import BUILTIN_SHAPES
+from knuma.sim.spec import SpecError, cluster_from_dict, scenario_from_dict, workload_from_dict
+
+from .conftest import small_scenario
+
+
+def test_builtin_shapes_cover_the_required_machines() -> None:
+    zones = {s.zones for s in BUILTIN_SHAPES.values()}
+    assert {2, 4, 8} <= zones
+    gpu = BUILTIN_SHAPES["gpu"]
+    assert gpu.resources["nvidia.com/gpu"] == 4
+    two = BUILTIN_SHAPES["two-socket"]
+    topology = two.topology("n1")
+    # reserved CPUs are taken from allocatable, not from capacity
+    assert topology.zones[0].allocatable["cpu"] == 31_000
+    assert topology.zones[0].capacity["cpu"] == 32_000
+    assert two.allocatable()["cpu"] == 62_000
+
+
+def test_every_builtin_scenario_parses() -> None:
+    assert {"default", "burst", "lag60", "fragmented", "devices", "restricted"} <= set(BUILTIN)
+    for name in BUILTIN:
+        scenario = builtin_scenario(name)
+        assert scenario.cluster.node_count > 0
+        assert sum(scenario.workload.counts().values()) == scenario.workload.pods
+    assert builtin_scenario("default").optimal_supported
+    assert builtin_scenario("lag60").nrt_period == 60
+
+
+def test_cluster_errors_name_the_field() -> None:
+    with pytest.raises(SpecError, match=r"cluster.pools\[0\].shape: unknown shape 'huge'"):
+        cluster_from_dict({"pools": [{"shape": "huge", "count": 1}]})
+    with pytest.raises(SpecError, match="policy"):
+        cluster_from_dict({"pools": [{"shape": "small", "policy": "strict"}]})
+    with pytest.raises(SpecError, match="unknown field"):
+        cluster_from_dict({"pools": [{"shape": "small", "cuont": 2}]})
+    with pytest.raises(SpecError, match="non-empty list"):
+        cluster_from_dict({"pools": []})
+
+
+def test_custom_shape_and_policy() -> None:
+    spec = cluster_from_dict(
+        {
+            "shapes": {"mine": {"numaZones": 3, "cpusPerZone": 10, "memoryPerZone": "20Gi", "reservedCPUs": 1}},
+            "pools": [{"name": "p", "shape": "mine", "count": 2, "policy": "restricted", "scope": "pod"}],
+        }
+    )
+    pool = spec.pools[0]
+    assert pool.policy is Policy.RESTRICTED and pool.scope is Scope.POD
+    assert pool.node_names() == ["p-000", "p-001"]
+    assert pool.shape.allocatable()["cpu"] == 29_000
+    with pytest.raises(SpecError, match="cpusPerZone"):
+        cluster_from_dict({"shapes": {"bad": {"numaZones": 2, "memoryPerZone": "1Gi"}}, "pools": [{"shape": "bad"}]})
+
+
+def test_workload_templates_and_counts() -> None:
+    spec = workload_from_dict(
+        {
+            "pods": 10,
+            "templates": [
+                {"name": "a", "requests": {"cpu": "2", "memory": "1Gi"}, "weight": 3},
+                {"name": "b", "qos": "Burstable", "requests": {"cpu": "500m"}, "weight": 1},
+                {"name": "c", "qos": "BestEffort", "requests": {}, "count": 2},
+            ],
+        }
+    )
+    assert spec.counts() == {"c": 2, "a": 6, "b": 2}
+    qos = {t.name: t.pod.qos for t in spec.templates}
+    assert qos == {"a": QOSClass.GUARANTEED, "b": QOSClass.BURSTABLE, "c": QOSClass.BEST_EFFORT}
+    arrivals = spec.generate(7)
+    assert len(arrivals) == 10
+    assert arrivals == spec.generate(7)
+    assert len({a.pod.key for a in arrivals}) == 10
+
+
+def test_deployment_manifest_is_a_template(tmp_path: Path) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "dpdk"},
+        "spec": {
+            "replicas": 5,
+            "template": {
+                "metadata": {"labels": {"app": "dpdk"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "resources": {
+                                "limits": {"cpu": "4", "memory": "4Gi", "hugepages-1Gi": "2Gi"},
+                            },
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    (tmp_path / "deploy.yaml").write_text(yaml.safe_dump(deployment))
+    spec = workload_from_dict({"templates": [{"manifestFile": "deploy.yaml"}]}, base=tmp_path)
+    template = spec.templates[0]
+    assert template.name == "dpdk" and template.count == 5 and spec.pods == 5
+    assert template.pod.qos is QOSClass.GUARANTEED
+    assert template.pod.effective_request["hugepages-1Gi"] == 2 * 1024**3
+
+
+def test_workload_errors() -> None:
+    with pytest.raises(SpecError, match="templates"):
+        workload_from_dict({"pods": 3})
+    with pytest.raises(SpecError, match=r"templates\[0\]: give `requests`"):
+        workload_from_dict({"pods": 3, "templates": [{"name": "x"}]})
+    with pytest.raises(SpecError, match="BestEffort template cannot request cpu"):
+        workload_from_dict({"pods": 3, "templates": [{"name": "x", "qos": "BestEffort", "requests": {"cpu": 1}}]})
+    with pytest.raises(SpecError, match="unsupported kind 'Service'"):
+        workload_from_dict({"templates": [{"name": "x", "manifest": {"kind": "Service"}}]})
+    with pytest.raises(SpecError, match=r"arrival\.process"):
+        workload_from_dict({"pods": 1, "arrival": {"process": "wave"}, "templates": [{"name": "x", "requests": {}}]})
+    with pytest.raises(SpecError, match=r"spec\.containers is empty"):
+        workload_from_dict({"templates": [{"name": "x", "count": 1, "manifest": {"kind": "Pod", "spec": {}}}]})
+
+
+def test_scenario_from_files(tmp_path: Path) -> None:
+    raw = small_scenario()
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(raw.pop("cluster")))
+    (tmp_path / "workload.yaml").write_text(yaml.safe_dump(raw.pop("workload")))
+    scenario = scenario_from_dict(
+        {**raw, "clusterFile": "cluster.yaml", "workloadFile": "workload.yaml", "nrtEventDelay": 5}, base=tmp_path
+    )
+    assert scenario.cluster.node_count == 4 and scenario.workload.pods == 48
+    assert scenario.nrt_event_delay == 5
+    with pytest.raises(SpecError, match="cannot read"):
+        scenario_from_dict({**raw, "clusterFile": "missing.yaml", "workload": {}}, base=tmp_path)
+
+
+def test_examples_parse() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "sim"
+    scenario = scenario_from_dict(yaml.safe_load((examples / "scenario.yaml").read_text()), base=examples)
+    assert scenario.cluster.node_count > 0 and scenario.workload.pods > 0
