@@ -114,7 +114,9 @@ def _hints_for(request: Mapping[str, int], work: WorkingNode) -> HintLists:
     lists += normalise(cpu)
     memory = memory_types(request)
     memory_hints = work.memory_hints(memory) if memory else []
-    lists += normalise(dict.fromkeys(memory, memory_hints))
+    # calculateHints returns an empty map when no mask fits: the Topology Manager reads "no preference", and the
+    # memory manager's Allocate fails afterwards (UnexpectedAdmissionError, not TopologyAffinityError).
+    lists += normalise(dict.fromkeys(memory, memory_hints) if memory_hints else {})
     devices = {name: work.countable_hints(name, amount) for name, amount in request.items() if _is_countable(name)}
     lists += normalise(dict(devices))
     return lists

@@ -30,8 +30,9 @@ class WorkingNode:
     free: dict[int, dict[str, int]]
     reusable: dict[str, dict[int, int]] = field(default_factory=dict)
     """CPU (whole CPUs) and devices per NUMA id, released by earlier init containers of the pod being admitted."""
-    reusable_memory: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """memory type -> (NUMA mask, bytes) held by earlier init containers, reusable by a container with that mask."""
+    reusable_memory: dict[str, dict[int, dict[int, int]]] = field(default_factory=dict)
+    """memory type -> NUMA mask -> bytes per NUMA id held by earlier init containers (the memory manager's
+    `initContainersReusableMemory`, keyed by mask): reusable by a later container whose hint is exactly that mask."""
     groups: dict[int, frozenset[int]] = field(default_factory=dict)
     used_memory: set[int] = field(default_factory=set)
     """NUMA ids with memory-manager assignments (`NumberOfAssignments > 0`)."""
@@ -142,7 +143,10 @@ class WorkingNode:
                 n in self.used_memory and self.groups.get(n, frozenset({n})) != frozenset(members) for n in members
             ):
                 continue  # used alone, or in another group
-            if all(sum(self.free[n].get(r, 0) for n in members) >= q for r, q in requested.items()):
+            if all(
+                sum(self.free[n].get(r, 0) for n in members) + self._reusable_memory(r, mask) >= q
+                for r, q in requested.items()
+            ):  # free + getPodReusableMemory, as calculateHints
                 found.append(mask)
         return [Hint(mask, mask.bit_count() == min_width) for mask in found]
 
@@ -153,8 +157,7 @@ class WorkingNode:
         )
 
     def _reusable_memory(self, name: str, mask: int) -> int:
-        held_mask, amount = self.reusable_memory.get(name, (0, 0))
-        return amount if held_mask == mask else 0
+        return sum(self.reusable_memory.get(name, {}).get(mask, {}).values())
 
     def allocate_memory(
         self, requested: Mapping[str, int], affinity: int | None, preferred: bool, *, reusable_after: bool
@@ -179,24 +182,29 @@ class WorkingNode:
         members = bits(chosen.mask)
         allocation: dict[str, dict[int, int]] = {}
         for name, amount in requested.items():
-            reuse = min(self._reusable_memory(name, chosen.mask), amount)
-            if reuse:
-                held_mask, held = self.reusable_memory[name]
-                self.reusable_memory[name] = (held_mask, held - reuse)
-            remaining = amount - reuse
+            # Reused bytes stay where the init containers hold them; they now belong to this container.
+            held = self.reusable_memory.get(name, {}).get(chosen.mask, {})
             taken: dict[int, int] = {}
+            remaining = amount
+            for numa_id in sorted(held):
+                take = min(held[numa_id], remaining)
+                if take > 0:
+                    taken[numa_id] = take
+                    remaining -= take
+                    if not reusable_after:  # app and sidecar containers consume what they reuse
+                        held[numa_id] -= take
             for numa_id in members:
                 free = self.free[numa_id].get(name, 0)
                 take = min(free, remaining)
                 if take > 0:
                     self.free[numa_id][name] = free - take
-                    taken[numa_id] = take
+                    taken[numa_id] = taken.get(numa_id, 0) + take
                     remaining -= take
             if remaining:
                 raise AllocationError(f"[memorymanager] not enough {name} on NUMA nodes {list(members)}")
             allocation[name] = taken
-            if reusable_after:
-                self.reusable_memory[name] = (chosen.mask, amount)
+            if reusable_after and amount > sum(held.values()):  # per mask, the largest init container block
+                self.reusable_memory.setdefault(name, {})[chosen.mask] = dict(taken)
         for numa_id in members:
             self.used_memory.add(numa_id)
             if len(members) > 1:
