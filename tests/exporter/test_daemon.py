@@ -140,9 +140,8 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
     with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1))) as kubelet:
         args = [
             sys.executable,
-            "-c",
-            "from knuma.cli.main import main; main()",
-            "exporter",
+            "-m",
+            "knuma.cli.exporter",
             "--node-name",
             "daemon-sig",
             "--sysfs-root",

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
-from aiohttp import web
 from lightkube import AsyncClient, KubeConfig
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
+from knuma.exporter.http import Response, SimpleHTTPServer
 from knuma.exporter.metrics import ExporterMetrics
 from knuma.exporter.podresources.client import PodResourcesClient, PodResourcesError
 from knuma.exporter.publisher import Outcome, Publisher, PublishError
@@ -144,7 +144,7 @@ class Exporter:
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set: triggers, updates and the HTTP endpoints."""
-        runner = await self._start_http()
+        http = await self._start_http()
         tasks = [asyncio.create_task(tick(self.queue, self.settings.sleep_interval), name="periodic")]
         watched = []
         if self.settings.notify_file:
@@ -172,35 +172,27 @@ class Exporter:
                     await task
             if self._retry is not None:
                 self._retry.cancel()
-            if runner is not None:
-                await runner.cleanup()
+            if http is not None:
+                await http.stop()
             self.podresources.close()
             log.info("exporter stopped")
 
-    async def _start_http(self) -> web.AppRunner | None:
+    async def _start_http(self) -> SimpleHTTPServer | None:
         if self.settings.metrics_port is None:
             return None
-        app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.metrics_address, self.settings.metrics_port)
-        await site.start()
-        addresses = runner.addresses
-        self.http_port = int(addresses[0][1]) if addresses else self.settings.metrics_port
+        server = SimpleHTTPServer({"/metrics": self._metrics, "/healthz": self._healthz, "/readyz": self._readyz})
+        self.http_port = await server.start(self.settings.metrics_address, self.settings.metrics_port)
         log.info("serving /metrics, /healthz, /readyz on %s:%s", self.settings.metrics_address, self.http_port)
-        return runner
+        return server
 
-    async def _metrics(self, request: web.Request) -> web.Response:
-        return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+    def _metrics(self) -> Response:
+        return 200, "text/plain; version=0.0.4; charset=utf-8", self.metrics.exposition()
 
-    async def _healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
+    def _healthz(self) -> Response:
+        return 200, "text/plain; charset=utf-8", b"ok\n"
 
-    async def _readyz(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.health.reason() + "\n", status=200 if self.health.ready else 503)
+    def _readyz(self) -> Response:
+        return 200 if self.health.ready else 503, "text/plain; charset=utf-8", (self.health.reason() + "\n").encode()
 
 
 async def _main(settings: ExporterSettings, once: bool) -> int:
