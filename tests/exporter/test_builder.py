@@ -3,13 +3,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.exporter.fingerprint import Method, compute
 from knuma.exporter.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
 from knuma.exporter.scan import scan
-from knuma.exporter.sysfs import MachineTopology, discover
+from knuma.exporter.sysfs import MachineTopology, NUMANode, discover
 from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
 from knuma.testing.podresources import PodResourcesServer
 from knuma.topology.node import NodeTopology
@@ -297,3 +299,75 @@ def test_without_kubelet(xeon_sysfs: Path) -> None:
     assert reserved["node-0"]["cpu"] == (12000, 11000, 11000)
     nrt = build(machine, None, BuildOptions("n")).nrt
     assert "nodeTopologyPodsFingerprint" not in nrt.attributes
+
+
+@st.composite
+def kubelet_states(draw: st.DrawFn) -> tuple[MachineTopology, KubeletState]:
+    """Random machines (1-6 NUMA nodes, non-contiguous ids, some memory-only) and random kubelet reports,
+    including inconsistent ones (allocations of CPUs outside allocatable, oversized memory blocks)."""
+    ids = sorted(draw(st.sets(st.integers(0, 12), min_size=1, max_size=6)))
+    nodes, cpu = [], 0
+    for numa_id in ids:
+        count = draw(st.integers(0, 6))
+        nodes.append(
+            NUMANode(
+                numa_id,
+                frozenset(range(cpu, cpu + count)),
+                draw(st.integers(0, 8)) * GiB,
+                {2 * MiB: draw(st.integers(0, 4))},
+                {j: 10 if j == numa_id else 20 for j in ids},
+            )
+        )
+        cpu += count
+    machine = MachineTopology(tuple(nodes))
+    all_cpus = list(range(cpu + 2))  # two CPUs the machine does not have
+    numa = st.sampled_from([*ids, 99])
+    allocatable = Allocatable(
+        cpu_ids=tuple(draw(st.sets(st.sampled_from(all_cpus)))) if all_cpus else (),
+        memory=tuple(Memory("memory", draw(st.integers(0, 8)) * GiB, (i,)) for i in ids if draw(st.booleans())),
+        devices=tuple(
+            Devices("x.io/dev", (f"d{k}",), tuple(draw(st.sets(numa, max_size=2))))
+            for k in range(draw(st.integers(0, 4)))
+        ),
+    )
+    pods = [
+        Pod(
+            "ns",
+            f"p{k}",
+            (
+                Container(
+                    "c",
+                    cpu_ids=tuple(draw(st.sets(st.sampled_from(all_cpus), max_size=3))) if all_cpus else (),
+                    memory=tuple(
+                        Memory("memory", draw(st.integers(1, 4)) * GiB, tuple(draw(st.sets(numa, max_size=2))))
+                        for _ in range(draw(st.integers(0, 2)))
+                    ),
+                    devices=(Devices("x.io/dev", (f"d{draw(st.integers(0, 5))}",), (draw(numa),)),),
+                ),
+            ),
+        )
+        for k in range(draw(st.integers(0, 6)))
+    ]
+    return machine, KubeletState(allocatable, pods)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kubelet_states())
+def test_builder_invariants(case: tuple[MachineTopology, KubeletState]) -> None:
+    machine, state = case
+    result = build(machine, state, BuildOptions("n"))
+    nrt = result.nrt
+    assert [z.name for z in nrt.zones] == [f"node-{i}" for i in machine.numa_ids]
+    for zone in nrt.zones:
+        for info in zone.resources:
+            assert 0 <= info.available <= info.allocatable <= info.capacity
+    # every allocatable CPU the machine has is counted exactly once
+    cpu_alloc = sum(r.allocatable for z in nrt.zones for r in z.resources if r.name == "cpu")
+    assert cpu_alloc == 1000 * len(set(state.allocatable.cpu_ids) & set(machine.cpu_to_node))
+    # every NUMA-local allocatable device is counted exactly once
+    local = {d.device_ids[0] for d in state.allocatable.devices if set(d.numa_ids) & set(machine.numa_ids)}
+    assert sum(r.allocatable for z in nrt.zones for r in z.resources if r.name == "x.io/dev") == len(local)
+    # the same input in another order gives the same object
+    shuffled = KubeletState(state.allocatable, list(reversed(state.pods)))
+    assert build(machine, shuffled, BuildOptions("n")).nrt.to_dict() == nrt.to_dict()
+    NodeResourceTopology.from_dict(nrt.to_dict())  # readable by the scheduler side
