@@ -176,3 +176,29 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.mark.slow
+def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1]), 3: NodeSpec(cpus=[2, 3])})
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(1, 2, 3))) as kubelet:
+        base = [
+            sys.executable,
+            "-m",
+            "knuma.cli.exporter",
+            "--once",
+            "--node-name=daemon-once",
+            f"--sysfs-root={root}",
+            f"--kubeconfig={api.kubeconfig}",
+        ]
+        done = subprocess.run([*base, f"--podresources-socket={kubelet.address}"], capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr.decode()
+        client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)
+        obj: Any = client.get(NRT, "daemon-once")
+        assert [z["name"] for z in obj.to_dict()["zones"]] == ["node-0", "node-3"]
+        client.close()
+        # the kubelet is gone: one failed update, exit code 1, the socket named in the log
+        kubelet.stop()
+        failed = subprocess.run([*base, f"--podresources-socket={kubelet.address}"], capture_output=True, timeout=60)
+        assert failed.returncode == 1
+        assert kubelet.address in failed.stderr.decode()
