@@ -129,10 +129,18 @@ class WorkingNode:
 
     def memory_hints(self, requested: Mapping[str, int]) -> list[Hint]:
         """Static memory manager `calculateHints`: one hint list shared by every requested memory type."""
+        hints = self._memory_hints(requested, self._masks())
+        if not hints and self.node.config.policy is Policy.SINGLE_NUMA_NODE:
+            # "no hint at all" (no preference for the Topology Manager) differs from "only multi-NUMA hints" (which
+            # single-numa-node filters away, then rejects): only the full walk tells them apart.
+            hints = self._memory_hints(requested, iterate_masks(self.node.numa_ids))
+        return hints
+
+    def _memory_hints(self, requested: Mapping[str, int], masks: list[int]) -> list[Hint]:
         ids = self.node.numa_ids
         min_width = len(ids) + 1
         found: list[int] = []
-        for mask in self._masks():
+        for mask in masks:
             members = bits(mask)
             if not all(sum(self.node.zone_by_id[n].total(r) for n in members) >= q for r, q in requested.items()):
                 continue
