@@ -204,3 +204,22 @@ def test_single_node_masks_give_the_same_admission_as_every_mask(p, n):
         full = admit(p, n)
     assert (fast.admitted, fast.reason, fast.placements) == (full.admitted, full.reason, full.placements)
     assert fast.node == full.node
+
+
+def test_devices_reused_from_init_containers_come_first_wherever_they_are():
+    """devicesToAllocate takes reusable devices before aligned free ones. Here the init container holds both GPUs of
+    NUMA 1; the app's GPU and NIC hints merge (best-effort) to the non-preferred {0}, yet the app gets a reused GPU
+    on NUMA 1 and NUMA 0's GPU stays free."""
+    nic = "example.com/nic"
+    zones = {0: {"cpu": cpus(4), GPU: 1, nic: 1}, 1: {"cpu": cpus(4), GPU: 2}}
+    p = make_pod(
+        {"name": "app", "resources": {"limits": {GPU: "1", nic: "1"}}},
+        init=({"name": "setup", "resources": {"limits": {GPU: "2"}}},),
+    )
+    result = admit(p, node(zones, policy=Policy.BEST_EFFORT))
+    assert result.admitted
+    setup, app = result.placements
+    assert setup.allocated == {GPU: {1: 2}}
+    assert app.affinity == (0,)
+    assert app.allocated == {GPU: {1: 1}, nic: {0: 1}}
+    assert {z.id: z.available[GPU] for z in result.node.zones} == {0: 1, 1: 1}

@@ -96,28 +96,32 @@ class WorkingNode:
         self, name: str, request: int, affinity: int | None, *, reusable_after: bool
     ) -> dict[int, int]:
         """Take `request` units: reusable then free inside the affinity, then outside it (the CPU manager spills
-        when the policy admitted a hint that does not hold the request)."""
+        when the policy admitted a hint that does not hold the request). The device manager's `devicesToAllocate`
+        takes every reusable device first, wherever it is, then aligned free devices, then the others."""
         ids = self.node.numa_ids
         inside = [n for n in ids if affinity is None or affinity >> n & 1]
         outside = [n for n in ids if n not in inside]
         reusable = self.reusable.setdefault(name, {})
         taken: dict[int, int] = {}
         remaining = request
-        for group in (inside, outside):
-            for pool in ("reusable", "free"):
-                for numa_id in group:
-                    if remaining == 0:
-                        break
-                    have = reusable.get(numa_id, 0) if pool == "reusable" else self._units(name, numa_id)
-                    take = min(have, remaining)
-                    if not take:
-                        continue
-                    if pool == "reusable":
-                        reusable[numa_id] -= take
-                    else:
-                        self.free[numa_id][name] -= take * (MILLI if name == CPU else 1)
-                    taken[numa_id] = taken.get(numa_id, 0) + take
-                    remaining -= take
+        if name == CPU:
+            order = [(inside, "reusable"), (inside, "free"), (outside, "reusable"), (outside, "free")]
+        else:
+            order = [(inside, "reusable"), (outside, "reusable"), (inside, "free"), (outside, "free")]
+        for group, pool in order:
+            for numa_id in group:
+                if remaining == 0:
+                    break
+                have = reusable.get(numa_id, 0) if pool == "reusable" else self._units(name, numa_id)
+                take = min(have, remaining)
+                if not take:
+                    continue
+                if pool == "reusable":
+                    reusable[numa_id] -= take
+                else:
+                    self.free[numa_id][name] -= take * (MILLI if name == CPU else 1)
+                taken[numa_id] = taken.get(numa_id, 0) + take
+                remaining -= take
         if remaining:
             raise AllocationError(f"not enough {name} available to satisfy request: requested={request}")
         if reusable_after:
