@@ -24,7 +24,7 @@ dev: $(VENV)/.installed-dev
 
 ## run: the main job on the built-in example
 run: $(VENV)/.installed-run
-	$(BIN)/knuma schedule --pod examples/schedule/pod.yaml --nodes examples/schedule/nodes.yaml
+	$(BIN)/knuma simulate
 
 ## test: lint, type-check and the whole test suite
 test: $(VENV)/.installed-dev lint
