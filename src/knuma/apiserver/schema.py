@@ -47,6 +47,8 @@ def validate(schema: JsonObj, value: Any, path: str = "", *, top: bool = True) -
     if value is None and (schema.get("nullable") or top):
         return causes
     expected = schema.get("type")
+    if not expected and schema.get("x-kubernetes-int-or-string"):
+        expected = "integer or string"
     label = path or "<root>"
     if expected and not _type_ok(expected, value, schema) and not (value is None and schema.get("nullable")):
         shown = f'"{_type_name(value)}"'
