@@ -43,6 +43,7 @@ def test_json_shape(tmp_path: Path) -> None:
     assert data["results"]["knuma"]["topology_affinity_errors"] == 0
 
 
+@pytest.mark.slow
 def test_table_verdict_and_report(tmp_path: Path) -> None:
     report = tmp_path / "report"
     result = runner.invoke(

@@ -67,7 +67,6 @@ def test_passthrough_trusts_stale_nrt_and_knuma_does_not(tiny: Scenario) -> None
     assert results["nrt-passthrough"]["topology_affinity_errors"] > 0
     assert results["default"]["topology_affinity_errors"] > 0
     assert results["knuma"]["topology_affinity_errors"] == 0
-    assert results["knuma"]["placed"] >= results["nrt-passthrough"]["placed"]
     failures = {r.failure for r in comparison.runs["nrt-passthrough"].pods.values() if r.failure}
     assert failures == {TOPOLOGY_AFFINITY_ERROR}
 

@@ -32,7 +32,10 @@ ROWS: list[tuple[str, str]] = [
     ("pending", "pending"),
     ("false_negative_pending", "false-negative pending"),
     ("cpu_utilization", "CPU utilisation"),
+    ("mean_cpu_utilization", "CPU utilisation (time average)"),
     ("memory_utilization", "memory utilisation"),
+    ("zone_cpu_utilization", "zone exclusive CPU p10/mean/p90"),
+    ("zone_memory_utilization", "zone exclusive memory p10/mean/p90"),
     ("stranded_cpus", "stranded CPUs"),
     ("throughput_pods_per_s", "throughput (pods/s)"),
     ("latency_ms", "latency p50/p90/p99 (ms)"),
@@ -144,6 +147,8 @@ def _list(out: Console) -> None:
 def _format(key: str, value: Any) -> str:
     if value is None or value == "":
         return "-"
+    if key.startswith("zone_") and isinstance(value, dict):
+        return f"{value['p10']:.0%} / {value['mean']:.0%} / {value['p90']:.0%}"
     if key.endswith("utilization"):
         return f"{value:.1%}"
     if key == "latency_ms" and isinstance(value, dict):

@@ -181,6 +181,7 @@ class _Engine:
             "nrt_unmatched": getattr(self.scheduler, "unmatched", None),
             "overreserve_flushes": getattr(self.scheduler, "flushes", None),
             "model_drift": getattr(self.scheduler, "drift", None),
+            "unstable_rejections": getattr(getattr(self.scheduler, "stable", None), "rejected", None),
         }
         return RunResult(
             self.scheduler.name,

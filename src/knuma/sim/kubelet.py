@@ -7,7 +7,7 @@ concrete NUMA zones until it terminates. A rejected pod is `Failed` and never re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knuma.api.pod import ContainerKind, Pod
@@ -15,7 +15,7 @@ from knuma.api.resources import CPU, MEMORY, PODS, is_hugepages
 from knuma.topology.kubelet import Admission, ContainerPlacement, admit
 from knuma.topology.node import NodeTopology
 
-__all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet"]
+__all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet", "freed"]
 
 
 class ConservationError(AssertionError):
@@ -82,17 +82,9 @@ class SimKubelet:
         entry = self.running.pop(key, None)
         if entry is None:
             return None
-        available = {z.id: dict(z.available) for z in self.topology.zones}
-        for placement in entry.placements:
-            if placement.kind is ContainerKind.INIT:
-                continue
-            for name, per_numa in placement.allocated.items():
-                for numa_id, amount in per_numa.items():
-                    available[numa_id][name] = available[numa_id].get(name, 0) + amount
         for name, amount in entry.pod.effective_request.items():
             self.requested[name] = self.requested.get(name, 0) - amount
-        topology = self.topology.with_available(available)
-        self.topology = _with_groups(topology, self._memory_groups())
+        self.topology = _with_groups(freed(self.topology, entry.placements), self._memory_groups())
         self.generation += 1
         return entry.pod
 
@@ -135,6 +127,18 @@ class SimKubelet:
             (z.allocatable.get(CPU, 0) - z.available.get(CPU, 0), z.allocatable.get(CPU, 0))
             for z in self.topology.zones
         ]
+
+
+def freed(topology: NodeTopology, placements: Sequence[ContainerPlacement]) -> NodeTopology:
+    """`topology` with the exclusive resources held by `placements` (app and sidecar containers) given back."""
+    available = {z.id: dict(z.available) for z in topology.zones}
+    for placement in placements:
+        if placement.kind is ContainerKind.INIT:
+            continue
+        for name, per_numa in placement.allocated.items():
+            for numa_id, amount in per_numa.items():
+                available[numa_id][name] = available[numa_id].get(name, 0) + amount
+    return topology.with_available(available)
 
 
 def _with_groups(topology: NodeTopology, groups: dict[int, frozenset[int]]) -> NodeTopology:

@@ -5,7 +5,10 @@
   kubelet's node-level rejections (`OutOfcpu`, ...).
 - `pending`: pods never bound at the end; `false_negative_pending`: how many of those fresh data would place now
   (admitted one after the other, first fit, by the kubelet model on the ground truth).
-- `cpu_utilization` / `memory_utilization`: requests of running pods over node allocatable, at the end.
+- `cpu_utilization` / `memory_utilization`: requests of running pods over node allocatable, at the end;
+  `mean_cpu_utilization` and `mean_running`: averaged over the run (what matters when pods come and go);
+  `zone_cpu_utilization` / `zone_memory_utilization`: exclusive CPUs / memory pinned per NUMA zone at the end
+  (p10, mean, p90 over all zones).
 - `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any template in the
   workload: capacity that exists but no pod can use.
 - `throughput_pods_per_s`: scheduling attempts per second of scheduler (wall) time; `latency_ms`: p50/p90/p99 of
@@ -68,6 +71,12 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         "cpu_utilization": round(cpu_used / cpu_total, 4) if cpu_total else 0.0,
         "throughput_pods_per_s": round(len(latencies) / spent, 1) if spent else 0.0,
         "memory_utilization": round(memory_used / memory_total, 4) if memory_total else 0.0,
+        "mean_cpu_utilization": round(float(np.mean([x.cpu_utilization for x in result.samples])), 4)
+        if result.samples
+        else 0.0,
+        "mean_running": round(float(np.mean([x.running for x in result.samples])), 1) if result.samples else 0.0,
+        "zone_cpu_utilization": _zones(result, CPU),
+        "zone_memory_utilization": _zones(result, MEMORY),
         "other_admission_errors": other,
         "created": len(records),
         "stranded_cpus": _stranded_cpus(result, templates),
@@ -100,6 +109,20 @@ def _copy(kubelet: SimKubelet) -> SimKubelet:
     return SimKubelet(
         kubelet.name, kubelet.allocatable, kubelet.topology, dict(kubelet.requested), dict(kubelet.running)
     )
+
+
+def _zones(result: RunResult, name: str) -> dict[str, float]:
+    """Exclusive `name` in use per NUMA zone at the end (what the CPU and memory managers pinned): p10/mean/p90."""
+    shares = [
+        (zone.allocatable[name] - zone.available.get(name, 0)) / zone.allocatable[name]
+        for kubelet in result.kubelets.values()
+        for zone in kubelet.topology.zones
+        if zone.allocatable.get(name)
+    ]
+    if not shares:
+        return {"p10": 0.0, "mean": 0.0, "p90": 0.0}
+    p10, p90 = np.percentile(np.asarray(shares), [10, 90])
+    return {"p10": round(float(p10), 3), "mean": round(float(np.mean(shares)), 3), "p90": round(float(p90), 3)}
 
 
 def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:

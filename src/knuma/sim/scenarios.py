@@ -152,7 +152,10 @@ BUILTIN: dict[str, dict[str, Any]] = {
         "optimal": True,
     },
     "devices": {
-        "description": "12 GPU nodes (4 GPUs per zone), 4 CPU nodes; GPU pods need CPUs, memory, GPUs on one zone",
+        "description": (
+            "12 GPU nodes (4 GPUs per zone) and 4 CPU nodes; GPU pods need CPUs, memory and GPUs on one zone, "
+            "CPU-only pods compete for the GPU zones' CPUs"
+        ),
         "cluster": {
             "pools": [
                 {"name": "gpu", "shape": "gpu", "count": 12},
@@ -160,13 +163,14 @@ BUILTIN: dict[str, dict[str, Any]] = {
             ]
         },
         "workload": {
-            "pods": 80,
+            "pods": 72,
             "arrival": {"process": "poisson", "rate": 2},
             "templates": [
-                _g("gpu1", 8, "32Gi", 4, resources={"nvidia.com/gpu": 1}),
+                _g("gpu1", 8, "32Gi", 3, resources={"nvidia.com/gpu": 1}),
                 _g("gpu2", 16, "64Gi", 2, resources={"nvidia.com/gpu": 2}),
-                _g("gpu4", 24, "96Gi", 1, resources={"nvidia.com/gpu": 4}),
-                _g("cpu8", 8, "16Gi", 2),
+                _g("gpu3", 20, "96Gi", 1, resources={"nvidia.com/gpu": 3}),
+                _g("gpu4", 24, "128Gi", 1, resources={"nvidia.com/gpu": 4}),
+                _g("cpu16", 16, "32Gi", 2),
                 _BURSTABLE,
             ],
         },

@@ -16,19 +16,30 @@ and differs in what it knows about NUMA zones:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from knuma.api.pod import Pod
+from knuma.api.nrt import Scope
+from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, MEMORY, ResourceList
-from knuma.scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, Profile, ScheduleResult, schedule_one
+from knuma.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeInfo,
+    Profile,
+    ScheduleResult,
+    Status,
+    schedule_one,
+)
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.profiles import default_profile
 from knuma.scheduler.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.upstream import UpstreamNodeResourceTopologyMatch
 from knuma.sim.exporter import NRTSnapshot, fingerprint
-from knuma.sim.kubelet import RunningPod, SimKubelet
+from knuma.sim.kubelet import RunningPod, SimKubelet, freed
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 
@@ -184,8 +195,14 @@ class DefaultScheduler(SimScheduler):
 
 
 def _upstream_profile(scoring: ScoringStrategy | None) -> Profile:
+    """scheduler-plugins' NodeResourceTopologyMatch added to a profile that keeps kube-scheduler's default
+    NodeResourcesFit score, as the upstream example configurations and the numaresources-operator deploy it."""
     scorer = NodeResourceTopologyMatch(scoring)
-    return Profile("topo-aware-scheduler", (NodeResourcesFit(), UpstreamNodeResourceTopologyMatch()), ((scorer, 1),))
+    return Profile(
+        "topo-aware-scheduler",
+        (NodeResourcesFit(), UpstreamNodeResourceTopologyMatch()),
+        ((scorer, 1), (NodeLevelLeastAllocated(), 1)),
+    )
 
 
 class PassthroughScheduler(SimScheduler):
@@ -305,7 +322,9 @@ class KnumaScheduler(SimScheduler):
     name = "knuma"
 
     def __init__(self, nodes: Sequence[NodeSetup], scoring: ScoringStrategy | None = None, **_: Any) -> None:
-        super().__init__(nodes, default_profile(scoring))
+        profile = default_profile(scoring)
+        self.stable = StableUnderRelease(self)
+        super().__init__(nodes, replace(profile, filters=(*profile.filters, self.stable)))
         self.numa = next(p for p in self.profile.filters if isinstance(p, NodeResourceTopologyMatch))
         self.models = {n.name: _Model(SimKubelet(n.name, n.allocatable, n.nrt.topology)) for n in nodes}
         self.reconciled = 0
@@ -357,6 +376,43 @@ class KnumaScheduler(SimScheduler):
         model.replay()
         self.invalidate(snapshot.node)
         return True
+
+
+class StableUnderRelease:
+    """Filter: the kubelet's decision must not flip if one running pod on the node terminates before admission.
+
+    Kubelet admission is not monotonic in free resources for container scope: an init container takes exclusive
+    CPUs (or memory) on the lowest zone that fits, and the app containers must then include that zone (reusable
+    CPUs). Freeing a few CPUs on a lower zone can move the init container there and leave the app container without
+    a single zone. Pods terminate during the bind-to-admission window, so for pods with Guaranteed init containers
+    knuma checks the prediction against every single release the node could see meanwhile.
+    """
+
+    name = "knuma/StableUnderRelease"
+
+    def __init__(self, scheduler: KnumaScheduler) -> None:
+        self.scheduler = scheduler
+        self.rejected = 0
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not _fragile(pod) or node.topology is None or node.topology.config.scope is not Scope.CONTAINER:
+            return SUCCESS
+        model = self.scheduler.models[node.name]
+        for running in model.shadow.running.values():
+            if running.placements and not admit(pod, freed(node.topology, running.placements)).admitted:
+                self.rejected += 1
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    "cannot align init container",
+                    self.name,
+                    f"admission would fail if {running.pod.key} terminated first",
+                )
+        return SUCCESS
+
+
+def _fragile(pod: Pod) -> bool:
+    """Pods whose admission can fail after a release: Guaranteed with init containers holding exclusive resources."""
+    return pod.is_guaranteed and any(c.kind is ContainerKind.INIT for c in pod.init_containers)
 
 
 def _apply(pod: Pod, topology: NodeTopology) -> NodeTopology:

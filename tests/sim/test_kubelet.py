@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.scheduler.framework import CycleState
+from knuma.sim.engine import snapshot
+from knuma.sim.kubelet import SimKubelet
+from knuma.sim.schedulers import KnumaScheduler, NodeSetup
+from knuma.sim.shapes import BUILTIN_SHAPES
+from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+
+
+def _guaranteed(name: str, cpu: int, init_cpu: int = 0) -> Pod:
+    def resources(n: int) -> dict[str, Any]:
+        return {"requests": {"cpu": str(n), "memory": "1Gi"}, "limits": {"cpu": str(n), "memory": "1Gi"}}
+
+    spec: dict[str, Any] = {"containers": [{"name": "app", "resources": resources(cpu)}]}
+    if init_cpu:
+        spec["initContainers"] = [{"name": "init", "resources": resources(init_cpu)}]
+    return Pod.from_manifest({"metadata": {"name": name}, "spec": spec})
+
+
+def _node() -> SimKubelet:
+    shape = BUILTIN_SHAPES["small"]  # 2 zones x 8 CPUs
+    return SimKubelet("n0", shape.allocatable(), shape.topology("n0"))
+
+
+def test_release_gives_zones_back() -> None:
+    kubelet = _node()
+    assert kubelet.admit(_guaranteed("a", 5)).admitted
+    assert [z.available["cpu"] for z in kubelet.topology.zones] == [3000, 8000]
+    kubelet.release("default/a")
+    assert [z.available["cpu"] for z in kubelet.topology.zones] == [8000, 8000]
+    assert kubelet.requested["cpu"] == 0
+    kubelet.check()
+
+
+def test_rejection_is_topology_affinity_error() -> None:
+    kubelet = _node()
+    result = kubelet.admit(_guaranteed("wide", 10))
+    assert not result.admitted and result.reason == TOPOLOGY_AFFINITY_ERROR
+    assert kubelet.running == {}
+
+
+def test_admission_is_not_monotonic_and_knuma_guards_against_it() -> None:
+    """Freeing CPUs can turn an admission into a TopologyAffinityError: the init container moves to the lower zone
+    and pins the app container there (reusable CPUs). knuma's StableUnderRelease filter refuses such a node."""
+    kubelet = _node()
+    assert kubelet.admit(_guaranteed("a", 5)).admitted  # zone 0: 3 free
+    assert kubelet.admit(_guaranteed("b", 2)).admitted  # zone 0: 1 free
+    fragile = _guaranteed("p", 4, init_cpu=2)
+    assert kubelet.would_admit(fragile)  # init and app on zone 1
+    after = SimKubelet(kubelet.name, kubelet.allocatable, kubelet.topology, dict(kubelet.requested))
+    after.running = dict(kubelet.running)
+    after.release("default/b")  # zone 0: 3 free -> init takes 2 there, app needs 4 on zone 0: 2 + 1
+    assert not after.would_admit(fragile)
+
+    scheduler = KnumaScheduler([NodeSetup("n0", kubelet.allocatable, snapshot(_node(), 0.0))])
+    for key in ("default/a", "default/b"):
+        pod = kubelet.running[key].pod
+        assert scheduler.schedule(pod, 0.0) == "n0"
+        scheduler.pod_running(key, "n0", 1.0)
+    status = scheduler.stable.filter(CycleState(), fragile, scheduler.node_info("n0"))
+    assert not status.ok and "default/b" in status.detail
+    assert scheduler.schedule(fragile, 2.0) is None
+    assert scheduler.schedule(_guaranteed("plain", 4), 2.0) == "n0"  # no init container: not fragile
