@@ -513,6 +513,10 @@ def test_conservation(p, n):
 def test_single_numa_node_admission_uses_one_numa_node(p, n):
     result = admit(p, n)
     assume(result.admitted)
+    if n.config.scope is Scope.POD and p.is_guaranteed and n.memory_managed("memory"):
+        # see test_pod_scope_memory_without_any_hint_is_allocated_per_container
+        need = p.effective_request["memory"] - p.overhead.get("memory", 0)
+        assume(any(z.available["memory"] >= need for z in n.zones))
     if n.config.scope is Scope.CONTAINER:
         for placement in result.placements:
             assert len(placement.numa_ids) <= 1
@@ -552,3 +556,49 @@ def test_non_guaranteed_pods_only_hold_devices(p, n):
     result = admit(p, n)
     for placement in result.placements:
         assert set(placement.allocated) <= {GPU}
+
+
+def test_pod_scope_aligns_cpu_memory_and_devices_of_all_containers_together():
+    zones = {
+        0: {"cpu": cpus(8), "memory": 8 * Gi, GPU: 0},
+        1: {"cpu": cpus(8), "memory": 8 * Gi, GPU: 2},
+    }
+    p = make_pod(gu("a", "2", "2Gi", **{GPU: "1"}), gu("b", "2", "2Gi"), init=(gu("i", "4", "6Gi"),))
+    result = admit(p, node(zones, SNN, Scope.POD))
+    assert result.admitted
+    assert set(placement_ids(result).values()) == {(1,)}
+    assert available(result, "cpu") == {0: cpus(8), 1: cpus(4)}
+    assert available(result, "memory") == {0: 8 * Gi, 1: 4 * Gi}
+    assert available(result, GPU) == {0: 0, 1: 1}
+    # the pod needs max(init 6Gi, apps 4Gi) of memory on the GPU's NUMA node: 5Gi free there is not enough
+    busy = node(zones, SNN, Scope.POD, available={1: {"cpu": cpus(8), "memory": 5 * Gi, GPU: 2}})
+    result = admit(p, busy)
+    assert not result.admitted
+    assert result.reason == TOPOLOGY_AFFINITY_ERROR
+    # container scope: the init container goes to node 0 (its 6Gi do not fit on node 1), and its 4 CPUs become
+    # reusable there. generateCPUTopologyHints drops every mask that leaves a reusable CPU out, so app container a
+    # gets CPU hints {0} and {0,1} only, while its GPU is on node 1: rejected, as by the kubelet.
+    result = admit(p, replace(busy, config=TopologyManagerConfig(SNN, Scope.CONTAINER)))
+    assert not result.admitted
+    assert result.reason == TOPOLOGY_AFFINITY_ERROR
+    assert result.container == "a"
+
+
+def test_best_effort_pod_without_devices_is_admitted_everywhere():
+    for policy in POLICIES:
+        for scope in Scope:
+            result = admit(make_pod(container("app")), node(TWO_BY_FOUR, policy, scope))
+            assert result.admitted
+            assert result.placements[0].allocated == {}
+
+
+def test_pod_scope_memory_without_any_hint_is_allocated_per_container():
+    """A kubelet corner: no NUMA node (nor group) has the pod's 4Gi, so calculateHints returns no hint at all, the
+    Topology Manager sees no preference and admits with a nil hint, and the memory manager then picks a default hint
+    per container: the sidecar lands on node 1 and the app on node 0, under single-numa-node."""
+    zones = {0: {"cpu": cpus(1), "memory": 1 * Gi}, 1: {"cpu": cpus(1), "memory": 4 * Gi}}
+    free = {1: {"cpu": cpus(1), "memory": 3 * Gi}}
+    p = make_pod(gu("app", "500m", "1Gi"), init=(gu("proxy", "500m", "3Gi", restart="Always"),))
+    result = admit(p, node(zones, SNN, Scope.POD, available=free))
+    assert result.admitted
+    assert placement_ids(result) == {"proxy": (1,), "app": (0,)}
