@@ -351,6 +351,7 @@ def kubelet_states(draw: st.DrawFn) -> tuple[MachineTopology, KubeletState]:
     return machine, KubeletState(allocatable, pods)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(kubelet_states())
 def test_builder_invariants(case: tuple[MachineTopology, KubeletState]) -> None:

@@ -21,6 +21,7 @@ from knuma.exporter.podresources import Allocatable, Container, Pod
 from knuma.exporter.publisher import NRT
 from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import discover
+from knuma.exporter.triggers import Trigger
 from knuma.testing.apiserver import RunningApiServer
 from knuma.testing.podresources import PodResourcesServer
 
@@ -90,14 +91,14 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         # a pod gets exclusive CPUs, the OCI hook touches the notify file: published within one second
         await asyncio.sleep(1.0)  # past the rate limit of the initial update
         kubelet.add_pod(Pod("prod", "pinned", (Container("c", cpu_ids=(4, 5, 6)),)))
+        before = exporter.updates
         touched = time.monotonic()
         notify.touch()
-
-        async def updated() -> bool:
-            return available_cpu(await read(client, "daemon-a"), 1) == "1"
-
-        await eventually(updated, timeout=3, interval=0.01)
+        await eventually(
+            lambda: exporter.updates > before and Trigger.REACTIVE in exporter.last_triggers, timeout=3, interval=0.005
+        )
         assert time.monotonic() - touched < 1.0
+        assert available_cpu(await read(client, "daemon-a"), 1) == "1"
 
         # periodic ticks find nothing new: no writes, counted as unchanged
         version = (await read(client, "daemon-a"))["metadata"]["resourceVersion"]

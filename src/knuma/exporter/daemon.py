@@ -90,6 +90,8 @@ class Exporter:
         )
         self.http_port: int | None = None
         self.updates = 0
+        self.last_triggers: frozenset[Trigger] = frozenset()
+        """What caused the last successful update."""
         self._clock = clock
         self._failures = 0
         self._retry: asyncio.TimerHandle | None = None
@@ -121,6 +123,7 @@ class Exporter:
         self.health.published = True
         self._failures = 0
         self.updates += 1
+        self.last_triggers = triggers
         elapsed = time.perf_counter() - started
         self.metrics.updates.labels(self.settings.node_name, outcome.value, trigger).inc()
         self.metrics.update_duration.labels(self.settings.node_name).observe(elapsed)
@@ -134,6 +137,13 @@ class Exporter:
             elapsed * 1000,
         )
         return outcome
+
+    def close(self) -> None:
+        """Cancel a pending retry and close the kubelet connection."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        self.podresources.close()
 
     def _schedule_retry(self) -> None:
         delay = min(BACKOFF_MAX, BACKOFF_START * 2**self._failures)
@@ -162,7 +172,11 @@ class Exporter:
                 if not waiting.done():
                     waiting.cancel()
                     break
-                await self.update(waiting.result())
+                try:
+                    await self.update(waiting.result())
+                except Exception:  # a bug must not kill the node agent: log it, retry with backoff
+                    log.exception("update failed unexpectedly")
+                    self._schedule_retry()
         finally:
             stopping.cancel()
             for task in tasks:
@@ -170,11 +184,9 @@ class Exporter:
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            if self._retry is not None:
-                self._retry.cancel()
+            self.close()
             if http is not None:
                 await http.stop()
-            self.podresources.close()
             log.info("exporter stopped")
 
     async def _start_http(self) -> SimpleHTTPServer | None:
@@ -225,8 +237,7 @@ async def _main(settings: ExporterSettings, once: bool) -> int:
         await exporter.serve(stop)
         return 0
     finally:
-        if exporter._retry is not None:
-            exporter._retry.cancel()
+        exporter.close()
         await client.close()
 
 

@@ -190,12 +190,16 @@ class Publisher:
             try:
                 node = await self.client.get(Node, self.node_name)
             except ApiError as err:
-                if err.status.code != 404:
+                if err.status.code not in (403, 404):
                     raise
+                problem = (
+                    "not found (check --node-name)" if err.status.code == 404 else "not readable (RBAC: get nodes)"
+                )
                 log.warning(
-                    "Node %s not found: publishing NodeResourceTopology without an owner reference (it will not be "
-                    "garbage-collected with the node); check --node-name",
+                    "Node %s %s: publishing NodeResourceTopology without an owner reference, so it will not be "
+                    "garbage-collected with the node",
                     self.node_name,
+                    problem,
                 )
                 return None
             uid = node.metadata.uid if node.metadata is not None else None
