@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
 from knuma.exporter.daemon import Exporter, make_client
+from knuma.exporter.fingerprint import compute
 from knuma.exporter.podresources import Allocatable, Container, Pod
 from knuma.exporter.publisher import NRT
 from knuma.exporter.settings import ExporterSettings, build_options
@@ -182,7 +184,9 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
 @pytest.mark.slow
 def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1]), 3: NodeSpec(cpus=[2, 3])})
-    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(1, 2, 3))) as kubelet:
+    pods = [Pod("prod", "db-0", (Container("db", cpu_ids=(2,)),)), Pod("dev", "web", (Container("web"),))]
+    status = tmp_path / "pfp" / "status.json"
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(1, 2, 3)), pods=pods) as kubelet:
         base = [
             sys.executable,
             "-m",
@@ -192,8 +196,17 @@ def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None
             f"--sysfs-root={root}",
             f"--kubeconfig={api.kubeconfig}",
         ]
-        done = subprocess.run([*base, f"--podresources-socket={kubelet.address}"], capture_output=True, timeout=60)
+        done = subprocess.run(
+            [*base, f"--podresources-socket={kubelet.address}", f"--pods-fingerprint-status-file={status}"],
+            capture_output=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr.decode()
+        assert json.loads(status.read_text()) == {
+            "fingerprintComputed": compute([("prod", "db-0")]),
+            "pods": [{"Namespace": "prod", "Name": "db-0"}],
+            "nodeName": "daemon-once",
+        }
         client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)
         obj: Any = client.get(NRT, "daemon-once")
         assert [z["name"] for z in obj.to_dict()["zones"]] == ["node-0", "node-3"]

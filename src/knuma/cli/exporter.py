@@ -60,6 +60,12 @@ def exporter(
     pods_fingerprint_method: str = typer.Option(
         "with-exclusive-resources", "--pods-fingerprint-method", help="with-exclusive-resources or all."
     ),
+    pods_fingerprint_status_file: str | None = typer.Option(
+        None,
+        "--pods-fingerprint-status-file",
+        envvar="PFP_STATUS_FILE",
+        help="Daemon: after each update, write the fingerprint and the pods it covers to this JSON file.",
+    ),
     reference_container: str | None = typer.Option(
         None,
         "--reference-container",
@@ -107,6 +113,7 @@ def exporter(
             pods_fingerprint=pods_fingerprint,
             pods_fingerprint_method=Method.parse(pods_fingerprint_method),
             reference_container=parse_reference_container(reference_container),
+            pods_fingerprint_status_file=pods_fingerprint_status_file,
             sleep_interval=parse_duration(sleep_interval),
             notify_file=notify_file,
             kubelet_state_dir=kubelet_state_dir,

@@ -71,8 +71,13 @@ class BuildOptions:
 class BuildResult:
     nrt: NodeResourceTopology
     warnings: tuple[str, ...] = ()
-    pods: int = 0
-    """How many pods entered the fingerprint."""
+    fingerprinted: tuple[tuple[str, str], ...] = ()
+    """`(namespace, name)` of the pods that entered the fingerprint, sorted."""
+
+    @property
+    def pods(self) -> int:
+        """How many pods entered the fingerprint."""
+        return len(self.fingerprinted)
 
 
 def zone_name(numa_id: int) -> str:
@@ -84,7 +89,7 @@ def build(machine: MachineTopology, kubelet: KubeletState | None, options: Build
     warnings: list[str] = []
     attributes = options.topology_manager.attributes()
     annotations: dict[str, str] = {}
-    fingerprinted = 0
+    fingerprinted: tuple[tuple[str, str], ...] = ()
     if kubelet is None:
         allocatable, used = _machine_only(machine, options.reserved_cpus), {}
         capacity = _capacity(machine)
@@ -96,7 +101,7 @@ def build(machine: MachineTopology, kubelet: KubeletState | None, options: Build
             attributes[ATTR_FINGERPRINT] = fingerprint
             attributes[ATTR_FINGERPRINT_METHOD] = options.fingerprint_method.value
             annotations[ANNOTATION_FINGERPRINT] = fingerprint
-            fingerprinted = len(selected)
+            fingerprinted = tuple((p.namespace, p.name) for p in selected)
         capacity = _capacity(machine)
         allocatable, device_numa = _allocatable(machine, kubelet.allocatable, warnings)
         used = _used(machine, pods, allocatable, device_numa, kubelet.allocatable, warnings)
@@ -132,7 +137,7 @@ def build(machine: MachineTopology, kubelet: KubeletState | None, options: Build
     nrt = NodeResourceTopology(
         name=options.node_name, zones=tuple(zones), attributes=attributes, annotations=annotations
     )
-    return BuildResult(nrt=nrt, warnings=tuple(warnings), pods=fingerprinted)
+    return BuildResult(nrt=nrt, warnings=tuple(warnings), fingerprinted=fingerprinted)
 
 
 def _capacity(machine: MachineTopology) -> dict[int, dict[str, int]]:

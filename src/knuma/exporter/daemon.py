@@ -22,6 +22,7 @@ import httpx2
 from lightkube import AsyncClient, KubeConfig
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
+from knuma.exporter.fingerprint import status_document, write_status
 from knuma.exporter.http import Response, SimpleHTTPServer
 from knuma.exporter.metrics import ExporterMetrics
 from knuma.exporter.podresources.client import PodResourcesClient, PodResourcesError
@@ -111,6 +112,7 @@ class Exporter:
         result = build(self.machine, state, self.options)
         for warning in result.warnings:
             log.warning("%s", warning)
+        self._dump_fingerprint(result.nrt.fingerprint, result.fingerprinted)
         try:
             outcome = await self.publisher.publish(result.nrt)
         except PublishError as err:
@@ -137,6 +139,15 @@ class Exporter:
             elapsed * 1000,
         )
         return outcome
+
+    def _dump_fingerprint(self, computed: str, pods: tuple[tuple[str, str], ...]) -> None:
+        path = self.settings.pods_fingerprint_status_file
+        if not path or not computed:
+            return
+        try:
+            write_status(path, status_document(self.settings.node_name, computed, pods))
+        except OSError as err:
+            log.warning("cannot write the fingerprint status file %s: %s", path, err)
 
     def close(self) -> None:
         """Cancel a pending retry and close the kubelet connection."""

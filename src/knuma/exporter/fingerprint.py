@@ -10,15 +10,30 @@ the 16 hex digits of the big-endian digest. Independent of pod order; the empty 
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import json
+import os
 import struct
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import xxhash
 
 from knuma.exporter.podresources.model import Pod
 
-__all__ = ["PREFIX", "VERSION", "Method", "compute", "fingerprint_pods", "has_exclusive_resources", "select_pods"]
+__all__ = [
+    "PREFIX",
+    "VERSION",
+    "Method",
+    "compute",
+    "fingerprint_pods",
+    "has_exclusive_resources",
+    "select_pods",
+    "status_document",
+    "write_status",
+]
 
 PREFIX = "pfp0"
 VERSION = "v001"
@@ -71,3 +86,28 @@ def select_pods(pods: Iterable[Pod], method: Method) -> list[Pod]:
 
 def fingerprint_pods(pods: Sequence[Pod], method: Method = Method.WITH_EXCLUSIVE_RESOURCES) -> str:
     return compute((pod.namespace, pod.name) for pod in select_pods(pods, method))
+
+
+def status_document(node_name: str, computed: str, pods: Iterable[tuple[str, str]]) -> dict[str, object]:
+    """RTE's fingerprint status dump (`--pods-fingerprint-status-file`): which pods the published value covers, to
+    compare with the scheduler's `missing NodeTopology podset fingerprint` / mismatch logs."""
+    return {
+        "fingerprintComputed": computed,
+        "pods": [{"Namespace": ns, "Name": name} for ns, name in pods],
+        "nodeName": node_name,
+    }
+
+
+def write_status(path: str | os.PathLike[str], document: Mapping[str, object]) -> None:
+    """Write atomically (temporary file + rename), so a reader never sees half a document."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(document, out)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -41,6 +41,7 @@ class ExporterSettings:
     pods_fingerprint_method: Method = Method.WITH_EXCLUSIVE_RESOURCES
     reference_container: tuple[str, str, str] | None = None
     # daemon only
+    pods_fingerprint_status_file: str | None = None
     sleep_interval: float = 60.0
     notify_file: str | None = None
     kubelet_state_dir: str | None = None
