@@ -160,3 +160,15 @@ def test_knuma_reserves_on_predicted_zone_and_reconciles(tiny: Scenario) -> None
     assert [z.available for z in scheduler.models[node].shadow.topology.zones] == [
         z.available for z in kubelet.topology.zones
     ]
+
+
+def test_upstream_does_not_filter_restricted_nodes_knuma_does() -> None:
+    """Upstream's filter passes every node whose policy is not single-numa-node (issue #885): on restricted nodes
+    even fresh NRT does not prevent TopologyAffinityError; knuma's filter is the kubelet model for every policy."""
+    raw = small_scenario(nrtEventDelay=0.0, bindDelay=0.1)
+    raw["cluster"]["pools"][0]["policy"] = "restricted"
+    raw["workload"]["arrival"] = {"process": "poisson", "rate": 0.2}
+    scenario = scenario_from_dict(raw)
+    results = compare(scenario, ("nrt-passthrough", "knuma"), seed=0).results
+    assert results["nrt-passthrough"]["topology_affinity_errors"] > 0
+    assert results["knuma"]["topology_affinity_errors"] == 0

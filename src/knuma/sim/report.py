@@ -60,7 +60,6 @@ def _timeline(comparison: Comparison, directory: Path, attribute: str, label: st
     axes.set_ylabel(label)
     axes.grid(alpha=0.3)
     axes.legend(loc="best", fontsize="small")
-    figure.tight_layout()
     figure.savefig(directory / filename)
     return filename
 
@@ -79,6 +78,7 @@ def _heatmap(comparison: Comparison, directory: Path) -> str:
                 grid[row, column] = used / total if total else 0.0
         image = axes.imshow(grid, aspect="auto", vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
         axes.set_title(name, fontsize="small")
+        axes.set_xticks(range(width))
         axes.set_xlabel("NUMA zone")
         axes.set_ylabel("node")
     if image is not None:
@@ -89,7 +89,7 @@ def _heatmap(comparison: Comparison, directory: Path) -> str:
 
 def _figure(size: tuple[float, float]) -> Figure:
     """A figure on the Agg canvas (no pyplot: no global state, no display needed)."""
-    figure = Figure(figsize=size, dpi=100)
+    figure = Figure(figsize=size, dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
 
