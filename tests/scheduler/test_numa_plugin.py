@@ -171,3 +171,15 @@ def test_failed_scheduling_message_counts_reasons() -> None:
     result = schedule_one(default_profile(), pod(guaranteed("app", "2")), nodes)
     assert result.selected is None
     assert result.failure_summary() == "0/3 nodes are available: 2 cannot align container, 1 Insufficient cpu."
+
+
+def test_nrt_without_valid_numa_zones_is_like_no_nrt() -> None:
+    """Zones named `numa-node-0` (the upstream README demo) are ignored; the node then has nothing to align against
+    and must not reject every pod."""
+    obj = nrt("n", {0: {"cpu": "4", "memory": "8Gi"}})
+    obj["zones"][0]["name"] = "numa-node-0"
+    node = node_info(obj, allocatable={"cpu": 4000, "memory": 8 << 30})
+    p = pod(guaranteed("app", "2"))
+    plugin = NodeResourceTopologyMatch()
+    assert plugin.filter(CycleState(), p, node).ok
+    assert plugin.score(CycleState(), p, node) == 0

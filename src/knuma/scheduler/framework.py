@@ -75,6 +75,12 @@ class NodeInfo:
     """The core/v1 Node object, for plugins that read labels, taints or conditions."""
 
     @property
+    def numa(self) -> NodeTopology | None:
+        """The NUMA view, or None when there is none to align against: no NRT, or an NRT without any valid NUMA
+        zone (e.g. zones named `numa-node-0`, which upstream ignores too)."""
+        return self.topology if self.topology is not None and self.topology.zones else None
+
+    @property
     def has_node_object(self) -> bool:
         return self.manifest is not None
 

@@ -48,7 +48,7 @@ class VectorizedScheduler:
         self.scoring = scoring or ScoringStrategy()
         self.nodes = list(nodes)
         self.names = [n.name for n in self.nodes]
-        self.topologies: list[NodeTopology | None] = [n.topology for n in self.nodes]
+        self.topologies: list[NodeTopology | None] = [n.numa for n in self.nodes]
         self.allocatable = [dict(n.allocatable) for n in self.nodes]
         self.requested = [dict(n.requested) for n in self.nodes]
         self.pod_counts = np.array([n.pod_count for n in self.nodes], dtype=np.int64)

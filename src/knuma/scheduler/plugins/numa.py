@@ -46,7 +46,7 @@ class NodeResourceTopologyMatch:
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if pod.qos is QOSClass.BEST_EFFORT and all(is_native(name) for name in pod.requested_names):
             return SUCCESS
-        topology = node.topology
+        topology = node.numa
         if topology is None:
             return SUCCESS  # no NRT data: nothing to align against
         if node.has_node_object:
@@ -81,7 +81,7 @@ class NodeResourceTopologyMatch:
         del state
         if pod.qos is not QOSClass.GUARANTEED:
             return MAX_NODE_SCORE
-        topology = node.topology
+        topology = node.numa
         if topology is None:
             return MIN_NODE_SCORE  # prefer nodes with NRT data
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
