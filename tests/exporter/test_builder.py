@@ -196,6 +196,14 @@ def test_memory_only_when_the_kubelet_reports_it(machine: MachineTopology) -> No
     assert set(got["node-0"]) == {"cpu"}
 
 
+def test_unknown_memory_type_is_ignored(machine: MachineTopology) -> None:
+    allocatable = Allocatable(memory=(Memory("memory", GiB, (0,)), Memory("pmem", GiB, (0,))))
+    pods = [Pod("a", "p", (Container("c", memory=(Memory("pmem", GiB, (0,)),)),))]
+    result = build(machine, KubeletState(allocatable, pods), BuildOptions("n"))
+    assert resources(result.nrt)["node-0"] == {"memory": (16 * GiB, GiB, GiB)}
+    assert result.warnings == ("allocatable memory of unknown type 'pmem'; ignored",)
+
+
 def test_available_never_below_zero(machine: MachineTopology) -> None:
     allocatable = Allocatable(cpu_ids=(4, 5), memory=(Memory("memory", GiB, (0,)),))
     pods = [Pod("a", "p", (Container("c", cpu_ids=(4, 5), memory=(Memory("memory", 2 * GiB, (0,)),)),))]

@@ -203,10 +203,14 @@ def _allocatable(
         for cpu in set(reported.cpu_ids):
             if cpu in known:
                 per_node[known[cpu]][CPU] += 1000
-    for memory in _memory_types(reported.memory):
+    memory_types = _memory_types(reported.memory)
+    for memory in memory_types:
         for node in machine.nodes:
             per_node[node.id].setdefault(memory, 0)
     for block in reported.memory:
+        if block.memory_type not in memory_types:
+            warnings.append(f"allocatable memory of unknown type {block.memory_type!r}; ignored")
+            continue
         ids = sorted(i for i in block.numa_ids if i in per_node)
         if not ids or block.size <= 0:
             if block.size > 0:
@@ -230,8 +234,8 @@ def _allocatable(
     return per_node, device_numa
 
 
-def _memory_types(blocks: Iterable[Memory]) -> list[str]:
-    return sorted({b.memory_type for b in blocks if b.memory_type == MEMORY or is_hugepages(b.memory_type)})
+def _memory_types(blocks: Iterable[Memory]) -> set[str]:
+    return set({b.memory_type for b in blocks if b.memory_type == MEMORY or is_hugepages(b.memory_type)})
 
 
 def _used(
