@@ -216,3 +216,44 @@ def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None
         failed = subprocess.run([*base, f"--podresources-socket={kubelet.address}"], capture_output=True, timeout=60)
         assert failed.returncode == 1
         assert kubelet.address in failed.stderr.decode()
+
+
+async def updated_beyond(exporter: Exporter, count: int) -> None:
+    await eventually(lambda: exporter.updates > count, timeout=3)
+
+
+async def test_kubelet_state_files_trigger_updates(api: RunningApiServer, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1, 2, 3])})
+    state_dir = tmp_path / "var-lib-kubelet"
+    (state_dir / "device-plugins").mkdir(parents=True)
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1, 2, 3))) as kubelet:
+        settings = ExporterSettings(
+            node_name="daemon-state",
+            sysfs_root=str(root),
+            podresources_socket=kubelet.address,
+            kubeconfig=str(api.kubeconfig),
+            kubelet_state_dir=str(state_dir),
+            sleep_interval=0,
+            min_update_interval=0.1,
+            metrics_port=None,
+            add_owner_reference=False,
+        )
+        exporter = Exporter(
+            settings, machine=discover(root), options=build_options(settings, env={}), client=make_client(settings)
+        )
+        stop = asyncio.Event()
+        serving = asyncio.create_task(exporter.serve(stop))
+        try:
+            await eventually(lambda: exporter.updates == 1)
+            assert exporter.last_triggers == {Trigger.INITIAL}
+            for name in ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint"):
+                count = exporter.updates
+                (state_dir / name).write_text("{}")
+                await updated_beyond(exporter, count)
+                assert exporter.last_triggers == {Trigger.REACTIVE}
+            (state_dir / "unrelated").write_text("x")
+            await asyncio.sleep(0.3)
+            assert exporter.updates == 4
+        finally:
+            stop.set()
+            await asyncio.wait_for(serving, 5)
