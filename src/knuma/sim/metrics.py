@@ -9,8 +9,8 @@
   `mean_cpu_utilization` and `mean_running`: averaged over the run (what matters when pods come and go);
   `zone_cpu_utilization` / `zone_memory_utilization`: exclusive CPUs / memory pinned per NUMA zone at the end
   (p10, mean, p90 over all zones).
-- `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any template in the
-  workload: capacity that exists but no pod can use.
+- `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any Guaranteed template
+  in the workload: capacity that exists but no NUMA-aligned pod can use.
 - `throughput_pods_per_s`: scheduling attempts per second of scheduler (wall) time; `latency_ms`: p50/p90/p99 of
   one attempt (filter + score of every node + reserve), wall time.
 """
@@ -126,10 +126,12 @@ def _zones(result: RunResult, name: str) -> dict[str, float]:
 
 
 def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:
+    """Free CPUs on nodes where no Guaranteed template (NUMA-aligned work) would be admitted any more."""
+    aligned = [pod for pod in templates if pod.is_guaranteed] or list(templates)
     stranded = 0
     for kubelet in result.kubelets.values():
         free = kubelet.allocatable.get(CPU, 0) - kubelet.requested.get(CPU, 0)
-        if free >= 1000 and not any(kubelet.would_admit(pod) for pod in templates):
+        if free >= 1000 and not any(kubelet.would_admit(pod) for pod in aligned):
             stranded += free // 1000
     return stranded
 
