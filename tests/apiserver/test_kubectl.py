@@ -159,11 +159,12 @@ def test_crd_apply_then_custom_objects(kubectl: Kubectl, http_client: Http) -> N
     assert "node-res-topo" in resources and "false" in resources
 
 
-def test_get_watch_streams_changes(kubectl: Kubectl, http_client: Http) -> None:
-    proc = kubectl.popen("get", "configmaps", "-w", "-o", "name", "--request-timeout=20s")
+@pytest.mark.parametrize("output", [["-o", "name"], []], ids=["name", "table"])
+def test_get_watch_streams_changes(kubectl: Kubectl, http_client: Http, output: list[str]) -> None:
+    proc = kubectl.popen("get", "configmaps", "-w", *output, "--request-timeout=20s")
     try:
         time.sleep(1.0)
-        http_client.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "watched"}})
+        http_client.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "watched"}, "data": {"a": "b"}})
         deadline = time.monotonic() + 15
         line = ""
         assert proc.stdout is not None
@@ -171,7 +172,10 @@ def test_get_watch_streams_changes(kubectl: Kubectl, http_client: Http) -> None:
             line = proc.stdout.readline()
             if "watched" in line:
                 break
-        assert line.strip() == "configmap/watched"
+        if output:
+            assert line.strip() == "configmap/watched"
+        else:
+            assert line.split()[:2] == ["watched", "1"]  # NAME DATA AGE
     finally:
         proc.terminate()
         proc.wait(5)
@@ -187,3 +191,37 @@ def test_wait_for_condition_on_pod(kubectl: Kubectl, http_client: Http) -> None:
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "pod/p condition met" in out
+
+
+def test_get_prints_server_side_tables(kubectl: Kubectl, http_client: Http) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    http_client.post(f"{pods}/p/binding", {"target": {"kind": "Node", "name": "node-a"}})
+    node = {
+        "metadata": {"name": "node-a", "labels": {"node-role.kubernetes.io/worker": ""}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.33.0"}},
+    }
+    http_client.post("/api/v1/nodes", node)
+    lines = kubectl("get", "pods").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert lines[1].split()[:4] == ["p", "0/1", "Pending", "0"]
+    wide = kubectl("get", "pods", "-o", "wide").stdout.splitlines()
+    assert "NODE" in wide[0].split() and "node-a" in wide[1].split()
+    nodes = kubectl("get", "nodes").stdout.splitlines()
+    assert nodes[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert nodes[1].split()[:3] == ["node-a", "Ready", "worker"] and nodes[1].split()[-1] == "v1.33.0"
+
+
+def test_custom_resource_printer_columns(kubectl: Kubectl, http_client: Http) -> None:
+    from tests.apiserver.test_crd import CRDS, widget, widget_crd
+
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    http_client.post(CRDS, crd)
+    http_client.post("/apis/example.knuma.io/v1/namespaces/default/widgets", widget("w", size=7))
+    lines = kubectl("get", "wd").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "SIZE", "AGE"]
+    assert lines[1].split()[:2] == ["w", "7"]

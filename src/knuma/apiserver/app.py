@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from knuma.apiserver import discovery, errors, watch
+from knuma.apiserver import discovery, errors, tables, watch
 from knuma.apiserver.proxy import ProxyRequest
 from knuma.apiserver.resources import ResourceType
 from knuma.apiserver.rest import APPLY_PATCH, WriteOptions
@@ -219,6 +219,13 @@ class Handlers:
                     limit=_int(request.query.get("limit"), "limit"),
                     continue_token=request.query.get("continue"),
                 )
+                if tables.wants_table(request.headers.get("Accept", "")):
+                    md: JsonObj = {"resourceVersion": result.resource_version}
+                    if result.continue_token:
+                        md["continue"] = result.continue_token
+                    if result.remaining is not None:
+                        md["remainingItemCount"] = result.remaining
+                    return _json(self._table(request, rt, result.items, md))
                 body = _list_body(rt, result.items, result.resource_version, result.continue_token, result.remaining)
                 return web.Response(body=body, content_type="application/json")
             if method == "POST":
@@ -243,7 +250,10 @@ class Handlers:
         if target.subresource in ("finalize", "scale"):
             sub = ""
         if method == "GET":
-            return _json(service.get(rt, ns, name))
+            obj = service.get(rt, ns, name)
+            if not sub and tables.wants_table(request.headers.get("Accept", "")):
+                return _json(self._table(request, rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+            return _json(obj)
         if method == "PUT":
             return _json(service.update(rt, ns, name, await _body(request), _write_opts(request), sub))
         if method == "PATCH":
@@ -267,6 +277,11 @@ class Handlers:
             gone = service.store.get(rt.group_resource, ns if rt.namespaced else "", name) is None
             return _json(obj, 200 if gone else 202)
         raise errors.method_not_allowed()
+
+    def _table(self, request: web.Request, rt: ResourceType, items: list[JsonObj], md: JsonObj) -> JsonObj:
+        columns = tables.columns_for(rt, list(rt.printer_columns))
+        include = request.query.get("includeObject", "Metadata")
+        return tables.table(columns, items, md, include=include)
 
     async def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         service = self.server.service
@@ -306,6 +321,10 @@ class Handlers:
             bookmark_interval=server.bookmark_interval,
             queue_size=server.watch_queue_size,
         )
+        if tables.wants_table(request.headers.get("Accept", "")):
+            columns = tables.columns_for(rt, list(rt.printer_columns))
+            include = q.get("includeObject", "Metadata")
+            opts.render = lambda obj: tables.table(columns, [obj], {}, include=include)
         return await watch.serve(request, server.store, rt, watcher, opts)
 
     async def node_proxy(self, request: web.Request, target: Target) -> web.Response:

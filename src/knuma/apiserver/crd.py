@@ -42,6 +42,7 @@ def resource_types(crd: JsonObj) -> list[ResourceType]:
                 schema=schema,
                 custom=True,
                 storage_version=storage,
+                printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             )
         )
     return out

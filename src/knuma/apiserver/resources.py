@@ -34,6 +34,8 @@ class ResourceType:
     custom: bool = False
     #: The version objects are stored in (the CRD's storage version); equals `version` for built-ins.
     storage_version: str = ""
+    #: A CRD version's `additionalPrinterColumns` (for `kubectl get` tables).
+    printer_columns: tuple[dict[str, Any], ...] = ()
 
     @property
     def api_version(self) -> str:

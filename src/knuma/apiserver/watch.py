@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,15 @@ class WatchOptions:
     send_initial_events: bool
     bookmark_interval: float
     queue_size: int
+    #: Turns each object into what is sent (a one-row Table for `kubectl get -w`); None sends objects as they are.
+    render: Callable[[JsonObj], JsonObj] | None = None
+
+
+def _encode(event: WatchEvent, rt: ResourceType, kind: str, opts: WatchOptions) -> bytes:
+    if opts.render is None:
+        return event.encode(rt.api_version, kind)
+    obj = event.obj if event.obj.get("apiVersion") == rt.api_version else {**event.obj, "apiVersion": rt.api_version}
+    return json.dumps({"type": kind, "object": opts.render(obj)}, separators=(",", ":")).encode() + b"\n"
 
 
 async def serve(
@@ -128,7 +138,7 @@ async def serve(
             for event in replay:
                 kind = watcher.translate(event)
                 if kind is not None:
-                    initial.append(event.encode(rt.api_version, kind))
+                    initial.append(_encode(event, rt, kind, opts))
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
     response.enable_chunked_encoding()
     if expired:
@@ -164,7 +174,7 @@ async def serve(
                     closing = True
                     break
                 event, kind = item
-                chunk.append(event.encode(rt.api_version, kind))
+                chunk.append(_encode(event, rt, kind, opts))
                 if queue.empty() or len(chunk) >= 512:
                     break
                 item = queue.get_nowait()
