@@ -8,8 +8,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from knuma.bench.throughput import run
-
 
 def register(app: typer.Typer) -> None:
     app.command("bench")(bench)
@@ -34,6 +32,8 @@ def bench(
     except ValueError:
         typer.echo(f"error: invalid --zones {zones!r}; expected NUMA zone counts such as 2,4,8", err=True)
         raise typer.Exit(2) from None
+    from knuma.bench.throughput import run  # numpy and the scheduler only when the command runs
+
     result = run(nodes=nodes, pods=pods, zones=zone_counts, reference_pods=reference_pods)
     doc = result.to_dict()
     if output == "json":
