@@ -68,7 +68,30 @@ def throughput_section() -> str:
     )
 
 
-SECTIONS: list[Callable[[], str]] = [core_section, throughput_section]
+def exporter_section() -> str:
+    from knuma.exporter import bench as exporter_bench
+
+    lines = [
+        "## Exporter: build and publish one NRT (256 CPUs, 8 NUMA nodes, 500 pods)",
+        "",
+        "Build = the pure NRT builder with the fingerprint; scan = PodResources `GetAllocatableResources` + `List`",
+        "over a real unix socket; publish = merge patch to an in-process `knuma apiserver`. Targets: build < 10 ms,",
+        "daemon RSS < 60 MB.",
+        "",
+        "| exporter benchmark | runs | median ms | p95 ms | min ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in [exporter_bench.bench_build(), *exporter_bench.bench_scan_build_publish()]:
+        lines.append(f"| {t.name} | {t.runs} | {t.median_ms:.2f} | {t.p95_ms:.2f} | {t.min_ms:.2f} |")
+    rss = exporter_bench.bench_daemon_rss()
+    lines += [
+        "",
+        f"Exporter daemon (`python -m knuma.cli.exporter`) resident memory after publishing: {rss / 2**20:.1f} MiB.",
+    ]
+    return "\n".join(lines)
+
+
+SECTIONS: list[Callable[[], str]] = [core_section, throughput_section, exporter_section]
 
 
 def render() -> str:
