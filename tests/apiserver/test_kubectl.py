@@ -225,3 +225,18 @@ def test_custom_resource_printer_columns(kubectl: Kubectl, http_client: Http) ->
     lines = kubectl("get", "wd").stdout.splitlines()
     assert lines[0].split() == ["NAME", "SIZE", "AGE"]
     assert lines[1].split()[:2] == ["w", "7"]
+
+
+def test_imperative_create_commands_sending_protobuf(kubectl: Kubectl, http_client: Http) -> None:
+    assert "namespace/team created" in kubectl("create", "namespace", "team").stdout
+    kubectl("create", "configmap", "c", "-n", "team", "--from-literal=a=b")
+    kubectl("create", "secret", "generic", "s", "-n", "team", "--from-literal=pw=hunter2")
+    kubectl("create", "serviceaccount", "bot", "-n", "team")
+    ns = http_client.get("/api/v1/namespaces/team").json
+    assert ns["status"]["phase"] == "Active" and "generateName" not in ns["metadata"]
+    assert http_client.get("/api/v1/namespaces/team/configmaps/c").json["data"] == {"a": "b"}
+    secret = http_client.get("/api/v1/namespaces/team/secrets/s").json
+    assert secret["type"] == "Opaque" and secret["data"] == {"pw": "aHVudGVyMg=="}
+    assert http_client.get("/api/v1/namespaces/team/serviceaccounts/bot").status == 200
+    refused = kubectl("create", "deployment", "d", "--image=nginx", check=False)
+    assert refused.returncode != 0 and "send Deployment as JSON or YAML" in refused.stderr

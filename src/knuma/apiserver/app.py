@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from knuma.apiserver import discovery, errors, tables, watch
+from knuma.apiserver import discovery, errors, protobuf, tables, watch
 from knuma.apiserver.proxy import ProxyRequest
 from knuma.apiserver.resources import ResourceType
 from knuma.apiserver.rest import APPLY_PATCH, WriteOptions
@@ -105,6 +105,8 @@ async def _body(request: web.Request) -> Any:
     if not raw:
         raise errors.bad_request("the request body is empty")
     ctype = request.content_type
+    if ctype == protobuf.CONTENT_TYPE:
+        return protobuf.decode(raw)
     if ctype not in _BODY_TYPES:
         raise errors.unsupported_media_type(ctype)
     try:
