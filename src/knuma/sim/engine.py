@@ -2,14 +2,16 @@
 
 Events, in time order (ties broken by kind, then by insertion):
 
-1. a pod terminates: its kubelet frees its zones, the scheduler's informer sees it gone;
+1. a pod terminates: its kubelet frees its zones;
 2. an exporter publishes NRT for its node (every `nrt_period` seconds with a per-node phase, and optionally
    `nrt_event_delay` seconds after each change on the node);
 3. a bound pod reaches its kubelet (`bind_delay` after the bind) and is admitted, or rejected with
    `TopologyAffinityError` (recorded; never rescheduled; optionally recreated by a ReplicaSet-like controller);
-4. a pod arrives and gets one scheduling attempt;
-5. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue);
-6. the scheduler's periodic work (overreserve resync).
+4. the scheduler's informers hear of an admission, a rejection or a termination, `status_delay` seconds after it
+   happened (the same delay for all, so they arrive in the order they happened);
+5. a pod arrives and gets one scheduling attempt;
+6. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue);
+7. the scheduler's periodic work (overreserve resync).
 
 Wall-clock time is measured only around scheduling attempts, for latency and throughput; everything else is
 simulated time and depends only on the scenario and the seed.
@@ -35,7 +37,7 @@ from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
 __all__ = ["PodRecord", "RunResult", "Sample", "build_kubelets", "run"]
 
-TERMINATE, PUBLISH, ADMIT, ARRIVE, RETRY, TICK, SAMPLE = range(7)
+TERMINATE, PUBLISH, ADMIT, NOTIFY, ARRIVE, RETRY, TICK, SAMPLE = range(8)
 RETRY_DELAY = 1.0
 """Seconds between a change that may free room and the retry of pending pods (coalesced)."""
 SAMPLES = 120
@@ -161,6 +163,7 @@ class _Engine:
             TERMINATE: self.on_terminate,
             PUBLISH: self.on_publish,
             ADMIT: self.on_admit,
+            NOTIFY: self.on_notify,
             ARRIVE: self.on_arrive,
             RETRY: self.on_retry,
             TICK: self.on_tick,
@@ -223,20 +226,31 @@ class _Engine:
         result = kubelet.admit(record.pod)
         if self.check:
             kubelet.check()
+        delay = self.scenario.status_delay
         if not result.admitted:
             record.failure = result.reason
             record.finished_at = now
             if result.reason == TOPOLOGY_AFFINITY_ERROR:
                 self.tae += 1
-            if self.scheduler.pod_terminated(record.pod.key, record.node, now):
-                self.want_retry(now)
-            self.recreate(record, now)
+            self.push(now + delay, NOTIFY, ("failed", record))
             return
         record.admitted_at = now
-        self.scheduler.pod_running(record.pod.key, record.node, now)
+        self.push(now + delay, NOTIFY, ("running", record))
         if math.isfinite(record.lifetime):
             self.push(now + record.lifetime, TERMINATE, record)
         self.changed(record.node, now)
+
+    def on_notify(self, now: float, data: tuple[str, PodRecord]) -> None:
+        """The scheduler's informers (and the ReplicaSet controller) see a pod's status change."""
+        what, record = data
+        key, node = record.pod.key, record.node
+        if what == "running":
+            self.scheduler.pod_running(key, node, now)
+            return
+        if self.scheduler.pod_terminated(key, node, now):
+            self.want_retry(now)
+        if what == "failed":
+            self.recreate(record, now)
 
     def recreate(self, record: PodRecord, now: float) -> None:
         policy = self.scenario.recreate
@@ -257,8 +271,7 @@ class _Engine:
         if self.check:
             kubelet.check()
         record.finished_at = now
-        if self.scheduler.pod_terminated(record.pod.key, record.node, now):
-            self.want_retry(now)
+        self.push(now + self.scenario.status_delay, NOTIFY, ("gone", record))
         self.changed(record.node, now)
 
     def changed(self, node: str, now: float) -> None:

@@ -313,10 +313,12 @@ class KnumaScheduler(SimScheduler):
     """knuma's profile, with reservations on the zones the kubelet model predicts.
 
     Per node, a shadow kubelet (the same kubelet model) starts from the first NRT. Reserve puts the pod on the zones
-    the model predicts; when the pod's status shows the kubelet admitted it, the shadow admits it for real (so the
-    zones are the ones the kubelet chose at that moment, releases included); when a pod terminates the shadow frees
-    its zones. A fresh NRT whose pod fingerprint equals the shadow's pods is a consistency check: if the zones differ
-    (drift), the NRT wins.
+    the model predicts; when the pod's status shows the kubelet admitted it (`status.startTime` is set at admission,
+    before images are pulled), the shadow admits it for real, and when a pod terminates the shadow frees its zones.
+    Status updates arrive late but in the order they happened, so the shadow replays the kubelet's history and
+    picks the zones the kubelet picked. A fresh NRT whose pod fingerprint equals the shadow's pods is a consistency
+    check: if the zones differ (drift), the NRT wins and the zones of the pods already running become unknown
+    (their release frees nothing until the next NRT).
     """
 
     name = "knuma"

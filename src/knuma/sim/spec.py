@@ -43,6 +43,9 @@ DEFAULT_RESYNC_PERIOD = 5.0
 """`cacheResyncPeriodSeconds` as commonly deployed with the overreserve cache (upstream advises >= 5 s)."""
 DEFAULT_BIND_DELAY = 1.0
 """Seconds between the scheduler's bind and the kubelet's admission (watch latency plus pod sync)."""
+DEFAULT_STATUS_DELAY = 1.0
+"""Seconds between a kubelet event (admission with `status.startTime`, rejection, termination) and the scheduler's
+informer seeing it (status manager sync plus watch latency)."""
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 
@@ -367,6 +370,7 @@ class Scenario:
     nrt_event_delay: float | None = None
     """When set, the exporter also publishes this many seconds after every change on its node (RTE notify mode)."""
     bind_delay: float = DEFAULT_BIND_DELAY
+    status_delay: float = DEFAULT_STATUS_DELAY
     resync_period: float = DEFAULT_RESYNC_PERIOD
     duration: float | None = None
     """Simulated seconds; default: last arrival plus two exporter periods plus the longest fixed lifetime."""
@@ -378,7 +382,7 @@ class Scenario:
         if self.duration is not None:
             return self.duration
         last = max((a.time for a in arrivals), default=0.0)
-        return last + 2 * self.nrt_period + self.bind_delay + 30.0
+        return last + 2 * self.nrt_period + self.bind_delay + self.status_delay + 30.0
 
     @property
     def optimal_supported(self) -> bool:
@@ -396,6 +400,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     nrtPeriod: 60
     nrtEventDelay: 5
     bindDelay: 1
+    statusDelay: 1
     resyncPeriod: 5
     duration: 1800
     recreate: {enabled: true, delay: 10, maxPerPod: 3}
@@ -419,6 +424,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
             "nrtPeriod",
             "nrtEventDelay",
             "bindDelay",
+            "statusDelay",
             "resyncPeriod",
             "duration",
             "recreate",
@@ -454,6 +460,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
         nrt_period=_positive(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod"),
         nrt_event_delay=None if event_delay is None else _non_negative(event_delay, f"{where}.nrtEventDelay"),
         bind_delay=_non_negative(raw.get("bindDelay", DEFAULT_BIND_DELAY), f"{where}.bindDelay"),
+        status_delay=_non_negative(raw.get("statusDelay", DEFAULT_STATUS_DELAY), f"{where}.statusDelay"),
         resync_period=_positive(raw.get("resyncPeriod", DEFAULT_RESYNC_PERIOD), f"{where}.resyncPeriod"),
         duration=None if duration is None else _positive(duration, f"{where}.duration"),
         recreate=Recreate(
