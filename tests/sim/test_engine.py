@@ -186,3 +186,39 @@ def test_knuma_shadow_stays_exact_with_late_status(status_delay: float) -> None:
     result = run(scenario_from_dict(raw), "knuma", seed=5, check_conservation=True)
     assert result.stats["model_drift"] == 0
     assert not any(r.failure for r in result.pods.values())
+
+
+def test_knuma_adopts_nrt_on_drift_and_overreserve_flushes_on_fingerprint(tiny: Scenario) -> None:
+    from knuma.sim.engine import build_kubelets, snapshot
+    from knuma.sim.schedulers import OverreserveScheduler
+
+    kubelets = build_kubelets(tiny)
+    setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
+    pod = tiny.workload.templates[2].pod  # 5 CPUs
+    # knuma: an NRT that counts the same pods (none) but shows less room is drift: the NRT wins.
+    knuma = KnumaScheduler(setups)
+    node = setups[0].name
+    foreign = kubelets[node]
+    assert foreign.admit(tiny.workload.templates[0].instance(99)).admitted  # a pod knuma never saw, 2 CPUs
+    drifted = snapshot(foreign, 1.0)
+    drifted = dataclasses.replace(drifted, fingerprint=fingerprint([]))
+    assert knuma.nrt_published(drifted, 1.0) is True
+    view = knuma.topology(node)
+    assert view is not None and [z.available["cpu"] for z in view.zones] == [6000, 8000]
+    assert knuma.drift == 1
+    # overreserve: a rejected node is dirty; a resync flushes it once the NRT counts the running pods.
+    over = OverreserveScheduler(setups)
+    for _ in range(2):
+        assert over.schedule(pod, 0.0) is not None
+    chosen = {n for n, s in over.nodes.items() if s.pods}
+    target = next(iter(chosen))
+    while over.schedule(pod, 0.0) is not None:
+        pass
+    assert target in over.dirty
+    truth = kubelets[target] if target != node else build_kubelets(tiny)[target]
+    for key in list(over.nodes[target].pods):
+        assert truth.admit(over.nodes[target].pods[key]).admitted
+        over.pod_running(key, target, 1.0)
+    over.nrt_published(snapshot(truth, 2.0), 2.0)
+    assert over.tick(5.0) is True
+    assert target not in over.dirty and over.assumed[target] == {}
