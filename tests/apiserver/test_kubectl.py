@@ -131,6 +131,15 @@ def test_server_side_apply_and_conflicts(kubectl: Kubectl, tmp_path: Path) -> No
     assert "f:a" in managers["other"]["fieldsV1"]["f:data"]
 
 
+def test_scale_subresource(kubectl: Kubectl, tmp_path: Path, http_client: Http) -> None:
+    kubectl("apply", "-f", write(tmp_path, "deploy.yaml", DEPLOYMENT))
+    assert "deployment.apps/web scaled" in kubectl("scale", "deployment", "web", "--replicas=4").stdout
+    scale = http_client.get("/apis/apps/v1/namespaces/default/deployments/web/scale").json
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 4
+    assert scale["status"]["selector"] == "app=web"
+    assert http_client.get("/apis/apps/v1/namespaces/default/deployments/web").json["spec"]["replicas"] == 4
+
+
 def test_delete_waits_until_gone(kubectl: Kubectl, tmp_path: Path) -> None:
     kubectl("create", "-f", write(tmp_path, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}\n"))
     assert 'configmap "gone" deleted' in kubectl("delete", "cm", "gone", "--timeout=10s").stdout

@@ -20,7 +20,7 @@ from aiohttp import web
 from knuma.apiserver import discovery, errors, protobuf, tables, watch
 from knuma.apiserver.proxy import ProxyRequest
 from knuma.apiserver.resources import ResourceType
-from knuma.apiserver.rest import APPLY_PATCH, WriteOptions
+from knuma.apiserver.rest import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, WriteOptions
 from knuma.apiserver.selectors import parse_field_selector, parse_label_selector
 
 if TYPE_CHECKING:
@@ -248,9 +248,9 @@ class Handlers:
                 raise errors.method_not_allowed()
             service.delete(rt, ns, name, {}, _write_opts(request))
             return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+        if target.subresource == "scale":
+            return await self.scale(request, target)
         sub = target.subresource if target.subresource in ("status",) else ""
-        if target.subresource in ("finalize", "scale"):
-            sub = ""
         if method == "GET":
             obj = service.get(rt, ns, name)
             if not sub and tables.wants_table(request.headers.get("Accept", "")):
@@ -278,6 +278,24 @@ class Handlers:
             obj = service.delete(rt, ns, name, options, _write_opts(request))
             gone = service.store.get(rt.group_resource, ns if rt.namespaced else "", name) is None
             return _json(obj, 200 if gone else 202)
+        raise errors.method_not_allowed()
+
+    async def scale(self, request: web.Request, target: Target) -> web.Response:
+        service = self.server.service
+        ns, name = target.namespace or "", target.name or ""
+        if request.method == "GET":
+            return _json(service.get_scale(target.rt, ns, name))
+        if request.method == "PUT":
+            return _json(service.update_scale(target.rt, ns, name, None, await _body(request), _write_opts(request)))
+        if request.method == "PATCH":
+            ctype = request.content_type
+            if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH):
+                raise errors.unsupported_media_type(ctype)
+            try:
+                body = json.loads(await request.read())
+            except ValueError as exc:
+                raise errors.bad_request(f"error decoding patch: {exc}") from exc
+            return _json(service.update_scale(target.rt, ns, name, ctype, body, _write_opts(request)))
         raise errors.method_not_allowed()
 
     def _table(self, request: web.Request, rt: ResourceType, items: list[JsonObj], md: JsonObj) -> JsonObj:
@@ -322,6 +340,7 @@ class Handlers:
             send_initial_events=q.get("sendInitialEvents", "").lower() in ("true", "1"),
             bookmark_interval=server.bookmark_interval,
             queue_size=server.watch_queue_size,
+            write_timeout=server.watch_write_timeout,
         )
         if tables.wants_table(request.headers.get("Accept", "")):
             columns = tables.columns_for(rt, list(rt.printer_columns))

@@ -43,9 +43,19 @@ def resource_types(crd: JsonObj) -> list[ResourceType]:
                 custom=True,
                 storage_version=storage,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+                scale_paths=_scale_paths(subresources.get("scale")),
             )
         )
     return out
+
+
+def _scale_paths(scale: JsonObj | None) -> tuple[str, str, str]:
+    scale = scale or {}
+    return (
+        scale.get("specReplicasPath", ".spec.replicas"),
+        scale.get("statusReplicasPath", ".status.replicas"),
+        scale.get("labelSelectorPath", ""),
+    )
 
 
 def established_status(crd: JsonObj) -> JsonObj:

@@ -36,6 +36,8 @@ class ResourceType:
     storage_version: str = ""
     #: A CRD version's `additionalPrinterColumns` (for `kubectl get` tables).
     printer_columns: tuple[dict[str, Any], ...] = ()
+    #: The scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath), dotted JSON paths.
+    scale_paths: tuple[str, str, str] = (".spec.replicas", ".status.replicas", "")
 
     @property
     def api_version(self) -> str:
@@ -71,16 +73,19 @@ class ResourceType:
             verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
             if sub == "proxy":
                 verbs = ["create", "delete", "get", "patch", "update"]
-            kind = {"binding": "Binding", "eviction": "Eviction", "proxy": "NodeProxyOptions"}.get(sub, self.kind)
-            entries.append(
-                {
-                    "name": f"{self.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": self.namespaced,
-                    "kind": kind,
-                    "verbs": verbs,
-                }
+            kind = {"binding": "Binding", "eviction": "Eviction", "proxy": "NodeProxyOptions", "scale": "Scale"}.get(
+                sub, self.kind
             )
+            entry: dict[str, Any] = {
+                "name": f"{self.plural}/{sub}",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
+            if sub == "scale":
+                entry.update(group="autoscaling", version="v1")
+            entries.append(entry)
         return entries
 
 

@@ -52,6 +52,21 @@ def _api_version_mismatch(api_version: str, rt: ResourceType) -> str:
     return f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
 
 
+def _dotted(obj: Any, path: str) -> Any:
+    cur = obj
+    for part in [p for p in path.split(".") if p]:
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _set_dotted(obj: JsonObj, path: str, value: Any) -> None:
+    parts = [p for p in path.split(".") if p]
+    cur = obj
+    for part in parts[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[parts[-1]] = value
+
+
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -509,6 +524,58 @@ class ObjectService:
             subresource=subresource,
         )
         return self._commit(rt, existing, merged, opts, subresource, operation="Apply"), False
+
+    # -- scale subresource ---------------------------------------------------------------------------------------
+
+    def get_scale(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
+        """The `autoscaling/v1` Scale of a Deployment or of a custom resource with a scale subresource."""
+        return self._scale_of(rt, self._existing(rt, namespace, name))
+
+    def _scale_of(self, rt: ResourceType, obj: JsonObj) -> JsonObj:
+        spec_path, status_path, selector_path = rt.scale_paths
+        md = obj["metadata"]
+        scale_md = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
+        status: JsonObj = {"replicas": _dotted(obj, status_path) or 0}
+        if rt.kind == "Deployment" and not rt.custom:
+            selector = (obj.get("spec") or {}).get("selector") or {}
+            labels = selector.get("matchLabels") or {}
+            status["selector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        elif selector_path and _dotted(obj, selector_path):
+            status["selector"] = _dotted(obj, selector_path)
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_md,
+            "spec": {"replicas": _dotted(obj, spec_path) or 0},
+            "status": status,
+        }
+
+    def update_scale(
+        self, rt: ResourceType, namespace: str, name: str, content_type: str | None, body: Any, opts: WriteOptions
+    ) -> JsonObj:
+        """Replace (content_type None) or patch the Scale; only `spec.replicas` is written back."""
+        existing = self._existing(rt, namespace, name)
+        current = self._scale_of(rt, existing)
+        if content_type is None:
+            new_scale = body
+        elif content_type == JSON_PATCH:
+            new_scale = patch.json_patch(current, body)
+        else:
+            new_scale = patch.merge_patch(current, body)
+        if not isinstance(new_scale, dict):
+            raise errors.bad_request("the Scale must be an object")
+        rv = _meta(new_scale).get("resourceVersion")
+        if rv and rv != existing["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.group, rt.plural, name, MODIFIED)
+        replicas = (new_scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid(
+                "Scale", "autoscaling", name, [("FieldValueInvalid", "spec.replicas", "Invalid value: must be >= 0")]
+            )
+        updated = copy.deepcopy(existing)
+        _set_dotted(updated, rt.scale_paths[0], replicas)
+        result = self._commit(rt, existing, updated, opts, "", operation="Update")
+        return self._scale_of(rt, result)
 
     # -- pods/binding --------------------------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ class ApiServer:
         watch_queue_size: int = 10000,
         watch_timeout: float = 1800.0,
         bookmark_interval: float = 5.0,
+        watch_write_timeout: float = 60.0,
     ) -> None:
         """`token=None` disables authentication and TLS (`--insecure`): kubectl sends bearer tokens only over HTTPS,
         so an authenticated server serves HTTPS with a self-signed certificate (kept in `data_dir` when given, so
@@ -65,6 +66,7 @@ class ApiServer:
         self.watch_queue_size = watch_queue_size
         self.watch_timeout = watch_timeout
         self.bookmark_interval = bookmark_interval
+        self.watch_write_timeout = watch_write_timeout
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self.host = "127.0.0.1"

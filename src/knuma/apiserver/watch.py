@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from knuma.apiserver.store import GroupResource, Store, WatchEvent
 
 JsonObj = dict[str, Any]
 _CLOSE = None
+log = logging.getLogger("knuma.apiserver")
 
 
 @dataclass(eq=False)
@@ -93,6 +95,8 @@ class WatchOptions:
     send_initial_events: bool
     bookmark_interval: float
     queue_size: int
+    #: A client that accepts no data for this long is disconnected (its handler would otherwise wait forever).
+    write_timeout: float = 60.0
     #: Turns each object into what is sent (a one-row Table for `kubectl get -w`); None sends objects as they are.
     render: Callable[[JsonObj], JsonObj] | None = None
 
@@ -102,6 +106,19 @@ def _encode(event: WatchEvent, rt: ResourceType, kind: str, opts: WatchOptions) 
         return event.encode(rt.api_version, kind)
     obj = event.obj if event.obj.get("apiVersion") == rt.api_version else {**event.obj, "apiVersion": rt.api_version}
     return json.dumps({"type": kind, "object": opts.render(obj)}, separators=(",", ":")).encode() + b"\n"
+
+
+class _StalledClient(Exception):
+    pass
+
+
+async def _send(request: web.Request, response: web.StreamResponse, data: bytes, timeout: float) -> None:
+    try:
+        await asyncio.wait_for(response.write(data), timeout)
+    except TimeoutError as exc:
+        if request.transport is not None:
+            request.transport.abort()
+        raise _StalledClient from exc
 
 
 async def serve(
@@ -151,21 +168,21 @@ async def serve(
     try:
         await response.prepare(request)
         if initial:
-            await response.write(b"".join(initial))
+            await _send(request, response, b"".join(initial), opts.write_timeout)
         deadline = time.monotonic() + opts.timeout_seconds
         queue = watcher.queue
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if opts.bookmarks:
-                    await response.write(_bookmark(rt, store.rv))
+                    await _send(request, response, _bookmark(rt, store.rv), opts.write_timeout)
                 break
             wait = min(remaining, opts.bookmark_interval) if opts.bookmarks else remaining
             try:
                 item = await asyncio.wait_for(queue.get(), wait)
             except TimeoutError:
                 if opts.bookmarks and queue.empty() and time.monotonic() < deadline:
-                    await response.write(_bookmark(rt, store.rv))
+                    await _send(request, response, _bookmark(rt, store.rv), opts.write_timeout)
                 continue
             chunk: list[bytes] = []
             closing = False
@@ -179,11 +196,13 @@ async def serve(
                     break
                 item = queue.get_nowait()
             if chunk:
-                await response.write(b"".join(chunk))
+                await _send(request, response, b"".join(chunk), opts.write_timeout)
             if closing:
                 break
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await response.write_eof()
+            await asyncio.wait_for(response.write_eof(), opts.write_timeout)
+    except _StalledClient:
+        log.info("closed a watch of %s whose client stopped reading", rt.plural)
     finally:
         store.unsubscribe(watcher)
     return response
