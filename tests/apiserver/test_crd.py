@@ -155,3 +155,15 @@ def test_invalid_crd_is_rejected(http_client: Http) -> None:
     crd["metadata"]["name"] = "wrong"
     reply = http_client.post(CRDS, crd)
     assert (reply.status, reply.json["reason"]) == (422, "Invalid")
+
+
+def test_strict_field_validation_reports_unknown_fields(http_client: Http) -> None:
+    http_client.post(CRDS, widget_crd())
+    path = "/apis/example.knuma.io/v1/namespaces/default/widgets"
+    strict = http_client.post(f"{path}?fieldValidation=Strict", widget("w", size=1, extra="typo"))
+    assert (strict.status, strict.json["reason"]) == (400, "BadRequest")
+    assert strict.json["message"] == (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.extra"'
+    )
+    lenient = http_client.post(f"{path}?fieldValidation=Ignore", widget("w", size=1, extra="typo"))
+    assert lenient.status == 201 and lenient.json["spec"] == {"size": 1}

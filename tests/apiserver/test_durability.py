@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,22 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
         assert [i["metadata"]["name"] for i in items] == [f"cm-{n:03}" for n in range(100)]
         assert items[0]["data"] == {"n": "patched"}
         assert items[0]["metadata"]["resourceVersion"] == rv
+
+
+def test_restart_finishes_interrupted_garbage_collection(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with apiserver_in_thread(tmp_path / "one", data_dir=data) as api:
+        http = Http(api)
+        orphan = configmap("orphan")
+        orphan["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "0000-gone", "blockOwnerDeletion": True}
+        ]
+        http.post(CM, orphan)
+        http.post(CM, configmap("keep"))
+    with apiserver_in_thread(tmp_path / "two", data_dir=data) as api:
+        http = Http(api)
+        deadline = time.monotonic() + 5
+        while http.get(f"{CM}/orphan").status != 404:
+            assert time.monotonic() < deadline, "dependent of a missing owner was not collected"
+            time.sleep(0.05)
+        assert http.get(f"{CM}/keep").status == 200

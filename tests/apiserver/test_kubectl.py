@@ -249,3 +249,12 @@ def test_imperative_create_commands_sending_protobuf(kubectl: Kubectl, http_clie
     assert http_client.get("/api/v1/namespaces/team/serviceaccounts/bot").status == 200
     refused = kubectl("create", "deployment", "d", "--image=nginx", check=False)
     assert refused.returncode != 0 and "send Deployment as JSON or YAML" in refused.stderr
+
+
+def test_kubectl_validation_catches_custom_resource_typos(kubectl: Kubectl, tmp_path: Path) -> None:
+    kubectl("apply", "-f", str(MANIFESTS / "nrt-crd.yaml"))
+    typo = (MANIFESTS / "nrt-node-a.yaml").read_text().replace("topologyPolicies", "x").replace("costs:", "cost:")
+    out = kubectl("apply", "-f", write(tmp_path, "typo.yaml", typo), check=False)
+    assert out.returncode != 0
+    assert 'unknown field "zones[0].cost"' in out.stderr
+    assert kubectl("apply", "--validate=false", "-f", write(tmp_path, "typo2.yaml", typo)).returncode == 0

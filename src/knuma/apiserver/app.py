@@ -132,7 +132,8 @@ def _write_opts(request: web.Request, *, explicit_manager: bool = False) -> Writ
         raise errors.bad_request(f'Unsupported value: "{dry}": supported values: "All"')
     manager = request.query.get("fieldManager", "") if explicit_manager else _manager(request)
     force = request.query.get("force", "false").lower() in ("true", "1")
-    return WriteOptions(manager=manager, dry_run=bool(dry), force=force)
+    validation = request.query.get("fieldValidation", "")
+    return WriteOptions(manager=manager, dry_run=bool(dry), force=force, field_validation=validation)
 
 
 def _list_body(rt: ResourceType, items: list[JsonObj], rv: str, token: str, remaining: int | None) -> bytes:

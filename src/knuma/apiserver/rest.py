@@ -84,6 +84,8 @@ class WriteOptions:
     manager: str
     dry_run: bool = False
     force: bool = False
+    #: `fieldValidation`: "Strict" (kubectl's default) rejects fields a CRD schema does not declare.
+    field_validation: str = ""
 
 
 def _meta(obj: JsonObj) -> JsonObj:
@@ -125,6 +127,20 @@ class ObjectService:
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                     WriteOptions("knuma-apiserver"),
                 )
+
+    def resume_pending(self) -> None:
+        """Finish work a crash interrupted: namespaces being deleted, foreground deletions, and dependents whose
+        owners are gone (the garbage collector's job after a restart)."""
+        for gr, obj in list(self.store.iter_all()):
+            md = obj["metadata"]
+            if gr == NAMESPACE_GR and md.get("deletionTimestamp"):
+                self._defer(functools.partial(self._empty_namespace, md["name"]))
+            elif md.get("deletionTimestamp") and FOREGROUND in (md.get("finalizers") or []):
+                self._defer(functools.partial(self._collect_dependents, md.get("uid", ""), "Foreground"))
+                self._defer(functools.partial(self._maybe_finish_foreground, md.get("uid", "")))
+        for owner_uid in list(self._dependents):
+            if owner_uid not in self._by_uid:
+                self._defer(functools.partial(self._collect_dependents, owner_uid, "Background"))
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
@@ -216,9 +232,17 @@ class ObjectService:
         obj["apiVersion"] = rt.api_version
         return obj
 
-    def _validate(self, rt: ResourceType, obj: JsonObj) -> JsonObj:
+    def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
         validate_object(rt, obj)
         if rt.schema is not None:
+            if opts.field_validation == "Strict":
+                unknown = schema.unknown_fields(rt.schema, obj)
+                if unknown:
+                    listed = ", ".join(f'unknown field "{f}"' for f in unknown)
+                    raise errors.bad_request(
+                        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                        f"strict decoding error: {listed}"
+                    )
             causes = schema.validate(rt.schema, obj)
             if causes:
                 raise errors.invalid(rt.kind, rt.group, str(_meta(obj).get("name", "")), causes)
@@ -290,7 +314,7 @@ class ObjectService:
         if not md.get("name") and md.get("generateName"):
             md["name"] = f"{md['generateName']}{secrets.token_hex(3)[:5]}"
         name = str(md.get("name") or "")
-        obj = self._validate(rt, obj)
+        obj = self._validate(rt, obj, opts)
         md = obj["metadata"]
         self._check_namespace(rt, namespace, name, creating=True)
         if self.store.get(rt.group_resource, md.get("namespace") or "", name) is not None:
@@ -409,7 +433,7 @@ class ObjectService:
         if rt.group_resource == CRD_GR:
             new["status"] = crds.established_status(new)
         new["apiVersion"] = existing.get("apiVersion", rt.api_version)
-        new = self._validate(rt, new)
+        new = self._validate(rt, new, opts)
         md = new["metadata"]
         if operation == "Update":
             md["managedFields"] = copy.deepcopy(old_md.get("managedFields") or [])
@@ -504,7 +528,7 @@ class ObjectService:
                 raise errors.not_found(rt.group, rt.plural, name)
             self._check_namespace(rt, namespace, name, creating=True)
             merged = fieldmanager.apply(None, config, opts.manager, force=opts.force, api_version=rt.api_version)
-            obj = self._validate(rt, merged)
+            obj = self._validate(rt, merged, opts)
             return self._insert(rt, obj, opts, record=False), True
         rv = _meta(config).get("resourceVersion")
         if rv and rv != existing["metadata"]["resourceVersion"]:

@@ -158,3 +158,37 @@ def prune(schema: JsonObj, value: Any, *, top: bool = True) -> Any:
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [prune(schema["items"], v, top=False) for v in value]
     return value
+
+
+def unknown_fields(schema: JsonObj, value: Any, path: str = "", *, top: bool = True) -> list[str]:
+    """Dotted paths of the fields `prune` would drop (what `fieldValidation=Strict` reports)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        props = schema.get("properties") or {}
+        if not isinstance(value, dict):
+            return []
+        return [
+            f
+            for k, v in value.items()
+            if k in props
+            for f in unknown_fields(props[k], v, f"{path}.{k}" if path else k, top=False)
+        ]
+    out: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        if props is None and additional is None:
+            return [] if top or schema.get("type") != "object" else [f"{path}.{k}" if path else k for k in value]
+        for key, sub in value.items():
+            child = f"{path}.{key}" if path else key
+            if top and key in _SKIP_TOP:
+                continue
+            if props is not None and key in props:
+                out += unknown_fields(props[key], sub, child, top=False)
+            elif isinstance(additional, dict):
+                out += unknown_fields(additional, sub, child, top=False)
+            elif additional is not True:
+                out.append(child)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for n, item in enumerate(value):
+            out += unknown_fields(schema["items"], item, f"{path}[{n}]", top=False)
+    return out

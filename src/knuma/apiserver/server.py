@@ -88,7 +88,8 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        host = f"[{host}]" if ":" in host else host
         scheme = "https" if self.token is not None else "http"
         return f"{scheme}://{host}:{self.port}"
 
@@ -107,6 +108,7 @@ class ApiServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.service.ensure_system_namespaces()
+        self.service.resume_pending()
         app = build_app(self)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
