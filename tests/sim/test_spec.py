@@ -137,6 +137,9 @@ def test_scenario_from_files(tmp_path: Path) -> None:
     )
     assert scenario.cluster.node_count == 4 and scenario.workload.pods == 48
     assert scenario.nrt_event_delay == 5
+    with pytest.raises(SpecError, match="scoringStrategy: unknown 'Packed'"):
+        scenario_from_dict({**small_scenario(), "scoringStrategy": "Packed"})
+    assert scenario_from_dict({**small_scenario(), "scoringStrategy": "LeastNUMANodes"}).scoring == "LeastNUMANodes"
     with pytest.raises(SpecError, match="cannot read"):
         scenario_from_dict({**raw, "clusterFile": "missing.yaml", "workload": {}}, base=tmp_path)
 

@@ -162,7 +162,7 @@ def _table(out: Console, comparison: Comparison) -> None:
     scenario = comparison.scenario
     title = (
         f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "
-        f"NRT every {scenario.nrt_period:g} s; seed {comparison.seed}"
+        f"NRT every {scenario.nrt_period:g} s; scoring {scenario.scoring}; seed {comparison.seed}"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("metric")

@@ -29,6 +29,7 @@ from typing import Any
 
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU
+from knuma.scheduler.strategies import StrategyType
 from knuma.sim.exporter import NRTSnapshot, fingerprint
 from knuma.sim.kubelet import SimKubelet
 from knuma.sim.schedulers import NodeSetup, SimScheduler, make_scheduler
@@ -126,6 +127,7 @@ class _Engine:
         self.progress = progress
         self.kubelets = build_kubelets(scenario)
         setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in self.kubelets.values()]
+        options = {"scoring": StrategyType.parse(scenario.scoring), **options}
         self.scheduler: SimScheduler = make_scheduler(
             scheduler_name, setups, resync_period=scenario.resync_period, **options
         )

@@ -47,6 +47,9 @@ DEFAULT_STATUS_DELAY = 1.0
 """Seconds between a kubelet event (admission with `status.startTime`, rejection, termination) and the scheduler's
 informer seeing it (status manager sync plus watch latency)."""
 
+SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes")
+"""NodeResourceTopologyMatch `scoringStrategy.type` values."""
+
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 
 
@@ -375,6 +378,8 @@ class Scenario:
     duration: float | None = None
     """Simulated seconds; default: last arrival plus two exporter periods plus the longest fixed lifetime."""
     recreate: Recreate = field(default_factory=Recreate)
+    scoring: str = "LeastAllocated"
+    """`scoringStrategy.type` of NodeResourceTopologyMatch, for nrt-* and knuma alike (upstream default)."""
     optimal: bool | None = None
     """Whether `optimal` runs: None = when the workload is static and the cluster has at most 64 nodes."""
 
@@ -402,6 +407,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     bindDelay: 1
     statusDelay: 1
     resyncPeriod: 5
+    scoringStrategy: LeastAllocated   # MostAllocated, BalancedAllocation, LeastNUMANodes
     duration: 1800
     recreate: {enabled: true, delay: 10, maxPerPod: 3}
     optimal: auto
@@ -426,6 +432,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
             "bindDelay",
             "statusDelay",
             "resyncPeriod",
+            "scoringStrategy",
             "duration",
             "recreate",
             "optimal",
@@ -449,6 +456,11 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     optimal = raw.get("optimal", "auto")
     if optimal not in ("auto", True, False):
         raise SpecError(f"{where}.optimal: expected auto, true or false, got {optimal!r}")
+    scoring = str(raw.get("scoringStrategy", "LeastAllocated"))
+    if scoring not in SCORING_STRATEGIES:
+        raise SpecError(
+            f"{where}.scoringStrategy: unknown {scoring!r}; expected one of: {', '.join(SCORING_STRATEGIES)}"
+        )
     event_delay = raw.get("nrtEventDelay")
     duration = raw.get("duration")
     metadata = raw.get("metadata") or {}
@@ -468,6 +480,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
             delay=_non_negative(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay"),
             max_per_pod=int(recreate_raw.get("maxPerPod", 3)),
         ),
+        scoring=scoring,
         optimal=None if optimal == "auto" else bool(optimal),
     )
 
