@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,15 +56,26 @@ async def _middleware(
         supplied = header[7:] if header.startswith("Bearer ") else ""
         if not hmac.compare_digest(supplied.encode(), server.token.encode()):
             return _error(errors.unauthorized())
+    started = time.perf_counter()
     try:
-        return await handler(request)
+        response = await handler(request)
     except errors.ApiError as err:
-        return _error(err)
+        response = _error(err)
     except web.HTTPException:
         raise
     except Exception:
         log.exception("internal error serving %s %s", request.method, request.path_qs)
-        return _error(errors.ApiError(500, "InternalError", "an internal error occurred; see the server log"))
+        response = _error(errors.ApiError(500, "InternalError", "an internal error occurred; see the server log"))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "%s %s -> %s in %.1f ms (%s)",
+            request.method,
+            request.path_qs,
+            response.status,
+            (time.perf_counter() - started) * 1000,
+            request.headers.get("User-Agent", "-"),
+        )
+    return response
 
 
 @dataclass(frozen=True)

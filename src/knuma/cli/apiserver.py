@@ -42,7 +42,9 @@ def apiserver(
         None, "--token", envvar="KNUMA_APISERVER_TOKEN", help="Bearer token to require (generated when omitted)."
     ),
     fsync: bool = typer.Option(False, "--fsync", help="With --data-dir: fsync every write (survives power loss)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request on stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log every request (method, path, status, latency, client) on stderr."
+    ),
 ) -> None:
     """Run a Kubernetes-compatible API server (the subset kubectl, lightkube, kopf and knuma use).
 
@@ -51,11 +53,8 @@ def apiserver(
     """
     from knuma.apiserver.server import ApiServer, generate_token, serve_forever
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
-    )
-    if verbose:
-        logging.getLogger("aiohttp.access").setLevel(logging.INFO)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("knuma.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
     if bind not in ("127.0.0.1", "::1", "localhost") and insecure:
         typer.echo(f"warning: serving without authentication on {bind}", err=True)
     if not insecure and token is None:
