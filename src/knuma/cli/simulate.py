@@ -48,21 +48,35 @@ def register(app: typer.Typer) -> None:
 
 def simulate(
     scenario: str = typer.Option(
-        "default", "--scenario", help="A built-in scenario name (see --list-scenarios) or a scenario YAML file."
+        "default",
+        "--scenario",
+        metavar="NAME|FILE",
+        help="A built-in scenario name (see --list-scenarios) or a scenario YAML file.",
     ),
-    cluster: Path | None = typer.Option(None, "--cluster", help="Cluster spec YAML; replaces the scenario's."),
-    workload: Path | None = typer.Option(None, "--workload", help="Workload spec YAML; replaces the scenario's."),
-    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same placements."),
+    cluster: Path | None = typer.Option(
+        None, "--cluster", metavar="FILE", help="Cluster spec YAML; replaces the scenario's."
+    ),
+    workload: Path | None = typer.Option(
+        None, "--workload", metavar="FILE", help="Workload spec YAML; replaces the scenario's."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Random seed; the same seed gives the same placements."),
     nrt_period: float | None = typer.Option(
-        None, "--nrt-period", min=0.001, help="Seconds between NRT publications (exporter lag); default 60."
+        None,
+        "--nrt-period",
+        min=0.001,
+        metavar="SECONDS",
+        help="Seconds between NRT publications (exporter lag); default 60.",
     ),
     schedulers: str | None = typer.Option(
         None,
         "--schedulers",
+        metavar="A,B,...",
         help="Comma-separated: default, nrt-passthrough, nrt-overreserve, knuma, optimal. Default: all that apply.",
     ),
     output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
-    report: Path | None = typer.Option(None, "--report", help="Write an HTML report with PNG plots into DIR."),
+    report: Path | None = typer.Option(
+        None, "--report", metavar="DIR", help="Write an HTML report with PNG plots into DIR."
+    ),
     list_scenarios: bool = typer.Option(False, "--list-scenarios", help="List the built-in scenarios and exit."),
 ) -> None:
     """Simulate a cluster with exporter lag and kubelet admission; compare default, upstream and knuma scheduling."""
