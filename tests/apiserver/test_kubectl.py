@@ -258,3 +258,29 @@ def test_kubectl_validation_catches_custom_resource_typos(kubectl: Kubectl, tmp_
     assert out.returncode != 0
     assert 'unknown field "zones[0].cost"' in out.stderr
     assert kubectl("apply", "--validate=false", "-f", write(tmp_path, "typo2.yaml", typo)).returncode == 0
+
+
+def test_describe_shows_events_recorded_through_events_k8s_io(kubectl: Kubectl, http_client: Http) -> None:
+    http_client.post(
+        "/api/v1/namespaces/default/pods",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+    )
+    uid = http_client.get("/api/v1/namespaces/default/pods/p").json["metadata"]["uid"]
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "knuma-scheduler",
+        "reportingInstance": "knuma-scheduler-0",
+        "action": "Scheduling",
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "note": "0/3 nodes are available: 3 cannot align container",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "uid": uid, "apiVersion": "v1"},
+    }
+    http_client.post("/apis/events.k8s.io/v1/namespaces/default/events", event)
+    described = kubectl("describe", "pod", "p").stdout
+    assert "FailedScheduling" in described and "cannot align container" in described
+    events = kubectl("get", "events").stdout
+    assert "FailedScheduling" in events and "pod/p" in events

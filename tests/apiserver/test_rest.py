@@ -170,3 +170,39 @@ def test_dry_run_does_not_persist(http_client: Http) -> None:
     reply = http_client.post(f"{CM}?dryRun=All", configmap("a"))
     assert reply.status == 201
     assert http_client.get(f"{CM}/a").status == 404
+
+
+def test_events_k8s_io_and_core_events_share_storage(http_client: Http) -> None:
+    http_client.post(PODS, pod("p"))
+    uid = http_client.get(f"{PODS}/p").json["metadata"]["uid"]
+    new_style = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "knuma-scheduler",
+        "reportingInstance": "knuma-scheduler-0",
+        "action": "Scheduling",
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "note": "0/3 nodes are available: 3 cannot align container",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "uid": uid, "apiVersion": "v1"},
+    }
+    created = http_client.post("/apis/events.k8s.io/v1/namespaces/default/events", new_style)
+    assert created.status == 201
+    assert created.json["apiVersion"] == "events.k8s.io/v1" and created.json["note"].startswith("0/3")
+    core = http_client.get("/api/v1/namespaces/default/events/p.1").json
+    assert core["apiVersion"] == "v1"
+    assert core["message"] == new_style["note"]
+    assert core["involvedObject"]["name"] == "p"
+    assert core["reportingComponent"] == "knuma-scheduler"
+    selected = http_client.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dp").json
+    assert [e["metadata"]["name"] for e in selected["items"]] == ["p.1"]
+    listed = http_client.get("/apis/events.k8s.io/v1/events").json["items"]
+    assert listed[0]["regarding"]["uid"] == uid and "involvedObject" not in listed[0]
+    http_client.patch(
+        "/apis/events.k8s.io/v1/namespaces/default/events/p.1",
+        {"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:05.000000Z"}},
+        "application/merge-patch+json",
+    )
+    assert http_client.get("/api/v1/namespaces/default/events/p.1").json["series"]["count"] == 2

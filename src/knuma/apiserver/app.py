@@ -289,7 +289,7 @@ class Handlers:
             if "propagationPolicy" in request.query:
                 options["propagationPolicy"] = request.query["propagationPolicy"]
             obj = service.delete(rt, ns, name, options, _write_opts(request))
-            gone = service.store.get(rt.group_resource, ns if rt.namespaced else "", name) is None
+            gone = service.store.get(rt.storage_gr, ns if rt.namespaced else "", name) is None
             return _json(obj, 200 if gone else 202)
         raise errors.method_not_allowed()
 
@@ -340,7 +340,7 @@ class Handlers:
         server = self.server
         timeout = q.get("timeoutSeconds")
         watcher = watch.Watcher(
-            rt.group_resource,
+            rt.storage_gr,
             target.namespace,
             parse_label_selector(q.get("labelSelector")),
             parse_field_selector(q.get("fieldSelector"), rt.kind),

@@ -7,6 +7,7 @@ way a CRD with several served versions and conversion strategy `None` behaves.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Iterable
@@ -34,6 +35,8 @@ class ResourceType:
     custom: bool = False
     #: The version objects are stored in (the CRD's storage version); equals `version` for built-ins.
     storage_version: str = ""
+    #: Where objects live when another resource's storage is shared (events.k8s.io Events are core Events).
+    storage: tuple[str, str] | None = None
     #: A CRD version's `additionalPrinterColumns` (for `kubectl get` tables).
     printer_columns: tuple[dict[str, Any], ...] = ()
     #: The scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath), dotted JSON paths.
@@ -46,6 +49,19 @@ class ResourceType:
     @property
     def group_resource(self) -> tuple[str, str]:
         return (self.group, self.plural)
+
+    @property
+    def storage_gr(self) -> tuple[str, str]:
+        """The (group, plural) objects are stored under."""
+        return self.storage or self.group_resource
+
+    @property
+    def storage_api_version(self) -> str:
+        if self.custom:
+            return f"{self.group}/{self.storage_version}"
+        if self.storage is not None:
+            return f"{self.storage[0]}/v1" if self.storage[0] else "v1"
+        return self.api_version
 
     @property
     def singular_name(self) -> str:
@@ -122,7 +138,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
     _rt("", "v1", "services", "Service", True, ["svc"], ["status"], ["all"]),
     _rt("", "v1", "events", "Event", True, ["ev"]),
-    _rt("events.k8s.io", "v1", "events", "Event", True, ["ev"]),
+    dataclasses.replace(_rt("events.k8s.io", "v1", "events", "Event", True, ["ev"]), storage=("", "events")),
     _rt("coordination.k8s.io", "v1", "leases", "Lease", True),
     _rt("apps", "v1", "deployments", "Deployment", True, ["deploy"], ["status", "scale"], ["all"]),
     _rt("apps", "v1", "daemonsets", "DaemonSet", True, ["ds"], ["status"], ["all"]),

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
+from knuma.apiserver import conversion, errors, fieldmanager, patch, schema
 from knuma.apiserver import crd as crds
-from knuma.apiserver import errors, fieldmanager, patch, schema
 from knuma.apiserver.defaults import apply_defaults
 from knuma.apiserver.resources import Registry, ResourceType
 from knuma.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
@@ -155,10 +155,8 @@ class ObjectService:
 
     @staticmethod
     def view(rt: ResourceType, obj: JsonObj) -> JsonObj:
-        """`obj` as served at `rt`'s version (CRD versions share storage; conversion is `None`)."""
-        if obj.get("apiVersion") == rt.api_version:
-            return obj
-        return {**obj, "apiVersion": rt.api_version}
+        """`obj` as served at `rt`'s group and version (see `conversion`)."""
+        return conversion.from_storage(rt, obj)
 
     def _index(self, gr: GroupResource, obj: JsonObj) -> None:
         md = _meta(obj)
@@ -252,7 +250,7 @@ class ObjectService:
     # -- reads ---------------------------------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
-        obj = self.store.get(rt.group_resource, namespace if rt.namespaced else "", name)
+        obj = self.store.get(rt.storage_gr, namespace if rt.namespaced else "", name)
         if obj is None:
             raise errors.not_found(rt.group, rt.plural, name)
         return self.view(rt, obj)
@@ -286,7 +284,7 @@ class ObjectService:
         items: list[JsonObj] = []
         remaining = 0
         last: tuple[str, str] | None = None
-        for obj in self.store.scan(rt.group_resource, namespace if rt.namespaced else None):
+        for obj in self.store.scan(rt.storage_gr, namespace if rt.namespaced else None):
             md = obj["metadata"]
             key = (md.get("namespace") or "", md["name"])
             if start is not None and key <= start:
@@ -309,7 +307,7 @@ class ObjectService:
     # -- create --------------------------------------------------------------------------------------------------
 
     def create(self, rt: ResourceType, namespace: str, body: Any, opts: WriteOptions) -> JsonObj:
-        obj = self._parse_body(rt, body, namespace)
+        obj = conversion.to_storage(rt, self._parse_body(rt, body, namespace))
         md = obj["metadata"]
         if not md.get("name") and md.get("generateName"):
             md["name"] = f"{md['generateName']}{secrets.token_hex(3)[:5]}"
@@ -317,7 +315,7 @@ class ObjectService:
         obj = self._validate(rt, obj, opts)
         md = obj["metadata"]
         self._check_namespace(rt, namespace, name, creating=True)
-        if self.store.get(rt.group_resource, md.get("namespace") or "", name) is not None:
+        if self.store.get(rt.storage_gr, md.get("namespace") or "", name) is not None:
             raise errors.already_exists(rt.group, rt.plural, name)
         return self._insert(rt, obj, opts, record=True)
 
@@ -338,10 +336,10 @@ class ObjectService:
             fieldmanager.record_update(None, obj, opts.manager, rt.api_version)
         if rt.group_resource == CRD_GR:
             obj["status"] = crds.established_status(obj)
-        obj["apiVersion"] = rt.api_version if not rt.custom else f"{rt.group}/{rt.storage_version}"
+        obj["apiVersion"] = rt.storage_api_version
         if opts.dry_run:
             return self.view(rt, obj)
-        stored = self._put(rt.group_resource, obj, created=True)
+        stored = self._put(rt.storage_gr, obj, created=True)
         if rt.group_resource == CRD_GR:
             self._register_crd(stored)
         return self.view(rt, stored)
@@ -349,7 +347,7 @@ class ObjectService:
     # -- update --------------------------------------------------------------------------------------------------
 
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
-        obj = self.store.get(rt.group_resource, namespace if rt.namespaced else "", name)
+        obj = self.store.get(rt.storage_gr, namespace if rt.namespaced else "", name)
         if obj is None:
             raise errors.not_found(rt.group, rt.plural, name)
         return obj
@@ -357,7 +355,7 @@ class ObjectService:
     def update(
         self, rt: ResourceType, namespace: str, name: str, body: Any, opts: WriteOptions, subresource: str = ""
     ) -> JsonObj:
-        obj = self._parse_body(rt, body, namespace)
+        obj = conversion.to_storage(rt, self._parse_body(rt, body, namespace))
         body_name = _meta(obj).get("name")
         if body_name and body_name != name:
             raise errors.bad_request(
@@ -445,8 +443,8 @@ class ObjectService:
         if opts.dry_run:
             return self.view(rt, new)
         if md.get("deletionTimestamp") and not md.get("finalizers"):
-            return self.view(rt, self._remove(rt.group_resource, new))
-        stored = self._put(rt.group_resource, new, created=False, old=existing)
+            return self.view(rt, self._remove(rt.storage_gr, new))
+        stored = self._put(rt.storage_gr, new, created=False, old=existing)
         if rt.group_resource == CRD_GR:
             self._register_crd(stored)
         return self.view(rt, stored)
@@ -503,7 +501,7 @@ class ObjectService:
                 name,
                 MODIFIED,
             )
-        result = self._parse_body(rt, result, namespace)
+        result = conversion.to_storage(rt, self._parse_body(rt, result, namespace))
         if _meta(result).get("name") != name:
             raise errors.bad_request("metadata.name cannot be changed by a patch")
         return self._commit(rt, existing, result, opts, subresource, operation="Update"), False
@@ -522,13 +520,13 @@ class ObjectService:
         if cfg_name and cfg_name != name:
             raise errors.bad_request(f"the name of the object ({cfg_name}) does not match the name on the URL ({name})")
         _meta(config)["name"] = name
-        existing = self.store.get(rt.group_resource, namespace if rt.namespaced else "", name)
+        existing = self.store.get(rt.storage_gr, namespace if rt.namespaced else "", name)
         if existing is None:
             if subresource:
                 raise errors.not_found(rt.group, rt.plural, name)
             self._check_namespace(rt, namespace, name, creating=True)
             merged = fieldmanager.apply(None, config, opts.manager, force=opts.force, api_version=rt.api_version)
-            obj = self._validate(rt, merged, opts)
+            obj = self._validate(rt, conversion.to_storage(rt, merged), opts)
             return self._insert(rt, obj, opts, record=False), True
         rv = _meta(config).get("resourceVersion")
         if rv and rv != existing["metadata"]["resourceVersion"]:
@@ -547,6 +545,7 @@ class ObjectService:
             api_version=rt.api_version,
             subresource=subresource,
         )
+        merged = conversion.to_storage(rt, merged)
         return self._commit(rt, existing, merged, opts, subresource, operation="Apply"), False
 
     # -- scale subresource ---------------------------------------------------------------------------------------
@@ -669,7 +668,7 @@ class ObjectService:
             )
         if opts.dry_run:
             return self.view(rt, existing)
-        return self.view(rt, self._delete(rt.group_resource, existing, propagation))
+        return self.view(rt, self._delete(rt.storage_gr, existing, propagation))
 
     def _delete(self, gr: GroupResource, existing: JsonObj, propagation: str) -> JsonObj:
         md = existing["metadata"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from knuma.apiserver import errors
+from knuma.apiserver import conversion, errors
 from knuma.apiserver.resources import ResourceType
 from knuma.apiserver.selectors import FieldRequirement, Requirement, fields_match, labels_match
 from knuma.apiserver.store import GroupResource, Store, WatchEvent
@@ -102,10 +102,12 @@ class WatchOptions:
 
 
 def _encode(event: WatchEvent, rt: ResourceType, kind: str, opts: WatchOptions) -> bytes:
-    if opts.render is None:
+    if opts.render is None and rt.storage is None:
         return event.encode(rt.api_version, kind)
-    obj = event.obj if event.obj.get("apiVersion") == rt.api_version else {**event.obj, "apiVersion": rt.api_version}
-    return json.dumps({"type": kind, "object": opts.render(obj)}, separators=(",", ":")).encode() + b"\n"
+    obj = conversion.from_storage(rt, event.obj)
+    if opts.render is not None:
+        obj = opts.render(obj)
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
 class _StalledClient(Exception):
@@ -134,10 +136,10 @@ async def serve(
     start_rv = store.rv
     expired = False
     if opts.send_initial_events or rv_text in ("", "0"):
-        for obj in store.scan(rt.group_resource, watcher.namespace):
+        for obj in store.scan(rt.storage_gr, watcher.namespace):
             if watcher.matches(obj):
                 initial.append(
-                    WatchEvent("ADDED", int(obj["metadata"]["resourceVersion"]), rt.group_resource, obj).encode(
+                    WatchEvent("ADDED", int(obj["metadata"]["resourceVersion"]), rt.storage_gr, obj).encode(
                         rt.api_version
                     )
                 )
@@ -148,7 +150,7 @@ async def serve(
             since = int(rv_text)
         except ValueError as exc:
             raise errors.bad_request(f"invalid resource version: {rv_text!r}") from exc
-        replay = store.events_since(rt.group_resource, since)
+        replay = store.events_since(rt.storage_gr, since)
         if replay is None:
             expired = True
         else:
