@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.pod import Pod
-from knuma.api.resources import CPU
+from knuma.api.resources import CPU, MEMORY
 from knuma.scheduler.strategies import StrategyType
 from knuma.sim.exporter import NRTSnapshot, fingerprint
 from knuma.sim.kubelet import SimKubelet
@@ -69,6 +69,7 @@ class Sample:
     pending: int
     cpu_utilization: float
     topology_affinity_errors: int
+    memory_utilization: float = 0.0
 
 
 @dataclass
@@ -145,6 +146,7 @@ class _Engine:
         self.tae = 0
         self.recreated = 0
         self.cpu_total = sum(k.allocatable.get(CPU, 0) for k in self.kubelets.values())
+        self.memory_total = sum(k.allocatable.get(MEMORY, 0) for k in self.kubelets.values())
 
     def push(self, when: float, kind: int, data: Any) -> None:
         heapq.heappush(self.queue, (when, kind, self.seq, data))
@@ -318,10 +320,18 @@ class _Engine:
                 failed.add(signature)
 
     def on_sample(self, now: float, data: Any) -> None:
-        running = [p for k in self.kubelets.values() for p in k.running]
-        used = sum(k.requested.get(CPU, 0) for k in self.kubelets.values())
+        running = sum(len(k.running) for k in self.kubelets.values())
+        cpu = sum(k.requested.get(CPU, 0) for k in self.kubelets.values())
+        memory = sum(k.requested.get(MEMORY, 0) for k in self.kubelets.values())
         self.samples.append(
-            Sample(now, len(running), len(self.pending), used / self.cpu_total if self.cpu_total else 0.0, self.tae)
+            Sample(
+                now,
+                running,
+                len(self.pending),
+                cpu / self.cpu_total if self.cpu_total else 0.0,
+                self.tae,
+                memory / self.memory_total if self.memory_total else 0.0,
+            )
         )
 
 

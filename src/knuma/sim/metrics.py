@@ -5,8 +5,9 @@
   kubelet's node-level rejections (`OutOfcpu`, ...).
 - `pending`: pods never bound at the end; `false_negative_pending`: how many of those fresh data would place now
   (admitted one after the other, first fit, by the kubelet model on the ground truth).
-- `cpu_utilization` / `memory_utilization`: requests of running pods over node allocatable, at the end;
-  `mean_cpu_utilization` and `mean_running`: averaged over the run (what matters when pods come and go);
+- `cpu_utilization` / `memory_utilization`: requests of running pods over node allocatable, averaged over the last
+  quarter of the simulated time (the final packing for static workloads, the steady state when pods come and go);
+  `mean_cpu_utilization` and `mean_running`: averaged over the whole run, fill-up included;
   `zone_cpu_utilization` / `zone_memory_utilization`: exclusive CPUs / memory pinned per NUMA zone at the end
   (p10, mean, p90 over all zones).
 - `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any Guaranteed template
@@ -55,10 +56,6 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
     pending = [r for r in records if r.bound_at is None]
     tae = sum(1 for r in records if r.failure == TOPOLOGY_AFFINITY_ERROR)
     other = sum(1 for r in records if r.failure and r.failure != TOPOLOGY_AFFINITY_ERROR)
-    cpu_total = sum(k.allocatable.get(CPU, 0) for k in kubelets)
-    memory_total = sum(k.allocatable.get(MEMORY, 0) for k in kubelets)
-    cpu_used = sum(k.requested.get(CPU, 0) for k in kubelets)
-    memory_used = sum(k.requested.get(MEMORY, 0) for k in kubelets)
     latencies = result.latencies
     spent = sum(latencies)
     p50, p90, p99 = percentiles([1000 * x for x in latencies])
@@ -68,9 +65,9 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         "topology_affinity_errors": tae,
         "pending": len(pending),
         "false_negative_pending": _false_negatives(result, [r.pod for r in pending]),
-        "cpu_utilization": round(cpu_used / cpu_total, 4) if cpu_total else 0.0,
+        "cpu_utilization": _late_mean(result, "cpu_utilization"),
         "throughput_pods_per_s": round(len(latencies) / spent, 1) if spent else 0.0,
-        "memory_utilization": round(memory_used / memory_total, 4) if memory_total else 0.0,
+        "memory_utilization": _late_mean(result, "memory_utilization"),
         "mean_cpu_utilization": round(float(np.mean([x.cpu_utilization for x in result.samples])), 4)
         if result.samples
         else 0.0,
@@ -109,6 +106,12 @@ def _copy(kubelet: SimKubelet) -> SimKubelet:
     return SimKubelet(
         kubelet.name, kubelet.allocatable, kubelet.topology, dict(kubelet.requested), dict(kubelet.running)
     )
+
+
+def _late_mean(result: RunResult, attribute: str, start: float = 0.75) -> float:
+    """The mean of a sampled value over the samples taken in the last quarter of the run."""
+    values = [getattr(s, attribute) for s in result.samples if s.time >= start * result.horizon]
+    return round(float(np.mean(values)), 4) if values else 0.0
 
 
 def _zones(result: RunResult, name: str) -> dict[str, float]:
