@@ -36,7 +36,7 @@ ROWS: list[tuple[str, str]] = [
     ("memory_utilization", "memory utilisation (last 25%)"),
     ("zone_cpu_utilization", "zone exclusive CPU p10/mean/p90"),
     ("zone_memory_utilization", "zone exclusive memory p10/mean/p90"),
-    ("stranded_cpus", "stranded CPUs"),
+    ("stranded_cpus", "stranded CPUs (no Guaranteed template fits)"),
     ("throughput_pods_per_s", "throughput (pods/s)"),
     ("latency_ms", "latency p50/p90/p99 (ms)"),
 ]
