@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from knuma.apiserver import discovery, errors, protobuf, tables, watch
+from knuma.apiserver import discovery, errors, protobuf, subresources, tables, watch
 from knuma.apiserver.proxy import ProxyRequest
 from knuma.apiserver.resources import ResourceType
 from knuma.apiserver.rest import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, WriteOptions
@@ -255,7 +255,7 @@ class Handlers:
         if target.subresource == "binding":
             if method != "POST":
                 raise errors.method_not_allowed()
-            return _json(service.bind(ns, name, await _body(request), _write_opts(request)), 201)
+            return _json(subresources.bind(service, ns, name, await _body(request), _write_opts(request)), 201)
         if target.subresource == "eviction":
             if method != "POST":
                 raise errors.method_not_allowed()
@@ -297,9 +297,13 @@ class Handlers:
         service = self.server.service
         ns, name = target.namespace or "", target.name or ""
         if request.method == "GET":
-            return _json(service.get_scale(target.rt, ns, name))
+            return _json(subresources.get_scale(service, target.rt, ns, name))
         if request.method == "PUT":
-            return _json(service.update_scale(target.rt, ns, name, None, await _body(request), _write_opts(request)))
+            return _json(
+                subresources.update_scale(
+                    service, target.rt, ns, name, None, await _body(request), _write_opts(request)
+                )
+            )
         if request.method == "PATCH":
             ctype = request.content_type
             if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH):
@@ -308,7 +312,7 @@ class Handlers:
                 body = json.loads(await request.read())
             except ValueError as exc:
                 raise errors.bad_request(f"error decoding patch: {exc}") from exc
-            return _json(service.update_scale(target.rt, ns, name, ctype, body, _write_opts(request)))
+            return _json(subresources.update_scale(service, target.rt, ns, name, ctype, body, _write_opts(request)))
         raise errors.method_not_allowed()
 
     def _table(self, request: web.Request, rt: ResourceType, items: list[JsonObj], md: JsonObj) -> JsonObj:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import json
 import secrets
 import uuid
@@ -24,6 +23,7 @@ import yaml
 from knuma.apiserver import conversion, errors, fieldmanager, patch, schema
 from knuma.apiserver import crd as crds
 from knuma.apiserver.defaults import apply_defaults
+from knuma.apiserver.gc import GarbageCollector
 from knuma.apiserver.resources import Registry, ResourceType
 from knuma.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from knuma.apiserver.store import GroupResource, Store
@@ -34,8 +34,6 @@ JsonObj = dict[str, Any]
 CRD_GR: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACE_GR: GroupResource = ("", "namespaces")
 POD_GR: GroupResource = ("", "pods")
-FOREGROUND = "foregroundDeletion"
-ORPHAN = "orphan"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -50,21 +48,6 @@ MODIFIED = "the object has been modified; please apply your changes to the lates
 
 def _api_version_mismatch(api_version: str, rt: ResourceType) -> str:
     return f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
-
-
-def _dotted(obj: Any, path: str) -> Any:
-    cur = obj
-    for part in [p for p in path.split(".") if p]:
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return cur
-
-
-def _set_dotted(obj: JsonObj, path: str, value: Any) -> None:
-    parts = [p for p in path.split(".") if p]
-    cur = obj
-    for part in parts[:-1]:
-        cur = cur.setdefault(part, {})
-    cur[parts[-1]] = value
 
 
 def now() -> str:
@@ -104,13 +87,9 @@ class ObjectService:
     def __init__(self, store: Store, registry: Registry, defer: Callable[[Callable[[], None]], None]) -> None:
         self.store = store
         self.registry = registry
-        self._defer = defer
-        #: uid -> (group resource, namespace, name) of every stored object, for garbage collection.
-        self._by_uid: dict[str, tuple[GroupResource, str, str]] = {}
-        #: owner uid -> dependents' (group resource, namespace, name).
-        self._dependents: dict[str, set[tuple[GroupResource, str, str]]] = {}
+        self.gc = GarbageCollector(store, self, defer)
         for gr, obj in store.iter_all():
-            self._index(gr, obj)
+            self.gc.index(gr, obj)
         for _, crd in list(store.iter_all()):
             if crd.get("kind") == "CustomResourceDefinition":
                 self._register_crd(crd)
@@ -118,7 +97,7 @@ class ObjectService:
     # -- bootstrap -----------------------------------------------------------------------------------------------
 
     def ensure_system_namespaces(self) -> None:
-        rt = self._rt_for(NAMESPACE_GR)
+        rt = self.rt_for(NAMESPACE_GR)
         for name in SYSTEM_NAMESPACES:
             if self.store.get(NAMESPACE_GR, "", name) is None:
                 self.create(
@@ -129,22 +108,12 @@ class ObjectService:
                 )
 
     def resume_pending(self) -> None:
-        """Finish work a crash interrupted: namespaces being deleted, foreground deletions, and dependents whose
-        owners are gone (the garbage collector's job after a restart)."""
-        for gr, obj in list(self.store.iter_all()):
-            md = obj["metadata"]
-            if gr == NAMESPACE_GR and md.get("deletionTimestamp"):
-                self._defer(functools.partial(self._empty_namespace, md["name"]))
-            elif md.get("deletionTimestamp") and FOREGROUND in (md.get("finalizers") or []):
-                self._defer(functools.partial(self._collect_dependents, md.get("uid", ""), "Foreground"))
-                self._defer(functools.partial(self._maybe_finish_foreground, md.get("uid", "")))
-        for owner_uid in list(self._dependents):
-            if owner_uid not in self._by_uid:
-                self._defer(functools.partial(self._collect_dependents, owner_uid, "Background"))
+        """Finish deletions a crash interrupted (see `GarbageCollector.resume_pending`)."""
+        self.gc.resume_pending()
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
-    def _rt_for(self, gr: GroupResource) -> ResourceType:
+    def rt_for(self, gr: GroupResource) -> ResourceType:
         for rt in self.registry.all():
             if rt.group_resource == gr and rt.version == rt.storage_version:
                 return rt
@@ -158,39 +127,21 @@ class ObjectService:
         """`obj` as served at `rt`'s group and version (see `conversion`)."""
         return conversion.from_storage(rt, obj)
 
-    def _index(self, gr: GroupResource, obj: JsonObj) -> None:
-        md = _meta(obj)
-        key = (gr, md.get("namespace") or "", md["name"])
-        if md.get("uid"):
-            self._by_uid[md["uid"]] = key
-        for ref in md.get("ownerReferences") or []:
-            if isinstance(ref, dict) and ref.get("uid"):
-                self._dependents.setdefault(ref["uid"], set()).add(key)
-
-    def _unindex(self, gr: GroupResource, obj: JsonObj) -> None:
-        md = _meta(obj)
-        key = (gr, md.get("namespace") or "", md["name"])
-        self._by_uid.pop(md.get("uid", ""), None)
-        for ref in md.get("ownerReferences") or []:
-            if isinstance(ref, dict):
-                deps = self._dependents.get(ref.get("uid", ""))
-                if deps is not None:
-                    deps.discard(key)
-                    if not deps:
-                        del self._dependents[ref["uid"]]
-
-    def _put(self, gr: GroupResource, obj: JsonObj, *, created: bool, old: JsonObj | None = None) -> JsonObj:
+    def put(self, gr: GroupResource, obj: JsonObj, *, created: bool, old: JsonObj | None = None) -> JsonObj:
+        """Store and keep the garbage collector's indexes current."""
         if old is not None:
-            self._unindex(gr, old)
+            self.gc.unindex(gr, old)
         stored = self.store.put(gr, obj, created=created)
-        self._index(gr, stored)
+        self.gc.index(gr, stored)
         return stored
 
-    def _remove(self, gr: GroupResource, obj: JsonObj) -> JsonObj:
+    def remove(self, gr: GroupResource, obj: JsonObj) -> JsonObj:
         md = _meta(obj)
-        self._unindex(gr, obj)
+        self.gc.unindex(gr, obj)
         final = self.store.remove(gr, md.get("namespace") or "", md["name"]) or obj
-        self._after_remove(gr, final)
+        self.gc.after_remove(final)
+        if gr == CRD_GR:
+            self._unregister_crd(final)
         return final
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str, *, creating: bool) -> None:
@@ -339,14 +290,14 @@ class ObjectService:
         obj["apiVersion"] = rt.storage_api_version
         if opts.dry_run:
             return self.view(rt, obj)
-        stored = self._put(rt.storage_gr, obj, created=True)
+        stored = self.put(rt.storage_gr, obj, created=True)
         if rt.group_resource == CRD_GR:
             self._register_crd(stored)
         return self.view(rt, stored)
 
     # -- update --------------------------------------------------------------------------------------------------
 
-    def _existing(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
+    def existing(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
         obj = self.store.get(rt.storage_gr, namespace if rt.namespaced else "", name)
         if obj is None:
             raise errors.not_found(rt.group, rt.plural, name)
@@ -362,7 +313,7 @@ class ObjectService:
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         _meta(obj)["name"] = name
-        existing = self._existing(rt, namespace, name)
+        existing = self.existing(rt, namespace, name)
         rv = _meta(obj).get("resourceVersion")
         if rv and rv != existing["metadata"]["resourceVersion"]:
             raise errors.conflict(
@@ -371,9 +322,9 @@ class ObjectService:
                 name,
                 MODIFIED,
             )
-        return self._commit(rt, existing, obj, opts, subresource, operation="Update")
+        return self.commit(rt, existing, obj, opts, subresource, operation="Update")
 
-    def _commit(
+    def commit(
         self,
         rt: ResourceType,
         existing: JsonObj,
@@ -443,8 +394,8 @@ class ObjectService:
         if opts.dry_run:
             return self.view(rt, new)
         if md.get("deletionTimestamp") and not md.get("finalizers"):
-            return self.view(rt, self._remove(rt.storage_gr, new))
-        stored = self._put(rt.storage_gr, new, created=False, old=existing)
+            return self.view(rt, self.remove(rt.storage_gr, new))
+        stored = self.put(rt.storage_gr, new, created=False, old=existing)
         if rt.group_resource == CRD_GR:
             self._register_crd(stored)
         return self.view(rt, stored)
@@ -481,7 +432,7 @@ class ObjectService:
             body = json.loads(raw or b"null")
         except ValueError as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from exc
-        existing = self._existing(rt, namespace, name)
+        existing = self.existing(rt, namespace, name)
         current = copy.deepcopy(self.view(rt, existing))
         if content_type == JSON_PATCH:
             result = patch.json_patch(current, body)
@@ -504,7 +455,7 @@ class ObjectService:
         result = conversion.to_storage(rt, self._parse_body(rt, result, namespace))
         if _meta(result).get("name") != name:
             raise errors.bad_request("metadata.name cannot be changed by a patch")
-        return self._commit(rt, existing, result, opts, subresource, operation="Update"), False
+        return self.commit(rt, existing, result, opts, subresource, operation="Update"), False
 
     def _server_side_apply(
         self, rt: ResourceType, namespace: str, name: str, config: Any, opts: WriteOptions, subresource: str
@@ -546,87 +497,7 @@ class ObjectService:
             subresource=subresource,
         )
         merged = conversion.to_storage(rt, merged)
-        return self._commit(rt, existing, merged, opts, subresource, operation="Apply"), False
-
-    # -- scale subresource ---------------------------------------------------------------------------------------
-
-    def get_scale(self, rt: ResourceType, namespace: str, name: str) -> JsonObj:
-        """The `autoscaling/v1` Scale of a Deployment or of a custom resource with a scale subresource."""
-        return self._scale_of(rt, self._existing(rt, namespace, name))
-
-    def _scale_of(self, rt: ResourceType, obj: JsonObj) -> JsonObj:
-        spec_path, status_path, selector_path = rt.scale_paths
-        md = obj["metadata"]
-        scale_md = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
-        status: JsonObj = {"replicas": _dotted(obj, status_path) or 0}
-        if rt.kind == "Deployment" and not rt.custom:
-            selector = (obj.get("spec") or {}).get("selector") or {}
-            labels = selector.get("matchLabels") or {}
-            status["selector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        elif selector_path and _dotted(obj, selector_path):
-            status["selector"] = _dotted(obj, selector_path)
-        return {
-            "kind": "Scale",
-            "apiVersion": "autoscaling/v1",
-            "metadata": scale_md,
-            "spec": {"replicas": _dotted(obj, spec_path) or 0},
-            "status": status,
-        }
-
-    def update_scale(
-        self, rt: ResourceType, namespace: str, name: str, content_type: str | None, body: Any, opts: WriteOptions
-    ) -> JsonObj:
-        """Replace (content_type None) or patch the Scale; only `spec.replicas` is written back."""
-        existing = self._existing(rt, namespace, name)
-        current = self._scale_of(rt, existing)
-        if content_type is None:
-            new_scale = body
-        elif content_type == JSON_PATCH:
-            new_scale = patch.json_patch(current, body)
-        else:
-            new_scale = patch.merge_patch(current, body)
-        if not isinstance(new_scale, dict):
-            raise errors.bad_request("the Scale must be an object")
-        rv = _meta(new_scale).get("resourceVersion")
-        if rv and rv != existing["metadata"]["resourceVersion"]:
-            raise errors.conflict(rt.group, rt.plural, name, MODIFIED)
-        replicas = (new_scale.get("spec") or {}).get("replicas")
-        if not isinstance(replicas, int) or replicas < 0:
-            raise errors.invalid(
-                "Scale", "autoscaling", name, [("FieldValueInvalid", "spec.replicas", "Invalid value: must be >= 0")]
-            )
-        updated = copy.deepcopy(existing)
-        _set_dotted(updated, rt.scale_paths[0], replicas)
-        result = self._commit(rt, existing, updated, opts, "", operation="Update")
-        return self._scale_of(rt, result)
-
-    # -- pods/binding --------------------------------------------------------------------------------------------
-
-    def bind(self, namespace: str, name: str, body: Any, opts: WriteOptions) -> JsonObj:
-        if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or not body["target"].get("name"):
-            raise errors.invalid("Binding", "", name, [("FieldValueRequired", "target.name", "Required value")])
-        pods = self._rt_for(POD_GR)
-        existing = self._existing(pods, namespace, name)
-        node = body["target"]["name"]
-        current = (existing.get("spec") or {}).get("nodeName")
-        if current:
-            raise errors.conflict("", "pods/binding", name, f'pod {name} is already assigned to node "{current}"')
-        if _meta(existing).get("deletionTimestamp"):
-            raise errors.conflict(
-                "", "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
-            )
-        new = copy.deepcopy(existing)
-        new["spec"]["nodeName"] = node
-        status = new.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}
-        )
-        status["conditions"] = conditions
-        fieldmanager.record_update(existing, new, opts.manager, "v1")
-        if not opts.dry_run:
-            self._put(POD_GR, new, created=False, old=existing)
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return self.commit(rt, existing, merged, opts, subresource, operation="Apply"), False
 
     # -- delete --------------------------------------------------------------------------------------------------
 
@@ -638,7 +509,7 @@ class ObjectService:
         options: JsonObj,
         opts: WriteOptions,
     ) -> JsonObj:
-        existing = self._existing(rt, namespace, name)
+        existing = self.existing(rt, namespace, name)
         pre = options.get("preconditions") or {}
         md = existing["metadata"]
         if pre.get("uid") and pre["uid"] != md.get("uid"):
@@ -668,128 +539,7 @@ class ObjectService:
             )
         if opts.dry_run:
             return self.view(rt, existing)
-        return self.view(rt, self._delete(rt.storage_gr, existing, propagation))
-
-    def _delete(self, gr: GroupResource, existing: JsonObj, propagation: str) -> JsonObj:
-        md = existing["metadata"]
-        finalizers = list(md.get("finalizers") or [])
-        uid = md.get("uid", "")
-        if gr == NAMESPACE_GR:
-            return self._delete_namespace(existing)
-        if propagation == "Foreground" and self._dependents.get(uid) and FOREGROUND not in finalizers:
-            finalizers.append(FOREGROUND)
-        if propagation == "Orphan":
-            self._orphan(uid)
-        if finalizers:
-            if md.get("deletionTimestamp") and finalizers == md.get("finalizers"):
-                return existing
-            new = copy.deepcopy(existing)
-            new["metadata"]["finalizers"] = finalizers
-            new["metadata"].setdefault("deletionTimestamp", now())
-            new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
-            stored = self._put(gr, new, created=False, old=existing)
-            if FOREGROUND in finalizers:
-                self._defer(lambda: self._collect_dependents(uid, "Foreground"))
-            return stored
-        return self._remove(gr, existing)
-
-    def _after_remove(self, gr: GroupResource, removed: JsonObj) -> None:
-        md = removed["metadata"]
-        uid = md.get("uid", "")
-        if self._dependents.get(uid):
-            self._defer(lambda: self._collect_dependents(uid, "Background"))
-        for ref in md.get("ownerReferences") or []:
-            owner_uid = ref.get("uid", "") if isinstance(ref, dict) else ""
-            self._defer(functools.partial(self._maybe_finish_foreground, owner_uid))
-        if gr == CRD_GR:
-            self._unregister_crd(removed)
-        namespace = md.get("namespace")
-        if namespace:
-            self._defer(lambda: self._maybe_finish_namespace(namespace))
-
-    def _lookup(self, key: tuple[GroupResource, str, str]) -> JsonObj | None:
-        return self.store.get(*key)
-
-    def _collect_dependents(self, owner_uid: str, propagation: str) -> None:
-        """Delete (or detach) the dependents of a deleted owner, like the garbage collector controller."""
-        for key in sorted(self._dependents.get(owner_uid, set())):
-            dep = self._lookup(key)
-            if dep is None or _meta(dep).get("deletionTimestamp"):
-                continue
-            refs = [r for r in _meta(dep).get("ownerReferences") or [] if isinstance(r, dict)]
-            alive = [r for r in refs if r.get("uid") != owner_uid and r.get("uid") in self._by_uid]
-            if alive:
-                new = copy.deepcopy(dep)
-                new["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
-                self._put(key[0], new, created=False, old=dep)
-            else:
-                self._delete(key[0], dep, propagation)
-
-    def _orphan(self, owner_uid: str) -> None:
-        for key in sorted(self._dependents.get(owner_uid, set())):
-            dep = self._lookup(key)
-            if dep is None:
-                continue
-            new = copy.deepcopy(dep)
-            refs = [r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid]
-            if refs:
-                new["metadata"]["ownerReferences"] = refs
-            else:
-                new["metadata"].pop("ownerReferences", None)
-            self._put(key[0], new, created=False, old=dep)
-
-    def _maybe_finish_foreground(self, owner_uid: str) -> None:
-        key = self._by_uid.get(owner_uid)
-        owner = self._lookup(key) if key else None
-        if key is None or owner is None or self._dependents.get(owner_uid):
-            return
-        finalizers = _meta(owner).get("finalizers") or []
-        if FOREGROUND not in finalizers or not _meta(owner).get("deletionTimestamp"):
-            return
-        new = copy.deepcopy(owner)
-        rest = [f for f in finalizers if f != FOREGROUND]
-        if rest:
-            new["metadata"]["finalizers"] = rest
-            self._put(key[0], new, created=False, old=owner)
-        else:
-            new["metadata"].pop("finalizers", None)
-            self._remove(key[0], new)
-
-    # -- namespaces ----------------------------------------------------------------------------------------------
-
-    def _delete_namespace(self, ns: JsonObj) -> JsonObj:
-        name = ns["metadata"]["name"]
-        if ns["metadata"].get("deletionTimestamp"):
-            return ns
-        new = copy.deepcopy(ns)
-        new["metadata"]["deletionTimestamp"] = now()
-        new["metadata"]["deletionGracePeriodSeconds"] = 0
-        new.setdefault("status", {})["phase"] = "Terminating"
-        stored = self._put(NAMESPACE_GR, new, created=False, old=ns)
-        self._defer(lambda: self._empty_namespace(name))
-        return stored
-
-    def _namespaced_contents(self, namespace: str) -> list[tuple[GroupResource, JsonObj]]:
-        return [(gr, obj) for gr, obj in self.store.iter_all() if obj["metadata"].get("namespace") == namespace]
-
-    def _empty_namespace(self, namespace: str) -> None:
-        for gr, obj in self._namespaced_contents(namespace):
-            if not obj["metadata"].get("deletionTimestamp"):
-                self._delete(gr, obj, "Background")
-        self._maybe_finish_namespace(namespace)
-
-    def _maybe_finish_namespace(self, namespace: str) -> None:
-        ns = self.store.get(NAMESPACE_GR, "", namespace)
-        if ns is None or not ns["metadata"].get("deletionTimestamp"):
-            return
-        if self._namespaced_contents(namespace):
-            return
-        if ns["metadata"].get("finalizers"):
-            new = copy.deepcopy(ns)
-            new.setdefault("spec", {})["finalizers"] = []
-            self._put(NAMESPACE_GR, new, created=False, old=ns)
-            return
-        self._remove(NAMESPACE_GR, ns)
+        return self.view(rt, self.gc.delete(rt.storage_gr, existing, propagation))
 
     # -- CRDs ----------------------------------------------------------------------------------------------------
 
@@ -805,6 +555,6 @@ class ObjectService:
         plural = (spec.get("names") or {}).get("plural", "")
         gr = (group, plural)
         for obj in list(self.store.scan(gr)):
-            self._remove(gr, obj)
+            self.remove(gr, obj)
         self.registry.remove_group_resource(group, plural)
         self.store.drop_group_resource(gr)
