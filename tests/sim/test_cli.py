@@ -115,3 +115,18 @@ def test_custom_cluster_and_workload_files() -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"]["knuma"]["topology_affinity_errors"] == 0
+
+
+def test_same_seed_same_json(tmp_path: Path) -> None:
+    scenario = str(_scenario_file(tmp_path))
+
+    def results(seed: str) -> dict[str, dict[str, object]]:
+        args = ["simulate", "--scenario", scenario, "--schedulers", "nrt-passthrough,knuma", "-o", "json"]
+        result = runner.invoke(app, [*args, "--seed", seed])
+        assert result.exit_code == 0, result.output
+        data: dict[str, dict[str, dict[str, object]]] = json.loads(result.stdout)
+        for metrics in data["results"].values():
+            del metrics["throughput_pods_per_s"]  # wall clock
+        return data["results"]
+
+    assert results("7") == results("7")
