@@ -96,7 +96,7 @@ def _figure(size: tuple[float, float]) -> Figure:
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4g}"
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
     return html.escape(str(value))
