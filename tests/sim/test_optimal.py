@@ -65,3 +65,21 @@ def test_prefers_more_pods_across_nodes() -> None:
 def test_restricted_wide_pods_are_not_modelled() -> None:
     with pytest.raises(OptimalUnsupported):
         solve([_pod("wide", 10)], [_node(policy=Policy.RESTRICTED)])
+
+
+def test_online_placement_is_a_starting_solution() -> None:
+    """With almost no search time, the hint (an online run's final state) is what CP-SAT returns at least."""
+    from knuma.sim.engine import build_kubelets, run
+    from knuma.sim.spec import scenario_from_dict
+
+    from .conftest import small_scenario
+
+    scenario = scenario_from_dict(small_scenario())
+    online = run(scenario, "knuma", seed=0)
+    placed = sum(len(k.running) for k in online.kubelets.values())
+    pods = [a.pod for a in scenario.workload.generate(0)]
+    pools = {n: p.name for p in scenario.cluster.pools for n in p.node_names()}
+    empty = list(build_kubelets(scenario).values())
+    result = solve(pods, empty, time_limit=0.001, pools=pools, hint=list(online.kubelets.values()))
+    assert result.placed >= placed
+    assert result.bound >= result.placed

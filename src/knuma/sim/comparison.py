@@ -114,7 +114,11 @@ def _optimal(comparison: Comparison, time_limit: float) -> None:
     pods = [a.pod for a in scenario.workload.generate(comparison.seed)]
     pools = {node: pool.name for pool in scenario.cluster.pools for node in pool.node_names()}
     try:
-        result = solve(pods, list(kubelets.values()), time_limit=time_limit, pools=pools)
+        best = max(
+            comparison.runs.values(), key=lambda r: sum(len(k.running) for k in r.kubelets.values()), default=None
+        )
+        hint = list(best.kubelets.values()) if best is not None else None
+        result = solve(pods, list(kubelets.values()), time_limit=time_limit, pools=pools, hint=hint)
     except OptimalUnsupported as err:
         comparison.notes.append(f"optimal skipped: {err}")
         return

@@ -65,10 +65,13 @@ def solve(
     time_limit: float = DEFAULT_TIME_LIMIT,
     workers: int = 2,
     pools: Mapping[str, str] | None = None,
+    hint: Sequence[SimKubelet] | None = None,
 ) -> OptimalResult:
     """Place as many of `pods` as possible on the empty `kubelets`.
 
     `pools` maps node names to a pool name; nodes of the same pool must be identical (used for symmetry breaking).
+    `hint`: the final state of an online run on the same nodes, as a starting solution (so the optimum found within
+    the time limit is never below it).
     """
     started = time.perf_counter()
     groups = _groups(pods)
@@ -77,6 +80,7 @@ def solve(
     per_group: dict[str, list[Any]] = {g.label: [] for g in groups}
     cpu_use: dict[str, Any] = {}
     counts: dict[tuple[str, str], list[Any]] = {}
+    option_vars: dict[tuple[str, str, tuple[Any, ...]], Any] = {}
     for kubelet in kubelets:
         node = kubelet.name
         topology = kubelet.empty_topology
@@ -89,6 +93,7 @@ def solve(
             for index, assignment in enumerate(options):
                 var = model.new_int_var(0, group.count, f"n[{group.label},{node},{index}]")
                 node_vars.append(var)
+                option_vars[group.label, node, _assignment_key(assignment)] = var
                 for numa_id, request in assignment.items():
                     for name, amount in request.items():
                         zone_load.setdefault((numa_id, name), []).append(var * amount)
@@ -120,6 +125,8 @@ def solve(
             for a, b in itertools.pairwise(members):
                 if not isinstance(cpu_use[a], int) and not isinstance(cpu_use[b], int):
                     model.add(cpu_use[a] >= cpu_use[b])
+    if hint is not None:
+        _add_hint(model, option_vars, groups, hint, pools or {})
     model.maximize(sum(placed_terms) if placed_terms else 0)
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = time_limit  # reproducible, unlike wall time
@@ -143,16 +150,70 @@ def solve(
     return OptimalResult(placed, len(pods), bound, status == cp_model.OPTIMAL, seconds, cpu_used, placement)
 
 
+def _group_key(pod: Pod) -> tuple[Any, ...]:
+    return (
+        pod.qos,
+        tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
+        tuple(sorted(pod.overhead.items())),
+    )
+
+
 def _groups(pods: Sequence[Pod]) -> list[_Group]:
     found: dict[tuple[Any, ...], list[Pod]] = {}
     for pod in pods:
-        key = (
-            pod.qos,
-            tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
-            tuple(sorted(pod.overhead.items())),
-        )
-        found.setdefault(key, []).append(pod)
+        found.setdefault(_group_key(pod), []).append(pod)
     return [_Group(f"g{index}", members[0], len(members)) for index, members in enumerate(found.values())]
+
+
+def _assignment_key(assignment: Mapping[int, Mapping[str, int]]) -> tuple[Any, ...]:
+    return tuple(sorted((numa_id, tuple(sorted(r.items()))) for numa_id, r in assignment.items() if r))
+
+
+def _add_hint(
+    model: cp_model.CpModel,
+    option_vars: Mapping[tuple[str, str, tuple[Any, ...]], Any],
+    groups: Sequence[_Group],
+    kubelets: Sequence[SimKubelet],
+    pools: Mapping[str, str],
+) -> None:
+    """Hint the solver with where an online run put its running pods. Identical nodes of a pool are renamed so that
+    the hint respects the symmetry-breaking order (CPU use descending)."""
+    label = {_group_key(g.pod): g.label for g in groups}
+    per_node: dict[str, dict[tuple[str, tuple[Any, ...]], int]] = {}
+    cpu: dict[str, int] = {}
+    for kubelet in kubelets:
+        counts = per_node.setdefault(kubelet.name, {})
+        cpu[kubelet.name] = kubelet.requested.get(CPU, 0)
+        for running in kubelet.running.values():
+            group = label.get(_group_key(running.pod))
+            if group is None:
+                continue
+            assignment: dict[int, dict[str, int]] = {}
+            for placement in running.placements:
+                if placement.kind is ContainerKind.INIT:
+                    continue
+                for name, per_numa in placement.allocated.items():
+                    for numa_id, amount in per_numa.items():
+                        if amount:
+                            zone = assignment.setdefault(numa_id, {})
+                            zone[name] = zone.get(name, 0) + (amount // MILLI if name == CPU else amount)
+            key = (group, _assignment_key(assignment))
+            counts[key] = counts.get(key, 0) + 1
+    rename: dict[str, str] = {}
+    by_pool: dict[str, list[str]] = {}
+    for name in per_node:
+        by_pool.setdefault(pools.get(name, name), []).append(name)
+    for members in by_pool.values():
+        for target, source in zip(members, sorted(members, key=lambda n: -cpu[n]), strict=True):
+            rename[source] = target
+    hinted: dict[Any, int] = {}
+    for node, counts in per_node.items():
+        for (group, key), count in counts.items():
+            var = option_vars.get((group, rename[node], key))
+            if var is not None:
+                hinted[var.index] = count
+    for var in option_vars.values():
+        model.add_hint(var, hinted.get(var.index, 0))
 
 
 def _assignments(pod: Pod, kubelet: SimKubelet) -> list[dict[int, dict[str, int]]]:
