@@ -99,7 +99,8 @@ def render() -> str:
         "# Benchmarks",
         "",
         f"Machine: {machine()}.  ",
-        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.  ",
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; load average at start "
+        f"{os.getloadavg()[0]:.2f} (other work on the machine slows every figure).  ",
         "Command: `make bench` (runs `python -m knuma.bench.report --output docs/benchmarks.md`).",
         "",
     ]
