@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from knuma.api.pod import Pod
 from knuma.scheduler.framework import CycleState
 from knuma.sim.engine import snapshot
@@ -65,3 +68,42 @@ def test_admission_is_not_monotonic_and_knuma_guards_against_it() -> None:
     assert not status.ok and "default/b" in status.detail
     assert scheduler.schedule(fragile, 2.0) is None
     assert scheduler.schedule(_guaranteed("plain", 4), 2.0) == "n0"  # no init container: not fragile
+
+
+_POD = st.tuples(
+    st.integers(min_value=1, max_value=10),  # app CPUs
+    st.integers(min_value=0, max_value=4),  # init CPUs (0: none)
+    st.booleans(),  # Guaranteed?
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.sampled_from(["small", "four-numa", "eight-numa"]),
+    ops=st.lists(st.tuples(_POD, st.booleans()), max_size=40),
+)
+def test_ground_truth_is_conserved(shape: str, ops: list[tuple[tuple[int, int, bool], bool]]) -> None:
+    """Any sequence of admissions and releases keeps every zone within [0, allocatable], and releasing everything
+    gives the empty node back."""
+    node_shape = BUILTIN_SHAPES[shape]
+    kubelet = SimKubelet("n", node_shape.allocatable(), node_shape.topology("n"))
+    empty = [dict(z.available) for z in kubelet.topology.zones]
+    for index, ((cpu, init, guaranteed), release_one) in enumerate(ops):
+        pod = _guaranteed(f"p{index}", cpu, init)
+        if not guaranteed:
+            pod = Pod.from_manifest(
+                {
+                    "metadata": {"name": f"p{index}"},
+                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": f"{cpu}"}}}]},
+                }
+            )
+        kubelet.admit(pod)
+        kubelet.check()
+        if release_one and kubelet.running:
+            kubelet.release(next(iter(kubelet.running)))
+            kubelet.check()
+    for key in list(kubelet.running):
+        kubelet.release(key)
+    kubelet.check()
+    assert [dict(z.available) for z in kubelet.topology.zones] == empty
+    assert all(amount == 0 for amount in kubelet.requested.values())
