@@ -37,7 +37,9 @@ def apiserver(
     kubeconfig_out: Path | None = typer.Option(
         None, "--kubeconfig-out", help="Write the kubeconfig to FILE instead of printing it on stdout."
     ),
-    insecure: bool = typer.Option(False, "--insecure", help="Accept requests without the bearer token."),
+    insecure: bool = typer.Option(
+        False, "--insecure", help="Serve plain HTTP without authentication (kubectl sends tokens only over HTTPS)."
+    ),
     token: str | None = typer.Option(
         None, "--token", envvar="KNUMA_APISERVER_TOKEN", help="Bearer token to require (generated when omitted)."
     ),

@@ -8,6 +8,20 @@ kubectl, lightkube or kopf exactly as it would a real cluster::
 
 Servers bind 127.0.0.1 on a free port and are always stopped on exit (the subprocess is killed if it does not stop
 within a few seconds), so a failing test never leaks one.
+
+A fixture for another test suite's `conftest.py`::
+
+    @pytest.fixture
+    def apiserver(tmp_path):
+        with apiserver_in_thread(tmp_path) as api:   # or apiserver_process(tmp_path) for a real `knuma apiserver`
+            yield api
+
+    def test_something(apiserver):
+        client = lightkube.Client(KubeConfig.from_file(apiserver.kubeconfig))
+
+The in-process variant also exposes the `ApiServer` (`api.server`, e.g. `api.register_node_proxy(...)`) and runs
+code on its event loop with `api.call(fn)`; options such as `bookmark_interval=0.2` or `watch_window=100` go to
+`ApiServer(...)`.
 """
 
 from __future__ import annotations
