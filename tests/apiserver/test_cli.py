@@ -40,7 +40,12 @@ def test_prints_kubeconfig_on_stdout_and_stops_on_sigterm() -> None:
         assert len(config["users"][0]["user"]["token"]) > 20
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate(timeout=5)
+            raise
     assert proc.returncode == 0
     assert "listening on https://127.0.0.1:" in err
 

@@ -194,10 +194,15 @@ def test_wait_for_condition_on_pod(kubectl: Kubectl, http_client: Http) -> None:
     pods = "/api/v1/namespaces/default/pods"
     http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
     proc = kubectl.popen("wait", "--for=condition=Ready", "pod/p", "--timeout=15s")
-    time.sleep(1.0)
-    status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-    http_client.patch(f"{pods}/p/status", status, "application/merge-patch+json")
-    out, err = proc.communicate(timeout=20)
+    try:
+        time.sleep(1.0)
+        status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        http_client.patch(f"{pods}/p/status", status, "application/merge-patch+json")
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
     assert proc.returncode == 0, err
     assert "pod/p condition met" in out
 
