@@ -65,3 +65,18 @@ def test_insecure_mode_serves_plain_http_without_token(tmp_path: Path) -> None:
         assert api.url.startswith("http://")
         assert api.token is None
         assert Http(api).get("/api/v1/namespaces/default", auth=False).json["metadata"]["name"] == "default"
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with apiserver_process(tmp_path, insecure=True) as api:
+        port = api.url.rsplit(":", 1)[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "knuma.apiserver", "--port", port, "--insecure"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert proc.stdout == ""

@@ -167,3 +167,23 @@ def test_strict_field_validation_reports_unknown_fields(http_client: Http) -> No
     )
     lenient = http_client.post(f"{path}?fieldValidation=Ignore", widget("w", size=1, extra="typo"))
     assert lenient.status == 201 and lenient.json["spec"] == {"size": 1}
+
+
+def test_custom_resource_scale_subresource(http_client: Http) -> None:
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["subresources"]["scale"] = {
+        "specReplicasPath": ".spec.size",
+        "statusReplicasPath": ".status.size",
+    }
+    http_client.post(CRDS, crd)
+    path = "/apis/example.knuma.io/v1/namespaces/default/widgets"
+    http_client.post(path, widget("w", size=2))
+    scale = http_client.get(f"{path}/w/scale").json
+    assert (scale["kind"], scale["spec"]["replicas"], scale["status"]["replicas"]) == ("Scale", 2, 0)
+    patched = http_client.patch(f"{path}/w/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+    assert patched.json["spec"]["replicas"] == 5
+    assert http_client.get(f"{path}/w").json["spec"]["size"] == 5
+    bad = http_client.patch(f"{path}/w/scale", {"spec": {"replicas": -1}}, "application/merge-patch+json")
+    assert bad.status == 422
+    resources = {r["name"]: r for r in http_client.get("/apis/example.knuma.io/v1").json["resources"]}
+    assert resources["widgets/scale"]["kind"] == "Scale" and resources["widgets/scale"]["group"] == "autoscaling"
