@@ -289,3 +289,18 @@ def test_describe_shows_events_recorded_through_events_k8s_io(kubectl: Kubectl, 
     assert "FailedScheduling" in described and "cannot align container" in described
     events = kubectl("get", "events").stdout
     assert "FailedScheduling" in events and "pod/p" in events
+
+
+def test_upgrade_from_client_side_to_server_side_apply(kubectl: Kubectl, tmp_path: Path, http_client: Http) -> None:
+    kubectl("apply", "-f", write(tmp_path, "d1.yaml", DEPLOYMENT))
+    more = DEPLOYMENT.replace("replicas: 2", "replicas: 6")
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f", write(tmp_path, "d2.yaml", more)).stdout
+    assert http_client.get("/apis/apps/v1/namespaces/default/deployments/web").json["spec"]["replicas"] == 6
+    # A field someone else changed since the client-side apply still conflicts.
+    http_client.patch(
+        "/apis/apps/v1/namespaces/default/deployments/web?fieldManager=hpa",
+        {"metadata": {"labels": {"app": "changed"}}},
+        "application/merge-patch+json",
+    )
+    other = kubectl("apply", "--server-side", "-f", write(tmp_path, "d3.yaml", more), check=False)
+    assert other.returncode != 0 and 'conflict with "hpa"' in other.stderr

@@ -25,6 +25,7 @@ from knuma.apiserver.patch import merge_key_for
 
 JsonObj = dict[str, Any]
 Path = tuple[str, ...]
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 _IGNORED_META = frozenset(
     {
@@ -40,6 +41,42 @@ _IGNORED_META = frozenset(
         "selfLink",
     }
 )
+
+
+class ApplyConflict(ApiError):
+    """A 409 listing the fields other managers own with a different value."""
+
+    def __init__(self, conflicts: list[tuple[str, Path]]) -> None:
+        self.conflicts = conflicts
+        causes = [
+            {"reason": "FieldManagerConflict", "message": f'conflict with "{m}"', "field": _show(p)}
+            for m, p in conflicts
+        ]
+        lines = "\n".join(f'- conflict with "{m}": {_show(p)}' for m, p in conflicts)
+        n = len(conflicts)
+        super().__init__(
+            409,
+            "Conflict",
+            f"Apply failed with {n} conflict{'s' if n > 1 else ''}:\n{lines}",
+            details={"causes": causes},
+        )
+
+
+def upgrade_conflicts_allowed(live: JsonObj, conflicts: list[tuple[str, Path]]) -> bool:
+    """kubectl's client-side to server-side apply upgrade (kube-apiserver's lastAppliedManager): conflicts are
+    forgiven when every conflicting field is in the `last-applied-configuration` annotation with the live value,
+    i.e. nobody changed it since the last client-side apply."""
+    raw = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    if not raw:
+        return False
+    try:
+        last_applied = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(last_applied, dict):
+        return False
+    allowed = field_paths(last_applied, status=False)
+    return all(p in allowed and get_path(live, p) == get_path(last_applied, p) for _, p in conflicts)
 
 
 def _now() -> str:
@@ -259,18 +296,7 @@ def apply(
             if get_path(base, p) != get_path(config, p):
                 conflicts.append((eid[0], p))
     if conflicts and not force:
-        causes = [
-            {"reason": "FieldManagerConflict", "message": f'conflict with "{m}"', "field": _show(p)}
-            for m, p in sorted(conflicts)
-        ]
-        lines = "\n".join(f'- conflict with "{m}": {_show(p)}' for m, p in sorted(conflicts))
-        n = len(conflicts)
-        raise ApiError(
-            409,
-            "Conflict",
-            f"Apply failed with {n} conflict{'s' if n > 1 else ''}:\n{lines}",
-            details={"causes": causes},
-        )
+        raise ApplyConflict(sorted(conflicts))
     for manager_name, p in conflicts:
         for eid, paths in owned.items():
             if eid[0] == manager_name and eid != me:

@@ -488,14 +488,17 @@ class ObjectService:
                 MODIFIED,
             )
         _meta(config).pop("resourceVersion", None)
-        merged = fieldmanager.apply(
-            self.view(rt, existing),
-            config,
-            opts.manager,
-            force=opts.force,
-            api_version=rt.api_version,
-            subresource=subresource,
-        )
+        live = self.view(rt, existing)
+        try:
+            merged = fieldmanager.apply(
+                live, config, opts.manager, force=opts.force, api_version=rt.api_version, subresource=subresource
+            )
+        except fieldmanager.ApplyConflict as conflict:
+            if opts.manager != "kubectl" or not fieldmanager.upgrade_conflicts_allowed(live, conflict.conflicts):
+                raise
+            merged = fieldmanager.apply(
+                live, config, opts.manager, force=True, api_version=rt.api_version, subresource=subresource
+            )
         merged = conversion.to_storage(rt, merged)
         return self.commit(rt, existing, merged, opts, subresource, operation="Apply"), False
 
