@@ -206,3 +206,16 @@ def test_events_k8s_io_and_core_events_share_storage(http_client: Http) -> None:
         "application/merge-patch+json",
     )
     assert http_client.get("/api/v1/namespaces/default/events/p.1").json["series"]["count"] == 2
+
+
+def test_pod_defaults_requests_from_limits_and_qos_class(http_client: Http) -> None:
+    guaranteed = pod("g")
+    guaranteed["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}}
+    created = http_client.post(PODS, guaranteed).json
+    assert created["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "1Gi"}
+    assert created["status"]["qosClass"] == "Guaranteed"
+    assert created["spec"]["schedulerName"] == "default-scheduler"
+    burstable = pod("b")
+    burstable["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    assert http_client.post(PODS, burstable).json["status"]["qosClass"] == "Burstable"
+    assert http_client.post(PODS, pod("e")).json["status"]["qosClass"] == "BestEffort"

@@ -6,7 +6,10 @@ finalizer, deployment replicas and strategy); the rest of kube-apiserver's defau
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
+
+from knuma.api.pod import Pod, PodError
 
 JsonObj = dict[str, Any]
 
@@ -20,6 +23,13 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         spec.setdefault("terminationGracePeriodSeconds", 30)
         spec.setdefault("dnsPolicy", "ClusterFirst")
         spec.setdefault("priority", 0)
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+                # Like kube-apiserver: a limit without a request requests the limit.
+                requests = resources.setdefault("requests", {})
+                for name, amount in resources["limits"].items():
+                    requests.setdefault(name, amount)
         for c in spec.get("containers") or []:
             if isinstance(c, dict):
                 c.setdefault("terminationMessagePath", "/dev/termination-log")
@@ -28,6 +38,9 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 )
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
+        # Malformed containers are reported by validation; the QoS class is only informative.
+        with contextlib.suppress(PodError, ValueError):
+            status.setdefault("qosClass", str(Pod.from_manifest(obj).qos))
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")
