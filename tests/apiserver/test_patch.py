@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from knuma.apiserver import fieldmanager
@@ -179,3 +181,20 @@ def test_apply_over_http_creates_then_conflicts(http_client: Http) -> None:
     assert broken.status == 400
     unknown = http_client.patch("/api/v1/namespaces/default/pods/p", {}, "application/x-unknown")
     assert unknown.status == 415
+
+
+@pytest.mark.slow
+def test_no_op_writes_keep_the_resource_version(http_client: Http) -> None:
+    path = "/api/v1/namespaces/default/pods/p"
+    created = http_client.patch(f"{path}?fieldManager=ctl", pod("p"), "application/apply-patch+yaml").json
+    http_client.patch(
+        f"{path}?fieldManager=labeler", {"metadata": {"labels": {"x": "1"}}}, "application/merge-patch+json"
+    )
+    rv = http_client.get(path).json["metadata"]["resourceVersion"]
+    time.sleep(1.1)  # managedFields times have a one-second resolution
+    again = http_client.patch(f"{path}?fieldManager=ctl", pod("p"), "application/apply-patch+yaml").json
+    same = http_client.patch(
+        f"{path}?fieldManager=labeler", {"metadata": {"labels": {"x": "1"}}}, "application/merge-patch+json"
+    ).json
+    assert again["metadata"]["resourceVersion"] == rv == same["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"][0]["time"] == created["metadata"]["managedFields"][0]["time"]

@@ -202,9 +202,18 @@ def _owned(entries: list[JsonObj]) -> dict[tuple[str, str, str], set[Path]]:
 
 
 def _write_entries(
-    obj: JsonObj, owned: dict[tuple[str, str, str], set[Path]], api_version: str, touched: tuple[str, str, str]
+    obj: JsonObj,
+    owned: dict[tuple[str, str, str], set[Path]],
+    api_version: str,
+    touched: tuple[str, str, str],
+    *,
+    changed: bool = True,
 ) -> None:
+    """Rewrite `managedFields`; the touched entry gets a new time only when the write changed something, so a
+    no-op update or apply leaves the object (and its resourceVersion) as it was."""
     old = {_entry_id(e): e for e in _entries(obj)}
+    if not changed and touched in old:
+        changed = old[touched].get("fieldsV1") != to_fields_v1(owned.get(touched, set()))
     out: list[JsonObj] = []
     for eid, paths in owned.items():
         if not paths:
@@ -214,7 +223,7 @@ def _write_entries(
             "manager": manager,
             "operation": operation,
             "apiVersion": api_version if eid == touched else old.get(eid, {}).get("apiVersion", api_version),
-            "time": _now() if eid == touched else old.get(eid, {}).get("time", _now()),
+            "time": _now() if eid == touched and changed else old.get(eid, {}).get("time", _now()),
             "fieldsType": "FieldsV1",
             "fieldsV1": to_fields_v1(paths),
         }
@@ -238,7 +247,7 @@ def record_update(old: JsonObj | None, new: JsonObj, manager: str, api_version: 
             paths -= changed
         paths -= removed
     owned.setdefault(me, set()).update(changed)
-    _write_entries(new, owned, api_version, me)
+    _write_entries(new, owned, api_version, me, changed=bool(changed or removed))
 
 
 def _merge(live: Any, config: Any, field: str = "") -> Any:
@@ -310,5 +319,10 @@ def apply(
         if p not in others and not any(o[: len(p)] == p for o in others):
             remove_path(merged, p)
     owned[me] = cfg_paths
-    _write_entries(merged, owned, api_version, me)
+    unchanged = {k: v for k, v in merged.items() if k != "metadata"} == {
+        k: v for k, v in base.items() if k != "metadata"
+    } and {k: v for k, v in merged.get("metadata", {}).items() if k != "managedFields"} == {
+        k: v for k, v in base.get("metadata", {}).items() if k != "managedFields"
+    }
+    _write_entries(merged, owned, api_version, me, changed=not unchanged)
     return merged
