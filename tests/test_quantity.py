@@ -199,7 +199,16 @@ def test_canonical_string_round_trips(nanos, fmt):
     text = format_quantity(nanos, fmt)
     parsed = parse_quantity(text)
     assert parsed.nanos == nanos
-    assert str(parsed) == text  # canonical strings are fixed points
+    # A BinarySI amount that is not a multiple of 1024 prints without a suffix, as Go does, and reads back as
+    # DecimalSI ("15625000" -> "15625k"); from then on the canonical string is a fixed point.
+    again = parse_quantity(str(parsed))
+    assert again.nanos == nanos
+    assert str(parse_quantity(str(again))) == str(again)
+
+
+def test_binary_si_without_a_binary_suffix_prints_like_go() -> None:
+    assert format_quantity(15_625_000 * 10**9, QuantityFormat.BINARY_SI) == "15625000"
+    assert str(parse_quantity("15625000")) == "15625k"
 
 
 @settings(max_examples=300)
