@@ -304,3 +304,17 @@ def test_upgrade_from_client_side_to_server_side_apply(kubectl: Kubectl, tmp_pat
     )
     other = kubectl("apply", "--server-side", "-f", write(tmp_path, "d3.yaml", more), check=False)
     assert other.returncode != 0 and 'conflict with "hpa"' in other.stderr
+
+
+def test_cordon_and_drain(kubectl: Kubectl, http_client: Http) -> None:
+    http_client.post(
+        "/api/v1/nodes", {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    )
+    pods = "/api/v1/namespaces/default/pods"
+    http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    http_client.post(f"{pods}/p/binding", {"target": {"kind": "Node", "name": "n1"}})
+    http_client.post(pods, {"metadata": {"name": "elsewhere"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    out = kubectl("drain", "n1", "--force", "--timeout=10s").stdout
+    assert "node/n1 drained" in out
+    assert http_client.get("/api/v1/nodes/n1").json["spec"]["unschedulable"] is True
+    assert [p["metadata"]["name"] for p in http_client.get(pods).json["items"]] == ["elsewhere"]

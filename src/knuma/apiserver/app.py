@@ -280,7 +280,9 @@ class Handlers:
         if method == "DELETE":
             raw = await request.read()
             options: JsonObj = {}
-            if raw:
+            if raw and request.content_type == protobuf.CONTENT_TYPE:
+                options = protobuf.decode(raw)
+            elif raw:
                 try:
                     loaded = json.loads(raw)
                 except ValueError as exc:

@@ -1,9 +1,10 @@
 """Decoding the Kubernetes protobuf encoding for the simple kinds kubectl's generators send that way.
 
-`kubectl create namespace|configmap|secret|serviceaccount` POST `application/vnd.kubernetes.protobuf` bodies (and
-do not fall back to JSON on 415). The envelope is the magic `k8s\\x00` followed by a `runtime.Unknown` message whose
-`raw` field holds the object; the fields below are the protobuf field numbers of `k8s.io/api/core/v1` and
-`apimachinery/pkg/apis/meta/v1` `generated.proto`. Other kinds answer 415 with a hint to use `-f` (JSON/YAML).
+`kubectl create namespace|configmap|secret|serviceaccount` POST `application/vnd.kubernetes.protobuf` bodies, and
+`kubectl drain` sends its DeleteOptions that way (none of them fall back to JSON on 415). The envelope is the magic
+`k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field holds the object; the fields below are the
+protobuf field numbers of `k8s.io/api/core/v1` and `apimachinery/pkg/apis/meta/v1` `generated.proto`. Other kinds
+answer 415 with a hint to use `-f` (JSON/YAML).
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ MESSAGES: dict[str, Schema] = {
     },
     "LocalObjectReference": {1: ("name", "string")},
     "NamespaceSpec": {1: ("finalizers", "strings")},
+    "Preconditions": {1: ("uid", "string"), 2: ("resourceVersion", "string")},
+    "DeleteOptions": {
+        1: ("gracePeriodSeconds", "int"),
+        2: ("preconditions", "Preconditions"),
+        3: ("orphanDependents", "bool"),
+        4: ("propagationPolicy", "string"),
+        5: ("dryRun", "strings"),
+    },
     "NamespaceStatus": {1: ("phase", "string")},
     "Namespace": {1: ("metadata", "ObjectMeta"), 2: ("spec", "NamespaceSpec"), 3: ("status", "NamespaceStatus")},
     "ConfigMap": {
@@ -71,7 +80,7 @@ MESSAGES: dict[str, Schema] = {
         4: ("automountServiceAccountToken", "bool"),
     },
 }
-SUPPORTED_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount"})
+SUPPORTED_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount", "DeleteOptions"})
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
