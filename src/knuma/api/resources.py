@@ -36,6 +36,9 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 STORAGE = "storage"
 HUGEPAGES_PREFIX = "hugepages-"
 
+ALWAYS_ON_NODE = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
+"""Keys kube-scheduler's NodeInfo allocatable always has, even at 0."""
+
 ResourceList = Mapping[str, int]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod, QOSClass
-from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_host_level, is_native, is_numa_affine
+from knuma.api.resources import ALWAYS_ON_NODE, is_host_level, is_native, is_numa_affine
 from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, Status
 from knuma.scheduler.plugins.numa import (
     CANNOT_ALIGN_CONTAINER,
@@ -23,8 +23,6 @@ from knuma.scheduler.plugins.numa import (
 
 __all__ = ["UpstreamNodeResourceTopologyMatch", "upstream_filter"]
 
-_ALWAYS_ON_NODE = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
-
 
 def upstream_filter(pod: Pod, node: NodeInfo) -> Status:
     if pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names):
@@ -33,7 +31,7 @@ def upstream_filter(pod: Pod, node: NodeInfo) -> Status:
     if topology is None or topology.config.policy is not Policy.SINGLE_NUMA_NODE:
         return SUCCESS
     zones = [(z.id, dict(z.available)) for z in topology.zones]
-    node_keys = set(node.allocatable) | _ALWAYS_ON_NODE
+    node_keys = set(node.allocatable) | ALWAYS_ON_NODE
     if topology.config.scope is Scope.POD:
         if _fit(zones, pod.effective_request, pod.qos, node_keys) is None:
             return Status(Code.UNSCHEDULABLE, CANNOT_ALIGN_POD, "NodeResourceTopologyMatch")

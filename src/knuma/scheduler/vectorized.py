@@ -22,7 +22,6 @@ from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod, QOSClass
 from knuma.api.resources import CPU, PODS, is_native, is_numa_affine
 from knuma.scheduler.framework import CycleState, NodeInfo
-from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.strategies import ScoringStrategy, StrategyType
 from knuma.topology.kubelet import Admission, admit
@@ -53,7 +52,7 @@ class VectorizedScheduler:
         self.requested = [dict(n.requested) for n in self.nodes]
         self.pod_counts = np.array([n.pod_count for n in self.nodes], dtype=np.int64)
         self.max_pods = np.array([n.allocatable.get(PODS, 1 << 62) for n in self.nodes], dtype=np.int64)
-        self.has_node_object = [n.has_node_object for n in self.nodes]
+        self.has_node_object = np.array([n.has_node_object for n in self.nodes], dtype=np.bool_)
         names: set[str] = set()
         for n in self.nodes:
             names |= set(n.allocatable)
@@ -79,7 +78,6 @@ class VectorizedScheduler:
         self.has_nrt = np.array([t is not None for t in self.topologies], dtype=np.bool_)
         for row in range(len(self.nodes)):
             self._load_row(row)
-        self._fit = NodeResourcesFit()
         self._numa = NodeResourceTopologyMatch(self.scoring)
 
     # -- state -------------------------------------------------------------------------------------------------
@@ -181,7 +179,7 @@ class VectorizedScheduler:
         """NodeResourcesFit for every node: each requested resource fits what is free (nodes without a Node object
         only check what their zones report), and there is room for one more pod."""
         request = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
-        has_object = np.array(self.has_node_object, dtype=np.bool_)
+        has_object = self.has_node_object
         ok = np.ones(len(self.nodes), dtype=np.bool_)
         for name, amount in request.items():
             if name not in self.index:

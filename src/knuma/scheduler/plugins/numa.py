@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod, QOSClass
-from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_native
+from knuma.api.resources import ALWAYS_ON_NODE, is_native
 from knuma.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
 from knuma.scheduler.strategies import (
     ScoringStrategy,
@@ -32,8 +32,6 @@ CANNOT_ALIGN_INIT_CONTAINER = "cannot align init container"
 CANNOT_ALIGN_SIDECAR_CONTAINER = "cannot align sidecar container"
 UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager supports"
 
-_ALWAYS_ON_NODE = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
-
 
 class NodeResourceTopologyMatch:
     name = NAME
@@ -50,7 +48,7 @@ class NodeResourceTopologyMatch:
         if topology is None:
             return SUCCESS  # no NRT data: nothing to align against
         if node.has_node_object:
-            missing = sorted(n for n in pod.requested_names if n not in node.allocatable and n not in _ALWAYS_ON_NODE)
+            missing = sorted(n for n in pod.requested_names if n not in node.allocatable and n not in ALWAYS_ON_NODE)
             if missing:
                 return Status(
                     Code.UNSCHEDULABLE,
