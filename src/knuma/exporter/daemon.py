@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2
-from lightkube import AsyncClient, KubeConfig
+from lightkube import AsyncClient
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.exporter.fingerprint import status_document, write_status
@@ -32,6 +31,7 @@ from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import MachineTopology, SysfsError, discover
 from knuma.exporter.tmconfig import ConfigError
 from knuma.exporter.triggers import KUBELET_STATE_FILES, Trigger, UpdateQueue, prepare_notify_file, tick, watch_files
+from knuma.kube.client import async_client
 
 __all__ = ["Exporter", "Health", "make_client", "run"]
 
@@ -62,11 +62,7 @@ class Health:
 
 def make_client(settings: ExporterSettings) -> AsyncClient:
     """A lightkube client from --kubeconfig/--context, else in-cluster, else ~/.kube/config."""
-    config = KubeConfig.from_file(settings.kubeconfig) if settings.kubeconfig else KubeConfig.from_env()
-    single = config.get(context_name=settings.context) if settings.context else None
-    return AsyncClient(
-        config=single or config, field_manager=FIELD_MANAGER, timeout=httpx2.Timeout(10.0), trust_env=False
-    )
+    return async_client(settings.kubeconfig, settings.context, field_manager=FIELD_MANAGER)
 
 
 class Exporter:

@@ -1,0 +1,86 @@
+"""lightkube clients from `--kubeconfig` / `--context`, in-cluster config, or `~/.kube/config`, with clear errors.
+
+Every knuma component that reaches an API server builds its client here, so that the same flags mean the same thing
+everywhere and a bad kubeconfig is reported the same way (what is wrong and what to do), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx2
+from lightkube import AsyncClient, Client, KubeConfig
+from lightkube.config.kubeconfig import SingleConfig
+from lightkube.core.exceptions import ConfigError
+
+__all__ = ["KubeConfigError", "async_client", "load_config", "sync_client"]
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class KubeConfigError(ValueError):
+    """The cluster connection cannot be configured; the message says which file or context and what to do."""
+
+
+def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None) -> SingleConfig:
+    """The connection settings: `kubeconfig` if given, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`."""
+    path = kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        if path:
+            file = Path(path).expanduser()
+            if not file.is_file():
+                raise KubeConfigError(f"kubeconfig {file} does not exist; pass --kubeconfig with an existing file")
+            config = KubeConfig.from_file(file)
+        else:
+            config = KubeConfig.from_env()
+    except KubeConfigError:
+        raise
+    except ConfigError as err:
+        raise KubeConfigError(
+            f"no cluster configuration: {err}; pass --kubeconfig FILE or run inside a pod with a service account"
+        ) from err
+    except Exception as err:  # malformed YAML or a kubeconfig lightkube cannot read
+        raise KubeConfigError(f"cannot read kubeconfig {path or '~/.kube/config'}: {err}") from err
+    try:
+        single = config.get(context_name=context)
+    except (ConfigError, KeyError) as err:
+        known = ", ".join(sorted(config.contexts)) or "none"
+        wanted = repr(context) if context else "no current-context"
+        raise KubeConfigError(f"kubeconfig has {wanted} (contexts: {known}); pick one with --context") from err
+    assert single is not None  # no default given: lightkube raises rather than returning None
+    return single
+
+
+def async_client(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    field_manager: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    namespace: str | None = None,
+) -> AsyncClient:
+    return AsyncClient(
+        config=load_config(kubeconfig, context),
+        field_manager=field_manager,
+        timeout=httpx2.Timeout(timeout),
+        trust_env=False,
+        namespace=namespace,
+    )
+
+
+def sync_client(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    field_manager: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    namespace: str | None = None,
+) -> Client:
+    return Client(
+        config=load_config(kubeconfig, context),
+        field_manager=field_manager,
+        timeout=httpx2.Timeout(timeout),
+        trust_env=False,
+        namespace=namespace,
+    )
