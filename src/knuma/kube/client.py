@@ -14,7 +14,7 @@ from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ConfigError
 
-__all__ = ["KubeConfigError", "async_client", "load_config", "sync_client"]
+__all__ = ["KubeConfigError", "async_client", "async_http", "load_config", "sync_client"]
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -84,3 +84,18 @@ def sync_client(
         trust_env=False,
         namespace=namespace,
     )
+
+
+def async_http(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> httpx2.AsyncClient:
+    """A raw HTTP client (base URL, TLS and credentials from the kubeconfig) for the hot paths that want plain JSON:
+    informers streaming watch lines, and binding pods, where decoding into typed models would only cost time."""
+    from lightkube.config.client_adapter import AsyncClient as adapter_client
+    from lightkube.config.client_adapter import ConnectionParams
+
+    params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+    return adapter_client(load_config(kubeconfig, context), params)

@@ -1,0 +1,160 @@
+"""Kubernetes Events (`core/v1`), as kube-scheduler records them, with client-go's deduplication and rate limit.
+
+`kubectl describe pod` and `kubectl get events` show what the scheduler did: `Scheduled` (Normal) and
+`FailedScheduling` (Warning). The same (object, reason, message) within the dedupe window becomes a count increment
+on the existing Event instead of a new object, and a token bucket caps the write rate, so a pod that stays
+unschedulable through many attempts never floods the API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+__all__ = ["EventRecorder", "ObjectReference"]
+
+log = logging.getLogger("knuma.kube.events")
+
+
+@dataclass(frozen=True)
+class ObjectReference:
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        return out
+
+
+@dataclass
+class _Recorded:
+    name: str
+    count: int
+    last: float
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        component: str,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        dedupe_window: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.http = http
+        self.component = component
+        self.qps = qps
+        self.burst = burst
+        self.tokens = float(burst)
+        self.dedupe_window = dedupe_window
+        self.clock = clock
+        self._last_refill = clock()
+        self._recorded: dict[tuple[ObjectReference, str, str], _Recorded] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.dropped = 0
+
+    def record(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> None:
+        """Send (in the background) unless the rate limit is exhausted; never raises."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self._last_refill) * self.qps)
+        self._last_refill = now
+        if self.tokens < 1:
+            self.dropped += 1
+            return
+        self.tokens -= 1
+        task = asyncio.get_running_loop().create_task(self._send(ref, event_type, reason, message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def flush(self) -> None:
+        """Wait for the events in flight (at shutdown)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _send(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> None:
+        key = (ref, reason, message)
+        now = self.clock()
+        stamp = _timestamp()
+        previous = self._recorded.get(key)
+        path = f"/api/v1/namespaces/{ref.namespace}/events"
+        try:
+            if previous is not None and now - previous.last < self.dedupe_window:
+                previous.count += 1
+                previous.last = now
+                patch = {"count": previous.count, "lastTimestamp": stamp}
+                response = await self.http.patch(
+                    f"{path}/{previous.name}",
+                    json=patch,
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+                if response.status_code != 404:
+                    _check(response)
+                    return
+            name = f"{ref.name}.{uuid.uuid4().hex[:16]}"
+            body = _event(name, ref, event_type, reason, message, self.component, stamp)
+            _check(await self.http.post(path, json=body))
+            self._recorded[key] = _Recorded(name, 1, now)
+            if len(self._recorded) > 4096:
+                self._expire(now)
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("could not record event %s for %s/%s: %s", reason, ref.namespace, ref.name, err)
+
+    def _expire(self, now: float) -> None:
+        for key in [k for k, v in self._recorded.items() if now - v.last >= self.dedupe_window]:
+            del self._recorded[key]
+
+
+def _event(
+    name: str, ref: ObjectReference, event_type: str, reason: str, message: str, component: str, stamp: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": ref.namespace},
+        "involvedObject": ref.to_dict(),
+        "type": event_type,
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": component,
+        "action": "Scheduling" if reason in ("Scheduled", "FailedScheduling") else reason,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+    }
+
+
+def _timestamp() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _check(response: httpx2.Response) -> None:
+    if response.status_code >= 400:
+        raise httpx2.HTTPStatusError(
+            f"HTTP {response.status_code}: {_message(response)}", request=response.request, response=response
+        )
+
+
+def _message(response: httpx2.Response) -> str:
+    try:
+        body: Mapping[str, Any] = response.json()
+        return str(body.get("message", response.text))
+    except ValueError:
+        return response.text

@@ -1,0 +1,45 @@
+"""One scheduling cycle's decision for the daemon: which node, what the kubelet will do there, or why none fits.
+
+Pure: a profile, a pod and the cache's `NodeInfo`s in, an `Outcome` out. The failure message is kube-scheduler's
+`FailedScheduling` text (`0/5 nodes are available: 3 cannot align container, 2 Insufficient cpu.`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from knuma.api.pod import Pod
+from knuma.scheduler.framework import NodeInfo, Profile, schedule_one
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.topology.kubelet import Admission
+
+__all__ = ["Outcome", "decide"]
+
+NO_NODES = "0/0 nodes are available: no nodes available to schedule pods."
+
+
+@dataclass(frozen=True)
+class Outcome:
+    node: str | None
+    admission: Admission | None = None
+    """The kubelet model's prediction on the chosen node (None for a topology-unaware profile or a node without NRT)."""
+    message: str = ""
+    """Why no node fits (empty when one does)."""
+
+    @property
+    def scheduled(self) -> bool:
+        return self.node is not None
+
+
+def decide(profile: Profile, pod: Pod, nodes: Sequence[NodeInfo]) -> Outcome:
+    if not nodes:
+        return Outcome(None, message=NO_NODES)
+    result = schedule_one(profile, pod, nodes, explain=False)
+    if result.selected is None:
+        return Outcome(None, message=result.failure_summary())
+    admission = None
+    for plugin in profile.filters:
+        if isinstance(plugin, NodeResourceTopologyMatch):
+            admission = plugin.admission(result.state, result.selected)
+    return Outcome(result.selected, admission)

@@ -1,0 +1,201 @@
+"""End-to-end: `knuma.scheduler.daemon.Scheduler` against a real `knuma apiserver` over HTTPS."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knuma.kube.leaderelection import LeaseConfig
+from knuma.scheduler.daemon import DaemonSettings
+from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+
+from .daemon_env import cluster, running_scheduler
+
+pytestmark = pytest.mark.slow
+
+TWO_ZONES = {0: {"cpu": "4", "memory": "8Gi"}, 1: {"cpu": "4", "memory": "8Gi"}}
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[RunningApiServer]:
+    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
+        yield running
+
+
+async def test_pods_of_every_qos_class_land_on_nodes_that_admit_them(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await c.add_node("small", {0: {"cpu": "2", "memory": "8Gi"}, 1: {"cpu": "2", "memory": "8Gi"}})
+        await c.add_node("big", TWO_ZONES)
+        async with running_scheduler(api):
+            await c.create_pod("guaranteed", "3", "2Gi")
+            await c.create_pod("burstable", "500m", guaranteed=False)
+            await c.create_pod("besteffort")
+            assert await c.bound("guaranteed") == "big"  # 3 CPUs fit one zone of "big" only
+            assert await c.bound("burstable") in ("small", "big")
+            assert await c.bound("besteffort") in ("small", "big")
+            events = await c.wait_for(lambda: c.events("guaranteed"), what="Scheduled event")
+            assert events[0]["reason"] == "Scheduled"
+            assert events[0]["message"] == "Successfully assigned default/guaranteed to big"
+
+
+async def test_pods_for_other_schedulers_are_left_alone(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api) as daemon:
+            await c.create_pod("theirs", "1", scheduler="default-scheduler")
+            await c.create_pod("ours", "1")
+            await c.bound("ours")
+            await asyncio.sleep(0.3)
+            assert await c.node_of("theirs") == ""
+            assert daemon.scheduled == 1
+
+
+async def test_unschedulable_pod_reports_and_is_scheduled_when_room_appears(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", TWO_ZONES)
+        async with running_scheduler(api):
+            await c.create_pod("wide", "6", "2Gi")  # 6 CPUs fit neither zone: node total would admit it
+
+            async def failed() -> list[dict[str, object]]:
+                return [e for e in await c.events("wide") if e["reason"] == "FailedScheduling"]
+
+            events = await c.wait_for(failed, what="FailedScheduling")
+            assert events[0]["message"] == "0/2 nodes are available: 2 cannot align container."
+            assert events[0]["type"] == "Warning"
+            # The exporter reports a bigger zone on n2 (e.g. CPUs freed): the pod is scheduled without a retry storm.
+            await c.publish_nrt("n2", {0: {"cpu": "8", "memory": "8Gi"}, 1: TWO_ZONES[1]})
+            assert await c.bound("wide") == "n2"
+
+
+async def test_burst_faster_than_nrt_updates_overcommits_no_zone(api: RunningApiServer) -> None:
+    """Ten 2-CPU pods, two nodes with two 4-CPU zones each, no NRT update in between: exactly eight fit (two per
+    zone); the reservations on the predicted zones keep the scheduler from binding a ninth."""
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", TWO_ZONES)
+        async with running_scheduler(api) as daemon:
+            for i in range(10):
+                await c.create_pod(f"p{i}", "2", "1Gi")
+
+            async def settled() -> bool:
+                return daemon.scheduled == 8 and daemon.queue.counts()["unschedulable"] == 2
+
+            await c.wait_for(settled, what="8 bound, 2 unschedulable")
+            nodes = [await c.node_of(f"p{i}") for i in range(10)]
+            assert sorted(n for n in nodes if n) == ["n1"] * 4 + ["n2"] * 4
+            assert daemon.cache.reserved("n1") and len(daemon.cache.reserved("n1")) == 4
+
+
+async def test_foreign_pods_are_accounted_for(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        # Bound by someone else (nodeName set directly), 4 exclusive CPUs: one whole zone, not yet in the NRT.
+        await c.create_pod("foreign", "4", "1Gi", scheduler="other", node_name="n1")
+        async with running_scheduler(api) as daemon:
+            for i in range(3):
+                await c.create_pod(f"p{i}", "2", "1Gi")
+
+            async def settled() -> bool:
+                return daemon.scheduled == 2 and daemon.queue.counts()["unschedulable"] == 1
+
+            await c.wait_for(settled, what="2 bound, 1 unschedulable")
+
+
+async def test_fresh_nrt_with_matching_fingerprint_drops_the_reservation(api: RunningApiServer) -> None:
+    from knuma.exporter.fingerprint import compute
+
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api) as daemon:
+            await c.create_pod("p0", "2", "1Gi")
+            await c.bound("p0")
+            assert daemon.cache.reserved("n1") == ["default/p0"]
+            # The exporter publishes the NRT after the kubelet admitted p0 on zone 0, with the pod fingerprint.
+            await c.publish_nrt(
+                "n1",
+                {0: {"cpu": "2", "memory": "7Gi"}, 1: TWO_ZONES[1]},
+                nodeTopologyPodsFingerprint=compute([("default", "p0")]),
+            )
+
+            async def reconciled() -> bool:
+                return daemon.cache.reserved("n1") == [] and daemon.cache.stats.reconciled == 1
+
+            await c.wait_for(reconciled, what="reservation dropped")
+            info = daemon.cache.node_info("n1")
+            assert info is not None and info.topology is not None
+            assert info.topology.zones[0].available["cpu"] == 2000  # not subtracted twice
+
+
+async def test_deleted_pod_frees_room_for_an_unschedulable_one(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await c.add_node("n1", {0: {"cpu": "4", "memory": "8Gi"}})
+        async with running_scheduler(api) as daemon:
+            await c.create_pod("first", "4", "1Gi")
+            await c.bound("first")
+            await c.create_pod("second", "4", "1Gi")
+
+            async def parked() -> bool:
+                return daemon.queue.counts()["unschedulable"] == 1
+
+            await c.wait_for(parked, what="second unschedulable")
+            await c.delete_pod("first")
+            assert await c.bound("second") == "n1"
+
+
+async def test_nrt_crd_installed_after_start_is_picked_up(api: RunningApiServer) -> None:
+    """Upstream issue #967: NRT objects that appear after the scheduler started must be used."""
+    async with cluster(api, crd=False) as c:
+        await c.add_node("n1", TWO_ZONES, nrt=False)
+        async with running_scheduler(api) as daemon:
+            await c.install_crd()
+            await c.publish_nrt("n1", {0: {"cpu": "1", "memory": "8Gi"}, 1: {"cpu": "1", "memory": "8Gi"}})
+
+            async def has_nrt() -> bool:
+                info = daemon.cache.node_info("n1")
+                return info is not None and info.topology is not None
+
+            await c.wait_for(has_nrt, timeout=15, what="NRT in the cache")
+            await c.create_pod("p", "2", "1Gi")
+
+            async def failed() -> list[dict[str, object]]:
+                return [e for e in await c.events("p") if e["reason"] == "FailedScheduling"]
+
+            events = await c.wait_for(failed, what="FailedScheduling")
+            assert "cannot align container" in str(events[0]["message"])
+
+
+async def test_two_replicas_never_both_schedule(api: RunningApiServer) -> None:
+    lease = LeaseConfig(namespace="default", name="knuma-test", lease_duration=3, renew_deadline=2, retry_period=0.2)
+
+    def settings(identity: str) -> DaemonSettings:
+        return DaemonSettings(leader_elect=True, lease=lease, identity=identity, initial_backoff=0.1, max_backoff=0.5)
+
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, settings=settings("a")) as a:
+            await c.wait_for(lambda: _true(a.ready.is_set()), what="a leads")
+            async with running_scheduler(api, settings=settings("b")) as b:
+                for i in range(4):
+                    await c.create_pod(f"p{i}", "1", "1Gi")
+                for i in range(4):
+                    await c.bound(f"p{i}")
+                assert (a.scheduled, b.scheduled) == (4, 0)
+                assert not b.ready.is_set()
+                lease_obj = await c.request("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/knuma-test")
+                assert lease_obj["spec"]["holderIdentity"] == "a"
+            # b stopped without ever leading; now stop a: it releases the lease at once.
+        lease_obj = await c.request("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/knuma-test")
+        assert lease_obj["spec"]["holderIdentity"] == ""
+        async with running_scheduler(api, settings=settings("b")) as b2:
+            await c.wait_for(lambda: _true(b2.ready.is_set()), timeout=5, what="b takes over without waiting")
+            await c.create_pod("late", "1", "1Gi")
+            await c.bound("late")
+            assert b2.scheduled == 1
+
+
+async def _true(value: bool) -> bool:
+    return value
