@@ -77,6 +77,22 @@ class SimKubelet:
         self.generation += 1
         return AdmissionResult(True)
 
+    def restore(self, pod: Pod, placements: tuple[ContainerPlacement, ...]) -> None:
+        """Take back a pod admitted before a restart with the placements it held (the kubelet reading its CPU and
+        memory manager checkpoints), without deciding admission again."""
+        available = {z.id: dict(z.available) for z in self.topology.zones}
+        for placement in placements:
+            if placement.kind is ContainerKind.INIT:
+                continue
+            for name, per_numa in placement.allocated.items():
+                for numa_id, amount in per_numa.items():
+                    available[numa_id][name] = available[numa_id].get(name, 0) - amount
+        for name, amount in pod.effective_request.items():
+            self.requested[name] = self.requested.get(name, 0) + amount
+        self.running[pod.key] = RunningPod(pod, placements)
+        self.topology = _with_groups(self.topology.with_available(available), self._memory_groups())
+        self.generation += 1
+
     def release(self, key: str) -> Pod | None:
         """The pod terminated: give its exclusive resources back to their zones."""
         entry = self.running.pop(key, None)

@@ -1,0 +1,176 @@
+"""Pod status as the kubelet writes it: Running after admission, Failed on rejection, Succeeded on completion.
+
+Pure functions from the pod manifest (and what the kubelet decided) to the `status` to write, so every field can be
+checked against what a real kubelet reports:
+
+- **Running**: phase, `PodReadyToStartContainers`/`Initialized`/`Ready`/`ContainersReady` conditions (plus the
+  scheduler's `PodScheduled`), `hostIP(s)`, `podIP(s)`, `startTime`, `qosClass`, a running `containerStatuses` entry
+  per container, init containers `Completed` and sidecars running in `initContainerStatuses`.
+- **Rejected at admission** (`rejectPod`): phase `Failed`, `reason` (e.g. `TopologyAffinityError`), and the message
+  kubelets since 1.27 write, `Pod was rejected: <message>`; no container ever started.
+- **Succeeded**: containers terminated with exit code 0 (`Completed`), `Ready`/`ContainersReady` false with reason
+  `PodCompleted`.
+
+A pod's lifetime is the annotation `sim.knuma.io/lifetime` (a duration such as `30s` or `2m`, or seconds): the
+simulated kubelet completes the pod that long after it started, as KWOK's `pod-complete` stage does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.exporter.settings import parse_duration
+from knuma.exporter.tmconfig import ConfigError
+
+__all__ = [
+    "LIFETIME_ANNOTATION",
+    "REJECTED_PREFIX",
+    "lifetime_of",
+    "rejected_status",
+    "running_status",
+    "succeeded_status",
+    "timestamp",
+]
+
+LIFETIME_ANNOTATION = "sim.knuma.io/lifetime"
+REJECTED_PREFIX = "Pod was rejected: "
+RUNTIME = "containerd"
+
+JsonObj = dict[str, Any]
+
+
+def timestamp(when: datetime | None = None) -> str:
+    """RFC 3339 at second precision, as `metav1.Time` serialises."""
+    return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def lifetime_of(manifest: Mapping[str, Any]) -> float | None:
+    """Seconds the pod runs before it completes; None when it runs until deleted. Raises ValueError on a bad value."""
+    raw = ((manifest.get("metadata") or {}).get("annotations") or {}).get(LIFETIME_ANNOTATION)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        return parse_duration(str(raw))
+    except ConfigError as err:
+        raise ValueError(f"annotation {LIFETIME_ANNOTATION}: {err}") from None
+
+
+def _condition(kind: str, status: bool, now: str, reason: str = "") -> JsonObj:
+    condition: JsonObj = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": now,
+    }
+    if reason:
+        condition["reason"] = reason
+    return condition
+
+
+def _scheduled(manifest: Mapping[str, Any], now: str) -> JsonObj:
+    for condition in (manifest.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled":
+            return dict(condition)
+    return _condition("PodScheduled", True, now)
+
+
+def _container_id(pod_uid: str, name: str) -> str:
+    digest = hashlib.sha256(f"{pod_uid}/{name}".encode()).hexdigest()
+    return f"{RUNTIME}://{digest}"
+
+
+def _image_id(image: str) -> str:
+    repository = image.split("@", 1)[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def _status_entry(raw: Mapping[str, Any], pod_uid: str, state: JsonObj, *, ready: bool, started: bool) -> JsonObj:
+    image = str(raw.get("image") or "")
+    return {
+        "name": raw.get("name"),
+        "image": image,
+        "imageID": _image_id(image),
+        "containerID": _container_id(pod_uid, str(raw.get("name"))),
+        "ready": ready,
+        "started": started,
+        "restartCount": 0,
+        "state": state,
+        "lastState": {},
+    }
+
+
+def running_status(manifest: Mapping[str, Any], pod: Pod, host_ip: str, pod_ip: str, now: datetime) -> JsonObj:
+    """The status of an admitted pod whose containers all started."""
+    at = timestamp(now)
+    spec = manifest.get("spec") or {}
+    running = {"running": {"startedAt": at}}
+    init_statuses = []
+    for raw in spec.get("initContainers") or []:
+        if raw.get("restartPolicy") == "Always":
+            init_statuses.append(_status_entry(raw, pod.uid, running, ready=True, started=True))
+        else:
+            done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": at, "finishedAt": at}}
+            init_statuses.append(_status_entry(raw, pod.uid, done, ready=True, started=False))
+    status: JsonObj = {
+        "phase": "Running",
+        "conditions": [
+            _condition("PodReadyToStartContainers", True, at),
+            _condition("Initialized", True, at),
+            _condition("Ready", True, at),
+            _condition("ContainersReady", True, at),
+            _scheduled(manifest, at),
+        ],
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}] if pod_ip else [],
+        "startTime": at,
+        "qosClass": pod.qos.value,
+        "containerStatuses": [
+            _status_entry(raw, pod.uid, running, ready=True, started=True) for raw in spec.get("containers") or []
+        ],
+    }
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    return status
+
+
+def rejected_status(manifest: Mapping[str, Any], pod: Pod, reason: str, message: str, now: datetime) -> JsonObj:
+    """The status `rejectPod` writes: Failed with the admission error; the scheduler's condition is kept."""
+    return {
+        "phase": "Failed",
+        "reason": reason,
+        "message": REJECTED_PREFIX + message,
+        "qosClass": pod.qos.value,
+        "conditions": [_scheduled(manifest, timestamp(now))],
+    }
+
+
+def succeeded_status(manifest: Mapping[str, Any], pod: Pod, now: datetime) -> JsonObj:
+    """Every container exited 0: Succeeded, not ready any more."""
+    at = timestamp(now)
+    current = manifest.get("status") or {}
+    started = str(current.get("startTime") or at)
+    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in ("Ready", "ContainersReady")] or [
+        _scheduled(manifest, at)
+    ]
+    conditions += [
+        _condition("Ready", False, at, "PodCompleted"),
+        _condition("ContainersReady", False, at, "PodCompleted"),
+    ]
+    done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": at}}
+    status: JsonObj = {
+        "phase": "Succeeded",
+        "conditions": conditions,
+        "containerStatuses": [
+            _status_entry(raw, pod.uid, done, ready=False, started=False)
+            for raw in (manifest.get("spec") or {}).get("containers") or []
+        ],
+    }
+    return status
