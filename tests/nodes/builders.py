@@ -15,7 +15,9 @@ def guaranteed_manifest(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": limits}}]},
+        "spec": {
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": limits}}]
+        },
     }
 
 

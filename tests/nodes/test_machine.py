@@ -58,5 +58,7 @@ def test_cpu_numbering_reservations_and_devices() -> None:
     assert machine.reserved_cpus_text == "0-1"
     assert machine.hugepages == {2 * 2**20: 0, 2**30: 32}
     gpu = Machine(BUILTIN_SHAPES["gpu"])
-    assert gpu.devices == {"nvidia.com/gpu": (("gpu-0-0", "gpu-0-1", "gpu-0-2", "gpu-0-3"), tuple(f"gpu-1-{i}" for i in range(4)))}
+    assert gpu.devices == {
+        "nvidia.com/gpu": (("gpu-0-0", "gpu-0-1", "gpu-0-2", "gpu-0-3"), tuple(f"gpu-1-{i}" for i in range(4)))
+    }
     assert hugepage_size("hugepages-2Mi") == 2 * 2**20
