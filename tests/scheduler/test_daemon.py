@@ -199,3 +199,31 @@ async def test_two_replicas_never_both_schedule(api: RunningApiServer) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_recovers_from_an_api_server_restart(tmp_path: Path) -> None:
+    """The API server goes away and comes back (same data, no watch history): the informers reconnect with backoff,
+    get 410 Gone for their old resourceVersions, relist, and scheduling resumes."""
+    from urllib.parse import urlsplit
+
+    from knuma.testing.apiserver import apiserver_process
+
+    data = tmp_path / "data"
+    with apiserver_process(tmp_path / "first", data_dir=data) as first:
+        port = urlsplit(first.url).port or 0
+        async with cluster(first) as c:
+            await c.add_node("n1", TWO_ZONES)
+    daemon_api = first  # its kubeconfig stays valid: token and certificate live in the data directory
+    async with running_scheduler(daemon_api) as daemon:
+        await asyncio.sleep(0.2)  # no server: the informers are retrying
+        with apiserver_process(tmp_path / "second", data_dir=data, port=port) as second:
+            async with cluster(second, crd=False) as c:
+                await c.wait_for(lambda: _true(daemon.ready.is_set()), timeout=20, what="caches synced after restart")
+                await c.create_pod("after-restart", "1", "1Gi")
+                assert await c.bound("after-restart", timeout=20) == "n1"
+        relists_before = daemon.nodes.relists
+        with apiserver_process(tmp_path / "third", data_dir=data, port=port) as third:
+            async with cluster(third, crd=False) as c:
+                await c.create_pod("after-second-restart", "1", "1Gi")
+                assert await c.bound("after-second-restart", timeout=30) == "n1"
+        assert daemon.nodes.relists > relists_before
