@@ -38,6 +38,8 @@ def scheduler(
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", force=True
     )
+    for noisy in ("httpx2", "httpcore2"):  # one line per API request at INFO: only with --log-level debug
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     try:
         code = asyncio.run(
             _run(kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port)
@@ -74,6 +76,7 @@ async def _run(
             log.info("serving /metrics, /healthz and /readyz on %s:%d", metrics_address, port)
         log.info("scheduling pods with schedulerName in %s", sorted(daemon.profiles))
         await serve_until_signalled(daemon)
+        log.info("stopped after binding %d pods", daemon.scheduled)
         return 0
     except LeadershipLost as err:
         log.error("%s", err)

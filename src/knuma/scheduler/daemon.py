@@ -215,6 +215,7 @@ class Scheduler:
         if status in (200, 201):
             self.scheduled += 1
             self.queue.done(pod.key)
+            log.info("bound %s to %s (attempt %d)", pod.key, node, queued.attempts)
             self.metrics.e2e_duration.labels(str(min(queued.attempts, 15))).observe(time.monotonic() - queued.timestamp)
             self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}")
             return
