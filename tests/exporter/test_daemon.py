@@ -29,6 +29,9 @@ from knuma.testing.podresources import PodResourcesServer
 
 from .sysfs_trees import NodeSpec, write_tree
 
+KNUMA = str(Path(sys.executable).with_name("knuma"))
+"""The `knuma` console script of this environment: the daemon as a DaemonSet runs it."""
+
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
     deadline = time.monotonic() + timeout
@@ -142,9 +145,8 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
     root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1])})
     with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1))) as kubelet:
         args = [
-            sys.executable,
-            "-m",
-            "knuma.cli.exporter",
+            KNUMA,
+            "exporter",
             "--node-name",
             "daemon-sig",
             "--sysfs-root",
@@ -188,9 +190,8 @@ def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None
     status = tmp_path / "pfp" / "status.json"
     with PodResourcesServer(allocatable=Allocatable(cpu_ids=(1, 2, 3)), pods=pods) as kubelet:
         base = [
-            sys.executable,
-            "-m",
-            "knuma.cli.exporter",
+            KNUMA,
+            "exporter",
             "--once",
             "--node-name=daemon-once",
             f"--sysfs-root={root}",

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +37,9 @@ def bench(
     if output == "json":
         typer.echo(json.dumps(doc, indent=2))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"knuma bench: {nodes} nodes ({zones} NUMA zones), {pods} pods", title_justify="left")
     for column in ("scheduler", "pods", "avg pods/s", "p50", "p90", "p99", "latency p50 ms", "latency p99 ms"):
         table.add_column(column, justify="right" if column != "scheduler" else "left")

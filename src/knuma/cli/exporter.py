@@ -7,21 +7,10 @@ import logging
 from typing import Any
 
 import typer
-import yaml
 
-from knuma.exporter import logs
-from knuma.exporter.fingerprint import Method
-from knuma.exporter.podresources.client import DEFAULT_SOCKET, PodResourcesError
-from knuma.exporter.settings import (
-    ExporterSettings,
-    default_node_name,
-    parse_duration,
-    parse_reference_container,
-)
-from knuma.exporter.sysfs import SysfsError
-from knuma.exporter.tmconfig import ConfigError
+from knuma.exporter.podresources import DEFAULT_SOCKET
 
-_INPUT_ERRORS = (SysfsError, ConfigError, PodResourcesError, ValueError)
+# Everything else is imported inside the command: `knuma` imports every command module at start-up.
 
 
 def register(app: typer.Typer) -> None:
@@ -94,6 +83,19 @@ def exporter(
 ) -> None:
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
+    from knuma.exporter import logs
+    from knuma.exporter.fingerprint import Method
+    from knuma.exporter.podresources.client import PodResourcesError
+    from knuma.exporter.settings import (
+        ExporterSettings,
+        default_node_name,
+        parse_duration,
+        parse_reference_container,
+    )
+    from knuma.exporter.sysfs import SysfsError
+    from knuma.exporter.tmconfig import ConfigError
+
+    input_errors = (SysfsError, ConfigError, PodResourcesError, ValueError)
     logs.configure(logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING)
     if output not in ("yaml", "json"):
         _fail(f"unknown output format {output!r}; use yaml or json")
@@ -133,7 +135,7 @@ def exporter(
                 typer.echo(f"warning: {warning}", err=True)
             _print(result.nrt.to_dict(), output)
             return
-    except _INPUT_ERRORS as err:
+    except input_errors as err:
         _fail(str(err))
     from knuma.exporter.daemon import run
 
@@ -144,21 +146,11 @@ def _print(doc: dict[str, Any], output: str) -> None:
     if output == "json":
         typer.echo(json.dumps(doc, indent=2))
     else:
+        import yaml
+
         typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
 
 
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
-
-
-def main() -> None:
-    """`python -m knuma.cli.exporter ...`: the exporter alone, without importing the other commands (the simulator
-    pulls in pandas and OR-Tools): about half the resident memory of `knuma exporter` on every node."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    register(app)
-    app(prog_name="knuma-exporter")
-
-
-if __name__ == "__main__":
-    main()

@@ -7,20 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
-from rich.console import Console
-from rich.table import Table
 
-from knuma.api.nrt import NRTError
-from knuma.api.pod import Pod, PodError
-from knuma.manifests import ManifestError, load_documents, pod_manifest
-from knuma.quantity import QuantityError
-from knuma.scheduler.explain import explain
-from knuma.scheduler.profiles import default_profile
-from knuma.scheduler.snapshot import SnapshotError, node_infos_from_objects
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
-
-_INPUT_ERRORS = (ManifestError, PodError, NRTError, SnapshotError, QuantityError, ValueError)
+# The scheduler (numpy), the manifest loader and rich are imported inside the command: every `knuma` command,
+# including the exporter daemon on each node, imports this module at start-up.
 
 
 def register(app: typer.Typer) -> None:
@@ -44,6 +33,18 @@ def schedule(
 ) -> None:
     """Explain one pod against a set of nodes: per-node, per-plugin filter results and scores, and the
     kubelet's predicted NUMA placement of each container."""
+    import yaml
+
+    from knuma.api.nrt import NRTError
+    from knuma.api.pod import Pod, PodError
+    from knuma.manifests import ManifestError, load_documents, pod_manifest
+    from knuma.quantity import QuantityError
+    from knuma.scheduler.explain import explain
+    from knuma.scheduler.profiles import default_profile
+    from knuma.scheduler.snapshot import SnapshotError, node_infos_from_objects
+    from knuma.scheduler.strategies import ScoringStrategy, StrategyType
+
+    input_errors = (ManifestError, PodError, NRTError, SnapshotError, QuantityError, ValueError)
     if output not in ("table", "json", "yaml"):
         _fail(f"unknown output format {output!r}; use table, json or yaml")
     try:
@@ -54,7 +55,7 @@ def schedule(
         the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
         objects = [doc for path in nodes for doc in load_documents(path)]
         infos = node_infos_from_objects(objects)
-    except _INPUT_ERRORS as err:
+    except input_errors as err:
         _fail(str(err))
     if not infos:
         _fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
@@ -83,6 +84,9 @@ def _fail(message: str) -> None:
 
 
 def _print_table(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # piped: do not wrap cells at 80 columns

@@ -7,16 +7,15 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from knuma.sim.comparison import OPTIMAL, Comparison, compare, parse_schedulers
-from knuma.sim.scenarios import BUILTIN, builtin_scenario
-from knuma.sim.spec import Scenario, SpecError, cluster_from_dict, load_yaml, scenario_from_dict, workload_from_dict
+if TYPE_CHECKING:  # the simulator pulls in numpy, pandas and OR-Tools: imported inside the command only
+    from rich.console import Console
+
+    from knuma.sim.comparison import Comparison
+    from knuma.sim.spec import Scenario
 
 
 class Output(StrEnum):
@@ -80,6 +79,11 @@ def simulate(
     list_scenarios: bool = typer.Option(False, "--list-scenarios", help="List the built-in scenarios and exit."),
 ) -> None:
     """Simulate a cluster with exporter lag and kubelet admission; compare default, upstream and knuma scheduling."""
+    from rich.console import Console
+
+    from knuma.sim.comparison import parse_schedulers
+    from knuma.sim.spec import SpecError
+
     out = Console()
     if not out.is_terminal:
         out = Console(width=130)  # piped or captured: wide enough for every column
@@ -109,6 +113,9 @@ def simulate(
 
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
+    from knuma.sim.scenarios import BUILTIN, builtin_scenario
+    from knuma.sim.spec import SpecError, cluster_from_dict, load_yaml, scenario_from_dict, workload_from_dict
+
     path = Path(name)
     if name in BUILTIN:
         chosen = builtin_scenario(name)
@@ -127,6 +134,10 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
 
 
 def _run(scenario: Scenario, names: list[str], seed: int, err: Console) -> Comparison:
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from knuma.sim.comparison import compare
+
     if not err.is_terminal:
         return compare(scenario, names, seed)
     columns = (TextColumn("{task.description:<16}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"))
@@ -140,6 +151,10 @@ def _run(scenario: Scenario, names: list[str], seed: int, err: Console) -> Compa
 
 
 def _list(out: Console) -> None:
+    from rich.table import Table
+
+    from knuma.sim.scenarios import BUILTIN, builtin_scenario
+
     table = Table(title="built-in scenarios", title_justify="left")
     table.add_column("name")
     table.add_column("nodes", justify="right")
@@ -173,6 +188,10 @@ def _format(key: str, value: Any) -> str:
 
 
 def _table(out: Console, comparison: Comparison) -> None:
+    from rich.table import Table
+
+    from knuma.sim.comparison import OPTIMAL
+
     scenario = comparison.scenario
     title = (
         f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "

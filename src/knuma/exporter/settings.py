@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from knuma.exporter.builder import BuildOptions
 from knuma.exporter.fingerprint import Method
-from knuma.exporter.podresources.client import DEFAULT_SOCKET
+from knuma.exporter.podresources import DEFAULT_SOCKET
 from knuma.exporter.tmconfig import (
     ConfigError,
     load_config_file,

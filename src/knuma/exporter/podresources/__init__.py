@@ -1,11 +1,21 @@
-"""The kubelet PodResources v1 API: plain data model (`model`), gRPC client (`client`) and generated stubs.
+"""The kubelet PodResources v1 API: plain data model (`model`), client (`client`, over `channel`) and generated
+protobuf messages.
 
-The stubs (`api_pb2.py`, `api_pb2.pyi`, `api_pb2_grpc.py`) are generated from `api.proto` by `regenerate.sh`
-(`grpc_tools.protoc --python_out --pyi_out --grpc_python_out`); do not edit them by hand.
+The messages (`api_pb2.py`, `api_pb2.pyi`, and `api_pb2_grpc.py` for grpcio servers) are generated from `api.proto`
+by `regenerate.sh` (`grpc_tools.protoc --python_out --pyi_out --grpc_python_out`); do not edit them by hand.
+
+The names below are loaded on first use, so that `knuma.cli` can read `DEFAULT_SOCKET` without loading protobuf.
 """
 
-from knuma.exporter.podresources.client import DEFAULT_SOCKET, PodResourcesClient, PodResourcesError
-from knuma.exporter.podresources.model import Allocatable, Container, Devices, Memory, Pod
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+DEFAULT_SOCKET = "unix:///var/lib/kubelet/pod-resources/kubelet.sock"
+
+if TYPE_CHECKING:
+    from knuma.exporter.podresources.client import PodResourcesClient, PodResourcesError
+    from knuma.exporter.podresources.model import Allocatable, Container, Devices, Memory, Pod
 
 __all__ = [
     "DEFAULT_SOCKET",
@@ -17,3 +27,22 @@ __all__ = [
     "PodResourcesClient",
     "PodResourcesError",
 ]
+
+_LAZY = {
+    "PodResourcesClient": "client",
+    "PodResourcesError": "client",
+    "Allocatable": "model",
+    "Container": "model",
+    "Devices": "model",
+    "Memory": "model",
+    "Pod": "model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

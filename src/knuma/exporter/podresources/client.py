@@ -1,11 +1,12 @@
-"""A small synchronous client for the kubelet PodResources v1 gRPC API over its unix socket.
+"""A small synchronous client for the kubelet PodResources v1 API over its unix socket.
 
-Why not the generated `PodResourcesListerStub`: it is untyped; the three unary calls are declared here with the
-generated message classes, so the rest of the exporter is type-checked end to end.
+The three unary calls go through `channel.Channel` (gRPC over HTTP/2 with `h2`) rather than grpcio, to keep the
+node agent's memory small; the messages are the generated protobuf classes, so the wire format is exactly the
+kubelet's. The tests run it against a grpcio server (`knuma.testing.podresources`).
 
-Every call has a deadline (10 s by default, as upstream clients use). When the kubelet restarts it recreates its
-socket; a gRPC channel may then sit in a reconnect backoff, so on `UNAVAILABLE` the client drops the channel, dials
-again and retries once. Failures raise `PodResourcesError`, whose message names the socket and says what to check.
+Every call has a deadline (10 s by default, as upstream clients use) and a 16 MiB limit on the answer. When the
+kubelet restarts it recreates its socket: on `UNAVAILABLE` the client drops the connection, dials again and retries
+once. Failures raise `PodResourcesError`, whose message names the socket and says what to check.
 """
 
 from __future__ import annotations
@@ -15,19 +16,24 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-import grpc
 from google.protobuf.message import Message
 
-from knuma.exporter.podresources import api_pb2
+from knuma.exporter.podresources import DEFAULT_SOCKET, api_pb2
+from knuma.exporter.podresources.channel import Channel, RpcError, StatusCode
 from knuma.exporter.podresources.model import Allocatable, Pod, allocatable_from_proto, pod_from_proto
 
-__all__ = ["DEFAULT_SOCKET", "CallObserver", "PodResourcesClient", "PodResourcesError", "socket_path"]
+__all__ = [
+    "DEFAULT_SOCKET",
+    "CallObserver",
+    "PodResourcesClient",
+    "PodResourcesError",
+    "StatusCode",
+    "socket_path",
+]
 
-DEFAULT_SOCKET = "unix:///var/lib/kubelet/pod-resources/kubelet.sock"
 SERVICE = "v1.PodResourcesLister"
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-_Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp", bound=Message)
 
 
@@ -40,13 +46,13 @@ class CallObserver(Protocol):
 class PodResourcesError(RuntimeError):
     """The kubelet PodResources API could not answer."""
 
-    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
+    def __init__(self, message: str, code: StatusCode | None = None) -> None:
         super().__init__(message)
         self.code = code
 
     @property
     def unimplemented(self) -> bool:
-        return self.code is grpc.StatusCode.UNIMPLEMENTED
+        return self.code is StatusCode.UNIMPLEMENTED
 
 
 def socket_path(address: str) -> str:
@@ -71,7 +77,7 @@ class PodResourcesClient:
         self.path = os.path.abspath(socket_path(address))
         self.timeout = timeout
         self.observer = observer
-        self._channel: grpc.Channel | None = None
+        self._channel = Channel(self.path, max_message_bytes=MAX_MESSAGE_BYTES)
 
     @property
     def target(self) -> str:
@@ -105,9 +111,7 @@ class PodResourcesClient:
         return pod_from_proto(response.pod_resources)
 
     def close(self) -> None:
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
+        self._channel.close()
 
     def __enter__(self) -> PodResourcesClient:
         return self
@@ -115,64 +119,43 @@ class PodResourcesClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _dial(self) -> grpc.Channel:
-        if self._channel is None:
-            self._channel = grpc.insecure_channel(
-                self.target,
-                options=[
-                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                    ("grpc.initial_reconnect_backoff_ms", 100),
-                    ("grpc.max_reconnect_backoff_ms", 1000),
-                ],
-            )
-        return self._channel
-
-    def _call(self, function: str, method: str, request: _Req, decode: Callable[[bytes], _Resp]) -> _Resp:
+    def _call(self, function: str, method: str, request: Message, decode: Callable[[bytes], _Resp]) -> _Resp:
         start = time.perf_counter()
         ok = False
         try:
-            response = self._attempt(method, request, decode, retry=True)
+            response = decode(self._attempt(method, request.SerializeToString(), retry=True))
             ok = True
             return response
         finally:
             if self.observer is not None:
                 self.observer(function, time.perf_counter() - start, ok)
 
-    def _attempt(self, method: str, request: _Req, decode: Callable[[bytes], _Resp], *, retry: bool) -> _Resp:
+    def _attempt(self, method: str, request: bytes, *, retry: bool) -> bytes:
         if not os.path.exists(self.path):
             raise PodResourcesError(
                 f"kubelet PodResources socket {self.target} does not exist: is the kubelet running, and is its "
                 "pod-resources directory mounted into this container (mount the directory, not the socket)?",
-                grpc.StatusCode.UNAVAILABLE,
+                StatusCode.UNAVAILABLE,
             )
-        call = self._dial().unary_unary(
-            f"/{SERVICE}/{method}", request_serializer=_serialize, response_deserializer=decode
-        )
         try:
-            response: _Resp = call(request, timeout=self.timeout)
-            return response
-        except grpc.RpcError as err:
-            code = err.code() if isinstance(err, grpc.Call) else None
-            details = err.details() if isinstance(err, grpc.Call) else str(err)
-            if code is grpc.StatusCode.UNAVAILABLE and retry:
-                self.close()  # a restarted kubelet made a new socket: dial afresh instead of waiting for backoff
-                return self._attempt(method, request, decode, retry=False)
-            raise PodResourcesError(_describe(self.target, method, code, details, self.timeout), code) from None
+            return self._channel.unary(f"/{SERVICE}/{method}", request, self.timeout)
+        except RpcError as err:
+            if err.code is StatusCode.UNAVAILABLE and retry:
+                # a restarted kubelet made a new socket; the channel has dropped the old connection: dial afresh
+                return self._attempt(method, request, retry=False)
+            raise PodResourcesError(
+                _describe(self.target, method, err.code, err.details, self.timeout), err.code
+            ) from None
 
 
-def _serialize(message: Message) -> bytes:
-    return message.SerializeToString()
-
-
-def _describe(target: str, method: str, code: grpc.StatusCode | None, details: str | None, timeout: float) -> str:
-    if code is grpc.StatusCode.UNAVAILABLE:
+def _describe(target: str, method: str, code: StatusCode, details: str, timeout: float) -> str:
+    if code is StatusCode.UNAVAILABLE:
         return f"kubelet PodResources API at {target} is unreachable ({details}): is the kubelet running?"
-    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+    if code is StatusCode.DEADLINE_EXCEEDED:
         return f"kubelet PodResources API at {target} did not answer {method} within {timeout:g}s"
-    if code is grpc.StatusCode.UNIMPLEMENTED:
+    if code is StatusCode.UNIMPLEMENTED:
         return (
             f"kubelet PodResources API at {target} does not implement {method} "
             "(kubelet too old, or its feature gate is off)"
         )
-    name = code.name if code is not None else "error"
-    return f"kubelet PodResources API at {target}: {method} failed: {name}: {details}"
+    return f"kubelet PodResources API at {target}: {method} failed: {code.name}: {details}"

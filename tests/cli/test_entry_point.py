@@ -1,0 +1,77 @@
+"""The installed `knuma` console script: every command's help works, and start-up imports no heavy dependency.
+
+Every `knuma` invocation imports every `knuma.cli.*` module (typer needs each command's signature), including
+`knuma exporter` on every node, whose memory budget is 60 MB. So a command module imports only typer (and the
+standard library) at the top, and its heavy dependencies inside the command function.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from knuma.cli.main import app
+
+KNUMA = Path(sys.executable).with_name("knuma")
+
+HEAVY = (
+    "aiohttp",
+    "google.protobuf",
+    "grpc",
+    "h2",
+    "httpx2",
+    "kopf",
+    "lightkube",
+    "matplotlib",
+    "numpy",
+    "ortools",
+    "pandas",
+    "prometheus_client",
+)
+"""Packages that `import knuma.cli.main` must not load; a command imports them when it runs."""
+
+
+def commands() -> list[str]:
+    names = [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
+    names += [g.name or "" for g in app.registered_groups]
+    return sorted(n for n in names if n)
+
+
+def test_every_command_is_discovered() -> None:
+    assert {"apiserver", "bench", "exporter", "schedule", "simulate", "version"} <= set(commands())
+
+
+def test_help_of_every_command_through_the_console_script() -> None:
+    """`knuma --help` and `knuma COMMAND --help` for every registered command, run in parallel."""
+    runs = {name: [str(KNUMA), name, "--help"] for name in commands()}
+    runs[""] = [str(KNUMA), "--help"]
+    procs = {
+        name: subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, args in runs.items()
+    }
+    failures = []
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode != 0 or "Usage:" not in out:
+            failures.append(f"knuma {name} --help: exit {proc.returncode}\n{out}\n{err}")
+        elif name and f"knuma {name}" not in out:
+            failures.append(f"knuma {name} --help does not show its usage line:\n{out}")
+    assert not failures, "\n\n".join(failures)
+    listing = subprocess.run([str(KNUMA), "--help"], capture_output=True, text=True, timeout=60).stdout
+    for name in commands():
+        assert name in listing
+
+
+def test_start_up_imports_no_heavy_dependency() -> None:
+    code = (
+        "import sys, knuma.cli.main\n"
+        f"heavy = {HEAVY!r}\n"
+        "loaded = sorted(h for h in heavy if h in sys.modules)\n"
+        "print(','.join(loaded))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = done.stdout.strip()
+    assert not loaded, (
+        f"`import knuma.cli.main` loads {loaded}: import them inside the command function (see this module's docstring)"
+    )
