@@ -1,0 +1,94 @@
+"""The informer against a real `knuma apiserver`: list, watch, bookmarks, and relist after 410 Gone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from knuma.kube.client import async_http
+from knuma.kube.informer import Informer
+from knuma.testing.apiserver import apiserver_in_thread
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.events.append(("add", obj["metadata"]["name"]))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.events.append(("update", new["metadata"]["name"]))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.events.append(("delete", obj["metadata"]["name"]))
+
+
+def configmap(name: str, value: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}}
+
+
+async def wait_until(check: Any, timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+async def test_list_then_watch_delivers_every_change(tmp_path: Path) -> None:
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.1) as api:
+        http = async_http(api.kubeconfig)
+        try:
+            for i in range(3):
+                (await http.post(CONFIGMAPS, json=configmap(f"cm{i}"))).raise_for_status()
+            recorder = Recorder()
+            informer = Informer(http, CONFIGMAPS, recorder, page_size=2)  # pagination: two pages
+            task = asyncio.create_task(informer.run())
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            assert sorted(recorder.events) == [("add", "cm0"), ("add", "cm1"), ("add", "cm2")]
+            (await http.put(f"{CONFIGMAPS}/cm0", json=configmap("cm0", "2"))).raise_for_status()
+            (await http.delete(f"{CONFIGMAPS}/cm1")).raise_for_status()
+            await wait_until(lambda: len(recorder.events) == 5)
+            assert recorder.events[3:] == [("update", "cm0"), ("delete", "cm1")]
+            rv = informer.resource_version
+            await asyncio.sleep(0.3)  # bookmarks arrive; they carry no objects
+            assert len(recorder.events) == 5 and int(informer.resource_version) >= int(rv)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            await http.aclose()
+
+
+async def test_expired_resource_version_relists_and_reports_what_was_missed(tmp_path: Path) -> None:
+    with apiserver_in_thread(tmp_path, watch_window=3) as api:
+        http = async_http(api.kubeconfig)
+        try:
+            for name in ("keep", "gone"):
+                (await http.post(CONFIGMAPS, json=configmap(name))).raise_for_status()
+            recorder = Recorder()
+            informer = Informer(http, CONFIGMAPS, recorder)
+            task = asyncio.create_task(informer.run())
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            task.cancel()  # the informer is away (e.g. a network partition) ...
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            (await http.delete(f"{CONFIGMAPS}/gone")).raise_for_status()
+            for i in range(6):  # ... longer than the server keeps history
+                (await http.post(CONFIGMAPS, json=configmap(f"new{i}"))).raise_for_status()
+            recorder.events.clear()
+            task = asyncio.create_task(informer.run())  # resumes from its old resourceVersion: 410 Gone
+            await wait_until(lambda: informer.relists == 2)
+            assert recorder.events[0] == ("delete", "gone")
+            assert sorted(recorder.events[1:]) == [("add", f"new{i}") for i in range(6)]
+            assert sorted(informer.store) == ["default/keep", *(f"default/new{i}" for i in range(6))]
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            await http.aclose()
