@@ -225,3 +225,23 @@ async def test_recovers_from_an_api_server_restart(tmp_path: Path) -> None:
             async with cluster(third, crd=False) as c:
                 await c.create_pod("after-second-restart", "1", "1Gi")
                 assert await c.bound("after-second-restart", timeout=30) == "n1"
+
+
+async def test_explain_annotates_per_plugin_results_and_the_numa_placement(api: RunningApiServer) -> None:
+    import json
+
+    settings = DaemonSettings(leader_elect=False, explain=True)
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", {0: {"cpu": "2", "memory": "8Gi"}, 1: {"cpu": "2", "memory": "8Gi"}})
+        async with running_scheduler(api, settings=settings):
+            await c.create_pod("p", "3", "2Gi")
+            assert await c.bound("p") == "n1"
+            annotations = (await c.pod("p"))["metadata"]["annotations"]
+            prefix = "kube-scheduler-simulator.sigs.k8s.io/"
+            filters = json.loads(annotations[prefix + "filter-result"])
+            assert filters["n1"] == {"NodeResourcesFit": "passed", "NodeResourceTopologyMatch": "passed"}
+            assert filters["n2"]["NodeResourceTopologyMatch"] == "cannot align container"
+            assert annotations[prefix + "selected-node"] == "n1"
+            assert set(json.loads(annotations[prefix + "score-result"])) == {"n1"}
+            assert json.loads(annotations["knuma.io/numa-placement"]) == {"c": [0]}

@@ -24,6 +24,12 @@ def scheduler(
     lease_name: str = typer.Option("topology-aware-scheduler", "--lease-name", help="Name of the leader Lease."),
     metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Bind address of /metrics, /healthz."),
     metrics_port: int = typer.Option(10251, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="Annotate pods with per-node, per-plugin results (kube-scheduler-simulator keys) and the predicted "
+        "NUMA placement; costs one extra evaluation and one write per pod.",
+    ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
 ) -> None:
     """Schedule pods whose spec.schedulerName is `topology-aware-scheduler`, NUMA-aware, until SIGTERM."""
@@ -42,7 +48,7 @@ def scheduler(
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     try:
         code = asyncio.run(
-            _run(kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port)
+            _run(kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port, explain)
         )
     except KubeConfigError as err:
         typer.echo(f"error: {err}", err=True)
@@ -58,6 +64,7 @@ async def _run(
     lease_name: str,
     metrics_address: str,
     metrics_port: int,
+    explain: bool,
 ) -> int:
     from knuma.kube.client import async_http
     from knuma.kube.leaderelection import LeaseConfig
@@ -67,7 +74,9 @@ async def _run(
 
     log = logging.getLogger("knuma.scheduler")
     http = async_http(kubeconfig, context)
-    settings = DaemonSettings(leader_elect=leader_elect, lease=LeaseConfig(namespace=lease_namespace, name=lease_name))
+    settings = DaemonSettings(
+        leader_elect=leader_elect, lease=LeaseConfig(namespace=lease_namespace, name=lease_name), explain=explain
+    )
     daemon = Scheduler(http, {DEFAULT_PROFILE_NAME: default_profile()}, settings)
     health = HealthServer(daemon)
     try:

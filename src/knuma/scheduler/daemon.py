@@ -19,7 +19,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,8 @@ from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.scheduler.algorithm import Outcome, decide
 from knuma.scheduler.cache import ClusterCache, pod_key, terminal
-from knuma.scheduler.framework import Profile
+from knuma.scheduler.explain import simulator_annotations
+from knuma.scheduler.framework import Profile, schedule_one
 from knuma.scheduler.metrics import SchedulerMetrics
 from knuma.scheduler.queue import QueuedPod, SchedulingQueue
 
@@ -54,6 +55,8 @@ class DaemonSettings:
     max_unschedulable: float = 300.0
     bind_concurrency: int = 16
     component: str = "topology-aware-scheduler"
+    explain: bool = False
+    """Annotate each pod with per-node, per-plugin results (kube-scheduler-simulator keys) before binding."""
 
 
 class _Handler:
@@ -180,23 +183,48 @@ class Scheduler:
             self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
             return None
         elapsed = time.perf_counter() - start
+        annotations = self._explain(profile, pod) if self.settings.explain else None
         if outcome.node is None:
             self.metrics.attempts.labels("unschedulable", profile.name).inc()
             self.metrics.attempt_duration.labels("unschedulable", profile.name).observe(elapsed)
             log.info("pod %s is unschedulable: %s", pod.key, outcome.message)
             self.queue.unschedulable(queued)
             self._event(pod, "Warning", "FailedScheduling", outcome.message)
+            if annotations:
+                self._spawn(self._annotate(pod, annotations))
             return outcome
         self.metrics.attempts.labels("scheduled", profile.name).inc()
         self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
         self.cache.assume(pod, outcome.node)
-        task = asyncio.get_running_loop().create_task(self._bind(queued, outcome.node))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._bind(queued, outcome.node, annotations))
         return outcome
 
-    async def _bind(self, queued: QueuedPod, node: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _explain(self, profile: Profile, pod: Pod) -> dict[str, str]:
+        result = schedule_one(profile, pod, self.cache.node_infos(), explain=True)
+        return simulator_annotations(profile, result)
+
+    async def _annotate(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        try:
+            response = await self.http.patch(
+                path,
+                json={"metadata": {"annotations": dict(annotations)}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            if response.status_code >= 400:
+                log.warning("annotating %s: HTTP %d: %s", pod.key, response.status_code, response.text[:200])
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("annotating %s: %s", pod.key, err)
+
+    async def _bind(self, queued: QueuedPod, node: str, annotations: Mapping[str, str] | None = None) -> None:
         pod = queued.pod
+        if annotations:
+            await self._annotate(pod, annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",

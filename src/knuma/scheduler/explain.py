@@ -3,13 +3,14 @@ NUMA placement (the shape `knuma schedule -o json` prints, kube-scheduler-simula
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from knuma.api.pod import Pod
 from knuma.scheduler.framework import NodeInfo, Profile, ScheduleResult, Status, schedule_one
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
-__all__ = ["explain"]
+__all__ = ["NUMA_PLACEMENT_ANNOTATION", "SIMULATOR_PREFIX", "explain", "explain_result", "simulator_annotations"]
 
 
 def _status(status: Status | None) -> dict[str, str] | None:
@@ -67,3 +68,40 @@ def explain_result(profile: Profile, result: ScheduleResult, nodes: list[NodeInf
     if result.selected is None:
         doc["message"] = result.failure_summary()
     return doc
+
+
+SIMULATOR_PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
+NUMA_PLACEMENT_ANNOTATION = "knuma.io/numa-placement"
+
+
+def simulator_annotations(profile: Profile, result: ScheduleResult) -> dict[str, str]:
+    """The per-plugin results as kube-scheduler-simulator annotates pods (`filter-result`: node → plugin → "passed"
+    or the reason; `score-result` and `finalscore-result`: node → plugin → score, raw and weighted;
+    `selected-node`), plus knuma's predicted NUMA placement on the selected node (container → NUMA ids)."""
+    weights = {plugin.name: weight for plugin, weight in profile.scorers}
+    filters: dict[str, dict[str, str]] = {}
+    scores: dict[str, dict[str, str]] = {}
+    final: dict[str, dict[str, str]] = {}
+    for node in result.nodes:
+        filters[node.name] = {
+            name: "passed" if plugin.filter.ok else plugin.filter.reason
+            for name, plugin in node.plugins.items()
+            if plugin.filter is not None
+        }
+        if node.filter.ok:
+            raw = {name: p.score for name, p in node.plugins.items() if p.score is not None}
+            scores[node.name] = {name: str(score) for name, score in raw.items()}
+            final[node.name] = {name: str(score * weights.get(name, 1)) for name, score in raw.items()}
+    out = {
+        SIMULATOR_PREFIX + "filter-result": json.dumps(filters, sort_keys=True),
+        SIMULATOR_PREFIX + "score-result": json.dumps(scores, sort_keys=True),
+        SIMULATOR_PREFIX + "finalscore-result": json.dumps(final, sort_keys=True),
+        SIMULATOR_PREFIX + "selected-node": result.selected or "",
+    }
+    numa_plugin = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
+    if result.selected is not None and numa_plugin is not None:
+        admission = numa_plugin.admission(result.state, result.selected)
+        if admission is not None and admission.admitted:
+            placement = {p.name: list(p.numa_ids) for p in admission.placements}
+            out[NUMA_PLACEMENT_ANNOTATION] = json.dumps(placement, sort_keys=True)
+    return out
