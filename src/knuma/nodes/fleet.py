@@ -1,0 +1,558 @@
+"""Many simulated nodes in one asyncio process: registration, heartbeats, pod lifecycle, PodResources and NRT.
+
+What a kubelet does towards the API server, for every node at once, with shared machinery so that one process
+sustains about a thousand nodes:
+
+- **Registration**: each Node object is created (or, on a resumed cluster, its status refreshed), then its Lease in
+  `kube-node-lease`.
+- **Heartbeats**: every Lease is renewed every 10 s (`renewTime`, a merge patch), the renewals spread evenly over the
+  interval in small batches; Node status is re-posted every 5 minutes (`nodeStatusReportFrequency`).
+- **Pods**: one watch on all pods bound to a node (`spec.nodeName!=`) feeds every node's kubelet, dispatched by
+  `spec.nodeName`. A new pod is admitted by that node's kubelet model; its status (Running, or Failed with the
+  admission error and a Warning event) goes through a bounded pool of writers. A pod with a lifetime annotation
+  completes (Succeeded) when it runs out; a deleted or terminating pod releases its resources.
+- **Exporter inputs**: per node, a real PodResources gRPC server (optional), the sysfs tree, the KubeletConfiguration
+  file and a notify file touched on every change, for `knuma exporter` processes; or NRT published in-process with
+  the exporter's builder and publisher (`nrt="in-process"`), at most once per second per node.
+- **Restart**: with a state directory, every node keeps a checkpoint of its pods' allocations; a new process restores
+  running pods exactly before admitting anything new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import yaml
+from lightkube import AsyncClient
+
+from knuma.api.pod import Pod, PodError
+from knuma.exporter.publisher import Publisher, PublishError
+from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.informer import Backoff, Informer
+from knuma.nodes.kubelet import SimulatedKubelet
+from knuma.nodes.kubeletconfig import kubelet_configuration
+from knuma.nodes.layout import NodeFiles
+from knuma.nodes.nrt import build_options, node_resource_topology
+from knuma.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
+from knuma.nodes.podresources_server import PodResourcesServer
+from knuma.nodes.podstatus import lifetime_of, rejected_status, running_status, succeeded_status
+from knuma.nodes.spec import NodeSpec
+from knuma.nodes.sysfs import render
+
+__all__ = ["Fleet", "FleetSettings", "FleetStats"]
+
+log = logging.getLogger("knuma.nodes")
+
+JsonObj = dict[str, Any]
+TERMINAL = ("Succeeded", "Failed")
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    state_dir: Path | None = None
+    """Node files and checkpoints (`<state_dir>/nodes/<node>/`); None keeps nothing on disk."""
+    sockets_dir: Path | None = None
+    """Serve PodResources per node on `<sockets_dir>/<node>.sock`; None serves none."""
+    nrt: str = "in-process"
+    """`in-process` publishes NRT from this process; `external` leaves it to `knuma exporter` processes."""
+    lease_renew_interval: float = 10.0
+    node_status_interval: float = 300.0
+    nrt_min_interval: float = 1.0
+    nrt_resync_interval: float = 60.0
+    write_concurrency: int = 32
+    batch_interval: float = 0.05
+    """Heartbeats due within this window go out together."""
+
+
+@dataclass
+class FleetStats:
+    registered: int = 0
+    lease_renewals: int = 0
+    lease_failures: int = 0
+    worst_renewal_gap: float = 0.0
+    """Longest time between two successful renewals of one node's Lease, in seconds."""
+    admitted: int = 0
+    rejected: int = 0
+    completed: int = 0
+    released: int = 0
+    status_writes: int = 0
+    status_failures: int = 0
+    nrt_publishes: int = 0
+    nrt_failures: int = 0
+    last_renewal: dict[str, float] = field(default_factory=dict)
+
+    def renewal_lag(self, now: float) -> float:
+        """How long ago the stalest Lease was renewed (0 before any renewal)."""
+        return max((now - t for t in self.last_renewal.values()), default=0.0)
+
+
+class _PodEvents:
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.fleet.observe(obj)
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.fleet.observe(new)
+
+    def on_delete(self, obj: JsonObj) -> None:
+        self.fleet.forget(obj)
+
+
+class Fleet:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        client: AsyncClient | None,
+        nodes: Sequence[NodeSpec],
+        settings: FleetSettings = FleetSettings(),
+        *,
+        on_change: Callable[[str], None] | None = None,
+    ) -> None:
+        """`http` is a raw client (hot paths: heartbeats, pod status); `client` a lightkube client for the NRT
+        publisher (required with `nrt="in-process"`)."""
+        if settings.nrt not in ("in-process", "external"):
+            raise ValueError(f"nrt must be in-process or external, got {settings.nrt!r}")
+        if settings.nrt == "in-process" and client is None:
+            raise ValueError("publishing NRT in-process needs a lightkube client")
+        self.http = http
+        self.client = client
+        self.settings = settings
+        self.specs = {node.name: node for node in nodes}
+        self.kubelets = {node.name: SimulatedKubelet(node) for node in nodes}
+        self.stats = FleetStats()
+        self.on_change = on_change
+        self.node_uids: dict[str, str] = {}
+        self.ready = asyncio.Event()
+        """Set once every node is registered and its running pods restored."""
+        self._decided: dict[str, str] = {}
+        """pod uid -> node, for pods a kubelet has admitted or rejected (never decided twice)."""
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._writes: asyncio.Queue[tuple[str, JsonObj, str]] = asyncio.Queue()
+        self._dirty: set[str] = set()
+        self._publishers: dict[str, Publisher] = {}
+        self._options = {name: build_options(spec) for name, spec in self.specs.items()}
+        self._servers: dict[str, PodResourcesServer] = {}
+        self._events = EventRecorder(http, "kubelet", qps=20, burst=50)
+        self._files = {
+            name: NodeFiles.of(settings.state_dir, settings.sockets_dir or settings.state_dir, name)
+            for name in self.specs
+            if settings.state_dir is not None
+        }
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.informer = Informer(
+            http, "/api/v1/pods", _PodEvents(self), field_selector="spec.nodeName!=", backoff=Backoff(0.2, 5.0)
+        )
+
+    # -- run -------------------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Register the nodes, restore their pods, then serve until `stop` is set."""
+        try:
+            self._prepare_files()
+            self._start_podresources()
+            await self._register()
+            await self._restore()
+            self.ready.set()
+            log.info("%d simulated nodes ready", len(self.specs))
+            loops = [
+                self._spread(self.settings.lease_renew_interval, self._renew_lease),
+                self._spread(self.settings.node_status_interval, self._post_node_status, skip_first=True),
+                self._write_statuses(),
+                self._flush_changes(),
+                self.informer.run(),
+            ]
+            for coro in loops:
+                self._spawn(coro)
+            await stop.wait()
+        finally:
+            await self._shutdown()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("simulated nodes: a loop failed", exc_info=task.exception())
+
+    async def _shutdown(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._flush_sync()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._events.flush(), 2.0)
+        for server in self._servers.values():
+            server.close()
+        self._servers.clear()
+
+    # -- files and PodResources --------------------------------------------------------------------------------------
+
+    def _prepare_files(self) -> None:
+        for name, files in self._files.items():
+            spec = self.specs[name]
+            files.root.mkdir(parents=True, exist_ok=True)
+            if self.settings.nrt == "in-process":
+                continue  # only `knuma exporter` processes read the sysfs tree and the kubelet configuration
+            render(spec.machine.topology(), files.sysfs)
+            files.kubelet_config.write_text(yaml.safe_dump(kubelet_configuration(spec), sort_keys=False))
+            if not files.notify.exists():
+                files.notify.touch()
+
+    def _start_podresources(self) -> None:
+        if self.settings.sockets_dir is None:
+            return
+        self.settings.sockets_dir.mkdir(parents=True, exist_ok=True)
+        for name, spec in self.specs.items():
+            files = NodeFiles.of(self.settings.state_dir or self.settings.sockets_dir, self.settings.sockets_dir, name)
+            server = PodResourcesServer(files.socket, allocatable=spec.machine.allocatable(), max_workers=2)
+            self._servers[name] = server.start()
+
+    # -- registration ------------------------------------------------------------------------------------------------
+
+    async def _register(self) -> None:
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+
+        async def one(spec: NodeSpec) -> None:
+            async with limit:
+                await self._register_node(spec)
+
+        await asyncio.gather(*(one(spec) for spec in self.specs.values()))
+
+    async def _register_node(self, spec: NodeSpec) -> None:
+        manifest = node_manifest(spec)
+        response = await self.http.post("/api/v1/nodes", json=manifest)
+        if response.status_code == 409:  # a resumed cluster: refresh labels and status, keep the object
+            patch = {"metadata": {"labels": manifest["metadata"]["labels"]}}
+            response = await self.http.patch(f"/api/v1/nodes/{spec.name}", json=patch, headers=MERGE_PATCH)
+            _check(response, f"node {spec.name}")
+            status = {"status": {**manifest["status"], "conditions": node_conditions()}}
+            _check(
+                await self.http.patch(f"/api/v1/nodes/{spec.name}/status", json=status, headers=MERGE_PATCH),
+                f"node {spec.name} status",
+            )
+        else:
+            _check(response, f"node {spec.name}")
+        self.node_uids[spec.name] = response.json()["metadata"]["uid"]
+        lease = lease_manifest(spec.name, self.node_uids[spec.name])
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
+        response = await self.http.post(path, json=lease)
+        if response.status_code == 409:
+            response = await self.http.put(f"{path}/{spec.name}", json=lease)
+        _check(response, f"lease {spec.name}")
+        self.stats.last_renewal[spec.name] = time.monotonic()
+        self.stats.registered += 1
+
+    # -- heartbeats --------------------------------------------------------------------------------------------------
+
+    async def _spread(
+        self, interval: float, action: Callable[[str], Coroutine[Any, Any, None]], *, skip_first: bool = False
+    ) -> None:
+        """Run `action(node)` for every node once per `interval`, evenly spread, in batches of `batch_interval`."""
+        names = sorted(self.specs)
+        loop = asyncio.get_running_loop()
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+
+        async def guarded(name: str) -> None:
+            async with limit:
+                try:
+                    await action(name)
+                except (httpx2.HTTPError, OSError) as err:
+                    log.debug("%s for %s failed: %s", action.__name__, name, err)
+
+        if skip_first:
+            await asyncio.sleep(interval)
+        while True:
+            start = loop.time()
+            pending: list[asyncio.Task[None]] = []
+            index = 0
+            while index < len(names):
+                due = start + interval * index / len(names)
+                delay = due - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                horizon = loop.time() + self.settings.batch_interval
+                while index < len(names) and start + interval * index / len(names) <= horizon:
+                    pending.append(loop.create_task(guarded(names[index])))
+                    index += 1
+                pending = [t for t in pending if not t.done()]
+            if pending:
+                await asyncio.gather(*pending)
+            rest = start + interval - loop.time()
+            if rest > 0:
+                await asyncio.sleep(rest)
+
+    async def _renew_lease(self, name: str) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
+        patch = {"spec": {"holderIdentity": name, "renewTime": micro_time()}}
+        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
+        if response.status_code == 404 and name in self.node_uids:
+            lease = lease_manifest(name, self.node_uids[name])
+            response = await self.http.post(
+                f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases", json=lease
+            )
+        if response.status_code >= 400:
+            self.stats.lease_failures += 1
+            return
+        now = time.monotonic()
+        previous = self.stats.last_renewal.get(name)
+        if previous is not None:
+            self.stats.worst_renewal_gap = max(self.stats.worst_renewal_gap, now - previous)
+        self.stats.last_renewal[name] = now
+        self.stats.lease_renewals += 1
+
+    async def _post_node_status(self, name: str) -> None:
+        patch = {"status": {"conditions": node_conditions(since=None)}}
+        await self.http.patch(f"/api/v1/nodes/{name}/status", json=patch, headers=MERGE_PATCH)
+
+    # -- pods --------------------------------------------------------------------------------------------------------
+
+    async def _restore(self) -> None:
+        """Give running pods back the resources their node's checkpoint says they hold, before any admission."""
+        checkpoints = {name: self._read_checkpoint(name) for name in self.specs}
+        if not any(checkpoints.values()):
+            return
+        items: list[JsonObj] = []
+        params = {"fieldSelector": "spec.nodeName!=", "limit": "500"}
+        while True:
+            response = await self.http.get("/api/v1/pods", params=params)
+            _check(response, "list pods")
+            body = response.json()
+            items += body.get("items") or []
+            if not (body.get("metadata") or {}).get("continue"):
+                break
+            params["continue"] = body["metadata"]["continue"]
+        restored = 0
+        for obj in items:
+            node = (obj.get("spec") or {}).get("nodeName")
+            kubelet = self.kubelets.get(node or "")
+            checkpoint = checkpoints.get(node or "")
+            if kubelet is None or not checkpoint or (obj.get("status") or {}).get("phase") != "Running":
+                continue
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            try:
+                pod = Pod.from_manifest(obj)
+            except PodError:
+                continue
+            if kubelet.restore(pod, checkpoint):
+                self._decided[pod.uid] = kubelet.name
+                self._schedule_completion(obj, pod, kubelet.name)
+                self._mark(kubelet.name)
+                restored += 1
+        if restored:
+            log.info("restored %d running pods from node checkpoints", restored)
+
+    def _read_checkpoint(self, name: str) -> Mapping[str, Any] | None:
+        files = self._files.get(name)
+        if files is None or not files.checkpoint.is_file():
+            return None
+        try:
+            data = json.loads(files.checkpoint.read_text())
+        except (OSError, ValueError) as err:
+            log.warning("node %s: ignoring unreadable checkpoint %s: %s", name, files.checkpoint, err)
+            return None
+        return data if isinstance(data, Mapping) else None
+
+    def observe(self, obj: JsonObj) -> None:
+        """A pod bound to some node was added or changed."""
+        meta = obj.get("metadata") or {}
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        kubelet = self.kubelets.get(node)
+        if kubelet is None:
+            return
+        uid = str(meta.get("uid") or "")
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        phase = (obj.get("status") or {}).get("phase")
+        if meta.get("deletionTimestamp") or phase in TERMINAL:
+            self._release(kubelet, key, uid)
+            return
+        if uid in self._decided:
+            return
+        try:
+            pod = Pod.from_manifest(obj)
+        except PodError as err:
+            log.warning("node %s: cannot run pod %s: %s", node, key, err)
+            return
+        self._decided[uid] = node
+        result = kubelet.admit(pod)
+        now = datetime.now(UTC)
+        if result.admitted:
+            held = kubelet.held[pod.key]
+            status = running_status(obj, pod, kubelet.spec.internal_ip, held.pod_ip, now)
+            self.stats.admitted += 1
+            self._mark(node)
+            self._schedule_completion(obj, pod, node, started=now)
+            log.debug("node %s admitted %s on NUMA %s", node, key, held.numa_ids())
+        else:
+            status = rejected_status(obj, pod, result.reason, result.message, now)
+            self.stats.rejected += 1
+            ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
+            self._events.record(ref, "Warning", result.reason, result.message)
+            log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
+        self._writes.put_nowait((key, {"status": status}, uid))
+
+    def forget(self, obj: JsonObj) -> None:
+        """A pod was deleted."""
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        node = self._decided.pop(uid, None) or (obj.get("spec") or {}).get("nodeName") or ""
+        kubelet = self.kubelets.get(node)
+        if kubelet is not None:
+            self._release(kubelet, f"{meta.get('namespace')}/{meta.get('name')}", uid)
+
+    def _release(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
+        timer = self._timers.pop(uid, None)
+        if timer is not None:
+            timer.cancel()
+        held = kubelet.held.get(key)
+        if held is not None and held.uid == uid and kubelet.release(key):
+            self.stats.released += 1
+            self._mark(kubelet.name)
+
+    def _schedule_completion(self, obj: JsonObj, pod: Pod, node: str, started: datetime | None = None) -> None:
+        try:
+            lifetime = lifetime_of(obj)
+        except ValueError as err:
+            log.warning("pod %s: %s; it runs until deleted", pod.key, err)
+            return
+        if lifetime is None:
+            return
+        if started is None:
+            start_time = (obj.get("status") or {}).get("startTime")
+            started = _parse_time(start_time) if start_time else datetime.now(UTC)
+        remaining = max(0.0, lifetime - (datetime.now(UTC) - started).total_seconds())
+        loop = asyncio.get_running_loop()
+        self._timers[pod.uid] = loop.call_later(remaining, self._complete, obj, pod, node)
+
+    def _complete(self, obj: JsonObj, pod: Pod, node: str) -> None:
+        self._timers.pop(pod.uid, None)
+        kubelet = self.kubelets[node]
+        held = kubelet.held.get(pod.key)
+        if held is None or held.uid != pod.uid:
+            return
+        kubelet.release(pod.key)
+        self.stats.completed += 1
+        self._mark(node)
+        current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
+        self._writes.put_nowait((pod.key, {"status": succeeded_status(current, pod, datetime.now(UTC))}, pod.uid))
+
+    async def _write_statuses(self) -> None:
+        async def worker() -> None:
+            while True:
+                key, patch, _uid = await self._writes.get()
+                namespace, _, name = key.partition("/")
+                path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+                for attempt in range(3):
+                    try:
+                        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
+                    except (httpx2.HTTPError, OSError) as err:
+                        log.debug("pod %s status: %s", key, err)
+                        await asyncio.sleep(0.2 * 2**attempt)
+                        continue
+                    if response.status_code < 400 or response.status_code == 404:
+                        self.stats.status_writes += 1
+                        break
+                    log.warning("pod %s status: HTTP %d %s", key, response.status_code, response.text[:200])
+                    await asyncio.sleep(0.2 * 2**attempt)
+                else:
+                    self.stats.status_failures += 1
+
+        await asyncio.gather(*(worker() for _ in range(self.settings.write_concurrency)))
+
+    # -- what changed: PodResources, notify files, checkpoints, NRT -------------------------------------------------
+
+    def _mark(self, node: str) -> None:
+        self._dirty.add(node)
+        if self.on_change is not None:
+            self.on_change(node)
+
+    def _flush_sync(self) -> set[str]:
+        """Update PodResources servers, notify files and checkpoints of the nodes that changed; return them."""
+        dirty, self._dirty = self._dirty, set()
+        for name in dirty:
+            kubelet = self.kubelets[name]
+            server = self._servers.get(name)
+            if server is not None:
+                server.set_pods(kubelet.podresources())
+            files = self._files.get(name)
+            if files is not None:
+                _write_atomically(files.checkpoint, json.dumps(kubelet.checkpoint(), indent=1))
+                files.notify.touch()
+        return dirty
+
+    async def _flush_changes(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_resync = loop.time()
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+        if self.settings.nrt == "in-process":
+            await self._publish_all(self.specs, limit)
+        while True:
+            await asyncio.sleep(self.settings.nrt_min_interval)
+            dirty = self._flush_sync()
+            if self.settings.nrt != "in-process":
+                continue
+            if loop.time() - last_resync >= self.settings.nrt_resync_interval:
+                dirty = set(self.specs)
+                last_resync = loop.time()
+            await self._publish_all(dirty, limit)
+
+    async def _publish_all(self, names: Iterable[str], limit: asyncio.Semaphore) -> None:
+        async def one(name: str) -> None:
+            async with limit:
+                await self._publish(name)
+
+        await asyncio.gather(*(one(name) for name in sorted(names)))
+
+    async def _publish(self, name: str) -> None:
+        assert self.client is not None
+        publisher = self._publishers.get(name)
+        if publisher is None:
+            publisher = self._publishers[name] = Publisher(self.client, name)
+        nrt = node_resource_topology(self.kubelets[name], self._options[name])
+        try:
+            await publisher.publish(nrt)
+            self.stats.nrt_publishes += 1
+        except PublishError as err:
+            self.stats.nrt_failures += 1
+            self._dirty.add(name)  # try again next round
+            log.warning("%s", err)
+
+
+def _check(response: httpx2.Response, what: str) -> None:
+    if response.status_code >= 400:
+        raise httpx2.HTTPStatusError(
+            f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
+        )
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
