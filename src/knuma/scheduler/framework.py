@@ -3,17 +3,30 @@
 Plugins are pure: they read a `Pod` and a `NodeInfo` (a snapshot) and return a `Status` or a score in 0..100. A
 `CycleState` carries what one plugin computed for a (pod, node) pair to later extension points (the NUMA plugin's
 kubelet prediction, for Score and Reserve).
+
+Optional extension points, used when a plugin defines them (kube-scheduler's semantics):
+- `pre_filter(state, pod) -> PreFilterResult` on a filter: once per pod, before any node. It can reject the pod on
+  every node, restrict the nodes worth filtering (NodeAffinity's `matchFields metadata.name`), or skip the plugin's
+  Filter for this pod.
+- `normalize(scores) -> scores` on a scorer (`NormalizeScore`): maps the raw scores of the feasible nodes, by node
+  name, to 0..100 before the weight applies (TaintToleration reverses, NodeAffinity scales to the best node).
+- `pre_enqueue(pod) -> Status` (`Profile.pre_enqueue`): whether the pod may enter the active queue at all
+  (SchedulingGates); the daemon asks, `schedule_one` does not.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
+from knuma.api.nodeaffinity import node_labels
 from knuma.api.pod import Pod
+from knuma.api.ports import HostPort
 from knuma.api.resources import ResourceList
+from knuma.api.taints import Taint, taints_of
 from knuma.topology.node import NodeTopology
 
 __all__ = [
@@ -24,12 +37,18 @@ __all__ = [
     "NodeInfo",
     "NodeResult",
     "PluginResult",
+    "PreEnqueuePlugin",
+    "PreFilterPlugin",
+    "PreFilterResult",
     "Profile",
     "ScheduleResult",
+    "ScoreNormalizer",
     "ScorePlugin",
     "Status",
     "schedule_one",
 ]
+
+T = TypeVar("T")
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -73,6 +92,23 @@ class NodeInfo:
     """The node's NUMA view from its NodeResourceTopology (after reservations); None without NRT data."""
     manifest: Mapping[str, Any] | None = None
     """The core/v1 Node object, for plugins that read labels, taints or conditions."""
+    used_ports: frozenset[HostPort] = frozenset()
+    """Host ports taken by the pods on the node (`knuma.api.ports.pod_host_ports` of each), for NodePorts."""
+
+    @cached_property
+    def labels(self) -> Mapping[str, str]:
+        """`metadata.labels` of the Node object (empty without one)."""
+        return node_labels(self.manifest)
+
+    @cached_property
+    def taints(self) -> tuple[Taint, ...]:
+        """`spec.taints` of the Node object."""
+        return taints_of(self.manifest)
+
+    @property
+    def unschedulable(self) -> bool:
+        """`spec.unschedulable` (cordoned)."""
+        return bool(self.manifest and (self.manifest.get("spec") or {}).get("unschedulable"))
 
     @property
     def numa(self) -> NodeTopology | None:
@@ -86,7 +122,17 @@ class NodeInfo:
 
 
 class CycleState(dict[tuple[str, str], Any]):
-    """Per-cycle scratch data keyed by (plugin name, node name)."""
+    """Per-cycle scratch data keyed by (plugin name, node name); (plugin name, "") holds per-pod data."""
+
+    def pod_data(self, plugin: str, pod: Pod, compute: Callable[[Pod], T]) -> T:
+        """What a plugin derives once per pod (kube-scheduler's PreFilter/PreScore state), computed on first use so
+        that Filter and Score work whether or not PreFilter ran."""
+        found = self.get((plugin, ""))
+        if found is not None and found[0] is pod:
+            return cast(T, found[1])
+        value = compute(pod)
+        self[plugin, ""] = (pod, value)
+        return value
 
 
 @runtime_checkable
@@ -104,12 +150,45 @@ class ScorePlugin(Protocol):
 
 
 @dataclass(frozen=True)
+class PreFilterResult:
+    status: Status = SUCCESS
+    """Not ok: the pod fits no node (every node gets this status)."""
+    node_names: frozenset[str] | None = None
+    """Only these nodes can fit (None: any node). The others get `node(s) didn't satisfy plugin(s) [...]`."""
+    skip: bool = False
+    """The plugin's Filter has nothing to check for this pod (kube-scheduler's `Skip`)."""
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult: ...
+
+
+@runtime_checkable
+class ScoreNormalizer(Protocol):
+    name: str
+
+    def normalize(self, scores: Mapping[str, int]) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> Status: ...
+
+
+@dataclass(frozen=True)
 class Profile:
     """An ordered list of filters and weighted scorers, as a `KubeSchedulerConfiguration` profile."""
 
     name: str
     filters: tuple[FilterPlugin, ...]
     scorers: tuple[tuple[ScorePlugin, int], ...]
+    pre_enqueue: tuple[PreEnqueuePlugin, ...] = ()
+    """Gates a pod must pass before it is queued (SchedulingGates); the daemon asks them."""
 
     def plugin_names(self) -> list[str]:
         names = [p.name for p in self.filters]
@@ -137,12 +216,16 @@ class ScheduleResult:
     selected: str | None
     nodes: Sequence[NodeResult]
     state: CycleState
+    pre_filter: Status | None = None
+    """Set when a PreFilter rejected the pod on every node (kube-scheduler's `PreFilterMsg`)."""
 
     def feasible(self) -> list[NodeResult]:
         return [n for n in self.nodes if n.filter.ok]
 
     def failure_summary(self) -> str:
         """kube-scheduler's `FailedScheduling` message: `0/5 nodes are available: 3 cannot align container, ...`."""
+        if self.pre_filter is not None:
+            return f"0/{len(self.nodes)} nodes are available: {self.pre_filter.reason}."
         counts: dict[str, int] = {}
         for result in self.nodes:
             if not result.filter.ok:
@@ -156,32 +239,128 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     """Filter every node, score the feasible ones, pick the highest total (ties: the first node in input order).
 
     With `explain`, every plugin runs on every node (kube-scheduler-simulator style) so the result shows each plugin's
-    verdict; without it, filtering stops at the first failing plugin, as kube-scheduler does.
+    verdict; without it, filtering stops at the first failing plugin, as kube-scheduler does. Scorers with `normalize`
+    see the raw scores of the feasible nodes only; on infeasible nodes (`explain`) their raw score is shown.
     """
     state = CycleState()
+    filters, skipped, allowed, restricting, rejected = _pre_filter(profile, state, pod)
+    if rejected is not None:
+        return _rejected(pod, nodes, state, rejected)
+    outside = None
+    if allowed is not None:
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]"
+        outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, restricting[0])
+    normalizing = any(isinstance(scorer, ScoreNormalizer) for scorer, _ in profile.scorers)
     results: list[NodeResult] = []
+    raw_scores: list[list[int]] = []
     best: tuple[int, str] | None = None
     for node in nodes:
-        per_plugin: dict[str, PluginResult] = {}
+        per_plugin: dict[str, PluginResult] = {name: PluginResult(filter=SUCCESS) for name in skipped}
         verdict = SUCCESS
-        for plugin in profile.filters:
+        if outside is not None and allowed is not None and node.name not in allowed:
+            verdict = outside
+            per_plugin[outside.plugin] = PluginResult(filter=outside)
+            if not explain:
+                results.append(NodeResult(node.name, verdict, None, per_plugin))
+                continue
+        for plugin in filters:
             if not verdict.ok and not explain:
                 break
             status = plugin.filter(state, pod, node)
-            per_plugin[plugin.name] = PluginResult(filter=status)
+            if plugin.name not in per_plugin:  # a node outside the PreFilter's names keeps that verdict
+                per_plugin[plugin.name] = PluginResult(filter=status)
             if verdict.ok and not status.ok:
                 verdict = status
         total: int | None = None
         if verdict.ok or explain:
             weighted = 0
+            scores = []
             for scorer, weight in profile.scorers:
                 score = scorer.score(state, pod, node)
                 previous = per_plugin.get(scorer.name, PluginResult())
                 per_plugin[scorer.name] = PluginResult(filter=previous.filter, score=score)
                 weighted += score * weight
+                scores.append(score)
             if verdict.ok:
                 total = weighted
-                if best is None or weighted > best[0]:
+                if normalizing:
+                    raw_scores.append(scores)
+                elif best is None or weighted > best[0]:
                     best = (weighted, node.name)
         results.append(NodeResult(node.name, verdict, total, per_plugin))
+    if normalizing:
+        results, best = _normalized(profile, results, raw_scores)
     return ScheduleResult(pod, best[1] if best else None, results, state)
+
+
+def _pre_filter(
+    profile: Profile, state: CycleState, pod: Pod
+) -> tuple[list[FilterPlugin], list[str], frozenset[str] | None, list[str], Status | None]:
+    """Run the filters' PreFilter: (filters to run, skipped plugin names, allowed node names, plugins that restricted
+    them, a rejection)."""
+    filters: list[FilterPlugin] = []
+    skipped: list[str] = []
+    allowed: frozenset[str] | None = None
+    restricting: list[str] = []
+    rejected: Status | None = None
+    for plugin in profile.filters:
+        if not isinstance(plugin, PreFilterPlugin):
+            filters.append(plugin)
+            continue
+        result = plugin.pre_filter(state, pod)
+        if not result.status.ok:
+            status = result.status if result.status.plugin else replace(result.status, plugin=plugin.name)
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return filters, skipped, allowed, restricting, status
+            rejected = rejected or status  # Unschedulable: later PreFilters still run, as upstream
+            continue
+        if result.skip:
+            skipped.append(plugin.name)
+            continue
+        filters.append(plugin)
+        if result.node_names is not None:
+            restricting.append(plugin.name)
+            allowed = result.node_names if allowed is None else allowed & result.node_names
+            if not allowed:
+                reason = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}] simultaneously"
+                if len(restricting) == 1:
+                    reason = f"node(s) didn't satisfy plugin {restricting[0]}"
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, plugin.name)
+                return filters, skipped, allowed, restricting, status
+    return filters, skipped, allowed, restricting, rejected
+
+
+def _rejected(pod: Pod, nodes: Iterable[NodeInfo], state: CycleState, status: Status) -> ScheduleResult:
+    results = [NodeResult(n.name, status, None, {status.plugin: PluginResult(filter=status)}) for n in nodes]
+    return ScheduleResult(pod, None, results, state, pre_filter=status)
+
+
+def _normalized(
+    profile: Profile, results: list[NodeResult], raw_scores: list[list[int]]
+) -> tuple[list[NodeResult], tuple[int, str] | None]:
+    """Apply NormalizeScore over the feasible nodes, then the weights; pick the best (first on ties)."""
+    feasible = [r for r in results if r.filter.ok]
+    columns: list[list[int]] = [list(column) for column in zip(*raw_scores, strict=True)] if raw_scores else []
+    for index, (scorer, _) in enumerate(profile.scorers):
+        if isinstance(scorer, ScoreNormalizer) and columns:
+            mapped = scorer.normalize({r.name: s for r, s in zip(feasible, columns[index], strict=True)})
+            columns[index] = [mapped[r.name] for r in feasible]
+    totals: dict[str, int] = {}
+    for row, result in enumerate(feasible):
+        totals[result.name] = sum(columns[i][row] * weight for i, (_, weight) in enumerate(profile.scorers))
+    best: tuple[int, str] | None = None
+    out: list[NodeResult] = []
+    row = 0
+    for result in results:
+        if not result.filter.ok:
+            out.append(result)
+            continue
+        plugins = dict(result.plugins)
+        for i, (scorer, _) in enumerate(profile.scorers):
+            plugins[scorer.name] = replace(plugins[scorer.name], score=columns[i][row])
+        total = totals[result.name]
+        out.append(replace(result, score=total, plugins=plugins))
+        if best is None or total > best[0]:
+            best = (total, result.name)
+        row += 1
+    return out, best

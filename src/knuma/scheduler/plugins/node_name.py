@@ -1,0 +1,20 @@
+"""NodeName (Filter): a pod that names a node in `spec.nodeName` fits only that node."""
+
+from __future__ import annotations
+
+from knuma.api.pod import Pod
+from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, Status
+
+__all__ = ["ERR_REASON", "NAME", "NodeName"]
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not pod.node_name or pod.node_name == node.name:
+            return SUCCESS
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON, NAME)

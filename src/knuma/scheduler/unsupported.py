@@ -1,0 +1,48 @@
+"""Pod constraints that kube-scheduler honours and knuma does not, so the daemon can say so (an event and a log line)
+instead of silently placing the pod as if they were not there."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from knuma.api.pod import Pod
+
+__all__ = ["unsupported_constraints"]
+
+
+def _present(value: Any) -> bool:
+    return bool(value) and (not isinstance(value, Mapping) or any(_present(v) for v in value.values()))
+
+
+def unsupported_constraints(pod: Pod) -> list[str]:
+    """What in the pod's spec knuma ignores, each as `what (field path)`; empty when nothing is ignored.
+
+    - pod affinity and anti-affinity (InterPodAffinity),
+    - topology spread constraints (PodTopologySpread),
+    - persistent volume claims, also generic ephemeral volumes (VolumeBinding, VolumeZone, NodeVolumeLimits: volume
+      topology is not checked and `WaitForFirstConsumer` claims are not bound by knuma),
+    - resource claims (DynamicResources).
+    """
+    spec = pod.spec
+    found: list[str] = []
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping):
+        if _present(affinity.get("podAffinity")):
+            found.append("pod affinity (spec.affinity.podAffinity)")
+        if _present(affinity.get("podAntiAffinity")):
+            found.append("pod anti-affinity (spec.affinity.podAntiAffinity)")
+    if spec.get("topologySpreadConstraints"):
+        found.append("topology spread constraints (spec.topologySpreadConstraints)")
+    volumes = spec.get("volumes")
+    if isinstance(volumes, Sequence) and not isinstance(volumes, str):
+        for index, volume in enumerate(volumes):
+            if not isinstance(volume, Mapping):
+                continue
+            for kind in ("persistentVolumeClaim", "ephemeral"):
+                if volume.get(kind):
+                    name = volume.get("name", index)
+                    found.append(f"volume {name} (spec.volumes[{index}].{kind}): volume topology and binding")
+    if spec.get("resourceClaims"):
+        found.append("resource claims (spec.resourceClaims)")
+    return found
