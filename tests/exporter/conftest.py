@@ -24,11 +24,11 @@ def api() -> Iterator[RunningApiServer]:
     from lightkube import Client, KubeConfig
     from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
-    from .nrt_crd import NRT_CRD
+    from knuma.api.crd import nrt_crd
 
     with apiserver_in_thread() as server:
         client = Client(KubeConfig.from_file(server.kubeconfig), trust_env=False)
-        crd: Any = CustomResourceDefinition.from_dict(NRT_CRD)
+        crd: Any = CustomResourceDefinition.from_dict(nrt_crd())
         client.create(crd)
         client.close()
         yield server
