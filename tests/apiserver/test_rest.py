@@ -147,6 +147,21 @@ def test_generate_name_and_cluster_scoped_kinds(http_client: Http) -> None:
     assert http_client.get("/apis/scheduling.k8s.io/v1/namespaces/default/priorityclasses").status == 404
 
 
+def test_network_policies_are_served(http_client: Http) -> None:
+    """The deployer's components come with NetworkPolicies."""
+    netpol = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "deny-all", "namespace": "default"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+    url = "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
+    assert http_client.post(url, netpol).status == 201
+    assert http_client.get(f"{url}/deny-all").json["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    resources = http_client.get("/apis/networking.k8s.io/v1").json["resources"]
+    assert {"name": "networkpolicies", "kind": "NetworkPolicy", "namespaced": True}.items() <= resources[0].items()
+
+
 def test_delete_returns_object_and_then_404(http_client: Http) -> None:
     http_client.post(CM, configmap("a"))
     deleted = http_client.delete(

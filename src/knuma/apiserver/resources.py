@@ -147,6 +147,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     _rt("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+    _rt("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
     _rt(
         "apiextensions.k8s.io",
         "v1",

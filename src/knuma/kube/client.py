@@ -14,7 +14,7 @@ from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ConfigError
 
-__all__ = ["KubeConfigError", "async_client", "async_http", "load_config", "sync_client"]
+__all__ = ["KubeConfigError", "async_client", "async_http", "http_client", "load_config", "sync_client"]
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -99,3 +99,19 @@ def async_http(
 
     params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
     return adapter_client(load_config(kubeconfig, context), params)
+
+
+def http_client(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    config: SingleConfig | None = None,
+) -> httpx2.Client:
+    """A plain synchronous HTTP client with the cluster's base URL, TLS and credentials, for the paths lightkube has
+    no model for (`/version`, discovery, the node proxy)."""
+    from lightkube.config.client_adapter import Client as adapter_client
+    from lightkube.config.client_adapter import ConnectionParams
+
+    params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+    return adapter_client(config or load_config(kubeconfig, context), params)

@@ -1,0 +1,524 @@
+"""`knuma render | deploy | remove | validate | detect | images`: the deployer's commands.
+
+Thin: flags become `DeployOptions`, one call does the work, results are printed (data on stdout, progress and
+errors on stderr). Exit status: 0 success, 1 the cluster refused or is misconfigured, 2 bad flags or input,
+3 (validate) the cluster could not be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from knuma.deploy.options import Component, DeployOptions, PlatformSpec
+    from knuma.kube.apply import Outcome
+    from knuma.kube.wait import Readiness
+
+USAGE_ERROR = 2
+CLUSTER_ERROR = 1
+CHECK_ERROR = 3
+
+# Flags shared by render, deploy and remove (names and defaults as the upstream deployer's).
+_PLATFORM = typer.Option(
+    None, "-P", "--platform", help="kubernetes, openshift or hypershift, optionally :VERSION; default: detected."
+)
+_SCHEDULER = typer.Option("knuma", "--scheduler", help="knuma, or upstream (scheduler-plugins' kube-scheduler).")
+_UPDATER = typer.Option("knuma", "--updater-type", help="knuma (knuma exporter), RTE or NFD.")
+_REPLICAS = typer.Option(
+    1, "-R", "--replicas", help="Scheduler replicas (leader election when > 1); negative: one per control-plane node."
+)
+_PULL = typer.Option(False, "--pull-if-not-present", help="imagePullPolicy IfNotPresent instead of Always.")
+_RTE_CONFIG = typer.Option(None, "--rte-config-file", help="Updater configuration file, put in a ConfigMap.")
+_PROFILE = typer.Option("topology-aware-scheduler", "--sched-profile-name", help="The scheduler's schedulerName.")
+_RESYNC = typer.Option("5s", "--sched-resync-period", help="cacheResyncPeriodSeconds; 0 disables the resync.")
+_SCHED_VERBOSE = typer.Option(4, "--sched-verbose", help="Upstream scheduler -v.")
+_CTRLPLANE = typer.Option(
+    True,
+    "--sched-ctrlplane-affinity/--no-sched-ctrlplane-affinity",
+    help="Tolerate control-plane taints and prefer control-plane nodes for the scheduler.",
+)
+_LEASE = typer.Option("", "--sched-leader-elect-resource", help="Leader election Lease, NAMESPACE/NAME or NAME.")
+_SYNC = typer.Option("10s", "--updater-sync-period", help="Updater periodic update interval; 0 disables it.")
+_PFP = typer.Option(
+    True, "--updater-pfp-enable/--no-updater-pfp-enable", help="Publish the pods fingerprint (scheduler cache)."
+)
+_NOTIF = typer.Option(False, "--updater-notif-enable", help="Updater notify file (event-driven updates).")
+_SCC = typer.Option("v2", "--updater-scc", help="OpenShift SecurityContextConstraints version: v1 or v2.")
+_UPDATER_VERBOSE = typer.Option(1, "--updater-verbose", help="Upstream updater -v.")
+_IMAGE = typer.Option(None, "--image", help="knuma image [env KNUMA_IMAGE].")
+_PLUGIN_IMAGE = typer.Option(None, "--scheduler-plugin-image", help="[env TAS_SCHEDULER_PLUGIN_IMAGE].")
+_RTE_IMAGE = typer.Option(None, "--rte-image", help="[env TAS_RESOURCE_EXPORTER_IMAGE].")
+_NFD_IMAGE = typer.Option(None, "--nfd-image", help="[env TAS_NODE_FEATURE_DISCOVERY_IMAGE].")
+_COMPONENT = typer.Argument(None, help="api, updater or scheduler (all when omitted).")
+_KUBECONFIG = typer.Option(None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config).")
+_CONTEXT = typer.Option(None, "--context", help="kubeconfig context.")
+_WAIT = typer.Option(False, "-W", "--wait", help="Wait until the workloads are ready (or gone, for remove).")
+_WAIT_TIMEOUT = typer.Option("2m", "-T", "--wait-timeout", help="How long --wait waits.")
+_WAIT_INTERVAL = typer.Option("2s", "-E", "--wait-interval", help="How often --wait polls.")
+_DRY_RUN = typer.Option(False, "--dry-run", help="Show what would change (server-side dry run) and change nothing.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("render")(render)
+    app.command("deploy")(deploy)
+    app.command("remove")(remove)
+    app.command("validate")(validate)
+    app.command("detect")(detect)
+    app.command("images")(images)
+
+
+def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptions:
+    from knuma.deploy.images import resolve_images
+    from knuma.deploy.options import (
+        DeployOptions,
+        OptionsError,
+        SchedulerVariant,
+        UpdaterType,
+        parse_duration,
+    )
+
+    try:
+        scheduler = {v.value.lower(): v for v in SchedulerVariant}.get(flags["scheduler"].lower())
+        if scheduler is None:
+            raise OptionsError(f"invalid --scheduler {flags['scheduler']!r}: expected knuma or upstream")
+        updater = {v.value.lower(): v for v in UpdaterType}.get(flags["updater_type"].lower())
+        if updater is None:
+            raise OptionsError(f"{flags['updater_type']!r} is invalid updater type: expected knuma, RTE or NFD")
+        config = None
+        if flags["rte_config_file"]:
+            try:
+                with open(flags["rte_config_file"], encoding="utf-8") as handle:
+                    config = handle.read()
+            except OSError as err:
+                raise OptionsError(f"cannot read --rte-config-file: {err}") from None
+        images = resolve_images(
+            {
+                "knuma": flags["image"],
+                "scheduler_plugin": flags["scheduler_plugin_image"],
+                "resource_topology_exporter": flags["rte_image"],
+                "node_feature_discovery": flags["nfd_image"],
+            }
+        )
+        return DeployOptions(
+            platform=platform,
+            scheduler=scheduler,
+            updater=updater,
+            images=images,
+            replicas=replicas,
+            pull_if_not_present=flags["pull_if_not_present"],
+            profile_name=flags["sched_profile_name"],
+            resync_period=parse_duration(flags["sched_resync_period"], "--sched-resync-period"),
+            updater_sync_period=parse_duration(flags["updater_sync_period"], "--updater-sync-period"),
+            updater_pfp=flags["updater_pfp_enable"],
+            updater_notifications=flags["updater_notif_enable"],
+            updater_config=config,
+            updater_scc=flags["updater_scc"],
+            ctrlplane_affinity=flags["sched_ctrlplane_affinity"],
+            leader_elect_resource=flags["sched_leader_elect_resource"],
+            updater_verbose=flags["updater_verbose"],
+            sched_verbose=flags["sched_verbose"],
+        )
+    except ValueError as err:
+        _fail(str(err))
+
+
+def _platform_flag(text: str | None) -> PlatformSpec | None:
+    from knuma.deploy.options import OptionsError, parse_platform
+
+    if text is None:
+        return None
+    try:
+        return parse_platform(text)
+    except OptionsError as err:
+        _fail(str(err))
+
+
+def _components(text: str | None) -> list[Component]:
+    from knuma.deploy.options import OptionsError, parse_component
+
+    try:
+        return parse_component(text)
+    except OptionsError as err:
+        _fail(str(err))
+
+
+def render(
+    component: str | None = _COMPONENT,
+    output: str = typer.Option("yaml", "-o", "--output", help="yaml (a multi-document stream) or json (a v1 List)."),
+    platform: str | None = _PLATFORM,
+    scheduler: str = _SCHEDULER,
+    updater_type: str = _UPDATER,
+    replicas: int = _REPLICAS,
+    pull_if_not_present: bool = _PULL,
+    rte_config_file: str | None = _RTE_CONFIG,
+    sched_profile_name: str = _PROFILE,
+    sched_resync_period: str = _RESYNC,
+    sched_verbose: int = _SCHED_VERBOSE,
+    sched_ctrlplane_affinity: bool = _CTRLPLANE,
+    sched_leader_elect_resource: str = _LEASE,
+    updater_sync_period: str = _SYNC,
+    updater_pfp_enable: bool = _PFP,
+    updater_notif_enable: bool = _NOTIF,
+    updater_scc: str = _SCC,
+    updater_verbose: int = _UPDATER_VERBOSE,
+    image: str | None = _IMAGE,
+    scheduler_plugin_image: str | None = _PLUGIN_IMAGE,
+    rte_image: str | None = _RTE_IMAGE,
+    nfd_image: str | None = _NFD_IMAGE,
+) -> None:
+    """Print the manifests of the stack (or one component) without touching a cluster, for GitOps."""
+    from knuma.deploy.options import PlatformSpec
+    from knuma.deploy.render import render as render_objects
+    from knuma.deploy.render import to_json, to_yaml
+
+    if output not in ("yaml", "json"):
+        _fail(f"unknown output format {output!r}; use yaml or json")
+    components = _components(component)
+    if replicas < 1:
+        _fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")
+    flags = {k: v for k, v in locals().items() if k not in ("component", "output", "platform", "replicas")}
+    options = _options(_platform_flag(platform) or PlatformSpec(), replicas, **flags)
+    objects = render_objects(components, options)
+    sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))
+
+
+class _Progress:
+    """Wait progress on stderr: a live status line on a terminal, a plain line per change otherwise."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.status: Any = None
+        self.last: dict[str, str] = {}
+
+    def __call__(self, ref: str, state: Readiness) -> None:
+        text = f"{ref}: {state.detail}" + (" ✓" if state.ready else "")
+        if self.console.is_terminal:
+            if self.status is None:
+                self.status = self.console.status(text)
+                self.status.start()
+            else:
+                self.status.update(text)
+        elif self.last.get(ref) != state.detail:
+            self.console.print(f"waiting: {text}", highlight=False, soft_wrap=True)
+        self.last[ref] = state.detail
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def _print_outcome(outcome: Outcome, dry_run: bool) -> None:
+    suffix = " (dry run)" if dry_run else ""
+    typer.echo(f"{outcome.ref} {outcome.change.value}{suffix}")
+    for line in outcome.diff:
+        typer.echo(f"    {line}")
+
+
+def _cluster_command(
+    action: str,
+    component: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    platform: str | None,
+    replicas: int,
+    wait: bool,
+    wait_timeout: str,
+    wait_interval: str,
+    dry_run: bool,
+    flags: dict[str, Any],
+) -> None:
+    import httpx2
+    from lightkube import ApiError
+
+    from knuma.deploy import cluster
+    from knuma.deploy.detect import DetectError, detect
+    from knuma.deploy.options import OptionsError, parse_duration
+    from knuma.kube.client import KubeConfigError
+
+    components = _components(component)
+    user_platform = _platform_flag(platform)
+    try:
+        timeout = parse_duration(wait_timeout, "--wait-timeout")
+        interval = parse_duration(wait_interval, "--wait-interval")
+    except OptionsError as err:
+        _fail(str(err))
+    progress = _Progress()
+    try:
+        with cluster.connect(kubeconfig, context) as session:
+            if user_platform is not None and user_platform.version:
+                spec = user_platform
+            else:
+                spec = detect(session.http, user_platform).effective
+                typer.echo(f"platform: {spec}", err=True)
+            if replicas < 0:
+                replicas = cluster.control_plane_replicas(session.client)
+                typer.echo(f"replicas: {replicas} (control-plane nodes)", err=True)
+            elif replicas == 0:
+                _fail("--replicas 0: the scheduler needs at least one replica (negative: one per control-plane node)")
+            options = _options(spec, replicas, **flags)
+            settings = cluster.WaitSettings(wait, timeout, interval or 0.1, progress)
+            run = cluster.deploy if action == "deploy" else cluster.remove
+            run(
+                session,
+                components,
+                options,
+                dry_run=dry_run,
+                wait=settings,
+                report=lambda outcome: _print_outcome(outcome, dry_run),
+            )
+    except KubeConfigError as err:
+        _fail(str(err))
+    except cluster.ClusterError as err:
+        progress.stop()
+        _fail(f"{action} failed:\n{err}", CLUSTER_ERROR)
+    except (ApiError, DetectError) as err:
+        _fail(f"{action} failed: {err}", CLUSTER_ERROR)
+    except httpx2.HTTPError as err:
+        _fail(f"cannot reach the API server: {err}", CLUSTER_ERROR)
+    finally:
+        progress.stop()
+
+
+def deploy(
+    component: str | None = _COMPONENT,
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    wait: bool = _WAIT,
+    wait_timeout: str = _WAIT_TIMEOUT,
+    wait_interval: str = _WAIT_INTERVAL,
+    dry_run: bool = _DRY_RUN,
+    platform: str | None = _PLATFORM,
+    scheduler: str = _SCHEDULER,
+    updater_type: str = _UPDATER,
+    replicas: int = _REPLICAS,
+    pull_if_not_present: bool = _PULL,
+    rte_config_file: str | None = _RTE_CONFIG,
+    sched_profile_name: str = _PROFILE,
+    sched_resync_period: str = _RESYNC,
+    sched_verbose: int = _SCHED_VERBOSE,
+    sched_ctrlplane_affinity: bool = _CTRLPLANE,
+    sched_leader_elect_resource: str = _LEASE,
+    updater_sync_period: str = _SYNC,
+    updater_pfp_enable: bool = _PFP,
+    updater_notif_enable: bool = _NOTIF,
+    updater_scc: str = _SCC,
+    updater_verbose: int = _UPDATER_VERBOSE,
+    image: str | None = _IMAGE,
+    scheduler_plugin_image: str | None = _PLUGIN_IMAGE,
+    rte_image: str | None = _RTE_IMAGE,
+    nfd_image: str | None = _NFD_IMAGE,
+) -> None:
+    """Apply the stack (or one component) with server-side apply: CRD, then updater, then scheduler. Idempotent."""
+    flags = {k: v for k, v in locals().items() if k not in _CLUSTER_PARAMS}
+    _cluster_command(
+        "deploy", component, kubeconfig, context, platform, replicas, wait, wait_timeout, wait_interval, dry_run, flags
+    )
+
+
+def remove(
+    component: str | None = _COMPONENT,
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    wait: bool = _WAIT,
+    wait_timeout: str = _WAIT_TIMEOUT,
+    wait_interval: str = _WAIT_INTERVAL,
+    dry_run: bool = _DRY_RUN,
+    platform: str | None = _PLATFORM,
+    scheduler: str = _SCHEDULER,
+    updater_type: str = _UPDATER,
+    replicas: int = _REPLICAS,
+    pull_if_not_present: bool = _PULL,
+    rte_config_file: str | None = _RTE_CONFIG,
+    sched_profile_name: str = _PROFILE,
+    sched_resync_period: str = _RESYNC,
+    sched_verbose: int = _SCHED_VERBOSE,
+    sched_ctrlplane_affinity: bool = _CTRLPLANE,
+    sched_leader_elect_resource: str = _LEASE,
+    updater_sync_period: str = _SYNC,
+    updater_pfp_enable: bool = _PFP,
+    updater_notif_enable: bool = _NOTIF,
+    updater_scc: str = _SCC,
+    updater_verbose: int = _UPDATER_VERBOSE,
+    image: str | None = _IMAGE,
+    scheduler_plugin_image: str | None = _PLUGIN_IMAGE,
+    rte_image: str | None = _RTE_IMAGE,
+    nfd_image: str | None = _NFD_IMAGE,
+) -> None:
+    """Delete the stack (or one component) in reverse order; what is already gone is not an error."""
+    flags = {k: v for k, v in locals().items() if k not in _CLUSTER_PARAMS}
+    _cluster_command(
+        "remove", component, kubeconfig, context, platform, replicas, wait, wait_timeout, wait_interval, dry_run, flags
+    )
+
+
+_CLUSTER_PARAMS = (
+    "component",
+    "kubeconfig",
+    "context",
+    "wait",
+    "wait_timeout",
+    "wait_interval",
+    "dry_run",
+    "platform",
+    "replicas",
+)
+
+
+def validate(
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    node_selector: str = typer.Option(
+        "node-role.kubernetes.io/worker", "-l", "--node-selector", help="Label selector of the nodes to check."
+    ),
+    topology_manager_policy: str = typer.Option(
+        "single-numa-node", "--topology-manager-policy", help="The Topology Manager policy the nodes must have."
+    ),
+    output: str = typer.Option("text", "-o", "--output", help="text or json."),
+    json_flag: bool = typer.Option(False, "-J", "--json", help="Same as -o json (upstream's flag)."),
+) -> None:
+    """Check that the cluster can run topology-aware scheduling: version, and every worker's kubelet (CPU, memory and
+    Topology Manager). Exit status 1 when something is wrong, 3 when the cluster could not be checked."""
+    import httpx2
+
+    from knuma.deploy import validate as checks
+    from knuma.deploy.detect import DetectError, server_version
+    from knuma.kube.client import KubeConfigError, http_client
+    from knuma.kube.configz import ConfigzError, list_node_names, read_configz_many
+
+    if json_flag:
+        output = "json"
+    if output not in ("text", "json"):
+        _fail(f"unknown output format {output!r}; use text or json")
+    valid_policies = ("none", "best-effort", "restricted", "single-numa-node")
+    if topology_manager_policy not in valid_policies:
+        choices = ", ".join(valid_policies)
+        _fail(f"unknown --topology-manager-policy {topology_manager_policy!r}; expected one of {choices}")
+    try:
+        with http_client(kubeconfig, context, timeout=30) as http:
+            issues = checks.check_version(server_version(http))
+            nodes = list_node_names(http, node_selector)
+            configs = read_configz_many(http, nodes)
+    except KubeConfigError as err:
+        _fail(str(err))
+    except (ConfigzError, DetectError) as err:
+        _fail(f"cannot check the cluster: {err}", CHECK_ERROR)
+    except httpx2.HTTPError as err:
+        _fail(f"cannot reach the API server: {err}", CHECK_ERROR)
+    if not nodes:
+        issues.append(checks.no_worker_nodes(node_selector))
+    for node in nodes:
+        config = configs[node]
+        if isinstance(config, ConfigzError):
+            issues.append(checks.unreadable_node(node, str(config)))
+        else:
+            issues += checks.check_kubelet(node, config, topology_manager_policy)
+    if output == "json":
+        typer.echo(json.dumps(checks.report_json(issues, nodes), indent=2))
+    else:
+        typer.echo(f"INFO>>>>: checked {len(nodes)} node(s) matching {node_selector!r}", err=True)
+        typer.echo(checks.report_text(issues), nl=False)
+    if issues:
+        raise typer.Exit(1)
+
+
+def detect(
+    kubeconfig: str | None = _KUBECONFIG,
+    context: str | None = _CONTEXT,
+    platform: str | None = _PLATFORM,
+    output: str = typer.Option("text", "-o", "--output", help="text or json."),
+    json_flag: bool = typer.Option(False, "-J", "--json", help="Same as -o json (upstream's flag)."),
+    control_plane: bool = typer.Option(False, "--control-plane", help="Print the number of control-plane nodes."),
+) -> None:
+    """Print the cluster's platform and version (`Kubernetes:v1.33.0`); -P overrides what is discovered."""
+    import httpx2
+
+    from knuma.deploy.detect import DetectError
+    from knuma.deploy.detect import detect as run_detect
+    from knuma.kube.client import KubeConfigError, http_client
+
+    if json_flag:
+        output = "json"
+    if output not in ("text", "json"):
+        _fail(f"unknown output format {output!r}; use text or json")
+    user = _platform_flag(platform)
+    try:
+        with http_client(kubeconfig, context, timeout=30) as http:
+            if control_plane:
+                reply = http.get("/api/v1/nodes", params={"labelSelector": "node-role.kubernetes.io/control-plane"})
+                reply.raise_for_status()
+                count = len(reply.json().get("items") or [])
+                typer.echo(json.dumps({"nodeCount": count}) if output == "json" else f"nodes={count}")
+                return
+            found = run_detect(http, user)
+    except KubeConfigError as err:
+        _fail(str(err))
+    except (DetectError, httpx2.HTTPError) as err:
+        _fail(f"cannot detect the platform: {err}", CLUSTER_ERROR)
+    typer.echo(json.dumps(found.to_json(), indent=2) if output == "json" else str(found.effective))
+
+
+def images(
+    output: str = typer.Option("text", "-o", "--output", help="text (NAME=IMAGE lines) or json."),
+    raw: bool = typer.Option(False, "-r", "--raw", help="Only the pull specs the selected variants use."),
+    scheduler: str = _SCHEDULER,
+    updater_type: str = _UPDATER,
+    image: str | None = _IMAGE,
+    scheduler_plugin_image: str | None = _PLUGIN_IMAGE,
+    rte_image: str | None = _RTE_IMAGE,
+    nfd_image: str | None = _NFD_IMAGE,
+) -> None:
+    """List the container images: knuma's one image for all its components, and the upstream variants' images;
+    each line is the environment variable that overrides it."""
+    from knuma.deploy.images import ENV
+    from knuma.deploy.options import PlatformSpec, SchedulerVariant, UpdaterType
+
+    if output not in ("text", "json"):
+        _fail(f"unknown output format {output!r}; use text or json")
+    options = _options(
+        PlatformSpec(),
+        1,
+        scheduler=scheduler,
+        updater_type=updater_type,
+        image=image,
+        scheduler_plugin_image=scheduler_plugin_image,
+        rte_image=rte_image,
+        nfd_image=nfd_image,
+        pull_if_not_present=False,
+        rte_config_file=None,
+        sched_profile_name="topology-aware-scheduler",
+        sched_resync_period="5s",
+        updater_sync_period="10s",
+        updater_pfp_enable=True,
+        updater_notif_enable=False,
+        updater_scc="v2",
+        sched_ctrlplane_affinity=True,
+        sched_leader_elect_resource="",
+        updater_verbose=1,
+        sched_verbose=4,
+    )
+    listed = options.images.items()
+    if raw:
+        used = {
+            "knuma": options.scheduler is SchedulerVariant.KNUMA or options.updater is UpdaterType.KNUMA,
+            "scheduler_plugin": options.scheduler is SchedulerVariant.UPSTREAM,
+            "resource_topology_exporter": options.updater is UpdaterType.RTE,
+            "pause": options.updater is UpdaterType.RTE,
+            "node_feature_discovery": options.updater is UpdaterType.NFD,
+        }
+        specs = [ref for key, ref in listed if used[key]]
+        typer.echo(json.dumps(specs) if output == "json" else "\n".join(specs))
+    elif output == "json":
+        typer.echo(json.dumps(dict(listed), indent=2))
+    else:
+        typer.echo("\n".join(f"{ENV[key]}={ref}" for key, ref in listed))

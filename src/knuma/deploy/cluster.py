@@ -1,0 +1,196 @@
+"""Putting the rendered stack on a cluster and taking it off: the imperative shell around `render`.
+
+Deploy applies every object in order with server-side apply (field manager `knuma`), waits for the CRD to be
+Established before anything else, and with `wait` for each component's workloads before the next component. It stops
+at the first failure, saying which object failed and why; since apply is idempotent, running it again converges.
+Remove deletes in reverse order, keeps going after a failure (to remove as much as possible) and reports every
+failure at the end; objects that are not there are `absent`, not errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import Node
+
+from knuma.deploy.objects import Manifest
+from knuma.deploy.options import Component, DeployOptions
+from knuma.deploy.render import render_component
+from knuma.kube.apply import Change, Outcome, apply_object, delete_object, object_lines, stripped
+from knuma.kube.client import http_client, load_config, sync_client
+from knuma.kube.resources import RestMapper, UnknownKindError, object_ref
+from knuma.kube.wait import Readiness, WaitTimeout, wait_for
+
+__all__ = [
+    "FIELD_MANAGER",
+    "ClusterError",
+    "Session",
+    "WaitSettings",
+    "connect",
+    "control_plane_replicas",
+    "deploy",
+    "remove",
+]
+
+FIELD_MANAGER = "knuma"
+_WORKLOADS = ("DaemonSet", "Deployment")
+
+Report = Callable[[Outcome], None]
+ProgressFn = Callable[[str, Readiness], None]
+
+
+class ClusterError(RuntimeError):
+    """Deploy or remove failed; the message names the objects and the API server's reasons."""
+
+
+@dataclass
+class Session:
+    client: Client
+    http: httpx2.Client
+    mapper: RestMapper
+
+
+@contextlib.contextmanager
+def connect(kubeconfig: str | None = None, context: str | None = None, timeout: float = 30.0) -> Iterator[Session]:
+    """Clients for one command; raises `knuma.kube.client.KubeConfigError` on a bad kubeconfig."""
+    config = load_config(kubeconfig, context)
+    client = sync_client(kubeconfig, context, field_manager=FIELD_MANAGER, timeout=timeout)
+    http = http_client(config=config, timeout=timeout)
+    try:
+        yield Session(client, http, RestMapper(http))
+    finally:
+        http.close()
+        client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class WaitSettings:
+    enabled: bool = False
+    timeout: float = 120.0
+    interval: float = 2.0
+    progress: ProgressFn | None = field(default=None, compare=False)
+
+
+def control_plane_replicas(client: Client) -> int:
+    """`-R -1`: one replica per control-plane node, at least 1 and at most 3 (a leader and two standbys)."""
+    nodes = list(client.list(Node, labels={"node-role.kubernetes.io/control-plane": ""}))
+    return max(1, min(3, len(nodes)))
+
+
+def _error(action: str, obj: Manifest, err: Exception) -> str:
+    reason = str(err)
+    if isinstance(err, ApiError):
+        reason = f"{err.status.reason or err.status.code}: {err.status.message}"
+    return f"{action} {object_ref(obj)}: {reason}"
+
+
+def deploy(
+    session: Session,
+    components: list[Component],
+    options: DeployOptions,
+    *,
+    dry_run: bool = False,
+    wait: WaitSettings = WaitSettings(),
+    report: Report = lambda outcome: None,
+) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    new_namespaces: set[str] = set()  # dry run: namespaces that would be created, so their content cannot be asked
+    for component in Component:
+        if component not in components:
+            continue
+        objects = render_component(component, options)
+        for obj in objects:
+            ns = obj["metadata"].get("namespace")
+            try:
+                if dry_run and ns in new_namespaces:
+                    outcome = Outcome(object_ref(obj), Change.CREATED, _new_object_diff(obj))
+                else:
+                    outcome = apply_object(
+                        session.client, session.mapper, obj, field_manager=FIELD_MANAGER, dry_run=dry_run
+                    )
+            except (ApiError, UnknownKindError) as err:
+                raise ClusterError(_error("cannot apply", obj, err) + _after(outcomes)) from err
+            if dry_run and obj["kind"] == "Namespace" and outcome.change is Change.CREATED:
+                new_namespaces.add(obj["metadata"]["name"])
+            outcomes.append(outcome)
+            report(outcome)
+            if obj["kind"] == "CustomResourceDefinition" and not dry_run:
+                _wait(session, [obj], WaitSettings(True, wait.timeout, min(wait.interval, 0.5), wait.progress))
+                group = obj["spec"]["group"]
+                for version in obj["spec"]["versions"]:
+                    session.mapper.forget(f"{group}/{version['name']}")
+        if wait.enabled and not dry_run:
+            _wait(session, [o for o in objects if o["kind"] in _WORKLOADS], wait)
+    return outcomes
+
+
+def _after(outcomes: list[Outcome]) -> str:
+    done = sum(1 for o in outcomes)
+    return f" ({done} objects applied before it; run the command again once the cause is fixed)" if done else ""
+
+
+def _new_object_diff(obj: Manifest) -> list[str]:
+    ref = object_ref(obj)
+    lines = object_lines(stripped(obj))
+    return [f"--- live/{ref}", f"+++ applied/{ref}", *(f"+{line}" for line in lines)]
+
+
+def _wait(session: Session, objects: list[dict[str, Any]], wait: WaitSettings, *, gone: bool = False) -> None:
+    if not objects:
+        return
+    try:
+        wait_for(
+            session.client,
+            session.mapper,
+            objects,
+            gone=gone,
+            timeout=wait.timeout,
+            interval=wait.interval,
+            on_progress=wait.progress,
+        )
+    except WaitTimeout as err:
+        raise ClusterError(str(err)) from err
+
+
+def remove(
+    session: Session,
+    components: list[Component],
+    options: DeployOptions,
+    *,
+    dry_run: bool = False,
+    wait: WaitSettings = WaitSettings(),
+    report: Report = lambda outcome: None,
+) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    failures: list[str] = []
+    for component in reversed(Component):
+        if component not in components:
+            continue
+        objects = render_component(component, options)
+        deleted: list[Manifest] = []
+        for obj in reversed(objects):
+            try:
+                outcome = delete_object(session.client, session.mapper, obj, dry_run=dry_run)
+            except UnknownKindError:
+                outcome = Outcome(object_ref(obj), Change.ABSENT)  # a kind the cluster does not serve has no objects
+            except ApiError as err:
+                failures.append(_error("cannot delete", obj, err))
+                continue
+            outcomes.append(outcome)
+            report(outcome)
+            if outcome.change is Change.DELETED:
+                deleted.append(obj)
+        waited = [o for o in deleted if o["kind"] in ("Namespace", "CustomResourceDefinition", *_WORKLOADS)]
+        if wait.enabled and not dry_run and waited:
+            try:
+                _wait(session, waited, wait, gone=True)
+            except ClusterError as err:
+                failures.append(str(err))
+    if failures:
+        raise ClusterError("\n".join(failures))
+    return outcomes

@@ -1,0 +1,203 @@
+"""What the deployer is told: platform, variants, replicas, periods, images; parsed and checked once.
+
+Flag names and defaults follow the upstream deployer (`-P kubernetes:v1.29`, `--updater-sync-period 10s`,
+`--sched-resync-period 5s`, ...), so that its users keep their scripts. Every parser raises `OptionsError` with a
+message that says what was wrong and what is accepted.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+from knuma.deploy.images import Images
+
+__all__ = [
+    "Component",
+    "DeployOptions",
+    "OptionsError",
+    "Platform",
+    "PlatformSpec",
+    "SchedulerVariant",
+    "UpdaterType",
+    "format_duration",
+    "parse_component",
+    "parse_duration",
+    "parse_platform",
+]
+
+DEFAULT_PROFILE = "topology-aware-scheduler"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?")
+
+
+class OptionsError(ValueError):
+    """A flag value the deployer cannot use; the message names the flag and the accepted values."""
+
+
+class Platform(enum.StrEnum):
+    KUBERNETES = "kubernetes"
+    OPENSHIFT = "openshift"
+    HYPERSHIFT = "hypershift"
+
+    @property
+    def display(self) -> str:
+        return {"kubernetes": "Kubernetes", "openshift": "OpenShift", "hypershift": "HyperShift"}[self.value]
+
+    @property
+    def is_openshift(self) -> bool:
+        return self is not Platform.KUBERNETES
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSpec:
+    platform: Platform = Platform.KUBERNETES
+    version: str = ""
+    """As given or discovered (`v1.29.3`, `4.14`); empty when unknown."""
+
+    def __str__(self) -> str:
+        return f"{self.platform.display}:{self.version}" if self.version else self.platform.display
+
+
+def parse_platform(text: str) -> PlatformSpec:
+    """`kubernetes`, `openshift:4.14`, `kubernetes:v1.29` (case-insensitive kind; the version is optional)."""
+    kind, _, version = text.strip().partition(":")
+    try:
+        platform = Platform(kind.lower())
+    except ValueError:
+        raise OptionsError(
+            f"unsupported platform {text!r}: expected kubernetes, openshift or hypershift, optionally with "
+            f":VERSION (e.g. kubernetes:v1.29, openshift:4.14)"
+        ) from None
+    if version and not _VERSION.fullmatch(version):
+        raise OptionsError(f"unsupported platform version {version!r} in {text!r}: expected e.g. v1.29 or 4.14")
+    return PlatformSpec(platform, version)
+
+
+def version_tuple(version: str) -> tuple[int, int] | None:
+    """(major, minor) of `v1.29.3`, `1.21+`, `4.14.0-rc.1`; None when unparsable."""
+    match = _VERSION.match(version.strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+class SchedulerVariant(enum.StrEnum):
+    KNUMA = "knuma"
+    UPSTREAM = "upstream"
+
+
+class UpdaterType(enum.StrEnum):
+    KNUMA = "knuma"
+    RTE = "RTE"
+    NFD = "NFD"
+
+
+class Component(enum.StrEnum):
+    API = "api"
+    UPDATER = "updater"
+    SCHEDULER = "scheduler"
+
+
+#: Upstream's subcommand names are accepted too.
+_COMPONENT_ALIASES = {"scheduler-plugin": Component.SCHEDULER, "topology-updater": Component.UPDATER}
+
+
+def parse_component(text: str | None) -> list[Component]:
+    """The components a command works on, in deploy order; None means all of them."""
+    if text is None:
+        return list(Component)
+    value = _COMPONENT_ALIASES.get(text) or next((c for c in Component if c.value == text), None)
+    if value is None:
+        raise OptionsError(f"unknown component {text!r}: expected api, updater or scheduler")
+    return [value]
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds from a Go-style duration (`10s`, `1m30s`, `500ms`) or plain seconds; `0` is allowed."""
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        pos, total = 0, 0.0
+        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+        for match in _DURATION.finditer(text):
+            if match.start() != pos:
+                break
+            total += float(match.group(1)) * scale[match.group(2)]
+            pos = match.end()
+        if pos != len(text) or not text:
+            raise OptionsError(f"invalid {flag} {text!r}: expected a duration such as 10s, 1m30s or 500ms") from None
+        return total
+    if value < 0:
+        raise OptionsError(f"invalid {flag} {text!r}: must not be negative")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Go's `time.Duration.String()` for the values the deployer writes: `10s`, `1m30s`, `500ms`, `0s`."""
+    if seconds == 0:
+        return "0s"
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs}s"
+
+
+@dataclass(frozen=True, slots=True)
+class DeployOptions:
+    """Everything rendering needs; a pure value, so the same options always give the same manifests."""
+
+    platform: PlatformSpec = field(default_factory=PlatformSpec)
+    scheduler: SchedulerVariant = SchedulerVariant.KNUMA
+    updater: UpdaterType = UpdaterType.KNUMA
+    images: Images = field(default_factory=Images)
+    replicas: int = 1
+    pull_if_not_present: bool = False
+    profile_name: str = DEFAULT_PROFILE
+    resync_period: float = 5.0
+    """NodeResourceTopologyMatch `cacheResyncPeriodSeconds`; 0 removes the key (no resync)."""
+    updater_sync_period: float = 10.0
+    """The updater's `--sleep-interval`; 0 disables periodic updates."""
+    updater_pfp: bool = True
+    updater_notifications: bool = False
+    updater_config: str | None = None
+    """Contents of `--rte-config-file`, put in a ConfigMap the updater reads."""
+    updater_scc: str = "v2"
+    ctrlplane_affinity: bool = True
+    leader_elect_resource: str = ""
+    """`ns/name` or `name` of the leader election Lease; default `<scheduler namespace>/nrtmatch-scheduler`."""
+    updater_verbose: int = 1
+    sched_verbose: int = 4
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise OptionsError(
+                f"invalid --replicas {self.replicas}: rendering needs a positive number "
+                "(a negative value asks deploy to count the control-plane nodes)"
+            )
+        if self.updater_scc not in ("v1", "v2"):
+            raise OptionsError(f"invalid --updater-scc {self.updater_scc!r}: expected v1 or v2")
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", self.profile_name) or len(self.profile_name) > 63:
+            raise OptionsError(
+                f"invalid --sched-profile-name {self.profile_name!r}: a scheduler name must be a DNS label "
+                "(lower-case letters, digits and '-')"
+            )
+        if self.leader_elect_resource.count("/") > 1:
+            raise OptionsError(
+                f"malformed leader election resource {self.leader_elect_resource!r}: expected NAMESPACE/NAME or NAME"
+            )
+
+    @property
+    def pull_policy(self) -> str:
+        return "IfNotPresent" if self.pull_if_not_present else "Always"
+
+    @property
+    def leader_elect(self) -> bool:
+        return self.replicas > 1

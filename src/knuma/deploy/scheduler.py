@@ -1,0 +1,212 @@
+"""The `scheduler` component, knuma variant: `knuma scheduler` as a secondary scheduler with a
+NodeResourceTopologyMatch profile, with only the permissions it uses.
+
+The configuration is a `KubeSchedulerConfiguration` that upstream scheduler-plugins would accept as well (profile
+`topology-aware-scheduler`, `cacheResyncPeriodSeconds`, `cache`), so that switching between the two schedulers is a
+change of image, not of configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import yaml
+
+from knuma.deploy.objects import (
+    Manifest,
+    cluster_role,
+    cluster_role_binding,
+    config_map,
+    metadata,
+    namespace,
+    network_policies,
+    role,
+    role_binding,
+    rule,
+    security_context,
+    service_account,
+)
+from knuma.deploy.options import DeployOptions
+
+__all__ = [
+    "CONFIG_KEY",
+    "NAME",
+    "config_hash",
+    "leader_election_lease",
+    "render_knuma_scheduler",
+    "scheduler_config",
+    "scheduler_namespace",
+]
+
+NAME = "topology-aware-scheduler"
+COMPONENT = "scheduler"
+CONFIG_MAP = "scheduler-config"
+CONFIG_KEY = "scheduler-config.yaml"
+CONFIG_DIR = "/etc/knuma"
+METRICS_PORT = 10259
+PLUGIN = "NodeResourceTopologyMatch"
+DEFAULT_LEASE = "nrtmatch-scheduler"
+CONFIG_HASH_ANNOTATION = "knuma.io/config-hash"
+#: The scheduler's pods meet the `restricted` Pod Security level; the namespace enforces it.
+POD_SECURITY_RESTRICTED = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
+
+
+def scheduler_namespace(options: DeployOptions) -> str:
+    return "openshift-topology-aware-scheduler" if options.platform.platform.is_openshift else "tas-scheduler"
+
+
+def leader_election_lease(options: DeployOptions) -> tuple[str, str]:
+    """(namespace, name) of the Lease the replicas elect a leader with."""
+    ns, _, name = options.leader_elect_resource.rpartition("/")
+    return ns or scheduler_namespace(options), name or DEFAULT_LEASE
+
+
+def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.config.k8s.io/v1") -> dict[str, Any]:
+    """The KubeSchedulerConfiguration: one profile running NodeResourceTopologyMatch at filter, reserve and score."""
+    args: dict[str, Any] = {"cache": {"foreignPodsDetect": "OnlyExclusiveResources", "resyncMethod": "Autodetect"}}
+    if options.resync_period > 0:
+        args["cacheResyncPeriodSeconds"] = max(1, round(options.resync_period))
+    leader: dict[str, Any] = {"leaderElect": options.leader_elect}
+    if options.leader_elect:
+        lease_ns, lease_name = leader_election_lease(options)
+        leader.update(resourceName=lease_name, resourceNamespace=lease_ns)
+    return {
+        "apiVersion": api_version,
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": leader,
+        "profiles": [
+            {
+                "schedulerName": options.profile_name,
+                "plugins": {point: {"enabled": [{"name": PLUGIN}]} for point in ("filter", "reserve", "score")},
+                "pluginConfig": [{"name": PLUGIN, "args": args}],
+            }
+        ],
+    }
+
+
+def config_text(config: dict[str, Any]) -> str:
+    """Sorted keys, like upstream's `RenderConfig`, so the text (and its hash) is stable."""
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+def config_hash(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def placement(options: DeployOptions, pod_labels: dict[str, str]) -> dict[str, Any]:
+    """Tolerate the control-plane taints and prefer control-plane nodes (required affinity would leave the scheduler
+    Pending forever on managed clusters, which have no control-plane nodes); spread replicas across nodes."""
+    out: dict[str, Any] = {}
+    affinity: dict[str, Any] = {}
+    if options.ctrlplane_affinity:
+        out["tolerations"] = [
+            {"key": f"node-role.kubernetes.io/{role_}", "operator": "Exists", "effect": "NoSchedule"}
+            for role_ in ("control-plane", "master")
+        ]
+        affinity["nodeAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "preference": {
+                        "matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]
+                    },
+                }
+            ]
+        }
+    if options.replicas > 1:
+        affinity["podAntiAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": dict(pod_labels)},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    if affinity:
+        out["affinity"] = affinity
+    return out
+
+
+def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
+    lease_ns, lease_name = leader_election_lease(options)
+    rules = [
+        rule([""], ["pods", "nodes"], ["get", "list", "watch"]),
+        rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
+        rule([""], ["pods/binding"], ["create"]),
+        rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+    ]
+    lease_rules = [
+        rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [lease_name]),
+    ]
+    elect = f"{NAME}-leader-elect"
+    return [
+        cluster_role(NAME, COMPONENT, rules),
+        cluster_role_binding(NAME, COMPONENT, NAME, NAME, ns),
+        role(elect, lease_ns, COMPONENT, lease_rules),
+        role_binding(elect, lease_ns, COMPONENT, elect, NAME, ns),
+    ]
+
+
+def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
+    ns = scheduler_namespace(options)
+    pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
+    text = config_text(scheduler_config(options))
+    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "initialDelaySeconds": 5, "periodSeconds": 10}
+    container = {
+        "name": NAME,
+        "image": options.images.knuma,
+        "imagePullPolicy": options.pull_policy,
+        "args": ["scheduler", f"--config={CONFIG_DIR}/{CONFIG_KEY}", f"--metrics-port={METRICS_PORT}"],
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "livenessProbe": probe,
+        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "metrics"}},
+        "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        "securityContext": security_context(),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(NAME, COMPONENT, ns),
+        "spec": {
+            "replicas": options.replicas,
+            "selector": {"matchLabels": pod_labels},
+            "template": {
+                "metadata": {
+                    "labels": {**metadata(NAME, COMPONENT)["labels"], **pod_labels},
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(text)},
+                },
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "priorityClassName": "system-cluster-critical",
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": CONFIG_MAP}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+                    ],
+                    **placement(options, pod_labels),
+                },
+            },
+        },
+    }
+    return [
+        namespace(ns, COMPONENT, extra_labels=POD_SECURITY_RESTRICTED),
+        service_account(NAME, ns, COMPONENT),
+        *scheduler_rbac(options, ns),
+        *network_policies(NAME, ns, COMPONENT, pod_labels, ingress_ports=[("metrics", METRICS_PORT)]),
+        config_map(CONFIG_MAP, ns, COMPONENT, {CONFIG_KEY: text}),
+        deployment,
+    ]
