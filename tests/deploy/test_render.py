@@ -348,3 +348,30 @@ def test_option_parsing_errors_say_what_is_accepted() -> None:
         DeployOptions(profile_name="Topology Aware")
     with pytest.raises(OptionsError, match="malformed leader election resource"):
         DeployOptions(leader_elect_resource="a/b/c")
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_scheduler_args_are_real_knuma_scheduler_flags(replicas: int) -> None:
+    """The Deployment's command line parses with `knuma scheduler`'s own parser, and the Lease it elects with is the
+    one its Role allows. `--config` is the configuration-file interface of issue 6 (checked for presence here)."""
+    from knuma.cli import scheduler as scheduler_cli
+
+    options = DeployOptions(replicas=replicas)
+    objects = render([Component.SCHEDULER], options)
+    container = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    command, *args = container["args"]
+    assert command == "scheduler"
+    assert "--config=/etc/knuma/scheduler-config.yaml" in args
+    app = typer.Typer()
+    scheduler_cli.register(app)
+    parser = typer.main.get_command(app)
+    known = {opt for param in parser.params for opt in param.opts + param.secondary_opts}
+    parsed = parser.make_context(
+        "knuma-scheduler", [a for a in args if a.split("=")[0] in known or not a.startswith("--config")]
+    ).params
+    assert parsed["leader_elect"] is (replicas > 1)
+    assert (parsed["lease_namespace"], parsed["lease_name"]) == ("tas-scheduler", "nrtmatch-scheduler")
+    assert parsed["metrics_port"] == container["ports"][0]["containerPort"]
+    role = next(o for o in objects if o["kind"] == "Role")
+    assert role["metadata"]["namespace"] == parsed["lease_namespace"]
+    assert role["rules"][1]["resourceNames"] == [parsed["lease_name"]]

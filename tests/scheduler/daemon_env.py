@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.crd import nrt_crd
 from knuma.kube.client import async_http
 from knuma.scheduler.daemon import DaemonSettings, Scheduler
 from knuma.scheduler.framework import Profile
 from knuma.scheduler.profiles import DEFAULT_PROFILE_NAME, default_profile
 from knuma.testing.apiserver import RunningApiServer
-from tests.exporter.nrt_crd import NRT_CRD
 
 from .builders import nrt as nrt_manifest
 
@@ -36,7 +36,7 @@ class Cluster:
         return response.json() if response.content else None
 
     async def install_crd(self) -> None:
-        await self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NRT_CRD)
+        await self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", nrt_crd())
         for _ in range(100):
             response = await self.http.get(NRTS)
             if response.status_code == 200:

@@ -35,6 +35,7 @@ __all__ = [
     "config_hash",
     "leader_election_lease",
     "render_knuma_scheduler",
+    "scheduler_args",
     "scheduler_config",
     "scheduler_namespace",
 ]
@@ -44,7 +45,8 @@ COMPONENT = "scheduler"
 CONFIG_MAP = "scheduler-config"
 CONFIG_KEY = "scheduler-config.yaml"
 CONFIG_DIR = "/etc/knuma"
-METRICS_PORT = 10259
+METRICS_PORT = 10251
+"""`knuma scheduler`'s default `--metrics-port` (/metrics, /healthz, /readyz)."""
 PLUGIN = "NodeResourceTopologyMatch"
 DEFAULT_LEASE = "nrtmatch-scheduler"
 CONFIG_HASH_ANNOTATION = "knuma.io/config-hash"
@@ -135,6 +137,20 @@ def placement(options: DeployOptions, pod_labels: dict[str, str]) -> dict[str, A
     return out
 
 
+def scheduler_args(options: DeployOptions) -> list[str]:
+    """`knuma scheduler`'s command line (the image's entry point is `knuma`); the Lease flags repeat the
+    configuration's `leaderElection` so that the daemon and its Role agree on the Lease."""
+    lease_ns, lease_name = leader_election_lease(options)
+    return [
+        "scheduler",
+        f"--config={CONFIG_DIR}/{CONFIG_KEY}",
+        "--leader-elect" if options.leader_elect else "--no-leader-elect",
+        f"--lease-namespace={lease_ns}",
+        f"--lease-name={lease_name}",
+        f"--metrics-port={METRICS_PORT}",
+    ]
+
+
 def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
     lease_ns, lease_name = leader_election_lease(options)
     rules = [
@@ -165,7 +181,7 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
         "name": NAME,
         "image": options.images.knuma,
         "imagePullPolicy": options.pull_policy,
-        "args": ["scheduler", f"--config={CONFIG_DIR}/{CONFIG_KEY}", f"--metrics-port={METRICS_PORT}"],
+        "args": scheduler_args(options),
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "livenessProbe": probe,
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "metrics"}},
