@@ -375,3 +375,22 @@ def test_scheduler_args_are_real_knuma_scheduler_flags(replicas: int) -> None:
     role = next(o for o in objects if o["kind"] == "Role")
     assert role["metadata"]["namespace"] == parsed["lease_namespace"]
     assert role["rules"][1]["resourceNames"] == [parsed["lease_name"]]
+
+
+@pytest.mark.parametrize("variant", list(SchedulerVariant))
+def test_scheduler_config_loads_in_knuma_scheduler(variant: SchedulerVariant) -> None:
+    """Both variants' configurations (v1 for knuma, v1beta3 for scheduler-plugins) are read by knuma's strict
+    configuration reader, with the profile, resync period and Lease the flags asked for."""
+    from knuma.scheduler.config import parse_config
+
+    options = DeployOptions(scheduler=variant, replicas=2, profile_name="numa-aware", resync_period=3)
+    config = parse_config(_scheduler_config(options), source="rendered ConfigMap")
+    assert [p.scheduler_name for p in config.profiles] == ["numa-aware"]
+    assert config.profiles[0].numa is not None and config.profiles[0].numa.cache_resync_period_seconds == 3
+    election = config.leader_election
+    assert (election.leader_elect, election.resource_namespace, election.resource_name) == (
+        True,
+        "tas-scheduler",
+        "nrtmatch-scheduler",
+    )
+    assert not config.warnings
