@@ -92,3 +92,28 @@ async def test_expired_resource_version_relists_and_reports_what_was_missed(tmp_
                 await task
         finally:
             await http.aclose()
+
+
+async def test_a_failing_handler_does_not_stop_the_informer(tmp_path: Path) -> None:
+    class Flaky(Recorder):
+        def on_add(self, obj: dict[str, Any]) -> None:
+            if obj["metadata"]["name"] == "bad":
+                raise RuntimeError("handler bug")
+            super().on_add(obj)
+
+    with apiserver_in_thread(tmp_path) as api:
+        http = async_http(api.kubeconfig)
+        try:
+            recorder = Flaky()
+            informer = Informer(http, CONFIGMAPS, recorder)
+            task = asyncio.create_task(informer.run())
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            for name in ("bad", "good"):
+                (await http.post(CONFIGMAPS, json=configmap(name))).raise_for_status()
+            await wait_until(lambda: ("add", "good") in recorder.events)
+            assert "default/bad" in informer.store
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            await http.aclose()

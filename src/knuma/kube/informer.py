@@ -140,14 +140,22 @@ class Informer:
     def _replace(self, items: dict[str, JsonObj]) -> None:
         """Deliver the difference between the store and a fresh list (deletions first, as client-go's Replace)."""
         for key in [k for k in self.store if k not in items]:
-            self.handler.on_delete(self.store.pop(key))
+            self._deliver(self.handler.on_delete, self.store.pop(key))
         for key, obj in items.items():
             old = self.store.get(key)
             self.store[key] = obj
             if old is None:
-                self.handler.on_add(obj)
+                self._deliver(self.handler.on_add, obj)
             elif _rv(old) != _rv(obj):
-                self.handler.on_update(old, obj)
+                self._deliver(self.handler.on_update, old, obj)
+
+    def _deliver(self, callback: Callable[..., None], *objs: JsonObj) -> None:
+        """Run a handler; a failing handler is logged and skipped, never stops the informer (client-go recovers
+        handler panics the same way)."""
+        try:
+            callback(*objs)
+        except Exception:
+            log.exception("%s: event handler failed for %s", self.path, object_key(objs[-1]))
 
     async def _watch(self) -> None:
         params = {
@@ -181,12 +189,12 @@ class Informer:
             old = self.store.get(key)
             self.store[key] = obj
             if old is None:
-                self.handler.on_add(obj)
+                self._deliver(self.handler.on_add, obj)
             else:
-                self.handler.on_update(old, obj)
+                self._deliver(self.handler.on_update, old, obj)
         elif kind == "DELETED":
             old = self.store.pop(key, None)
-            self.handler.on_delete(old if old is not None else obj)
+            self._deliver(self.handler.on_delete, old if old is not None else obj)
         self.resource_version = rv or self.resource_version
 
 
