@@ -245,3 +245,62 @@ async def test_explain_annotates_per_plugin_results_and_the_numa_placement(api: 
             assert annotations[prefix + "selected-node"] == "n1"
             assert set(json.loads(annotations[prefix + "score-result"])) == {"n1"}
             assert json.loads(annotations["knuma.io/numa-placement"]) == {"c": [0]}
+
+
+async def test_profiles_from_a_configuration_file(api: RunningApiServer) -> None:
+    """Two profiles in one daemon: the topology-aware one filters by NUMA zones, the other (NUMA plugin disabled)
+    places by node totals only, as kube-scheduler would: onto a node whose kubelet will reject the pod."""
+    import yaml
+
+    from knuma.scheduler.config import build_profiles, parse_config
+
+    config = parse_config(
+        yaml.safe_load(
+            """
+            apiVersion: kubescheduler.config.k8s.io/v1
+            kind: KubeSchedulerConfiguration
+            profiles:
+            - schedulerName: topology-aware-scheduler
+              plugins: {multiPoint: {enabled: [{name: NodeResourceTopologyMatch}]}}
+            - schedulerName: node-level
+            """
+        )
+    )
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(config)) as daemon:
+            await c.create_pod("aware", "6", "2Gi")
+            await c.create_pod("unaware", "6", "2Gi", scheduler="node-level")
+            assert await c.bound("unaware") == "n1"  # 6 CPUs on the node, none in a single zone
+
+            async def parked() -> bool:
+                return daemon.queue.counts()["unschedulable"] == 1
+
+            await c.wait_for(parked, what="the topology-aware pod stays pending")
+            assert await c.node_of("aware") == ""
+
+
+async def test_gated_pods_wait_and_unsupported_constraints_are_reported(api: RunningApiServer) -> None:
+    from knuma.scheduler.config import build_profiles, default_config
+
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(default_config())) as daemon:
+            await c.create_pod("gated", "1", "1Gi", schedulingGates=[{"name": "example.com/wait"}])
+            spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+            await c.create_pod("spread", "1", "1Gi", topologySpreadConstraints=spread)
+            assert await c.bound("spread") == "n1"
+            events = await c.wait_for(
+                lambda: _reasons(c, "spread", "UnsupportedConstraints"), what="UnsupportedConstraints event"
+            )
+            assert "topology spread constraints (spec.topologySpreadConstraints)" in events[0]["message"]
+            assert await c.node_of("gated") == "" and "default/gated" in daemon.gated
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/gated", {"spec": {"schedulingGates": None}})
+            assert await c.bound("gated") == "n1"
+
+
+async def _reasons(c: object, pod: str, reason: str) -> list[dict[str, object]]:
+    from .daemon_env import Cluster
+
+    assert isinstance(c, Cluster)
+    return [e for e in await c.events(pod) if e["reason"] == reason]

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from knuma.scheduler.configmodel import SchedulerConfiguration
+    from knuma.scheduler.daemon import DaemonSettings
 
 __all__ = ["register"]
 
@@ -14,14 +20,51 @@ def register(app: typer.Typer) -> None:
     app.command("scheduler")(scheduler)
 
 
+@dataclass(frozen=True)
+class _Flags:
+    kubeconfig: str | None
+    context: str | None
+    leader_elect: bool | None
+    lease_namespace: str | None
+    lease_name: str | None
+    metrics_address: str
+    metrics_port: int
+    explain: bool
+
+
 def scheduler(
-    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."),
-    context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
-    leader_elect: bool = typer.Option(
-        True, "--leader-elect/--no-leader-elect", help="Take a Lease before scheduling (replicas > 1 need it)."
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        help="KubeSchedulerConfiguration (v1 or v1beta3); scheduler-plugins files load unchanged.",
     ),
-    lease_namespace: str = typer.Option("kube-system", "--lease-namespace", help="Namespace of the leader Lease."),
-    lease_name: str = typer.Option("topology-aware-scheduler", "--lease-name", help="Name of the leader Lease."),
+    check_config: bool = typer.Option(
+        False, "--check-config", help="Validate --config, print the effective configuration, and exit (0 = valid)."
+    ),
+    kubeconfig: str | None = typer.Option(
+        None,
+        "--kubeconfig",
+        help="kubeconfig file (default: the config's clientConnection.kubeconfig, $KUBECONFIG, "
+        "in-cluster, ~/.kube/config).",
+    ),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
+    leader_elect: bool | None = typer.Option(
+        None,
+        "--leader-elect/--no-leader-elect",
+        help="Take a Lease before scheduling (default: the config's leaderElection.leaderElect, on).",
+    ),
+    lease_namespace: str | None = typer.Option(
+        None,
+        "--leader-elect-resource-namespace",
+        "--lease-namespace",
+        help="Namespace of the leader Lease (default: kube-system).",
+    ),
+    lease_name: str | None = typer.Option(
+        None,
+        "--leader-elect-resource-name",
+        "--lease-name",
+        help="Name of the leader Lease (default: topology-aware-scheduler).",
+    ),
     metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Bind address of /metrics, /healthz."),
     metrics_port: int = typer.Option(10251, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
     explain: bool = typer.Option(
@@ -32,10 +75,12 @@ def scheduler(
     ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
 ) -> None:
-    """Schedule pods whose spec.schedulerName is `topology-aware-scheduler`, NUMA-aware, until SIGTERM."""
+    """Schedule pods whose spec.schedulerName names one of the profiles (default `topology-aware-scheduler`),
+    NUMA-aware, until SIGTERM."""
     import asyncio
 
     from knuma.kube.client import KubeConfigError
+    from knuma.scheduler.config import ConfigError, describe_config, load_config
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -47,42 +92,61 @@ def scheduler(
     for noisy in ("httpx2", "httpcore2"):  # one line per API request at INFO: only with --log-level debug
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     try:
-        code = asyncio.run(
-            _run(kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port, explain)
-        )
-    except KubeConfigError as err:
+        configuration = load_config(config, log_warnings=not check_config)
+    except ConfigError as err:
+        typer.echo(f"error: invalid scheduler configuration: {err}", err=True)
+        raise typer.Exit(2) from None
+    if check_config:
+        typer.echo(describe_config(configuration), nl=False)
+        raise typer.Exit(0)
+    flags = _Flags(
+        kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port, explain
+    )
+    try:
+        code = asyncio.run(_run(configuration, flags))
+    except (KubeConfigError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
 
 
-async def _run(
-    kubeconfig: str | None,
-    context: str | None,
-    leader_elect: bool,
-    lease_namespace: str,
-    lease_name: str,
-    metrics_address: str,
-    metrics_port: int,
-    explain: bool,
-) -> int:
-    from knuma.kube.client import async_http
+def daemon_settings(configuration: SchedulerConfiguration, flags: _Flags) -> DaemonSettings:
+    """The daemon's settings: the configuration file, with command-line flags taking precedence."""
     from knuma.kube.leaderelection import LeaseConfig
-    from knuma.scheduler.daemon import DaemonSettings, LeadershipLost, Scheduler, serve_until_signalled
+    from knuma.scheduler.daemon import DaemonSettings
+
+    election = configuration.leader_election
+    lease = LeaseConfig(
+        namespace=flags.lease_namespace or election.resource_namespace,
+        name=flags.lease_name or election.resource_name,
+        lease_duration=election.lease_duration,
+        renew_deadline=election.renew_deadline,
+        retry_period=election.retry_period,
+    )
+    return DaemonSettings(
+        leader_elect=election.leader_elect if flags.leader_elect is None else flags.leader_elect,
+        lease=lease,
+        initial_backoff=float(configuration.pod_initial_backoff_seconds),
+        max_backoff=float(configuration.pod_max_backoff_seconds),
+        explain=flags.explain,
+    )
+
+
+async def _run(configuration: SchedulerConfiguration, flags: _Flags) -> int:
+    from knuma.kube.client import async_http
+    from knuma.scheduler.config import build_profiles
+    from knuma.scheduler.daemon import LeadershipLost, Scheduler, serve_until_signalled
     from knuma.scheduler.health import HealthServer
-    from knuma.scheduler.profiles import DEFAULT_PROFILE_NAME, default_profile
 
     log = logging.getLogger("knuma.scheduler")
-    http = async_http(kubeconfig, context)
-    settings = DaemonSettings(
-        leader_elect=leader_elect, lease=LeaseConfig(namespace=lease_namespace, name=lease_name), explain=explain
-    )
-    daemon = Scheduler(http, {DEFAULT_PROFILE_NAME: default_profile()}, settings)
+    settings = daemon_settings(configuration, flags)
+    http = async_http(flags.kubeconfig or configuration.client_connection.kubeconfig or None, flags.context)
+    daemon = Scheduler(http, build_profiles(configuration), settings)
     health = HealthServer(daemon)
     try:
-        if metrics_port:
-            port = await health.start(metrics_address, metrics_port)
-            log.info("serving /metrics, /healthz and /readyz on %s:%d", metrics_address, port)
+        if flags.metrics_port:
+            port = await health.start(flags.metrics_address, flags.metrics_port)
+            log.info("serving /metrics, /healthz and /readyz on %s:%d", flags.metrics_address, port)
         log.info("scheduling pods with schedulerName in %s", sorted(daemon.profiles))
         await serve_until_signalled(daemon)
         log.info("stopped after binding %d pods", daemon.scheduled)

@@ -36,6 +36,7 @@ from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.framework import Profile, schedule_one
 from knuma.scheduler.metrics import SchedulerMetrics
 from knuma.scheduler.queue import QueuedPod, SchedulingQueue
+from knuma.scheduler.unsupported import unsupported_constraints
 
 __all__ = ["DaemonSettings", "Scheduler"]
 
@@ -86,8 +87,11 @@ class Scheduler:
             max_unschedulable=settings.max_unschedulable,
         )
         self.metrics = metrics or SchedulerMetrics()
+        self.gated: set[str] = set()
+        """Pods a PreEnqueue plugin (SchedulingGates) holds back; they enter the queue when their gates go."""
+        self._warned: set[str] = set()
         self.metrics.watch(
-            self.queue.counts,
+            lambda: {**self.queue.counts(), "gated": len(self.gated)},
             lambda: (age for _, age in self.cache.nrt_age()),
             lambda: sum(len(self.cache.reserved(n)) for n in self.cache.nodes),
         )
@@ -322,11 +326,27 @@ class Scheduler:
         except PodError as err:
             log.warning("cannot schedule %s: %s", key, err)
             return
-        if not self.cache.is_assumed(key):
-            self.queue.add(pod)
+        if self.cache.is_assumed(key):
+            return
+        gate = next(
+            (s for g in self.profiles[pod.scheduler_name].pre_enqueue if not (s := g.pre_enqueue(pod)).ok), None
+        )
+        if gate is not None:
+            self.gated.add(key)
+            self.queue.delete(key)
+            return
+        self.gated.discard(key)
+        if key not in self._warned and (ignored := unsupported_constraints(pod)):
+            self._warned.add(key)
+            message = f"knuma does not enforce {'; '.join(ignored)}: the pod is placed as if they were absent"
+            log.warning("pod %s: %s", key, message)
+            self._event(pod, "Warning", "UnsupportedConstraints", message)
+        self.queue.add(pod)
 
     def _pod_deleted(self, obj: JsonObj) -> None:
         key = pod_key(obj)
+        self.gated.discard(key)
+        self._warned.discard(key)
         self.cache.delete_pod(obj)
         self.queue.delete(key)
         self.queue.move_all()

@@ -1,0 +1,48 @@
+"""`knuma scheduler` through the console script: configuration checks and start-up errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+KNUMA = [str(Path(sys.executable).parent / "knuma")]
+CONFIGS = Path(__file__).parents[1] / "scheduler" / "configs"
+
+
+def knuma(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KNUMA, "scheduler", *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_check_config_accepts_an_upstream_scheduler_plugins_file() -> None:
+    done = knuma("--config", str(CONFIGS / "scheduler-plugins-cache.yaml"), "--check-config")
+    assert done.returncode == 0, done.stderr
+    assert "profile topo-aware-scheduler (topology-aware)" in done.stdout
+    assert "LeastNUMANodes" in done.stdout
+
+
+def test_check_config_rejects_an_invalid_value_naming_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- schedulerName: x\n  pluginConfig:\n  - name: NodeResourceTopologyMatch\n    args:\n"
+        "      scoringStrategy: {type: Foo}\n"
+    )
+    done = knuma("--config", str(bad), "--check-config")
+    assert done.returncode == 2
+    assert "profiles[0].pluginConfig[0].args.scoringStrategy.type" in done.stderr
+    assert "Foo" in done.stderr
+
+
+def test_unknown_key_fails_fast_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofilez: []\n")
+    done = knuma("--config", str(bad), "--kubeconfig", str(tmp_path / "missing"))
+    assert done.returncode == 2
+    assert "profilez" in done.stderr
+
+
+def test_missing_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+    done = knuma("--kubeconfig", str(tmp_path / "missing.yaml"), "--metrics-port", "0")
+    assert done.returncode == 2
+    assert "missing.yaml does not exist" in done.stderr
