@@ -380,3 +380,22 @@ def test_builder_invariants(case: tuple[MachineTopology, KubeletState]) -> None:
     shuffled = KubeletState(state.allocatable, list(reversed(state.pods)))
     assert build(machine, shuffled, BuildOptions("n")).nrt.to_dict() == nrt.to_dict()
     NodeResourceTopology.from_dict(nrt.to_dict())  # readable by the scheduler side
+
+
+def test_watch_namespace_limits_accounting_not_the_fingerprint(xeon_sysfs: Path) -> None:
+    """RTE's `--watch-namespace`: only that namespace's pods are subtracted; the fingerprint covers every pod,
+    because the scheduler computes its own over all the pods of the node."""
+    pods = [
+        Pod("prod", "db", (Container("db", (2, 4)),)),
+        Pod("batch", "job", (Container("job", (6, 8, 10)),)),
+    ]
+    state = KubeletState(xeon_allocatable(), pods)
+    machine = discover(xeon_sysfs)
+    everything = build(machine, state, BuildOptions("worker-0"))
+    prod_only = build(machine, state, BuildOptions("worker-0", namespace="prod"))
+    assert resources(everything.nrt)["node-0"]["cpu"] == (12000, 11000, 6000)
+    assert resources(prod_only.nrt)["node-0"]["cpu"] == (12000, 11000, 9000)
+    assert prod_only.nrt.fingerprint == everything.nrt.fingerprint == compute([("prod", "db"), ("batch", "job")])
+    assert build(machine, state, BuildOptions("worker-0", namespace="none")).nrt.zones[0].resources[0].available == (
+        11000
+    )

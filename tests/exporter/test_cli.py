@@ -128,3 +128,32 @@ def test_usage_errors(xeon_sysfs: Path) -> None:
     result = runner.invoke(app, [*base, "--dry-run", "--no-podresources"])
     assert result.exit_code == 2
     assert "--dry-run needs --once" in result.stderr
+    result = runner.invoke(app, [*base, "--metrics-mode", "https"])
+    assert result.exit_code == 2
+    assert "unknown --metrics-mode 'https'; use http, httptls or disabled" in result.stderr
+    result = runner.invoke(app, [*base, "--once", "--dry-run", "--no-podresources", "--exclude-terminal-pods"])
+    assert result.exit_code == 2
+    assert "does nothing with --no-podresources" in result.stderr
+
+
+def test_httptls_without_a_certificate_fails_at_start(xeon_sysfs: Path, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            *("exporter", "--sysfs-root", str(xeon_sysfs), "--node-name", "n"),
+            *("--metrics-mode", "httptls", "--metrics-certs-dir", str(tmp_path)),
+        ],
+    )
+    assert result.exit_code == 2
+    assert f"/metrics TLS certificate {tmp_path}/tls.crt does not exist" in result.stderr
+
+
+def test_watch_namespace_flag(xeon_sysfs: Path) -> None:
+    pods = [Pod("prod", "db", (Container("db", (2, 4)),)), Pod("batch", "job", (Container("job", (6,)),))]
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=tuple(range(2, 24))), pods=pods) as kubelet:
+        args = ["exporter", "--once", "--dry-run", "-o", "json", "--sysfs-root", str(xeon_sysfs)]
+        args += ["--node-name", "n", "--podresources-socket", kubelet.address, "--watch-namespace", "batch"]
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    cpu = json.loads(result.stdout)["zones"][0]["resources"][0]
+    assert cpu == {"name": "cpu", "capacity": "12", "allocatable": "11", "available": "10"}

@@ -4,9 +4,12 @@ import asyncio
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
+from knuma.apiserver.tls import self_signed
 from knuma.exporter.daemon import Exporter, make_client
 from knuma.exporter.fingerprint import compute
 from knuma.exporter.podresources import Allocatable, Container, Pod
@@ -140,9 +144,21 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         kubelet.close()
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 @pytest.mark.slow
-def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Path) -> None:
+def test_cli_daemon_serves_https_and_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Path) -> None:
+    """The console script as a DaemonSet runs it, with `--metrics-mode=httptls`."""
     root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1])})
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    cert = self_signed(["localhost", "127.0.0.1"])
+    (certs / "serving.crt").write_text(cert.cert_pem)
+    (certs / "serving.key").write_text(cert.key_pem)
     with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1))) as kubelet:
         args = [
             KNUMA,
@@ -155,12 +171,26 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
             kubelet.address,
             "--kubeconfig",
             str(api.kubeconfig),
-            "--metrics-port",
-            "0",
+            "--metrics-address=127.0.0.1",
+            f"--metrics-port={free_port()}",
+            "--metrics-mode=httptls",
+            f"--metrics-certs-dir={certs}",
+            "--metrics-cert-file=serving.crt",
+            "--metrics-key-file=serving.key",
             "--no-add-nrt-owner",
         ]
         proc = subprocess.Popen(args, stderr=subprocess.PIPE, env={**os.environ, "NODE_NAME": ""})
         try:
+            assert proc.stderr is not None
+            lines: list[str] = []
+            while not any("serving /metrics" in line for line in lines):
+                line = proc.stderr.readline().decode()
+                assert line, "".join(lines)
+                lines.append(line)
+            port = int(lines[-1].split("https://127.0.0.1:")[1].split('"')[0])
+            context = ssl.create_default_context(cadata=cert.cert_pem)
+            with urllib.request.urlopen(f"https://localhost:{port}/healthz", context=context, timeout=5) as response:
+                assert response.read() == b"ok\n"
             client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)
             deadline = time.monotonic() + 20
             while True:
@@ -173,8 +203,7 @@ def test_cli_daemon_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Pa
                     time.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
-            assert proc.stderr is not None
-            logs = proc.stderr.read().decode()
+            logs = "".join(lines) + proc.stderr.read().decode()
             assert '"msg": "NodeResourceTopology daemon-sig: create' in logs
             assert '"msg": "exporter stopped"' in logs
         finally:
@@ -258,3 +287,83 @@ async def test_kubelet_state_files_trigger_updates(api: RunningApiServer, tmp_pa
         finally:
             stop.set()
             await asyncio.wait_for(serving, 5)
+
+
+def attributes_of(obj: dict[str, Any]) -> dict[str, str]:
+    return {a["name"]: a["value"] for a in obj["attributes"]}
+
+
+def configmap_mount(directory: Path, generation: int, text: str) -> Path:
+    """A ConfigMap volume as the kubelet writes it: `config.yaml -> ..data/config.yaml`, `..data -> ..<generation>`;
+    an update creates a new generation and swaps `..data` atomically."""
+    target = directory / f"..{generation}"
+    target.mkdir()
+    (target / "config.yaml").write_text(text)
+    link = directory / "..data_tmp"
+    link.symlink_to(target.name)
+    os.replace(link, directory / "..data")
+    entry = directory / "config.yaml"
+    if not entry.is_symlink():
+        entry.symlink_to("..data/config.yaml")
+    return entry
+
+
+async def test_configuration_changes_republish_the_topology_manager_attributes(
+    api: RunningApiServer, tmp_path: Path
+) -> None:
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1, 2, 3])})
+    kubelet_config = tmp_path / "kubelet.yaml"
+    kubelet_config.write_text("kind: KubeletConfiguration\ntopologyManagerPolicy: best-effort\n")
+    mount = tmp_path / "rte-config"
+    mount.mkdir()
+    operator_config = configmap_mount(mount, 1, "kubelet: {}\n")
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1, 2, 3))) as kubelet:
+        settings = ExporterSettings(
+            node_name="daemon-config",
+            sysfs_root=str(root),
+            podresources_socket=kubelet.address,
+            kubeconfig=str(api.kubeconfig),
+            kubelet_config_file=str(kubelet_config),
+            config_file=str(operator_config),
+            sleep_interval=0,
+            min_update_interval=0.1,
+            metrics_port=None,
+            add_owner_reference=False,
+        )
+        exporter = Exporter(
+            settings, machine=discover(root), options=build_options(settings, env={}), client=make_client(settings)
+        )
+        client = AsyncClient(KubeConfig.from_file(api.kubeconfig), trust_env=False)
+        stop = asyncio.Event()
+        serving = asyncio.create_task(exporter.serve(stop))
+
+        async def published() -> dict[str, str]:
+            return attributes_of(await read(client, "daemon-config"))
+
+        try:
+            await eventually(lambda: exporter.updates == 1)
+            assert (await published())["topologyManagerPolicy"] == "best-effort"
+
+            # the kubelet is reconfigured (the file is rewritten in place): republished without a restart
+            kubelet_config.write_text(
+                "kind: KubeletConfiguration\ntopologyManagerPolicy: single-numa-node\ntopologyManagerScope: pod\n"
+            )
+            await updated_beyond(exporter, 1)
+            assert exporter.last_triggers == {Trigger.CONFIG}
+            assert (await published())["topologyManagerPolicy"] == "single-numa-node"
+            assert (await published())["topologyManagerScope"] == "pod"
+
+            # a broken file does not stop the agent: the previous settings stay
+            kubelet_config.write_text("topologyManagerPolicy: [\n")
+            await updated_beyond(exporter, 2)
+            assert (await published())["topologyManagerPolicy"] == "single-numa-node"
+
+            # the operator's ConfigMap changes (symlink swap): its policy wins over the kubelet file's
+            configmap_mount(mount, 2, "kubelet: {topologyManagerPolicy: restricted}\n")
+            await updated_beyond(exporter, 3)
+            attributes = await published()
+            assert (attributes["topologyManagerPolicy"], attributes["topologyManagerScope"]) == ("restricted", "pod")
+        finally:
+            stop.set()
+            await asyncio.wait_for(serving, 5)
+            await client.close()

@@ -60,6 +60,17 @@ def exporter(
         "--reference-container",
         help="namespace/pod/container never given exclusive CPUs (shared-pool detection on kubelets < 1.22).",
     ),
+    watch_namespace: str | None = typer.Option(
+        None,
+        "--watch-namespace",
+        help="Subtract only the pods of this namespace from allocatable (the fingerprint still covers all pods).",
+    ),
+    exclude_terminal_pods: bool = typer.Option(
+        False,
+        "--exclude-terminal-pods/--include-terminal-pods",
+        help="Ask the API server which pods of the node are Succeeded/Failed and do not count them (kubelets < 1.34 "
+        "list them); needs list and watch on pods.",
+    ),
     once: bool = typer.Option(False, "--once", "--oneshot", help="Build (and publish) once, then exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the object instead of publishing it."),
     output: str = typer.Option("yaml", "-o", "--output", help="With --dry-run: yaml or json."),
@@ -72,8 +83,21 @@ def exporter(
         "--kubelet-state-dir",
         help="Update when cpu_manager_state, memory_manager_state or the device checkpoint change under this dir.",
     ),
-    metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Address for /metrics, /healthz."),
+    metrics_mode: str = typer.Option(
+        "http", "--metrics-mode", help="http, httptls (HTTPS with a reloading certificate) or disabled."
+    ),
+    metrics_address: str = typer.Option(
+        "0.0.0.0", "--metrics-address", "--metrics-ip", help="Address for /metrics, /healthz, /readyz."
+    ),
     metrics_port: int = typer.Option(2112, "--metrics-port", help="Port for /metrics, /healthz, /readyz; 0 = off."),
+    metrics_certs_dir: str = typer.Option(
+        "/etc/secrets/rte", "--metrics-certs-dir", help="httptls: directory of the serving certificate and key."
+    ),
+    metrics_cert_file: str = typer.Option("tls.crt", "--metrics-cert-file", help="httptls: certificate file."),
+    metrics_key_file: str = typer.Option("tls.key", "--metrics-key-file", help="httptls: private key file."),
+    metrics_tls_min_version: str = typer.Option(
+        "VersionTLS12", "--metrics-tls-min-version", help="httptls: VersionTLS12 or VersionTLS13."
+    ),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
     add_nrt_owner: bool = typer.Option(
@@ -85,7 +109,9 @@ def exporter(
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
     from knuma.exporter import logs
     from knuma.exporter.fingerprint import Method
+    from knuma.exporter.podphases import PodListError
     from knuma.exporter.podresources.client import PodResourcesError
+    from knuma.exporter.servingtls import ServingCertificate
     from knuma.exporter.settings import (
         ExporterSettings,
         default_node_name,
@@ -101,7 +127,16 @@ def exporter(
         _fail(f"unknown output format {output!r}; use yaml or json")
     if no_podresources and not dry_run:
         _fail("--no-podresources only makes sense with --dry-run: a published object must come from the kubelet")
+    if metrics_mode not in ("http", "httptls", "disabled"):
+        _fail(f"unknown --metrics-mode {metrics_mode!r}; use http, httptls or disabled")
+    if no_podresources and exclude_terminal_pods:
+        _fail("--exclude-terminal-pods filters what the kubelet lists; it does nothing with --no-podresources")
     try:
+        tls = None
+        if metrics_mode == "httptls" and not dry_run and metrics_port:
+            tls = ServingCertificate.from_flags(
+                metrics_certs_dir, metrics_cert_file, metrics_key_file, metrics_tls_min_version
+            )
         settings = ExporterSettings(
             node_name=node_name or default_node_name(),
             sysfs_root=sysfs_root,
@@ -115,12 +150,15 @@ def exporter(
             pods_fingerprint=pods_fingerprint,
             pods_fingerprint_method=Method.parse(pods_fingerprint_method),
             reference_container=parse_reference_container(reference_container),
+            watch_namespace=watch_namespace or None,
+            exclude_terminal_pods=exclude_terminal_pods,
             pods_fingerprint_status_file=pods_fingerprint_status_file,
             sleep_interval=parse_duration(sleep_interval),
             notify_file=notify_file,
             kubelet_state_dir=kubelet_state_dir,
             metrics_address=metrics_address,
-            metrics_port=metrics_port or None,
+            metrics_port=metrics_port if metrics_port and metrics_mode != "disabled" else None,
+            metrics_tls=tls,
             kubeconfig=kubeconfig,
             context=context,
             add_owner_reference=add_nrt_owner,
@@ -130,7 +168,11 @@ def exporter(
 
             if not once:
                 _fail("--dry-run needs --once: a dry run prints one object and exits")
-            result = build_once(settings)
+            try:
+                result = build_once(settings)
+            except PodListError as err:
+                typer.echo(f"error: {err}", err=True)
+                raise typer.Exit(1) from None
             for warning in result.warnings:
                 typer.echo(f"warning: {warning}", err=True)
             _print(result.nrt.to_dict(), output)

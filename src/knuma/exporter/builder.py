@@ -65,6 +65,9 @@ class BuildOptions:
     resource_exclude: frozenset[str] = frozenset()
     reserved_cpus: frozenset[int] = frozenset()
     """Only without the kubelet (`--no-podresources`): CPUs to leave out of allocatable (`reservedSystemCPUs`)."""
+    namespace: str | None = None
+    """`--watch-namespace`: only pods of this namespace are subtracted from allocatable. As in RTE, the fingerprint
+    still covers the pods of every namespace: the scheduler computes it over all pods of the node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,8 @@ def build(machine: MachineTopology, kubelet: KubeletState | None, options: Build
             fingerprinted = tuple((p.namespace, p.name) for p in selected)
         capacity = _capacity(machine)
         allocatable, device_numa = _allocatable(machine, kubelet.allocatable, warnings)
-        used = _used(machine, pods, allocatable, device_numa, kubelet.allocatable, warnings)
+        accounted = pods if options.namespace is None else [p for p in pods if p.namespace == options.namespace]
+        used = _used(machine, accounted, allocatable, device_numa, kubelet.allocatable, warnings)
         for numa_id, resources in allocatable.items():
             for name, amount in resources.items():
                 # no way to see devices the kubelet does not report: their capacity is what it can hand out

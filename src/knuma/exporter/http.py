@@ -3,6 +3,10 @@
 Why not aiohttp (the project's HTTP library elsewhere): the exporter runs on every node and targets < 60 MB of
 resident memory; importing aiohttp alone costs ~8 MB, and three GET endpoints polled by Prometheus and the kubelet
 need no more than this. One request per connection (`Connection: close`), 5 s to send the request head.
+
+With `tls` (a callable returning the current `ssl.SSLContext`), every connection is upgraded to TLS right after it
+is accepted, with the context the callable returns at that moment: that is how a rotated certificate takes effect
+without a restart (see `servingtls`).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 
@@ -25,8 +30,9 @@ _MAX_HEAD = 16 * 1024
 
 
 class SimpleHTTPServer:
-    def __init__(self, routes: Mapping[str, Handler]) -> None:
+    def __init__(self, routes: Mapping[str, Handler], tls: Callable[[], ssl.SSLContext] | None = None) -> None:
         self.routes = dict(routes)
+        self.tls = tls
         self._server: asyncio.Server | None = None
         self.port: int | None = None
 
@@ -42,6 +48,13 @@ class SimpleHTTPServer:
             self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.tls is not None:
+            try:
+                await writer.start_tls(self.tls(), ssl_handshake_timeout=5)
+            except (ssl.SSLError, TimeoutError, ConnectionError, OSError) as err:
+                log.debug("TLS handshake failed: %s", err)
+                writer.transport.abort()
+                return
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
             status, ctype, body = self._respond(head)

@@ -110,6 +110,8 @@ class Publisher:
         """Re-read the object every N publishes (RTE's `--patch-resync`), so edits by others are undone even when
         the node's data does not change; 0 never re-reads unless a write fails."""
         self._since_read = 0
+        self.kubelet_version: str | None = None
+        """`status.nodeInfo.kubeletVersion` of the Node, once read for the owner reference."""
         self._owner: dict[str, Any] | None = None
         self._current: dict[str, Any] | None = None
         """The object as the server last returned it (None until read or created)."""
@@ -202,6 +204,8 @@ class Publisher:
                     problem,
                 )
                 return None
+            info = node.status.nodeInfo if node.status is not None else None
+            self.kubelet_version = info.kubeletVersion if info is not None else None
             uid = node.metadata.uid if node.metadata is not None else None
             if not uid:
                 return None

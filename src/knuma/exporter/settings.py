@@ -14,14 +14,25 @@ from dataclasses import dataclass
 from knuma.exporter.builder import BuildOptions
 from knuma.exporter.fingerprint import Method
 from knuma.exporter.podresources import DEFAULT_SOCKET
+from knuma.exporter.servingtls import ServingCertificate
 from knuma.exporter.tmconfig import (
     ConfigError,
+    ExporterConfigFile,
+    KubeletConfigFile,
     load_config_file,
     load_kubelet_config,
     resolve_topology_manager,
 )
 
-__all__ = ["ExporterSettings", "default_node_name", "parse_duration", "parse_reference_container"]
+__all__ = [
+    "ExporterSettings",
+    "build_options",
+    "config_files",
+    "default_node_name",
+    "options_from",
+    "parse_duration",
+    "parse_reference_container",
+]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
@@ -40,6 +51,11 @@ class ExporterSettings:
     pods_fingerprint: bool = True
     pods_fingerprint_method: Method = Method.WITH_EXCLUSIVE_RESOURCES
     reference_container: tuple[str, str, str] | None = None
+    watch_namespace: str | None = None
+    """Only pods of this namespace are subtracted from allocatable (RTE's `--watch-namespace`)."""
+    exclude_terminal_pods: bool = False
+    """Drop pods the API server reports Succeeded/Failed from `List` (kubelets < 1.34 list them); needs the API
+    server, and RBAC to list and watch pods."""
     # daemon only
     pods_fingerprint_status_file: str | None = None
     sleep_interval: float = 60.0
@@ -49,6 +65,8 @@ class ExporterSettings:
     metrics_address: str = "0.0.0.0"
     metrics_port: int | None = 2112
     """None disables the HTTP endpoints; 0 picks a free port (tests)."""
+    metrics_tls: ServingCertificate | None = None
+    """Serve /metrics, /healthz and /readyz over HTTPS with this (reloading) certificate."""
     kubeconfig: str | None = None
     context: str | None = None
     add_owner_reference: bool = True
@@ -56,9 +74,19 @@ class ExporterSettings:
 
 def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = None) -> BuildOptions:
     """Read the configuration files and resolve the Topology Manager settings; raise `ConfigError` on bad input."""
-    env = os.environ if env is None else env
     config = load_config_file(settings.config_file) if settings.config_file else None
     kubelet = load_kubelet_config(settings.kubelet_config_file) if settings.kubelet_config_file else None
+    return options_from(settings, config, kubelet, env)
+
+
+def options_from(
+    settings: ExporterSettings,
+    config: ExporterConfigFile | None,
+    kubelet: KubeletConfigFile | None,
+    env: Mapping[str, str] | None = None,
+) -> BuildOptions:
+    """The builder options from already-read configuration files (the daemon re-reads each on its own)."""
+    env = os.environ if env is None else env
     topology_manager = resolve_topology_manager(
         policy_flag=settings.topology_manager_policy,
         scope_flag=settings.topology_manager_scope,
@@ -75,7 +103,13 @@ def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = No
         pod_exclude=config.pod_exclude if config else (),
         resource_exclude=config.excluded_resources(settings.node_name) if config else frozenset(),
         reserved_cpus=kubelet.reserved_cpus if kubelet else frozenset(),
+        namespace=settings.watch_namespace or None,
     )
+
+
+def config_files(settings: ExporterSettings) -> list[str]:
+    """The files `build_options` reads, which the daemon watches to re-read them when they change."""
+    return [path for path in (settings.kubelet_config_file, settings.config_file) if path]
 
 
 def default_node_name(env: Mapping[str, str] | None = None) -> str:

@@ -1,4 +1,5 @@
-"""When to update: a periodic tick, a touched notify file, a changed kubelet state file; at most once per second.
+"""When to update: a periodic tick, a touched notify file, a changed kubelet state file, a changed configuration
+file, a pod turning terminal; at most once per second.
 
 `UpdateQueue` is the rate limiter with coalescing: every trigger is remembered until an update consumes it (no event
 is lost), and all triggers that arrive while an update is pending or running collapse into the next single update,
@@ -32,6 +33,8 @@ class Trigger(enum.StrEnum):
     PERIODIC = "periodic"
     REACTIVE = "reactive"
     RETRY = "retry"
+    CONFIG = "config"
+    """The kubelet config file or the exporter's config file changed: re-read them before the update."""
 
 
 class UpdateQueue:
@@ -98,8 +101,10 @@ def _signature(path: Path) -> tuple[int, int, int, int] | None:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
-async def watch_files(queue: UpdateQueue, paths: Sequence[Path], poll: float = 0.1) -> None:
-    """Notify `queue` (reactive) whenever one of `paths` is created, written, touched, replaced or removed."""
+async def watch_files(
+    queue: UpdateQueue, paths: Sequence[Path], poll: float = 0.1, trigger: Trigger = Trigger.REACTIVE
+) -> None:
+    """Notify `queue` with `trigger` whenever one of `paths` is created, written, touched, replaced or removed."""
     seen = {path: _signature(path) for path in paths}
     while True:
         await asyncio.sleep(poll)
@@ -108,4 +113,4 @@ async def watch_files(queue: UpdateQueue, paths: Sequence[Path], poll: float = 0
             if current != seen[path]:
                 seen[path] = current
                 log.debug("%s changed", path)
-                queue.notify(Trigger.REACTIVE)
+                queue.notify(trigger)

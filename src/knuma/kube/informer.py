@@ -79,6 +79,7 @@ class Informer:
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
         on_error: Callable[[str], None] | None = None,
+        transform: Callable[[JsonObj], JsonObj] | None = None,
     ) -> None:
         self.http = http
         self.path = path
@@ -90,6 +91,10 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff()
         self.on_error = on_error
+        self.transform = transform
+        """Applied to every object before it is stored and handed to the handler (client-go's SetTransform): a
+        component that needs a few fields keeps only those. The result must keep `metadata.name`, `namespace` and
+        `resourceVersion`."""
         self.store: dict[str, JsonObj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -127,7 +132,7 @@ class Informer:
             _raise_for_status(response, self.path)
             body = response.json()
             for item in body.get("items") or []:
-                items[object_key(item)] = item
+                items[object_key(item)] = self.transform(item) if self.transform else item
             meta = body.get("metadata") or {}
             if not meta.get("continue"):
                 self.resource_version = str(meta.get("resourceVersion") or "")
@@ -184,6 +189,8 @@ class Informer:
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         if kind in ("ADDED", "MODIFIED"):
             old = self.store.get(key)

@@ -1,0 +1,108 @@
+"""The TLS certificate of `/metrics` (`--metrics-mode=httptls`), reloaded when its files change.
+
+Serving certificates are short-lived and rotated in place (cert-manager, OpenShift's service-ca, a Secret update
+that the kubelet propagates by swapping a symlink). The exporter checks the files' identity (inode, size, mtime) when
+a connection arrives and, if either changed, loads the pair into a fresh `SSLContext`; connections from then on use
+it, connections already open keep theirs. A half-written or mismatched pair (the certificate renewed before the key)
+is not fatal: the previous context stays in use, a warning is logged, and the next connection tries again.
+
+Flags and defaults as resource-topology-exporter's: `--metrics-certs-dir` (`/etc/secrets/rte`), `--metrics-cert-file`
+(`tls.crt`) and `--metrics-key-file` (`tls.key`), relative to the directory unless absolute, and
+`--metrics-tls-min-version` (`VersionTLS12`, Go's names, or `1.2` / `1.3`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from pathlib import Path
+
+__all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version"]
+
+log = logging.getLogger("knuma.exporter.tls")
+
+_VERSIONS = {
+    "versiontls12": ssl.TLSVersion.TLSv1_2,
+    "1.2": ssl.TLSVersion.TLSv1_2,
+    "versiontls13": ssl.TLSVersion.TLSv1_3,
+    "1.3": ssl.TLSVersion.TLSv1_3,
+}
+
+
+class TLSConfigError(ValueError):
+    """The certificate or key cannot be used; the message names the file."""
+
+
+def parse_min_version(text: str) -> ssl.TLSVersion:
+    try:
+        return _VERSIONS[text.strip().lower()]
+    except KeyError:
+        raise TLSConfigError(
+            f"unsupported --metrics-tls-min-version {text!r}: use VersionTLS12 or VersionTLS13 (or 1.2, 1.3)"
+        ) from None
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.stat(path)  # follows symlinks: a swapped ..data link gives a new inode
+    except OSError:
+        return None
+    return (info.st_ino, info.st_dev, info.st_size, info.st_mtime_ns)
+
+
+class ServingCertificate:
+    def __init__(
+        self,
+        cert_file: str | os.PathLike[str],
+        key_file: str | os.PathLike[str],
+        *,
+        min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+    ) -> None:
+        self.cert_file = Path(cert_file)
+        self.key_file = Path(key_file)
+        self.min_version = min_version
+        self.loads = 0
+        """How many times a certificate was loaded (1 after start)."""
+        self._seen = self._identities()
+        self._context = self._load()  # at start a bad pair is an error: the operator must fix it
+
+    @classmethod
+    def from_flags(
+        cls, certs_dir: str, cert_file: str, key_file: str, min_version: str = "VersionTLS12"
+    ) -> ServingCertificate:
+        base = Path(certs_dir)
+        return cls(base / cert_file, base / key_file, min_version=parse_min_version(min_version))
+
+    def context(self) -> ssl.SSLContext:
+        """The context for a new connection: reloaded first if the files changed since the last load."""
+        current = self._identities()
+        if current != self._seen:
+            self._seen = current
+            try:
+                self._context = self._load()
+                log.info("reloaded the /metrics certificate from %s", self.cert_file)
+            except TLSConfigError as err:
+                log.warning("%s; still serving the previous certificate", err)
+        return self._context
+
+    def _identities(self) -> tuple[tuple[int, int, int, int] | None, ...]:
+        return (_identity(self.cert_file), _identity(self.key_file))
+
+    def _load(self) -> ssl.SSLContext:
+        for path, what in ((self.cert_file, "certificate"), (self.key_file, "key")):
+            if not path.is_file():
+                raise TLSConfigError(
+                    f"/metrics TLS {what} {path} does not exist: mount the serving certificate Secret there, or "
+                    "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file"
+                )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = self.min_version
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        except (ssl.SSLError, OSError) as err:
+            raise TLSConfigError(
+                f"cannot load the /metrics certificate {self.cert_file} with key {self.key_file}: {err}"
+            ) from None
+        self.loads += 1
+        return context
