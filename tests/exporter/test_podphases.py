@@ -20,6 +20,7 @@ from lightkube.resources.core_v1 import Namespace, Node
 from lightkube.resources.core_v1 import Pod as PodObject
 from typer.testing import CliRunner
 
+from knuma.api.crd import nrt_crd
 from knuma.cli.main import app
 from knuma.exporter.daemon import Exporter, make_client
 from knuma.exporter.fingerprint import compute
@@ -31,7 +32,6 @@ from knuma.exporter.triggers import Trigger
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 from knuma.testing.podresources import PodResourcesServer
 
-from .nrt_crd import NRT_CRD
 from .sysfs_trees import NodeSpec, write_tree
 from .test_daemon import available_cpu, eventually, read
 
@@ -58,7 +58,7 @@ def api() -> Iterator[RunningApiServer]:
     """A fresh API server per test (the pods' names repeat), with the NRT CRD and the pods' namespaces."""
     with apiserver_in_thread() as server:
         client = Client(KubeConfig.from_file(server.kubeconfig), trust_env=False)
-        crd: Any = CustomResourceDefinition.from_dict(NRT_CRD)
+        crd: Any = CustomResourceDefinition.from_dict(nrt_crd())
         client.create(crd)
         for namespace in ("batch", "prod"):
             client.create(Namespace(metadata=ObjectMeta(name=namespace)))
