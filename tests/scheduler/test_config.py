@@ -615,16 +615,17 @@ def test_built_profile_uses_the_numa_args_and_filters_like_upstream_numa_plugin(
 
 def test_describe_config_summarises_profiles_plugins_and_args() -> None:
     text = describe_config(load_config(CONFIGS / "operator-rendered.yaml", log_warnings=False))
-    assert "leader election: on, Lease openshift-numaresources/numa-scheduler-leader; leaseDuration 15s" in text
+    assert "leader election: Lease openshift-numaresources/numa-scheduler-leader, leaseDuration 15s" in text
     assert "profile topo-aware-scheduler (topology-aware)" in text
     assert (
-        "  filter:     NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
-        f"{NRT}\n"
+        "  filter:       NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,\n"
+        f"                {NRT}\n"
     ) in text
     assert "TaintToleration (weight 3), NodeAffinity (weight 2)" in text
-    assert f"{NRT} args: scoringStrategy LeastAllocated (cpu 1, memory 1); cacheResyncPeriodSeconds 5" in text
-    assert "KNIDebug" in text.split("not run:")[1].splitlines()[0]
-    assert text.rstrip().splitlines()[-2] == "warnings:"
+    assert "NUMA args:    scoringStrategy LeastAllocated (cpu 1, memory 1); cacheResyncPeriodSeconds 5" in text
+    assert "KNIDebug" in text.split("not run:")[1].split("NUMA args")[0]
+    assert text.split("warnings:\n")[1].startswith(f"  {CONFIGS / 'operator-rendered.yaml'}: profiles[0]")
+    assert max(len(line) for line in text.splitlines()) <= 116
     unaware = describe_config(load_config(EXAMPLE))
     assert "profile knuma-node-level (not topology-aware: no NodeResourceTopologyMatch filter)" in unaware
 

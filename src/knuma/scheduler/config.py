@@ -22,6 +22,7 @@ load unchanged.
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ def describe_config(config: SchedulerConfiguration) -> str:
     lines = [f"configuration: {source}"]
     if le.leader_elect:
         lines.append(
-            f"leader election: on, Lease {le.resource_namespace}/{le.resource_name}; leaseDuration "
+            f"leader election: Lease {le.resource_namespace}/{le.resource_name}, leaseDuration "
             f"{format_duration(le.lease_duration)}, renewDeadline {format_duration(le.renew_deadline)}, "
             f"retryPeriod {format_duration(le.retry_period)}"
         )
@@ -178,9 +179,14 @@ def describe_config(config: SchedulerConfiguration) -> str:
     )
     for profile in config.profiles:
         lines += ["", *_describe_profile(profile)]
+    lines = [_wrap(line, "  ") if not line.startswith("  ") else line for line in lines]
     if config.warnings:
-        lines += ["", "warnings:", *(f"  {w}" for w in config.warnings)]
+        lines += ["", "warnings:", *(_wrap(w, "    ", "  ") for w in config.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, indent: str, first: str = "", width: int = 116) -> str:
+    return textwrap.fill(text, width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _describe_profile(profile: ProfileConfig) -> list[str]:
@@ -197,26 +203,35 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         "bind": [n for n in profile.plugins.get("bind", ()) if PLUGINS[n].runs],
     }
     for point, names in rows.items():
-        lines.append(f"  {point + ':':<12}{', '.join(names) or '-'}")
+        lines.append(_row(point, ", ".join(names) or "-"))
     not_run = list(profile.not_run)
     not_run += [f"{n} (score)" for n, _ in profile.scorers if PLUGINS[n].runs and n not in scored]
     if not_run:
-        lines.append(f"  {'not run:':<12}{', '.join(not_run)}")
+        lines.append(_row("not run", ", ".join(not_run)))
     if profile.percentage_of_nodes_to_score is not None:
         lines.append(f"  percentageOfNodesToScore {profile.percentage_of_nodes_to_score or 'adaptive'}")
     added = profile.node_affinity
     if added.added_required is not None or added.added_preferred is not None:
         required = len(added.added_required.terms) if added.added_required else 0
         preferred = len(added.added_preferred.terms) if added.added_preferred else 0
-        lines.append(f"  NodeAffinity args: addedAffinity with {required} required and {preferred} preferred term(s)")
+        lines.append(_row("NodeAffinity", f"addedAffinity with {required} required and {preferred} preferred term(s)"))
     numa = profile.numa
     if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
         return lines
     weights = ", ".join(f"{name} {weight}" for name, weight in numa.resources)
     lines.append(
-        f"  {NUMA_PLUGIN} args: scoringStrategy {numa.scoring_type.value} ({weights}); cacheResyncPeriodSeconds "
-        f"{numa.cache_resync_period_seconds} (upstream cache: {numa.upstream_cache}); cache foreignPodsDetect "
-        f"{numa.foreign_pods_detect}, resyncMethod {numa.resync_method}, informerMode {numa.informer_mode}, "
-        f"resyncScope {numa.resync_scope}"
+        _row(
+            "NUMA args",
+            f"scoringStrategy {numa.scoring_type.value} ({weights}); cacheResyncPeriodSeconds "
+            f"{numa.cache_resync_period_seconds} (upstream cache: {numa.upstream_cache}); cache foreignPodsDetect "
+            f"{numa.foreign_pods_detect}, resyncMethod {numa.resync_method}, informerMode {numa.informer_mode}, "
+            f"resyncScope {numa.resync_scope}",
+        )
     )
     return lines
+
+
+def _row(label: str, text: str, width: int = 116) -> str:
+    """`  label:    text`, wrapped under the text's column."""
+    head = f"  {label + ':':<14}"
+    return _wrap(text, " " * len(head), head, width)
