@@ -78,3 +78,32 @@ def test_schedule_one_places_a_host_port_pod_where_the_port_is_free() -> None:
         taken.failure_summary()
         == "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
     )
+
+
+def test_the_daemon_cache_accounts_host_ports_of_bound_and_assumed_pods() -> None:
+    from knuma.scheduler.cache import ClusterCache
+    from knuma.scheduler.config import build_profiles, default_config
+
+    cache = ClusterCache()
+    for name in ("a", "b"):
+        cache.upsert_node(node(name).manifest or {})
+    bound = {
+        "metadata": {"name": "dns", "namespace": "kube-system"},
+        "spec": {
+            "nodeName": "a",
+            "containers": [container("dns", {"containerPort": 53, "hostPort": 53, "protocol": "UDP"})],
+        },
+    }
+    cache.upsert_pod(bound)
+    assert cache.node_info("a").used_ports == {HostPort("0.0.0.0", "UDP", 53)}  # type: ignore[union-attr]
+    wants = pod("dns2", containers=[container("dns", {"containerPort": 53, "hostPort": 53, "protocol": "UDP"})])
+    profile = build_profiles(default_config())["topology-aware-scheduler"]
+    assert schedule_one(profile, wants, cache.node_infos()).selected == "b"
+    cache.assume(wants, "b")
+    result = schedule_one(profile, pod("dns3", containers=wants.spec["containers"]), cache.node_infos())
+    assert (
+        result.failure_summary()
+        == "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+    )
+    cache.delete_pod(bound)
+    assert cache.node_info("a").used_ports == frozenset()  # type: ignore[union-attr]

@@ -19,6 +19,7 @@ from typing import Any
 
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
+from knuma.api.ports import pod_host_ports
 from knuma.api.resources import parse_resource_list
 from knuma.exporter.fingerprint import Method
 from knuma.scheduler.framework import NodeInfo
@@ -296,6 +297,7 @@ class ClusterCache:
         for pod in entry.pods.values():
             for name, amount in pod.pod.effective_request.items():
                 requested[name] = requested.get(name, 0) + amount
+        used_ports = frozenset(port for pod in entry.pods.values() for port in pod_host_ports(pod.pod.spec))
         topology = entry.base
         if topology is not None:
             for key in entry.pending:
@@ -307,4 +309,5 @@ class ClusterCache:
             pod_count=len(entry.pods),
             topology=topology,
             manifest=entry.manifest,
+            used_ports=used_ports,
         )
