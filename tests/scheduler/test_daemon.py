@@ -304,3 +304,17 @@ async def _reasons(c: object, pod: str, reason: str) -> list[dict[str, object]]:
 
     assert isinstance(c, Cluster)
     return [e for e in await c.events(pod) if e["reason"] == reason]
+
+
+async def test_host_ports_of_bound_pods_are_taken(api: RunningApiServer) -> None:
+    from knuma.scheduler.config import build_profiles, default_config
+
+    port = [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(default_config())):
+            await c.create_pod("web-1", containers=port)
+            first = await c.bound("web-1")
+            await c.create_pod("web-2", containers=port)
+            assert await c.bound("web-2") == ({"n1", "n2"} - {first}).pop()
