@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -104,11 +105,17 @@ def test_slow_watcher_does_not_block_writes_or_other_watchers(tmp_path: Path) ->
         received: list[str] = []
 
         def fast() -> None:
-            # Generous server timeout (a loaded CI machine may take a while to write 300 objects); stop at the last.
-            for e in client.watch(f"{CM}?watch=true&resourceVersion=0&timeoutSeconds=60", timeout=60):
-                received.append(e["object"]["metadata"]["name"])
-                if len(received) == 300:
-                    break
+            # A generous server timeout (a loaded CI machine may take a while to write 300 objects); the reader
+            # hangs up after the last one.
+            conn = client.connection(60)
+            try:
+                conn.request("GET", f"{CM}?watch=true&resourceVersion=0&timeoutSeconds=60", headers=api.headers)
+                resp = conn.getresponse()
+                while len(received) < 300 and (line := resp.readline()):
+                    if line.strip():
+                        received.append(json.loads(line)["object"]["metadata"]["name"])
+            finally:
+                conn.close()
 
         reader = threading.Thread(target=fast)
         reader.start()
