@@ -35,7 +35,8 @@ def test_json_output_shape_on_the_bundled_example() -> None:
     assert a["filter"] == {"status": "Success", "reason": ""}
     assert isinstance(a["score"], int)
     assert a["numa"] == {"proxy": [0], "engine": [1]}  # the sidecar fits node-0's 4 free CPUs; the engine needs 8
-    assert a["plugins"]["NodeResourceTopologyMatch"]["score"] == a["score"]
+    plugins = a["plugins"]
+    assert plugins["NodeResourceTopologyMatch"]["score"] + plugins["NodeResourcesFit"]["score"] == a["score"]
     c = by_name["worker-c"]
     assert c["filter"]["status"] == "Unschedulable"
     assert c["filter"]["reason"] == "cannot align container"

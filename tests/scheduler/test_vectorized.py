@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo
+from knuma.scheduler.assume import assume
+from knuma.scheduler.framework import CycleState, NodeInfo, Status, schedule_one
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.profiles import default_profile
 from knuma.scheduler.sequential import SequentialScheduler
 from knuma.scheduler.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.vectorized import VectorizedScheduler
+from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 
 GI = 1 << 30
@@ -82,10 +88,171 @@ def test_same_decisions_as_the_sequential_scheduler(seed: int, strategy: Strateg
     nodes = random_cluster(rng, 12)
     scoring = ScoringStrategy(strategy)
     fast, slow = VectorizedScheduler(nodes, scoring), SequentialScheduler(nodes, scoring)
+    uncached = VectorizedScheduler(nodes, scoring, cache_shapes=0)
     placed = 0
     for index in range(60):
         pod = random_pod(rng, index)
         expected, got = slow.schedule(pod), fast.schedule(pod)
         assert (got.node, got.score) == (expected.node, expected.score), f"pod {index}: {pod}"
+        assert uncached.schedule(pod).node == expected.node
         placed += got.node is not None
     assert placed > 10  # the cluster fills up; both must agree on the pods that no longer fit too
+
+
+# -- the dynamic API -------------------------------------------------------------------------------------------------
+
+FPGA = "example.com/fpga"
+
+
+def random_node(rng: random.Random, name: str) -> NodeInfo:
+    """A node as `random_cluster` makes them, under `name`; sometimes with a resource or a zone count no other node
+    has (the scheduler must grow its arrays)."""
+    node = random_cluster(rng, 1)[0]
+    topology = node.topology
+    if topology is not None and rng.random() < 0.2:
+        zones = rng.choice([2, 8])
+        per_zone = {
+            z: {"cpu": 8000, "memory": 8 * GI, **({FPGA: 1} if rng.random() < 0.5 else {})} for z in range(zones)
+        }
+        topology = NodeTopology.build(name, per_zone, rng.choice([Policy.SINGLE_NUMA_NODE, Policy.RESTRICTED]))
+        return NodeInfo(name, allocatable=topology.available_total() | {"pods": 110}, topology=topology)
+    if topology is not None:
+        topology = replace(topology, name=name)
+    return replace(node, name=name, topology=topology)
+
+
+def expected(profile_scoring: ScoringStrategy, pod: Pod, infos: list[NodeInfo]) -> tuple[list[bool], list[int]]:
+    result = schedule_one(default_profile(profile_scoring), pod, infos, explain=False)
+    return [r.filter.ok for r in result.nodes], [r.score or 0 for r in result.nodes]
+
+
+@pytest.mark.parametrize("strategy", [StrategyType.KNUMA_BIN_PACKING, StrategyType.LEAST_ALLOCATED])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_upserts_removes_and_reserves_match_a_fresh_scheduler_and_schedule_one(
+    seed: int, strategy: StrategyType
+) -> None:
+    rng = random.Random(seed)
+    scoring = ScoringStrategy(strategy)
+    infos = random_cluster(rng, 6)
+    dynamic = VectorizedScheduler(infos, scoring)
+    probes = [random_pod(rng, 1000 + i) for i in range(3)]
+    added = 0
+    for step in range(50):
+        op = rng.random()
+        if op < 0.25:  # replace a node's row (fresh NRT, Node update)
+            row = rng.randrange(len(infos))
+            infos[row] = random_node(rng, infos[row].name)
+            dynamic.upsert_node(infos[row])
+        elif op < 0.4:  # a new node
+            added += 1
+            infos.append(random_node(rng, f"new{added}"))
+            dynamic.upsert_node(infos[-1])
+        elif op < 0.5 and len(infos) > 1:
+            gone = infos.pop(rng.randrange(len(infos)))
+            dynamic.remove_node(gone.name)
+        elif op < 0.6:  # reserve on a given node, as the daemon does after its own selection
+            row = rng.randrange(len(infos))
+            pod = random_pod(rng, step)
+            topology = infos[row].numa
+            admission = admit(pod, topology) if topology is not None else None
+            got = dynamic.reserve(infos[row].name, pod)
+            assert (got is None) == (admission is None)
+            assert got is None or got.placements == admission.placements  # type: ignore[union-attr]
+            infos[row] = assume(infos[row], pod, admission)
+        else:  # a whole cycle
+            pod = random_pod(rng, step)
+            want = schedule_one(default_profile(scoring), pod, infos, explain=False)
+            decision = dynamic.schedule(pod)
+            assert decision.node == want.selected, f"step {step}"
+            if want.selected is not None:
+                row = [i.name for i in infos].index(want.selected)
+                topology = infos[row].numa
+                infos[row] = assume(infos[row], pod, admit(pod, topology) if topology is not None else None)
+        assert list(dynamic.names) == [i.name for i in infos]
+        assert [dynamic.node(i.name) for i in infos] == infos
+        fresh = VectorizedScheduler(infos, scoring)
+        for probe in probes:
+            feasible, scores = dynamic.filter_and_score(probe)
+            want_feasible, want_scores = expected(scoring, probe, infos)
+            assert feasible.tolist() == want_feasible, f"step {step}"
+            assert scores.tolist() == want_scores, f"step {step}"
+            again, again_scores = fresh.filter_and_score(probe)
+            assert again.tolist() == want_feasible and again_scores.tolist() == want_scores
+
+
+class RecordingNUMAPlugin(NodeResourceTopologyMatch):
+    """The real plugin, remembering which nodes it was asked about."""
+
+    def __init__(self, scoring: ScoringStrategy) -> None:
+        super().__init__(scoring)
+        self.seen: list[str] = []
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        self.seen.append(node.name)
+        return super().filter(state, pod, node)
+
+
+def test_candidates_mask_out_nodes_without_evaluating_them() -> None:
+    nodes = [
+        NodeInfo(
+            f"r{i}",
+            allocatable={"cpu": 8000, "memory": 8 * GI, "pods": 110},
+            manifest={"kind": "Node"},
+            topology=NodeTopology.build(
+                f"r{i}", {0: {"cpu": 4000, "memory": 4 * GI}, 1: {"cpu": 4000, "memory": 4 * GI}}, Policy.RESTRICTED
+            ),
+        )
+        for i in range(5)
+    ]
+    scheduler = VectorizedScheduler(nodes)
+    spy = RecordingNUMAPlugin(scheduler.scoring)
+    scheduler._numa = spy  # the rows of restricted nodes are decided by the plugin itself
+    pod = random_pod(random.Random(0), 0)
+    pod = Pod.from_manifest(
+        {
+            "metadata": {"name": "g"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]},
+        }
+    )
+    candidates = np.array([True, False, True, False, False])
+    feasible, scores = scheduler.filter_and_score(pod, candidates)
+    assert spy.seen == ["r0", "r2"]
+    assert feasible.tolist() == [True, False, True, False, False]
+    assert scores[1] == scores[3] == 0 and scores[0] > 0
+    decision = scheduler.schedule(pod, np.array([False, False, False, True, False]))
+    assert decision.node == "r3"
+    assert spy.seen == ["r0", "r2", "r3"]
+    full, _ = scheduler.filter_and_score(pod)
+    assert full.all()
+
+
+def test_bad_candidates_and_unknown_nodes_are_clear_errors() -> None:
+    scheduler = VectorizedScheduler(random_cluster(random.Random(5), 3))
+    pod = random_pod(random.Random(5), 0)
+    with pytest.raises(ValueError, match="one entry per node \\(3\\)"):
+        scheduler.filter_and_score(pod, np.array([True, False]))
+    with pytest.raises(ValueError, match="bool array"):
+        scheduler.filter_and_score(pod, np.array([1, 0, 1]))
+    with pytest.raises(KeyError, match="node nope is not in the scheduler"):
+        scheduler.remove_node("nope")
+    with pytest.raises(KeyError, match="node nope"):
+        scheduler.reserve("nope", pod)
+    infos = random_cluster(random.Random(5), 2)
+    with pytest.raises(ValueError, match="given twice"):
+        VectorizedScheduler([infos[0], infos[0]])
+
+
+def test_an_empty_scheduler_grows_node_by_node() -> None:
+    rng = random.Random(9)
+    infos = random_cluster(rng, 40)
+    scheduler = VectorizedScheduler()
+    pod = random_pod(rng, 0)
+    assert scheduler.schedule(pod).node is None
+    for info in infos:
+        scheduler.upsert_node(info)
+    assert len(scheduler) == 40 and infos[7].name in scheduler and scheduler.row(infos[7].name) == 7
+    for index in range(30):
+        pod = random_pod(rng, index)
+        want = expected(scheduler.scoring, pod, infos)
+        feasible, scores = scheduler.filter_and_score(pod)
+        assert (feasible.tolist(), scores.tolist()) == want

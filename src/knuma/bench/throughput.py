@@ -38,6 +38,7 @@ class BenchResult:
     zones: tuple[int, ...]
     knuma: Throughput
     reference: Throughput
+    uncached: Throughput | None = None
 
     @property
     def speedup(self) -> float:
@@ -54,6 +55,11 @@ class BenchResult:
             "latency_ms": k.latency_ms,
             "reference_throughput": {"average": round(self.reference.average, 2), "pods": self.reference.pods},
             "speedup": round(self.speedup, 1),
+            **(
+                {"uncached_throughput": {"average": round(self.uncached.average, 1), "pods": self.uncached.pods}}
+                if self.uncached is not None
+                else {}
+            ),
         }
 
 
@@ -137,9 +143,19 @@ def measure(schedule: Callable[[Pod], Decision], pods: Sequence[Pod]) -> Through
 
 
 def run(
-    nodes: int = 5000, pods: int = 10000, zones: Sequence[int] = (2, 4, 8), reference_pods: int = 20
+    nodes: int = 5000,
+    pods: int = 10000,
+    zones: Sequence[int] = (2, 4, 8),
+    reference_pods: int = 20,
+    uncached_pods: int = 2000,
 ) -> BenchResult:
+    """Every scheduler starts from the same empty cluster and takes the same pods in order (the baselines the first
+    `reference_pods` / `uncached_pods` of them: their cost per pod does not depend on how full the cluster is)."""
     pod_list = workload(pods)
     knuma = measure(VectorizedScheduler(cluster(nodes, zones)).schedule, pod_list)
+    uncached = None
+    if uncached_pods > 0:
+        baseline = VectorizedScheduler(cluster(nodes, zones), cache_shapes=0)
+        uncached = measure(baseline.schedule, pod_list[: min(uncached_pods, pods)])
     reference = measure(SequentialScheduler(cluster(nodes, zones)).schedule, pod_list[: min(reference_pods, pods)])
-    return BenchResult(nodes, pods, tuple(zones), knuma, reference)
+    return BenchResult(nodes, pods, tuple(zones), knuma, reference, uncached)

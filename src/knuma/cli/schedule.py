@@ -22,9 +22,10 @@ def schedule(
         ..., "--nodes", help="YAML with NodeResourceTopology and optional Node objects; repeatable."
     ),
     scoring_strategy: str = typer.Option(
-        "LeastAllocated",
+        "KnumaBinPacking",
         "--scoring-strategy",
-        help="MostAllocated, LeastAllocated, BalancedAllocation or LeastNUMANodes.",
+        help="NodeResourceTopologyMatch scoringStrategy.type: knuma's KnumaBinPacking (default), or upstream's "
+        "LeastAllocated, MostAllocated, BalancedAllocation, LeastNUMANodes.",
     ),
     weight: list[str] = typer.Option(
         [], "--weight", help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable."

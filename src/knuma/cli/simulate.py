@@ -195,7 +195,7 @@ def _table(out: Console, comparison: Comparison) -> None:
     scenario = comparison.scenario
     title = (
         f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "
-        f"NRT every {scenario.nrt_period:g} s; scoring {scenario.scoring}; seed {comparison.seed}"
+        f"NRT every {scenario.nrt_period:g} s; scoring {scenario.scoring or 'default'}; seed {comparison.seed}"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("metric")

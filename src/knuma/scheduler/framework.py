@@ -94,6 +94,10 @@ class NodeInfo:
     """The core/v1 Node object, for plugins that read labels, taints or conditions."""
     used_ports: frozenset[HostPort] = frozenset()
     """Host ports taken by the pods on the node (`knuma.api.ports.pod_host_ports` of each), for NodePorts."""
+    non_zero_requested: ResourceList | None = None
+    """kube-scheduler's `NonZeroRequested`: cpu and memory of the pods on the node, a container without a request
+    counting 100m / 200Mi (`node_resources_fit.non_zero_request`); what LeastAllocated scoring reads. None: same as
+    `requested` (every pod on the node requests cpu and memory)."""
 
     @cached_property
     def labels(self) -> Mapping[str, str]:

@@ -6,10 +6,9 @@ The reference the vectorised path is checked and benchmarked against: same rules
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from knuma.api.pod import Pod
-from knuma.api.resources import add
+from knuma.scheduler.assume import assume
 from knuma.scheduler.framework import NodeInfo, schedule_one
 from knuma.scheduler.profiles import default_profile
 from knuma.scheduler.strategies import ScoringStrategy
@@ -31,11 +30,6 @@ class SequentialScheduler:
         row = next(i for i, n in enumerate(self.nodes) if n.name == result.selected)
         node = self.nodes[row]
         admission = admit(pod, node.topology) if node.topology is not None else None
-        self.nodes[row] = replace(
-            node,
-            requested=add(node.requested, pod.effective_request),
-            pod_count=node.pod_count + 1,
-            topology=admission.node if admission is not None and admission.admitted else node.topology,
-        )
+        self.nodes[row] = assume(node, pod, admission)
         score = next(r.score for r in result.nodes if r.name == result.selected)
         return Decision(result.selected, score, admission)

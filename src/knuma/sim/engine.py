@@ -128,7 +128,8 @@ class _Engine:
         self.progress = progress
         self.kubelets = build_kubelets(scenario)
         setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in self.kubelets.values()]
-        options = {"scoring": StrategyType.parse(scenario.scoring), **options}
+        if scenario.scoring is not None:
+            options = {"scoring": StrategyType.parse(scenario.scoring), **options}
         self.scheduler: SimScheduler = make_scheduler(
             scheduler_name, setups, resync_period=scenario.resync_period, **options
         )

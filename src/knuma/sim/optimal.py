@@ -130,7 +130,9 @@ def solve(
     model.maximize(sum(placed_terms) if placed_terms else 0)
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = time_limit  # reproducible, unlike wall time
-    solver.parameters.max_time_in_seconds = 3 * time_limit
+    # Wall time is only a backstop (a loaded machine): at least a second, so that loading the model and the hint never
+    # runs out before the deterministic budget starts.
+    solver.parameters.max_time_in_seconds = max(1.0, 3 * time_limit)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = 0
     status = solver.solve(model)

@@ -47,8 +47,8 @@ DEFAULT_STATUS_DELAY = 1.0
 """Seconds between a kubelet event (admission with `status.startTime`, rejection, termination) and the scheduler's
 informer seeing it (status manager sync plus watch latency)."""
 
-SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes")
-"""NodeResourceTopologyMatch `scoringStrategy.type` values."""
+SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes", "KnumaBinPacking")
+"""NodeResourceTopologyMatch `scoringStrategy.type` values (the last one is knuma's own)."""
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 
@@ -378,8 +378,9 @@ class Scenario:
     duration: float | None = None
     """Simulated seconds; default: last arrival plus two exporter periods plus the longest fixed lifetime."""
     recreate: Recreate = field(default_factory=Recreate)
-    scoring: str = "LeastAllocated"
-    """`scoringStrategy.type` of NodeResourceTopologyMatch, for nrt-* and knuma alike (upstream default)."""
+    scoring: str | None = None
+    """`scoringStrategy.type` of NodeResourceTopologyMatch, for nrt-* and knuma alike; None: each scheduler's default
+    (upstream's LeastAllocated for nrt-*, KnumaBinPacking for knuma)."""
     optimal: bool | None = None
     """Whether `optimal` runs: None = when the workload is static and the cluster has at most 64 nodes."""
 
@@ -407,7 +408,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     bindDelay: 1
     statusDelay: 1
     resyncPeriod: 5
-    scoringStrategy: LeastAllocated   # MostAllocated, BalancedAllocation, LeastNUMANodes
+    scoringStrategy: LeastAllocated   # MostAllocated, BalancedAllocation, LeastNUMANodes, KnumaBinPacking
     duration: 1800
     recreate: {enabled: true, delay: 10, maxPerPod: 3}
     optimal: auto
@@ -456,8 +457,8 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     optimal = raw.get("optimal", "auto")
     if optimal not in ("auto", True, False):
         raise SpecError(f"{where}.optimal: expected auto, true or false, got {optimal!r}")
-    scoring = str(raw.get("scoringStrategy", "LeastAllocated"))
-    if scoring not in SCORING_STRATEGIES:
+    scoring = raw.get("scoringStrategy")
+    if scoring is not None and scoring not in SCORING_STRATEGIES:
         raise SpecError(
             f"{where}.scoringStrategy: unknown {scoring!r}; expected one of: {', '.join(SCORING_STRATEGIES)}"
         )

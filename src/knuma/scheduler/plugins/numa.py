@@ -16,6 +16,7 @@ from knuma.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, C
 from knuma.scheduler.strategies import (
     ScoringStrategy,
     StrategyType,
+    bin_packing_score,
     least_numa_nodes_required,
     node_score_from_numa,
     normalize_numa_count,
@@ -76,12 +77,14 @@ class NodeResourceTopologyMatch:
     # -- Score -------------------------------------------------------------------------------------------------
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        del state
         if pod.qos is not QOSClass.GUARANTEED:
             return MAX_NODE_SCORE
         topology = node.numa
         if topology is None:
             return MIN_NODE_SCORE  # prefer nodes with NRT data
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+            admission = self.admission(state, node.name) or admit(pod, topology)
+            return bin_packing_score(topology, admission.node) if admission.admitted else MIN_NODE_SCORE
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
             return self._least_numa_nodes(pod, topology)
         if topology.config.policy is not Policy.SINGLE_NUMA_NODE:

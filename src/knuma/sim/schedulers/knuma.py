@@ -3,7 +3,7 @@ zones the kubelet model predicts, a shadow kubelet per node, and NRT as a drift 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,13 +113,14 @@ class KnumaScheduler(SimScheduler):
 
 
 class StableUnderRelease:
-    """Filter: the kubelet's decision must not flip if one running pod on the node terminates before admission.
+    """Filter: the kubelet's decision must not flip if one pod on the node terminates before admission.
 
     Kubelet admission is not monotonic in free resources for container scope: an init container takes exclusive
     CPUs (or memory) on the lowest zone that fits, and the app containers must then include that zone (reusable
-    CPUs). Freeing a few CPUs on a lower zone can move the init container there and leave the app container without
-    a single zone. Pods terminate during the bind-to-admission window, so for pods with Guaranteed init containers
-    knuma checks the prediction against every single release the node could see meanwhile.
+    CPUs). Freeing a few CPUs on a lower zone can move the init container there, or move a pod bound just before
+    there, and leave the app container without a single zone. Pods terminate during the bind-to-admission window, so
+    for pods with Guaranteed init containers knuma checks the prediction against every single release the node could
+    see meanwhile (`_single_releases`).
     """
 
     name = "knuma/StableUnderRelease"
@@ -132,16 +133,34 @@ class StableUnderRelease:
         if not _fragile(pod) or node.topology is None or node.topology.config.scope is not Scope.CONTAINER:
             return SUCCESS
         model = self.scheduler.models[node.name]
-        for running in model.shadow.running.values():
-            if running.placements and not admit(pod, freed(node.topology, running.placements)).admitted:
+        for released, topology in _single_releases(model):
+            if not admit(pod, topology).admitted:
                 self.rejected += 1
                 return Status(
                     Code.UNSCHEDULABLE,
                     "cannot align init container",
                     self.name,
-                    f"admission would fail if {running.pod.key} terminated first",
+                    f"admission would fail if {released} terminated first",
                 )
         return SUCCESS
+
+
+def _single_releases(model: _Model) -> Iterator[tuple[str, NodeTopology]]:
+    """The node as the kubelet may see it when the next pod arrives, if exactly one pod terminates first: a running
+    pod, or a pod bound here that the kubelet admits and that ends at once. The release happens before the kubelet
+    admits the pods bound here and not yet admitted, which may then take other zones (the lowest that fits) than the
+    model predicted, so they are replayed after it."""
+    for running in model.shadow.running.values():
+        if running.placements:
+            topology = freed(model.shadow.topology, running.placements)
+            for reserved in model.reserved:
+                topology = _apply(reserved, topology)
+            yield running.pod.key, topology
+    for index, gone in enumerate(model.reserved):
+        topology = model.shadow.topology
+        for reserved in model.reserved[:index] + model.reserved[index + 1 :]:
+            topology = _apply(reserved, topology)
+        yield gone.key, topology
 
 
 def _fragile(pod: Pod) -> bool:
