@@ -290,7 +290,7 @@ def nrt_args(**args: Any) -> dict[str, Any]:
 
 
 ARGS = "profiles[0].pluginConfig[1].args"
-STRATEGIES = "MostAllocated, LeastAllocated, BalancedAllocation, LeastNUMANodes"
+STRATEGIES = "MostAllocated, LeastAllocated, BalancedAllocation, LeastNUMANodes, KnumaBinPacking"
 
 REJECTED: list[tuple[dict[str, Any], str]] = [
     (
