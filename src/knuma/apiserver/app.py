@@ -116,7 +116,8 @@ async def _body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
-    ctype = request.content_type
+    # No Content-Type is JSON, as kube-apiserver negotiates it (`kubectl create --raw -f` sends none).
+    ctype = request.content_type if request.headers.get("Content-Type") else "application/json"
     if ctype == protobuf.CONTENT_TYPE:
         return protobuf.decode(raw)
     if ctype not in _BODY_TYPES:

@@ -54,6 +54,8 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         spec.setdefault(
             "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
         )
+    elif kind == "ReplicaSet":
+        obj.setdefault("spec", {}).setdefault("replicas", 1)
     elif kind == "DaemonSet":
         spec = obj.setdefault("spec", {})
         spec.setdefault("revisionHistoryLimit", 10)

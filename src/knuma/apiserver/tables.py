@@ -219,6 +219,13 @@ COLUMNS: dict[str, list[Column]] = {
         ("Available", "integer", 0, "Available replicas", lambda o: _get(o, "status", "availableReplicas") or 0),
         AGE,
     ],
+    "ReplicaSet": [
+        NAME,
+        ("Desired", "integer", 0, "Number of desired pods", lambda o: _get(o, "spec", "replicas") or 0),
+        ("Current", "integer", 0, "Number of actually running pods", lambda o: _get(o, "status", "replicas") or 0),
+        ("Ready", "integer", 0, "Number of ready pods", lambda o: _get(o, "status", "readyReplicas") or 0),
+        AGE,
+    ],
     "DaemonSet": [
         NAME,
         ("Desired", "integer", 0, "Desired", lambda o: _get(o, "status", "desiredNumberScheduled") or 0),

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
     )
+    for noisy in ("httpx2", "httpcore2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     sys.exit(asyncio.run(run(args)))
 
 

@@ -1,0 +1,134 @@
+"""`knuma up`: run a local cluster of simulated NUMA nodes with the whole knuma stack, until Ctrl-C."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("up")(up)
+
+
+def up(
+    nodes: int | None = typer.Option(None, "--nodes", help="Simulated nodes (default 3), spread over the shapes."),
+    shape: list[str] = typer.Option(
+        [], "--shape", help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, small."
+    ),
+    policy: str | None = typer.Option(
+        None, "--policy", help="Topology Manager policy: single-numa-node (default), restricted, best-effort, none."
+    ),
+    scope: str | None = typer.Option(None, "--scope", help="Topology Manager scope: container (default) or pod."),
+    cluster: Path | None = typer.Option(
+        None, "--cluster", help="A cluster spec (node pools of shapes, as `knuma simulate --cluster` takes)."
+    ),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Keep the cluster in DIR; `knuma up --data-dir DIR` again resumes it."
+    ),
+    port: int | None = typer.Option(
+        None, "--port", help="API server port (default: a free one, kept with --data-dir)."
+    ),
+    kubeconfig_out: Path | None = typer.Option(
+        None, "--kubeconfig-out", help="Where to write the kubeconfig (default: DATA_DIR/kubeconfig or a temp dir)."
+    ),
+    exporters: str = typer.Option(
+        "auto",
+        "--exporters",
+        help="process: one `knuma exporter` per node; in-process: NRT published by the node process; "
+        "auto: processes up to 8 nodes.",
+    ),
+    scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler", help="Run `knuma scheduler`."),
+    lease_renew_interval: float = typer.Option(
+        10.0, "--lease-renew-interval", help="Seconds between node Lease renewals (the kubelet's 10 s).", hidden=True
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
+) -> None:
+    """Start a local cluster: API server, simulated NUMA nodes, exporters and the scheduler; Ctrl-C stops it.
+
+    The kubeconfig path is printed; use it with kubectl. On a terminal a live summary shows nodes, pods and free
+    CPUs per NUMA zone; when piped, a log line is written whenever that summary changes.
+    """
+    import asyncio
+    import sys
+
+    from rich.console import Console
+    from rich.live import Live
+    from rich.logging import RichHandler
+
+    from knuma.up.options import UpError, UpOptions, resolve_cluster
+    from knuma.up.stack import LocalCluster, run
+    from knuma.up.summary import ClusterSummary, line, table
+
+    options = UpOptions(
+        nodes=nodes,
+        shapes=tuple(shape),
+        policy=policy,
+        scope=scope,
+        cluster_file=cluster,
+        data_dir=data_dir.absolute() if data_dir is not None else None,
+        port=port,
+        kubeconfig_out=kubeconfig_out.absolute() if kubeconfig_out is not None else None,
+        exporters=exporters,
+        scheduler=scheduler,
+        lease_renew_interval=lease_renew_interval,
+    )
+    err = Console(stderr=True)
+    try:
+        if exporters not in ("auto", "process", "in-process"):
+            raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
+        spec, document = resolve_cluster(options)
+    except UpError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    interactive = err.is_terminal
+    level = logging.DEBUG if verbose else logging.INFO
+    handler: logging.Handler = (
+        RichHandler(console=err, show_path=False) if interactive else logging.StreamHandler(sys.stderr)
+    )
+    if not interactive:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    for name in ("knuma.up", "knuma.controllers", "knuma.apiserver"):
+        logging.getLogger(name).setLevel(level)
+    log = logging.getLogger("knuma.up")
+    live = Live(console=err, refresh_per_second=2, transient=True) if interactive else None
+    last = [""]
+    title = f"knuma up — {spec.describe()}"
+
+    def announce(local: LocalCluster) -> None:
+        exporter = f"{len(local.nodes)} processes" if local.exporter_mode == "process" else "in-process"
+        profiles = ", ".join(local.scheduler_profiles) or "none (--no-scheduler)"
+        typer.echo(f"knuma up: {len(local.nodes)} nodes ({spec.describe()}); API server {local.url}")
+        typer.echo(f"  exporters: {exporter}; scheduler profiles: {profiles}")
+        typer.echo(f"  kubeconfig: {local.kubeconfig}")
+        typer.echo(f"  logs: {local.logs}")
+        typer.echo(f"  try: kubectl --kubeconfig {local.kubeconfig} get nodes,noderesourcetopologies")
+        sys.stdout.flush()
+        if live is not None:
+            live.start()
+
+    def progress(message: str) -> None:
+        log.info("%s", message)
+
+    def show(summary: ClusterSummary) -> None:
+        if live is not None:
+            live.update(table(summary, title))
+            return
+        text = line(summary)
+        if text != last[0]:
+            last[0] = text
+            log.info("%s", text)
+
+    try:
+        code = asyncio.run(run(options, spec, document, announce=announce, progress=progress, show=show))
+    except UpError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        if live is not None:
+            live.stop()
+    raise typer.Exit(code)

@@ -1,0 +1,1 @@
+"""Minimal kube-controller-manager controllers for the local cluster (Deployment, ReplicaSet)."""

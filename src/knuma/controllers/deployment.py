@@ -1,0 +1,124 @@
+"""The Deployment controller's decisions: the ReplicaSet of the current pod template, old ones scaled down, status.
+
+As kube-controller-manager's, a Deployment owns one ReplicaSet per pod template, named `<deployment>-<hash>` where
+the hash (label `pod-template-hash`, also on its pods) is the FNV-32a of the template made safe for names. Simplified
+rollout: the current template's ReplicaSet gets all replicas at once and older ones go to 0 (no surge and
+unavailability budget), which is enough for `kubectl apply`, `kubectl scale` and `kubectl rollout status`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TEMPLATE_HASH_LABEL", "DeploymentPlan", "plan_deployment", "replicaset_for", "template_hash"]
+
+JsonObj = dict[str, Any]
+TEMPLATE_HASH_LABEL = "pod-template-hash"
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    """FNV-32a of the template, written with `rand.SafeEncodeString`'s alphabet (no vowels, no look-alikes)."""
+    value = 0x811C9DC5
+    for byte in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def replicaset_for(deployment: Mapping[str, Any]) -> JsonObj:
+    """The ReplicaSet of the deployment's current template, with the deployment's replicas."""
+    meta = _meta(deployment)
+    spec = deployment.get("spec") or {}
+    template = copy.deepcopy(spec.get("template") or {})
+    digest = template_hash(template)
+    template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = digest
+    selector = copy.deepcopy(spec.get("selector") or {})
+    selector.setdefault("matchLabels", {})[TEMPLATE_HASH_LABEL] = digest
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{meta.get('name')}-{digest}",
+            "namespace": meta.get("namespace"),
+            "labels": labels,
+            "annotations": {"deployment.kubernetes.io/desired-replicas": str(spec.get("replicas", 1))},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template},
+    }
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    create: JsonObj | None = None
+    """The current template's ReplicaSet, when it does not exist yet."""
+    scale: dict[str, int] = field(default_factory=dict)
+    """ReplicaSet name -> replicas, for those that must change."""
+    status: JsonObj = field(default_factory=dict)
+
+
+def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> DeploymentPlan:
+    """What to do for `deployment`, given the ReplicaSets it owns."""
+    desired = replicaset_for(deployment)
+    name = desired["metadata"]["name"]
+    replicas = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
+    current = next((rs for rs in owned if _meta(rs).get("name") == name), None)
+    scale: dict[str, int] = {}
+    for rs in owned:
+        rs_name = str(_meta(rs).get("name"))
+        want = replicas if rs_name == name else 0
+        if int((rs.get("spec") or {}).get("replicas", 0) or 0) != want:
+            scale[rs_name] = want
+    totals = {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0}
+    for rs in owned:
+        counts = rs.get("status") or {}
+        for key in totals:
+            totals[key] += int(counts.get(key, 0) or 0)
+    updated = int(((current or {}).get("status") or {}).get("replicas", 0) or 0)
+    available = totals["availableReplicas"] >= replicas
+    status: JsonObj = {
+        "observedGeneration": _meta(deployment).get("generation", 1),
+        "replicas": totals["replicas"],
+        "updatedReplicas": updated,
+        "readyReplicas": totals["readyReplicas"],
+        "availableReplicas": totals["availableReplicas"],
+        "unavailableReplicas": max(0, replicas - totals["availableReplicas"]),
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True" if available else "False",
+                "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+                "message": "Deployment has minimum availability."
+                if available
+                else "Deployment does not have minimum availability.",
+            },
+            {
+                "type": "Progressing",
+                "status": "True",
+                "reason": "NewReplicaSetAvailable" if available else "ReplicaSetUpdated",
+                "message": f'ReplicaSet "{name}" has successfully progressed.'
+                if available
+                else f'ReplicaSet "{name}" is progressing.',
+            },
+        ],
+    }
+    return DeploymentPlan(create=desired if current is None else None, scale=scale, status=status)

@@ -1,0 +1,1 @@
+"""`knuma up`: API server, simulated NUMA nodes, exporters and the scheduler as one local cluster."""
