@@ -38,7 +38,8 @@ def children_of(pid: int) -> set[int]:
                 continue
             if fields[0] != "Z":
                 parents[int(entry.name)] = int(fields[1])
-    found, frontier = set(), {pid}
+    found: set[int] = set()
+    frontier = {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
         found |= frontier
@@ -211,8 +212,7 @@ def test_knuma_up_end_to_end(start: Callable[..., Up], tmp_path: Path) -> None:
     container["resources"]["limits"] = {"cpu": "6", "memory": "4Gi"}
     up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(deployment))
     eventually(lambda: up.get("deployment", "numa-app")["status"].get("readyReplicas") == 4)
-    for node in ("worker-000", "worker-001"):
-        eventually(lambda node=node: free_cpus(up, node) == [2, 2])
+    eventually(lambda: [free_cpus(up, n) for n in ("worker-000", "worker-001")] == [[2, 2], [2, 2]])
     running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in up.get("pods", "-l", "app=numa-app")["items"]}
 
     # SIGTERM: everything stops, sockets and children gone
@@ -231,8 +231,7 @@ def test_knuma_up_end_to_end(start: Callable[..., Up], tmp_path: Path) -> None:
     resumed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in again.get("pods", "-l", "app=numa-app")["items"]}
     assert resumed == running
     assert all(phase(again, name) == "Running" for name in resumed)
-    for node in ("worker-000", "worker-001"):
-        eventually(lambda node=node: free_cpus(again, node) == [2, 2])
+    eventually(lambda: [free_cpus(again, n) for n in ("worker-000", "worker-001")] == [[2, 2], [2, 2]])
     assert again.stop() == 0
 
 
