@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import shutil
 import signal
@@ -50,9 +49,9 @@ NRT_GR = ("topology.node.k8s.io", "noderesourcetopologies")
 
 
 def scheduler_configuration() -> dict[str, Any]:
-    """Two profiles: knuma's NUMA-aware one, and `default-scheduler` without NodeResourceTopologyMatch (what a
-    cluster's stock kube-scheduler does), so the same workload can be scheduled both ways."""
-    numa = [{"name": "NodeResourceTopologyMatch"}]
+    """Two profiles: knuma's NUMA-aware one (the default plugins and NodeResourceTopologyMatch), and
+    `default-scheduler` without NodeResourceTopologyMatch (what a cluster's stock kube-scheduler does), so the same
+    workload can be scheduled both ways."""
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -60,24 +59,17 @@ def scheduler_configuration() -> dict[str, Any]:
         "profiles": [
             {
                 "schedulerName": AWARE_PROFILE,
-                "plugins": {"filter": {"enabled": numa}, "score": {"enabled": numa}},
+                "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
                 "pluginConfig": [
                     {"name": "NodeResourceTopologyMatch", "args": {"scoringStrategy": {"type": "LeastAllocated"}}}
                 ],
             },
             {
                 "schedulerName": UNAWARE_PROFILE,
-                "plugins": {"filter": {"disabled": numa}, "score": {"disabled": numa}},
+                "plugins": {"multiPoint": {"disabled": [{"name": "NodeResourceTopologyMatch"}]}},
             },
         ],
     }
-
-
-def _scheduler_takes_config() -> bool:
-    """Whether this knuma's `knuma scheduler` accepts `--config` (profiles from a KubeSchedulerConfiguration)."""
-    from knuma.cli import scheduler
-
-    return "config" in inspect.signature(scheduler.scheduler).parameters
 
 
 class LocalCluster:
@@ -233,13 +225,10 @@ class LocalCluster:
             "--metrics-port",
             "0",
         ]
-        if _scheduler_takes_config():
-            config = self.work_dir / "scheduler-config.yaml"
-            config.write_text(yaml.safe_dump(scheduler_configuration(), sort_keys=False))
-            args += ["--config", str(config)]
-            self.scheduler_profiles = [AWARE_PROFILE, UNAWARE_PROFILE]
-        else:
-            self.scheduler_profiles = [AWARE_PROFILE]
+        config = self.work_dir / "scheduler-config.yaml"
+        config.write_text(yaml.safe_dump(scheduler_configuration(), sort_keys=False))
+        args += ["--config", str(config)]
+        self.scheduler_profiles = [AWARE_PROFILE, UNAWARE_PROFILE]
         self.scheduler = Child("scheduler", args, self.logs / "scheduler.log").start()
 
     # -- running -----------------------------------------------------------------------------------------------------
