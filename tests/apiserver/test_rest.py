@@ -234,3 +234,27 @@ def test_pod_defaults_requests_from_limits_and_qos_class(http_client: Http) -> N
     burstable["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
     assert http_client.post(PODS, burstable).json["status"]["qosClass"] == "Burstable"
     assert http_client.post(PODS, pod("e")).json["status"]["qosClass"] == "BestEffort"
+
+
+def test_new_daemonset_reads_back_with_zero_counters(http_client: Http) -> None:
+    """Typed clients (lightkube) require DaemonSetStatus' non-omitempty counters."""
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "a", "image": "x"}]},
+            },
+        },
+    }
+    created = http_client.post("/apis/apps/v1/namespaces/default/daemonsets", ds)
+    assert created.status == 201
+    assert created.json["status"] == {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    }

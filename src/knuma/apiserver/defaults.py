@@ -62,6 +62,11 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         spec.setdefault(
             "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
         )
+        # DaemonSetStatus' counters are not omitempty in Go: a new DaemonSet reads back with zeros (typed clients
+        # such as lightkube require them).
+        status = obj.setdefault("status", {})
+        for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
+            status.setdefault(counter, 0)
     elif kind == "Service":
         spec = obj.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
