@@ -351,30 +351,34 @@ def test_option_parsing_errors_say_what_is_accepted() -> None:
 
 
 @pytest.mark.parametrize("replicas", [1, 2])
-def test_scheduler_args_are_real_knuma_scheduler_flags(replicas: int) -> None:
-    """The Deployment's command line parses with `knuma scheduler`'s own parser, and the Lease it elects with is the
-    one its Role allows. `--config` is the configuration-file interface of issue 6 (checked for presence here)."""
-    from knuma.cli import scheduler as scheduler_cli
+def test_scheduler_command_line_and_config_pass_knuma_scheduler_check_config(replicas: int, tmp_path: Path) -> None:
+    """The Deployment's command line parses with `knuma scheduler`'s own parser, `--check-config` accepts the
+    ConfigMap's file, and the Lease it elects with is the one its Role allows."""
+    from typer.testing import CliRunner
+
+    from knuma.cli.main import app as knuma_app
+    from knuma.scheduler.config import parse_config
 
     options = DeployOptions(replicas=replicas)
     objects = render([Component.SCHEDULER], options)
     container = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
     command, *args = container["args"]
     assert command == "scheduler"
-    assert "--config=/etc/knuma/scheduler-config.yaml" in args
-    app = typer.Typer()
-    scheduler_cli.register(app)
-    parser = typer.main.get_command(app)
-    known = {opt for param in parser.params for opt in param.opts + param.secondary_opts}
-    parsed = parser.make_context(
-        "knuma-scheduler", [a for a in args if a.split("=")[0] in known or not a.startswith("--config")]
-    ).params
-    assert parsed["leader_elect"] is (replicas > 1)
-    assert (parsed["lease_namespace"], parsed["lease_name"]) == ("tas-scheduler", "nrtmatch-scheduler")
-    assert parsed["metrics_port"] == container["ports"][0]["containerPort"]
-    role = next(o for o in objects if o["kind"] == "Role")
-    assert role["metadata"]["namespace"] == parsed["lease_namespace"]
-    assert role["rules"][1]["resourceNames"] == [parsed["lease_name"]]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "config")["mountPath"]
+    cm = next(o for o in objects if o["kind"] == "ConfigMap")
+    (tmp_path / CONFIG_KEY).write_text(cm["data"][CONFIG_KEY])
+    local_args = [a.replace(mount, str(tmp_path)) for a in args]
+    result = CliRunner().invoke(knuma_app, ["scheduler", *local_args, "--check-config"])
+    assert result.exit_code == 0, result.output
+    assert "topology-aware-scheduler" in result.output
+    election = parse_config(yaml.safe_load(cm["data"][CONFIG_KEY])).leader_election
+    assert election.leader_elect is (replicas > 1)
+    metrics_port = next(int(a.split("=")[1]) for a in args if a.startswith("--metrics-port="))
+    assert metrics_port == container["ports"][0]["containerPort"]
+    if replicas > 1:
+        role = next(o for o in objects if o["kind"] == "Role")
+        assert role["metadata"]["namespace"] == election.resource_namespace == "tas-scheduler"
+        assert role["rules"][1]["resourceNames"] == [election.resource_name]
 
 
 @pytest.mark.parametrize("variant", list(SchedulerVariant))

@@ -138,17 +138,9 @@ def placement(options: DeployOptions, pod_labels: dict[str, str]) -> dict[str, A
 
 
 def scheduler_args(options: DeployOptions) -> list[str]:
-    """`knuma scheduler`'s command line (the image's entry point is `knuma`); the Lease flags repeat the
-    configuration's `leaderElection` so that the daemon and its Role agree on the Lease."""
-    lease_ns, lease_name = leader_election_lease(options)
-    return [
-        "scheduler",
-        f"--config={CONFIG_DIR}/{CONFIG_KEY}",
-        "--leader-elect" if options.leader_elect else "--no-leader-elect",
-        f"--lease-namespace={lease_ns}",
-        f"--lease-name={lease_name}",
-        f"--metrics-port={METRICS_PORT}",
-    ]
+    """`knuma scheduler`'s command line (the image's entry point is `knuma`). Everything else, leader election
+    included, is in the configuration file, the one place the Role's Lease name also comes from."""
+    return ["scheduler", f"--config={CONFIG_DIR}/{CONFIG_KEY}", f"--metrics-port={METRICS_PORT}"]
 
 
 def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
