@@ -70,7 +70,9 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         podresources_timeout=2,
         kubeconfig=str(api.kubeconfig),
         notify_file=str(notify),
-        sleep_interval=0.5,
+        # periodic updates every 2 s: none falls between the touch below and its update, where the one-per-second
+        # rate limit would (rightly) delay the reactive update
+        sleep_interval=2.0,
         metrics_address="127.0.0.1",
         metrics_port=0,
         topology_manager_policy="single-numa-node",
@@ -111,7 +113,7 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
 
         # periodic ticks find nothing new: no writes, counted as unchanged
         version = (await read(client, "daemon-a"))["metadata"]["resourceVersion"]
-        await asyncio.sleep(1.2)
+        await asyncio.sleep(2.5)
         assert (await read(client, "daemon-a"))["metadata"]["resourceVersion"] == version
         status, metrics = await get("/metrics")
         assert status == 200
