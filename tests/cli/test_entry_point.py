@@ -75,3 +75,17 @@ def test_start_up_imports_no_heavy_dependency() -> None:
     assert not loaded, (
         f"`import knuma.cli.main` loads {loaded}: import them inside the command function (see this module's docstring)"
     )
+
+
+def test_python_m_knuma_cli_exporter_is_knuma_exporter() -> None:
+    """Older manifests run `python -m knuma.cli.exporter ARGS`; it must stay the same command."""
+    done = subprocess.run(
+        [sys.executable, "-m", "knuma.cli.exporter", "--once", "--dry-run", "-o", "xml"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "unknown output format 'xml'" in done.stderr
+    usage = subprocess.run([sys.executable, "-m", "knuma.cli.exporter", "--help"], capture_output=True, text=True)
+    assert "knuma exporter" in usage.stdout

@@ -196,3 +196,14 @@ def _print(doc: dict[str, Any], output: str) -> None:
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+if __name__ == "__main__":
+    # `python -m knuma.cli.exporter ARGS` (manifests written before the lazy imports made it unnecessary) is
+    # `knuma exporter ARGS`: same command, same memory.
+    import sys
+
+    from knuma.cli.main import main
+
+    sys.argv[1:1] = ["exporter"]
+    main()
