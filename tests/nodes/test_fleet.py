@@ -134,6 +134,8 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             await eventually(running)
             status = await phase(http, "fits")
             assert status["podIP"].startswith("127.128.0.") and status["qosClass"] == "Guaranteed"
+            annotations = (await get(http, "/api/v1/namespaces/default/pods/fits"))["metadata"]["annotations"]
+            assert annotations == {"sim.knuma.io/numa": '{"app":[0]}', "sim.knuma.io/cpus": '{"app":"0,2,8,10"}'}
             assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
 
             async def taken() -> bool:

@@ -3,13 +3,12 @@
 What a kubelet does towards the API server, for every node at once, with shared machinery so that one process
 sustains about a thousand nodes:
 
-- **Registration**: each Node object is created (or, on a resumed cluster, its status refreshed), then its Lease in
-  `kube-node-lease`.
-- **Heartbeats**: every Lease is renewed every 10 s (`renewTime`, a merge patch), the renewals spread evenly over the
-  interval in small batches; Node status is re-posted every 5 minutes (`nodeStatusReportFrequency`).
+- **Registration and heartbeats** (`knuma.nodes.heartbeats`): Node and Lease objects, every Lease renewed every 10 s
+  in small evenly spread batches, Node status re-posted every 5 minutes.
 - **Pods**: one watch on all pods bound to a node (`spec.nodeName!=`) feeds every node's kubelet, dispatched by
   `spec.nodeName`. A new pod is admitted by that node's kubelet model; its status (Running, or Failed with the
-  admission error and a Warning event) goes through a bounded pool of writers. A pod with a lifetime annotation
+  admission error and a Warning event) and, when admitted, its placement annotations (`sim.knuma.io/numa`,
+  `sim.knuma.io/cpus`) go through a bounded pool of writers. A pod with a lifetime annotation
   completes (Succeeded) when it runs out; a deleted or terminating pod releases its resources.
 - **Exporter inputs**: per node, a real PodResources gRPC server (optional), the sysfs tree, the KubeletConfiguration
   file and a notify file touched on every change, for `knuma exporter` processes; or NRT published in-process with
@@ -25,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,11 +38,11 @@ from knuma.api.pod import Pod, PodError
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
+from knuma.nodes.heartbeats import Heartbeats, check
 from knuma.nodes.kubelet import SimulatedKubelet
 from knuma.nodes.kubeletconfig import kubelet_configuration
 from knuma.nodes.layout import NodeFiles
 from knuma.nodes.nrt import build_options, node_resource_topology
-from knuma.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
 from knuma.nodes.podresources_server import PodResourcesServer
 from knuma.nodes.podstatus import lifetime_of, rejected_status, running_status, succeeded_status
 from knuma.nodes.spec import NodeSpec
@@ -135,13 +133,14 @@ class Fleet:
         self.kubelets = {node.name: SimulatedKubelet(node) for node in nodes}
         self.stats = FleetStats()
         self.on_change = on_change
-        self.node_uids: dict[str, str] = {}
+        self.heartbeats = Heartbeats(http, self.specs, settings, self.stats)
         self.ready = asyncio.Event()
         """Set once every node is registered and its running pods restored."""
         self._decided: dict[str, str] = {}
         """pod uid -> node, for pods a kubelet has admitted or rejected (never decided twice)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._writes: asyncio.Queue[tuple[str, JsonObj, str]] = asyncio.Queue()
+        self._writes: asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]] = asyncio.Queue()
+        """Pod key -> (subresource, merge patch) written in order by one writer."""
         self._dirty: set[str] = set()
         self._publishers: dict[str, Publisher] = {}
         self._options = {name: build_options(spec) for name, spec in self.specs.items()}
@@ -164,13 +163,12 @@ class Fleet:
         try:
             self._prepare_files()
             self._start_podresources()
-            await self._register()
+            await self.heartbeats.register()
             await self._restore()
             self.ready.set()
             log.info("%d simulated nodes ready", len(self.specs))
             loops = [
-                self._spread(self.settings.lease_renew_interval, self._renew_lease),
-                self._spread(self.settings.node_status_interval, self._post_node_status, skip_first=True),
+                self.heartbeats.run(),
                 self._write_statuses(),
                 self._flush_changes(),
                 self.informer.run(),
@@ -230,103 +228,6 @@ class Fleet:
             server = PodResourcesServer(files.socket, allocatable=spec.machine.allocatable(), max_workers=2)
             self._servers[name] = server.start()
 
-    # -- registration ------------------------------------------------------------------------------------------------
-
-    async def _register(self) -> None:
-        limit = asyncio.Semaphore(self.settings.write_concurrency)
-
-        async def one(spec: NodeSpec) -> None:
-            async with limit:
-                await self._register_node(spec)
-
-        await asyncio.gather(*(one(spec) for spec in self.specs.values()))
-
-    async def _register_node(self, spec: NodeSpec) -> None:
-        manifest = node_manifest(spec)
-        response = await self.http.post("/api/v1/nodes", json=manifest)
-        if response.status_code == 409:  # a resumed cluster: refresh labels and status, keep the object
-            patch = {"metadata": {"labels": manifest["metadata"]["labels"]}}
-            response = await self.http.patch(f"/api/v1/nodes/{spec.name}", json=patch, headers=MERGE_PATCH)
-            _check(response, f"node {spec.name}")
-            status = {"status": {**manifest["status"], "conditions": node_conditions()}}
-            _check(
-                await self.http.patch(f"/api/v1/nodes/{spec.name}/status", json=status, headers=MERGE_PATCH),
-                f"node {spec.name} status",
-            )
-        else:
-            _check(response, f"node {spec.name}")
-        self.node_uids[spec.name] = response.json()["metadata"]["uid"]
-        lease = lease_manifest(spec.name, self.node_uids[spec.name])
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
-        response = await self.http.post(path, json=lease)
-        if response.status_code == 409:
-            response = await self.http.put(f"{path}/{spec.name}", json=lease)
-        _check(response, f"lease {spec.name}")
-        self.stats.last_renewal[spec.name] = time.monotonic()
-        self.stats.registered += 1
-
-    # -- heartbeats --------------------------------------------------------------------------------------------------
-
-    async def _spread(
-        self, interval: float, action: Callable[[str], Coroutine[Any, Any, None]], *, skip_first: bool = False
-    ) -> None:
-        """Run `action(node)` for every node once per `interval`, evenly spread, in batches of `batch_interval`."""
-        names = sorted(self.specs)
-        loop = asyncio.get_running_loop()
-        limit = asyncio.Semaphore(self.settings.write_concurrency)
-
-        async def guarded(name: str) -> None:
-            async with limit:
-                try:
-                    await action(name)
-                except (httpx2.HTTPError, OSError) as err:
-                    log.debug("%s for %s failed: %s", action.__name__, name, err)
-
-        if skip_first:
-            await asyncio.sleep(interval)
-        while True:
-            start = loop.time()
-            pending: list[asyncio.Task[None]] = []
-            index = 0
-            while index < len(names):
-                due = start + interval * index / len(names)
-                delay = due - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                horizon = loop.time() + self.settings.batch_interval
-                while index < len(names) and start + interval * index / len(names) <= horizon:
-                    pending.append(loop.create_task(guarded(names[index])))
-                    index += 1
-                pending = [t for t in pending if not t.done()]
-            if pending:
-                await asyncio.gather(*pending)
-            rest = start + interval - loop.time()
-            if rest > 0:
-                await asyncio.sleep(rest)
-
-    async def _renew_lease(self, name: str) -> None:
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
-        patch = {"spec": {"holderIdentity": name, "renewTime": micro_time()}}
-        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
-        if response.status_code == 404 and name in self.node_uids:
-            lease = lease_manifest(name, self.node_uids[name])
-            response = await self.http.post(
-                f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases", json=lease
-            )
-        if response.status_code >= 400:
-            self.stats.lease_failures += 1
-            return
-        now = time.monotonic()
-        previous = self.stats.last_renewal.get(name)
-        if previous is not None:
-            self.stats.worst_renewal_gap = max(self.stats.worst_renewal_gap, now - previous)
-        self.stats.last_renewal[name] = now
-        self.stats.lease_renewals += 1
-
-    async def _post_node_status(self, name: str) -> None:
-        patch = {"status": {"conditions": node_conditions(since=None)}}
-        await self.http.patch(f"/api/v1/nodes/{name}/status", json=patch, headers=MERGE_PATCH)
-
     # -- pods --------------------------------------------------------------------------------------------------------
 
     async def _restore(self) -> None:
@@ -338,7 +239,7 @@ class Fleet:
         params = {"fieldSelector": "spec.nodeName!=", "limit": "500"}
         while True:
             response = await self.http.get("/api/v1/pods", params=params)
-            _check(response, "list pods")
+            check(response, "list pods")
             body = response.json()
             items += body.get("items") or []
             if not (body.get("metadata") or {}).get("continue"):
@@ -399,8 +300,10 @@ class Fleet:
         self._decided[uid] = node
         result = kubelet.admit(pod)
         now = datetime.now(UTC)
+        writes: list[tuple[str, JsonObj]] = []
         if result.admitted:
             held = kubelet.held[pod.key]
+            writes.append(("", {"metadata": {"annotations": held.annotations()}}))
             status = running_status(obj, pod, kubelet.spec.internal_ip, held.pod_ip, now)
             self.stats.admitted += 1
             self._mark(node)
@@ -412,7 +315,7 @@ class Fleet:
             ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
             self._events.record(ref, "Warning", result.reason, result.message)
             log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
-        self._writes.put_nowait((key, {"status": status}, uid))
+        self._writes.put_nowait((key, [*writes, ("status", {"status": status})]))
 
     def forget(self, obj: JsonObj) -> None:
         """A pod was deleted."""
@@ -457,30 +360,38 @@ class Fleet:
         self.stats.completed += 1
         self._mark(node)
         current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
-        self._writes.put_nowait((pod.key, {"status": succeeded_status(current, pod, datetime.now(UTC))}, pod.uid))
+        self._writes.put_nowait((pod.key, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})]))
 
     async def _write_statuses(self) -> None:
         async def worker() -> None:
             while True:
-                key, patch, _uid = await self._writes.get()
+                key, writes = await self._writes.get()
                 namespace, _, name = key.partition("/")
-                path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
-                for attempt in range(3):
-                    try:
-                        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
-                    except (httpx2.HTTPError, OSError) as err:
-                        log.debug("pod %s status: %s", key, err)
-                        await asyncio.sleep(0.2 * 2**attempt)
-                        continue
-                    if response.status_code < 400 or response.status_code == 404:
-                        self.stats.status_writes += 1
+                for subresource, patch in writes:
+                    path = f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{subresource}" if subresource else "")
+                    if not await self._patch(path, patch):
                         break
-                    log.warning("pod %s status: HTTP %d %s", key, response.status_code, response.text[:200])
-                    await asyncio.sleep(0.2 * 2**attempt)
-                else:
-                    self.stats.status_failures += 1
 
         await asyncio.gather(*(worker() for _ in range(self.settings.write_concurrency)))
+
+    async def _patch(self, path: str, patch: JsonObj) -> bool:
+        """A merge patch with a few retries; False when the pod is gone or the write kept failing."""
+        for attempt in range(3):
+            try:
+                response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
+            except (httpx2.HTTPError, OSError) as err:
+                log.debug("%s: %s", path, err)
+                await asyncio.sleep(0.2 * 2**attempt)
+                continue
+            if response.status_code == 404:
+                return False
+            if response.status_code < 400:
+                self.stats.status_writes += path.endswith("/status")
+                return True
+            log.warning("%s: HTTP %d %s", path, response.status_code, response.text[:200])
+            await asyncio.sleep(0.2 * 2**attempt)
+        self.stats.status_failures += 1
+        return False
 
     # -- what changed: PodResources, notify files, checkpoints, NRT -------------------------------------------------
 
@@ -539,13 +450,6 @@ class Fleet:
             self.stats.nrt_failures += 1
             self._dirty.add(name)  # try again next round
             log.warning("%s", err)
-
-
-def _check(response: httpx2.Response, what: str) -> None:
-    if response.status_code >= 400:
-        raise httpx2.HTTPStatusError(
-            f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
-        )
 
 
 def _parse_time(text: str) -> datetime:

@@ -16,6 +16,7 @@ state files: a restarted node gives its running pods exactly the resources they 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,14 +25,20 @@ from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, MEMORY, is_hugepages
 from knuma.exporter.podresources.model import Container, Devices, Memory
 from knuma.exporter.podresources.model import Pod as PodResources
+from knuma.exporter.sysfs import format_cpulist
 from knuma.nodes.spec import NodeSpec
 from knuma.sim.kubelet import AdmissionResult, ConservationError, SimKubelet
 from knuma.topology.kubelet import ContainerPlacement
 
-__all__ = ["CHECKPOINT_VERSION", "HeldPod", "SimulatedKubelet"]
+__all__ = ["CHECKPOINT_VERSION", "CPUS_ANNOTATION", "NUMA_ANNOTATION", "HeldPod", "SimulatedKubelet"]
 
 CHECKPOINT_VERSION = 1
 MILLI = 1000
+NUMA_ANNOTATION = "sim.knuma.io/numa"
+"""Written on admitted pods: container -> the NUMA zones its exclusive resources are on (JSON). Simulator only: a
+real kubelet keeps this in its state files and PodResources, not on the pod."""
+CPUS_ANNOTATION = "sim.knuma.io/cpus"
+"""Written on admitted pods: container -> its exclusive CPU ids, in cpulist format (JSON)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,15 @@ class HeldPod:
     def numa_ids(self) -> dict[str, tuple[int, ...]]:
         """Container name -> NUMA zones its exclusive resources are on (empty when it holds none)."""
         return {p.name: p.numa_ids for p in self.placements if p.kind is not ContainerKind.INIT}
+
+    def annotations(self) -> dict[str, str]:
+        """`sim.knuma.io/numa` and `sim.knuma.io/cpus` for containers holding exclusive resources."""
+        numa = {name: list(ids) for name, ids in self.numa_ids().items() if ids}
+        cpus = {c.name: format_cpulist(set(c.cpu_ids)) for c in self.resources.containers if c.cpu_ids}
+        return {
+            NUMA_ANNOTATION: json.dumps(numa, separators=(",", ":")),
+            CPUS_ANNOTATION: json.dumps(cpus, separators=(",", ":")),
+        }
 
 
 class SimulatedKubelet:
