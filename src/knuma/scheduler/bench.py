@@ -108,8 +108,8 @@ async def _create_all(http: Any, path: str, bodies: list[dict[str, Any]], concur
 async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E2EResult:
     from knuma.api.crd import NRT_CRD
     from knuma.kube.client import async_http
+    from knuma.scheduler.config import DEFAULT_SCHEDULER_NAME, build_profiles, default_config
     from knuma.scheduler.daemon import DaemonSettings, Scheduler
-    from knuma.scheduler.profiles import DEFAULT_PROFILE_NAME, default_profile
     from knuma.testing.apiserver import apiserver_process
 
     rng = random.Random(seed)
@@ -127,12 +127,12 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
             cpus_per_zone = 32 // zones
             await _create_all(http, "/api/v1/nodes", [_node(n, zones, cpus_per_zone, 64 // zones) for n in names])
             await _create_all(http, nrt_path, [_nrt(n, zones, cpus_per_zone, 64 // zones) for n in names])
-            bodies = [_pod(i, rng.choice((1, 2, 2, 4)), DEFAULT_PROFILE_NAME) for i in range(pods)]
+            bodies = [_pod(i, rng.choice((1, 2, 2, 4)), DEFAULT_SCHEDULER_NAME) for i in range(pods)]
             await _create_all(http, "/api/v1/namespaces/default/pods", bodies)
 
             daemon = Scheduler(
                 async_http(api.kubeconfig, timeout=60),
-                {DEFAULT_PROFILE_NAME: default_profile()},
+                build_profiles(default_config()),
                 DaemonSettings(leader_elect=False),
             )
             stop = asyncio.Event()

@@ -30,9 +30,10 @@ from knuma.api.pod import Pod, PodError
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
-from knuma.scheduler.algorithm import Outcome, decide
+from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache import ClusterCache, pod_key, terminal
 from knuma.scheduler.explain import simulator_annotations
+from knuma.scheduler.fastpath import FastPath
 from knuma.scheduler.framework import Profile, schedule_one
 from knuma.scheduler.metrics import SchedulerMetrics
 from knuma.scheduler.queue import QueuedPod, SchedulingQueue
@@ -81,6 +82,7 @@ class Scheduler:
         self.profiles = dict(profiles)
         self.settings = settings
         self.cache = ClusterCache()
+        self.fast = FastPath(self.cache)
         self.queue = SchedulingQueue(
             initial_backoff=settings.initial_backoff,
             max_backoff=settings.max_backoff,
@@ -179,7 +181,7 @@ class Scheduler:
         profile = self.profiles[pod.scheduler_name]
         start = time.perf_counter()
         try:
-            outcome = decide(profile, pod, self.cache.node_infos())
+            outcome = self.fast.decide(profile, pod)
         except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
             log.exception("scheduling %s failed", pod.key)
             self.metrics.attempts.labels("error", profile.name).inc()

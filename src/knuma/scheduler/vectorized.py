@@ -139,8 +139,14 @@ class VectorizedScheduler:
         scoring: ScoringStrategy | None = None,
         *,
         cache_shapes: int = CACHE_SHAPES,
+        numa_weight: int = NUMA_WEIGHT,
+        fit_weight: int = FIT_WEIGHT,
     ) -> None:
         self.scoring = scoring or default_scoring()
+        self.numa_weight = numa_weight
+        self.fit_weight = fit_weight
+        """Score weights of NodeResourceTopologyMatch and NodeResourcesFit (a profile's `score` weights; 0 = not
+        scored); the defaults are `default_profile`'s."""
         self.cache_shapes = cache_shapes
         """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
         self._numa = NodeResourceTopologyMatch(self.scoring)
@@ -390,7 +396,9 @@ class VectorizedScheduler:
                 numa[i] = self._numa.score(state, pod, info)
             else:
                 feasible[i] = False
-        total = numa * NUMA_WEIGHT + self._fit_scores(shape, rows) * FIT_WEIGHT
+        total = numa * self.numa_weight
+        if self.fit_weight:
+            total = total + self._fit_scores(shape, rows) * self.fit_weight
         return np.where(feasible, total, -1)
 
     def _node_fit(self, shape: _Shape, rows: Rows) -> BoolArray:

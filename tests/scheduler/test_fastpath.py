@@ -1,0 +1,112 @@
+"""The daemon's fast path decides exactly as the exact path (`schedule_one` over the cache's NodeInfos), pod after
+pod, with reservations, on random clusters with labels, taints, node affinity, tolerations and host ports."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from knuma.api.pod import Pod
+from knuma.scheduler.algorithm import decide
+from knuma.scheduler.cache import ClusterCache
+from knuma.scheduler.config import build_profiles, default_config, parse_config
+from knuma.scheduler.fastpath import FastPath
+
+from .builders import nrt
+
+
+def node(name: str, rng: random.Random, zones: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    cpus = rng.choice((4, 8, 16))
+    zone_map = {z: {"cpu": str(cpus), "memory": f"{cpus * 2}Gi"} for z in range(zones)}
+    taints = [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}] if rng.random() < 0.2 else []
+    if rng.random() < 0.3:
+        taints.append({"key": "spot", "value": "yes", "effect": "PreferNoSchedule"})
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"zone": rng.choice("ab"), "kubernetes.io/hostname": name}},
+        "spec": {"taints": taints} if taints else {},
+        "status": {"allocatable": {"cpu": str(cpus * zones), "memory": f"{cpus * 2 * zones}Gi", "pods": "110"}},
+    }
+    policy = rng.choice(("single-numa-node", "single-numa-node", "restricted", "none"))
+    return obj, nrt(name, zone_map, policy=policy)
+
+
+def pod(index: int, rng: random.Random) -> dict[str, Any]:
+    cpu = rng.choice(("1", "2", "3", "500m"))
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": "1Gi"}}
+    if rng.random() < 0.7:
+        resources["limits"] = dict(resources["requests"])
+    container: dict[str, Any] = {"name": "c", "image": "x", "resources": resources}
+    if rng.random() < 0.1:
+        container["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    spec: dict[str, Any] = {"schedulerName": "topology-aware-scheduler", "containers": [container]}
+    if rng.random() < 0.3:
+        spec["nodeSelector"] = {"zone": rng.choice("ab")}
+    if rng.random() < 0.3:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if rng.random() < 0.3:
+        term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": [rng.choice("ab")]}]}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": rng.randint(1, 100), "preference": term}]
+            }
+        }
+    return {"metadata": {"name": f"p{index}", "namespace": "default"}, "spec": spec}
+
+
+PROFILES = {
+    "default": build_profiles(default_config())["topology-aware-scheduler"],
+    "weighted": build_profiles(
+        parse_config(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "schedulerName": "topology-aware-scheduler",
+                        "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch", "weight": 3}]}},
+                        "pluginConfig": [
+                            {
+                                "name": "NodeResourceTopologyMatch",
+                                "args": {"scoringStrategy": {"type": "MostAllocated"}},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )["topology-aware-scheduler"],
+}
+
+
+@pytest.mark.parametrize("profile_name", sorted(PROFILES))
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> None:
+    rng = random.Random(seed)
+    profile = PROFILES[profile_name]
+    cache = ClusterCache()
+    for i in range(rng.randint(3, 12)):
+        obj, topology = node(f"n{i:02d}", rng, rng.choice((1, 2, 4)))
+        cache.upsert_node(obj)
+        cache.upsert_nrt(topology)
+    fast = FastPath(cache)
+    assert fast.plan(profile) is not None, "the profile must run on the fast path"
+    placed = 0
+    for index in range(60):
+        candidate = Pod.from_manifest(pod(index, rng))
+        exact = decide(profile, candidate, cache.node_infos())
+        quick = fast.decide(profile, candidate)
+        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
+        assert quick.message == exact.message
+        if exact.node is not None:
+            cache.assume(candidate, exact.node)
+            placed += 1
+        if index == 30:  # a node changes labels mid-way: the node-local caches must follow
+            first = cache.node_info("n00")
+            assert first is not None and first.manifest is not None
+            changed = {**first.manifest, "metadata": {"name": "n00", "labels": {"zone": "c"}}}
+            cache.upsert_node(changed)
+    assert placed > 0
