@@ -218,13 +218,13 @@ async def test_recovers_from_an_api_server_restart(tmp_path: Path) -> None:
         await asyncio.sleep(0.2)  # no server: the informers are retrying
         with apiserver_process(tmp_path / "second", data_dir=data, port=port) as second:
             async with cluster(second, crd=False) as c:
-                await c.wait_for(lambda: _true(daemon.ready.is_set()), timeout=20, what="caches synced after restart")
+                await c.wait_for(lambda: _true(daemon.ready.is_set()), timeout=60, what="caches synced after restart")
                 await c.create_pod("after-restart", "1", "1Gi")
-                assert await c.bound("after-restart", timeout=20) == "n1"
+                assert await c.bound("after-restart", timeout=60) == "n1"
         with apiserver_process(tmp_path / "third", data_dir=data, port=port) as third:
             async with cluster(third, crd=False) as c:
                 await c.create_pod("after-second-restart", "1", "1Gi")
-                assert await c.bound("after-second-restart", timeout=30) == "n1"
+                assert await c.bound("after-second-restart", timeout=60) == "n1"
 
 
 async def test_explain_annotates_per_plugin_results_and_the_numa_placement(api: RunningApiServer) -> None:
