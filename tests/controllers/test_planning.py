@@ -68,7 +68,7 @@ def test_replicaset_creates_missing_and_deletes_extra_pods_pending_first() -> No
 
 def test_failed_pods_are_replaced_with_growing_pauses() -> None:
     """TopologyAffinityError pods are not active: replaced, but each new failure doubles the wait (up to a cap)."""
-    rs = {"metadata": {"name": "web-x"}, "spec": {"replicas": 1}}
+    rs: dict[str, Any] = {"metadata": {"name": "web-x"}, "spec": {"replicas": 1}}
     backoff = Backoff()
     failed = [pod("f1", "Failed")]
     plan = plan_replicaset(rs, failed, backoff, now=100.0)
@@ -80,8 +80,13 @@ def test_failed_pods_are_replaced_with_growing_pauses() -> None:
         failed.append(pod(f"f{i}", "Failed"))
         plan = plan_replicaset(rs, failed, backoff, now=200.0)
     assert plan.retry_after == MAX_BACKOFF
-    plan_replicaset(rs, [*failed, pod("ok")], backoff, now=300.0)
+    # pods that keep running do not reset the pacing; a pod that newly runs does
+    plan_replicaset(rs, [*failed, pod("old-ok")], backoff, now=300.0)
     assert backoff.streak == 0
+    failed.append(pod("f12", "Failed"))
+    failed.append(pod("f13", "Failed"))
+    rs["spec"]["replicas"] = 2
+    assert plan_replicaset(rs, [*failed, pod("old-ok")], backoff, now=400.0).retry_after == 2.0
 
 
 def test_pod_from_template_is_controlled_by_the_replicaset() -> None:

@@ -39,11 +39,12 @@ class Backoff:
     """Replacement pacing of one ReplicaSet after pods failed."""
 
     failed_seen: set[str] = field(default_factory=set)
+    running_seen: set[str] = field(default_factory=set)
     streak: int = 0
     not_before: float = 0.0
 
     def observe(self, pods: Sequence[Mapping[str, Any]], now: float) -> None:
-        """Count newly failed pods (each lengthens the wait) and running ones (which end the streak)."""
+        """Count newly failed pods (each lengthens the wait); a newly running pod ends the streak."""
         for pod in pods:
             uid = str((pod.get("metadata") or {}).get("uid"))
             phase = (pod.get("status") or {}).get("phase")
@@ -51,7 +52,8 @@ class Backoff:
                 self.failed_seen.add(uid)
                 self.streak += 1
                 self.not_before = now + min(MAX_BACKOFF, 2 ** (self.streak - 1))
-            elif phase == "Running":
+            elif phase == "Running" and uid not in self.running_seen:
+                self.running_seen.add(uid)
                 self.streak = 0
 
 

@@ -319,4 +319,8 @@ async def run(
     finally:
         progress("stopping")
         await local.stop()
+        if local.persistent:
+            progress(f"stopped; `knuma up --data-dir {local.work_dir}` resumes this cluster")
+        else:
+            progress("stopped")
     return code
