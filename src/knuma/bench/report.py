@@ -32,7 +32,7 @@ def core_section() -> str:
         "## Scheduling core: Filter + Score per node",
         "",
         "One Guaranteed pod (4 CPUs, 8 GiB) against 500 nodes with the memory manager on, single-numa-node, container",
-        "scope; the default profile (NodeResourcesFit + NodeResourceTopologyMatch with LeastAllocated), no sampling.",
+        "scope; the default profile (NodeResourcesFit + NodeResourceTopologyMatch with KnumaBinPacking), no sampling.",
         "Median of 5 rounds.",
         "",
         "| NUMA zones per node | nodes | feasible | µs per node (filter + score) |",
