@@ -5,8 +5,9 @@ check that on random clusters with every strategy, and after random node updates
 ## API (what the scheduler daemon drives)
 
 - `VectorizedScheduler(nodes: Sequence[NodeInfo] = (), scoring: ScoringStrategy | None = None, *,
-  cache_shapes: int = CACHE_SHAPES)`: `scoring` None is knuma's default (`profiles.default_scoring()`), as for
-  `default_profile`.
+  cache_shapes: int = CACHE_SHAPES, numa_weight: int = NUMA_WEIGHT, fit_weight: int = FIT_WEIGHT)`: `scoring` None
+  is knuma's default (`profiles.default_scoring()`), and the weights default to `default_profile`'s (a profile's
+  `score` weights; 0 leaves that plugin's score out).
 - `upsert_node(info: NodeInfo) -> None`: add a node (a new last row) or replace its row in place, e.g. after a fresh
   NRT, a reservation change or a Node update. `info` is the whole scheduler view of the node (allocatable, requested,
   non-zero requested, pod count, NUMA zones, Node object). New resource names or more NUMA zones than any node so far
