@@ -318,3 +318,21 @@ async def test_host_ports_of_bound_pods_are_taken(api: RunningApiServer) -> None
             first = await c.bound("web-1")
             await c.create_pod("web-2", containers=port)
             assert await c.bound("web-2") == ({"n1", "n2"} - {first}).pop()
+
+
+async def test_best_effort_pods_spread_and_events_name_the_profile(api: RunningApiServer) -> None:
+    """Pods without requests still count on their node (kube-scheduler's non-zero requests), so LeastAllocated
+    spreads them instead of piling them on the first node."""
+    from knuma.scheduler.config import build_profiles, default_config
+
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(default_config())):
+            for i in range(4):
+                await c.create_pod(f"be{i}")
+                await c.bound(f"be{i}")
+            nodes = sorted([await c.node_of(f"be{i}") for i in range(4)])
+            assert nodes == ["n1", "n1", "n2", "n2"]
+            events = await c.wait_for(lambda: _reasons(c, "be0", "Scheduled"), what="Scheduled event")
+            assert events[0]["source"]["component"] == "topology-aware-scheduler"

@@ -69,8 +69,11 @@ class EventRecorder:
         self._tasks: set[asyncio.Task[None]] = set()
         self.dropped = 0
 
-    def record(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> None:
-        """Send (in the background) unless the rate limit is exhausted; never raises."""
+    def record(
+        self, ref: ObjectReference, event_type: str, reason: str, message: str, *, component: str | None = None
+    ) -> None:
+        """Send (in the background) unless the rate limit is exhausted; never raises. `component` overrides the
+        reporting component (a scheduler reports each pod's profile name, as kube-scheduler does)."""
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self._last_refill) * self.qps)
         self._last_refill = now
@@ -78,7 +81,9 @@ class EventRecorder:
             self.dropped += 1
             return
         self.tokens -= 1
-        task = asyncio.get_running_loop().create_task(self._send(ref, event_type, reason, message))
+        task = asyncio.get_running_loop().create_task(
+            self._send(ref, event_type, reason, message, component or self.component)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -87,7 +92,7 @@ class EventRecorder:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _send(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> None:
+    async def _send(self, ref: ObjectReference, event_type: str, reason: str, message: str, component: str) -> None:
         key = (ref, reason, message)
         now = self.clock()
         stamp = _timestamp()
@@ -107,7 +112,7 @@ class EventRecorder:
                     _check(response)
                     return
             name = f"{ref.name}.{uuid.uuid4().hex[:16]}"
-            body = _event(name, ref, event_type, reason, message, self.component, stamp)
+            body = _event(name, ref, event_type, reason, message, component, stamp)
             _check(await self.http.post(path, json=body))
             self._recorded[key] = _Recorded(name, 1, now)
             if len(self._recorded) > 4096:

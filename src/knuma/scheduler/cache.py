@@ -23,6 +23,7 @@ from knuma.api.ports import pod_host_ports
 from knuma.api.resources import parse_resource_list
 from knuma.exporter.fingerprint import Method
 from knuma.scheduler.framework import NodeInfo
+from knuma.scheduler.plugins.node_resources_fit import non_zero_request
 from knuma.scheduler.reservation import apply_pod, fingerprint_method, holds_exclusive_resources, reconcile
 from knuma.topology.node import NodeTopology
 
@@ -294,9 +295,12 @@ class ClusterCache:
             log.warning("node %s: %s", entry.name, err)
             allocatable = {}
         requested: dict[str, int] = {}
+        non_zero: dict[str, int] = {}
         for pod in entry.pods.values():
             for name, amount in pod.pod.effective_request.items():
                 requested[name] = requested.get(name, 0) + amount
+            for name, amount in non_zero_request(pod.pod).items():
+                non_zero[name] = non_zero.get(name, 0) + amount
         used_ports = frozenset(port for pod in entry.pods.values() for port in pod_host_ports(pod.pod.spec))
         topology = entry.base
         if topology is not None:
@@ -310,4 +314,5 @@ class ClusterCache:
             topology=topology,
             manifest=entry.manifest,
             used_ports=used_ports,
+            non_zero_requested=non_zero,
         )

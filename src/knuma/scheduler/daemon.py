@@ -266,7 +266,8 @@ class Scheduler:
         self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {text[:300] or 'no response'}")
 
     def _event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
-        self.events.record(ObjectReference("Pod", pod.namespace, pod.name, pod.uid), event_type, reason, message)
+        ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
+        self.events.record(ref, event_type, reason, message, component=pod.scheduler_name)
 
     # -- informer handlers -----------------------------------------------------------------------------------
 
