@@ -12,6 +12,7 @@ from knuma.api.pod import ContainerKind, Pod
 from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, ScheduleResult, Status
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.reservation import apply_pod
 from knuma.scheduler.strategies import ScoringStrategy
 from knuma.sim.exporter import NRTSnapshot, fingerprint
 from knuma.sim.kubelet import RunningPod, SimKubelet, freed
@@ -37,7 +38,7 @@ class _Model:
     def replay(self) -> None:
         topology = self.shadow.topology
         for pod in self.reserved:
-            topology = _apply(pod, topology)
+            topology = apply_pod(pod, topology)
         self.predicted = topology if self.reserved else None
 
 
@@ -72,7 +73,9 @@ class KnumaScheduler(SimScheduler):
         model = self.models[node]
         admission = self.numa.admission(result.state, node)
         model.reserved.append(pod)
-        model.predicted = admission.node if admission is not None and admission.admitted else _apply(pod, model.view())
+        model.predicted = (
+            admission.node if admission is not None and admission.admitted else apply_pod(pod, model.view())
+        )
 
     def pod_running(self, key: str, node: str, now: float) -> None:
         super().pod_running(key, node, now)
@@ -84,7 +87,7 @@ class KnumaScheduler(SimScheduler):
         if not model.shadow.admit(pod).admitted:
             # The kubelet admitted what the model would not: the model has drifted. Hold the pod pessimistically
             # until an NRT corrects the zones.
-            model.shadow.topology = _apply(pod, model.shadow.topology)
+            model.shadow.topology = apply_pod(pod, model.shadow.topology)
             model.shadow.running[key] = RunningPod(pod, ())
             self.drift += 1
         model.replay()
@@ -154,28 +157,15 @@ def _single_releases(model: _Model) -> Iterator[tuple[str, NodeTopology]]:
         if running.placements:
             topology = freed(model.shadow.topology, running.placements)
             for reserved in model.reserved:
-                topology = _apply(reserved, topology)
+                topology = apply_pod(reserved, topology)
             yield running.pod.key, topology
     for index, gone in enumerate(model.reserved):
         topology = model.shadow.topology
         for reserved in model.reserved[:index] + model.reserved[index + 1 :]:
-            topology = _apply(reserved, topology)
+            topology = apply_pod(reserved, topology)
         yield gone.key, topology
 
 
 def _fragile(pod: Pod) -> bool:
     """Pods whose admission can fail after a release: Guaranteed with init containers holding exclusive resources."""
     return pod.is_guaranteed and any(c.kind is ContainerKind.INIT for c in pod.init_containers)
-
-
-def _apply(pod: Pod, topology: NodeTopology) -> NodeTopology:
-    """Put a bound pod on the zones the kubelet model predicts (pessimistic, every zone, if it would not fit)."""
-    admission = admit(pod, topology)
-    if admission.admitted:
-        return admission.node
-    available = {z.id: dict(z.available) for z in topology.zones}
-    for zone in available.values():
-        for name, amount in pod.effective_request.items():
-            if name in zone:
-                zone[name] = max(0, zone[name] - amount)
-    return topology.with_available(available)
