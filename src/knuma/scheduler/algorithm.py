@@ -1,4 +1,4 @@
-"""One scheduling cycle's decision for the daemon: which node, what the kubelet will do there, or why none fits.
+"""One scheduling cycle's decision for the daemon: which node, or why none fits.
 
 Pure: a profile, a pod and the cache's `NodeInfo`s in, an `Outcome` out. The failure message is kube-scheduler's
 `FailedScheduling` text (`0/5 nodes are available: 3 cannot align container, 2 Insufficient cpu.`).
@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 from knuma.api.pod import Pod
 from knuma.scheduler.framework import NodeInfo, Profile, schedule_one
-from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.topology.kubelet import Admission
 
 __all__ = ["Outcome", "decide"]
 
@@ -22,8 +20,7 @@ NO_NODES = "0/0 nodes are available: no nodes available to schedule pods."
 @dataclass(frozen=True)
 class Outcome:
     node: str | None
-    admission: Admission | None = None
-    """The kubelet model's prediction on the chosen node (None for a topology-unaware profile or a node without NRT)."""
+    """The chosen node; the daemon's cache predicts the NUMA zones when it assumes the pod there."""
     message: str = ""
     """Why no node fits (empty when one does)."""
 
@@ -38,8 +35,4 @@ def decide(profile: Profile, pod: Pod, nodes: Sequence[NodeInfo]) -> Outcome:
     result = schedule_one(profile, pod, nodes, explain=False)
     if result.selected is None:
         return Outcome(None, message=result.failure_summary())
-    admission = None
-    for plugin in profile.filters:
-        if isinstance(plugin, NodeResourceTopologyMatch):
-            admission = plugin.admission(result.state, result.selected)
-    return Outcome(result.selected, admission)
+    return Outcome(result.selected)

@@ -19,7 +19,7 @@ exact path entirely.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ import numpy.typing as npt
 from knuma.api.pod import Pod
 from knuma.scheduler.algorithm import NO_NODES, Outcome, decide
 from knuma.scheduler.cache import ClusterCache
-from knuma.scheduler.framework import CycleState, FilterPlugin, NodeInfo, Profile, ScorePlugin
+from knuma.scheduler.framework import CycleState, FilterPlugin, NodeInfo, Profile, ScoreNormalizer, ScorePlugin
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.vectorized import VectorizedScheduler
@@ -129,7 +129,7 @@ class FastPath:
         for plugin, weight in plan.local_scorers:
             total += weight * self._normalized(plugin, local.raw[plugin.name], feasible)
         row = int(np.argmax(np.where(feasible, total, -1)))
-        return Outcome(vector.names[row])  # the cache predicts the zones when the daemon assumes the pod
+        return Outcome(vector.names[row])
 
     # -- plans, vectors, node-local results ------------------------------------------------------------------
 
@@ -179,11 +179,10 @@ class FastPath:
         values = raw[feasible]
         if values.size == 0 or values.min() == values.max():
             return np.zeros_like(raw)  # the same on every feasible node: it cannot change the choice
-        normalize: Callable[..., dict[str, int]] | None = getattr(plugin, "normalize", None)
-        if normalize is None:
+        if not isinstance(plugin, ScoreNormalizer):
             return raw
         rows = np.flatnonzero(feasible)
-        normalized = normalize({self._names[r]: int(raw[r]) for r in rows})
+        normalized = plugin.normalize({self._names[r]: int(raw[r]) for r in rows})
         out = np.zeros_like(raw)
         for r in rows:
             out[r] = normalized[self._names[r]]
