@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
-from knuma.api.pod import ContainerKind, Pod, QOSClass
+from knuma.api.pod import ContainerKind, Pod, QOSClass, long_running_request
 from knuma.topology import Admission, NodeTopology, admit
 from knuma.topology.kubelet import (
     TOPOLOGY_AFFINITY_ERROR,
@@ -21,7 +21,7 @@ from knuma.topology.kubelet import (
     TOPOLOGY_MANAGER_UNSUPPORTED,
     UNEXPECTED_ADMISSION_ERROR,
 )
-from knuma.topology.managers import exclusive_request
+from knuma.topology.managers import WorkingNode, exclusive_request
 
 Gi = 1024**3
 GPU = "example.com/gpu"
@@ -420,6 +420,64 @@ def test_container_scope_is_greedy_more_free_memory_can_turn_admission_into_reje
     assert not admit(p, after).admitted
 
 
+@pytest.mark.parametrize(
+    ("allocatable", "free_before", "grown", "sidecar", "apps"),
+    [
+        # the counterexample hypothesis found in dev mode, as reported: 4Gi and 2Gi free, 1Gi more on node 0
+        ({0: 5, 1: 2}, {0: 4, 1: 2}, 0, 2, (2, 2)),
+        # the same mechanism as hypothesis shrinks it, on three NUMA nodes: 1Gi more on node 2
+        ({0: 4, 1: 1, 2: 2}, {0: 4, 1: 0, 2: 1}, 2, 3, (1, 1)),
+    ],
+)
+def test_pod_scope_more_free_memory_can_turn_admission_into_rejection(allocatable, free_before, grown, sidecar, apps):
+    """The kubelet itself is not monotonic here; this is what it does, step by step (memory manager static policy,
+    `GetPodTopologyHints` → `calculateHints`, then the Topology Manager's pod scope and single-numa-node policy).
+
+    The pod is Guaranteed with fractional CPUs (500m each), so the CPU manager gives no hint (don't care), and its
+    pod-scope memory request is the sidecar plus the app containers (`getPodRequestedResources`: restartable init
+    containers add to the long-running sum). No NUMA node's allocatable holds that sum, so `minAffinitySize` is 2 and
+    only a multi-NUMA mask could be a (preferred) hint.
+
+    Before: one node of the only mask with enough free memory already holds a single-NUMA memory assignment
+    (`NumberOfAssignments > 0`, `len(Cells) == 1`), and calculateHints skips every multi-NUMA mask that contains such a
+    node. No mask qualifies, calculateHints returns an empty map, `filterProvidersHints` turns that into "no
+    preference" `{nil, preferred}`, single-numa-node merges it to `{nil, preferred}` and admits. The memory manager's
+    `Allocate` then computes a default hint per container (`getDefaultHint`), each container's own request fits one
+    node, and the pod runs spread over two NUMA nodes.
+
+    After: the freed memory was that node's last assignment, so the multi-NUMA mask qualifies; it is the only hint,
+    preferred (width == minAffinitySize). `filterSingleNumaHints` drops it (more than one NUMA node), the memory
+    resource is left with no hint, the merge is `{default, not preferred}`, and the pod is rejected with
+    TopologyAffinityError.
+    """
+    sizes = {numa_id: {"cpu": cpus(2), "memory": amount * Gi} for numa_id, amount in allocatable.items()}
+    before = node(
+        sizes, SNN, Scope.POD, available={i: {"cpu": cpus(2), "memory": m * Gi} for i, m in free_before.items()}
+    )
+    after = before.with_available(
+        {i: {"cpu": cpus(2), "memory": (m + (i == grown)) * Gi} for i, m in free_before.items()}
+    )
+    assert after.zone_by_id[grown].available["memory"] == after.zone_by_id[grown].allocatable["memory"]
+    p = make_pod(
+        *(gu(f"a{i}", "500m", f"{m}Gi") for i, m in enumerate(apps)),
+        init=(gu("sidecar", "500m", f"{sidecar}Gi", restart="Always"),),
+    )
+    request = {"memory": (sidecar + sum(apps)) * Gi}
+    assert WorkingNode.of(before).memory_hints(request) == []
+    only = WorkingNode.of(after).memory_hints(request)
+    assert len(only) == 1 and only[0].preferred and only[0].mask is not None and only[0].mask.bit_count() == 2
+
+    admitted = admit(p, before)
+    assert admitted.admitted
+    assert all(placement.affinity is None for placement in admitted.placements)  # the pod hint: no preference
+    assert len({i for placement in admitted.placements for i in placement.numa_ids}) == 2
+    check_conservation(p, before, admitted)
+
+    rejected = admit(p, after)
+    assert not rejected.admitted
+    assert rejected.reason == TOPOLOGY_AFFINITY_ERROR
+
+
 def test_exclusive_request():
     n = node({0: {"cpu": cpus(4), "memory": Gi, GPU: 1}})
     assert exclusive_request(n, {"cpu": 2000, "memory": 5, GPU: 1, "ephemeral-storage": 9}, 2, True) == {
@@ -527,6 +585,11 @@ def test_single_numa_node_admission_uses_one_numa_node(p, n):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_more_free_resources_never_turn_admission_into_rejection_under_single_numa_node(data):
+    """More free resources keep a pod admitted, with one exception that the kubelet shares (see
+    test_pod_scope_more_free_memory_can_turn_admission_into_rejection): in pod scope, a Guaranteed pod whose summed
+    memory no single NUMA node has free gets no memory hint at all ("no preference") and is admitted; more free memory
+    can make a multi-NUMA mask qualify, which single-numa-node then rejects. A rejection is accepted only in that
+    shape: TopologyAffinityError, pod scope, and no NUMA node holding the pod's memory, before or after."""
     n = data.draw(nodes(policies=(SNN,)))
     # multi-container pods in container scope are greedy: see the example above
     p = data.draw(pods() if n.config.scope is Scope.POD else pods(max_apps=1, max_inits=0))
@@ -537,7 +600,15 @@ def test_more_free_resources_never_turn_admission_into_rejection_under_single_nu
             name: min(amount, z.available[name] + data.draw(st.integers(0, amount // unit)) * unit)
             for name, amount, unit in _units(dict(z.allocatable))
         }
-    assert admit(p, n.with_available(more)).admitted
+    grown = n.with_available(more)
+    after = admit(p, grown)
+    if after.admitted:
+        return
+    assert after.reason == TOPOLOGY_AFFINITY_ERROR
+    assert n.config.scope is Scope.POD and p.is_guaranteed and n.memory_managed("memory")
+    need = long_running_request(p.init_containers, p.containers)["memory"]
+    assert not any(z.available["memory"] >= need for z in n.zones), "admitted on a memory hint, rejected with more"
+    assert not any(z.available["memory"] >= need for z in grown.zones), "a single NUMA node holds the pod's memory"
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
