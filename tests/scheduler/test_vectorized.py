@@ -15,6 +15,7 @@ from knuma.scheduler.framework import CycleState, NodeInfo, Status, schedule_one
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.profiles import default_profile
 from knuma.scheduler.sequential import SequentialScheduler
+from knuma.scheduler.stranding import CPUDemand
 from knuma.scheduler.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.vectorized import VectorizedScheduler
 from knuma.topology.kubelet import admit
@@ -121,8 +122,11 @@ def random_node(rng: random.Random, name: str) -> NodeInfo:
     return replace(node, name=name, topology=topology)
 
 
-def expected(profile_scoring: ScoringStrategy, pod: Pod, infos: list[NodeInfo]) -> tuple[list[bool], list[int]]:
-    result = schedule_one(default_profile(profile_scoring), pod, infos, explain=False)
+def expected(
+    profile_scoring: ScoringStrategy, pod: Pod, infos: list[NodeInfo], demand: CPUDemand
+) -> tuple[list[bool], list[int]]:
+    """`schedule_one`'s per-node results, with the pod sizes the vectorised scheduler has seen (`demand`)."""
+    result = schedule_one(default_profile(profile_scoring, demand=demand), pod, infos, explain=False)
     return [r.filter.ok for r in result.nodes], [r.score or 0 for r in result.nodes]
 
 
@@ -161,7 +165,7 @@ def test_upserts_removes_and_reserves_match_a_fresh_scheduler_and_schedule_one(
             infos[row] = assume(infos[row], pod, admission)
         else:  # a whole cycle
             pod = random_pod(rng, step)
-            want = schedule_one(default_profile(scoring), pod, infos, explain=False)
+            want = schedule_one(default_profile(scoring, demand=dynamic.demand), pod, infos, explain=False)
             decision = dynamic.schedule(pod)
             assert decision.node == want.selected, f"step {step}"
             if want.selected is not None:
@@ -170,10 +174,10 @@ def test_upserts_removes_and_reserves_match_a_fresh_scheduler_and_schedule_one(
                 infos[row] = assume(infos[row], pod, admit(pod, topology) if topology is not None else None)
         assert list(dynamic.names) == [i.name for i in infos]
         assert [dynamic.node(i.name) for i in infos] == infos
-        fresh = VectorizedScheduler(infos, scoring)
+        fresh = VectorizedScheduler(infos, scoring, demand=dynamic.demand)
         for probe in probes:
             feasible, scores = dynamic.filter_and_score(probe)
-            want_feasible, want_scores = expected(scoring, probe, infos)
+            want_feasible, want_scores = expected(scoring, probe, infos, dynamic.demand)
             assert feasible.tolist() == want_feasible, f"step {step}"
             assert scores.tolist() == want_scores, f"step {step}"
             again, again_scores = fresh.filter_and_score(probe)
@@ -253,6 +257,6 @@ def test_an_empty_scheduler_grows_node_by_node() -> None:
     assert len(scheduler) == 40 and infos[7].name in scheduler and scheduler.row(infos[7].name) == 7
     for index in range(30):
         pod = random_pod(rng, index)
-        want = expected(scheduler.scoring, pod, infos)
+        want = expected(scheduler.scoring, pod, infos, scheduler.demand)
         feasible, scores = scheduler.filter_and_score(pod)
         assert (feasible.tolist(), scores.tolist()) == want

@@ -109,7 +109,8 @@ class FastPath:
         return seen != current
 
     def _new_vector(self, key: tuple[int, int, int], infos: Sequence[NodeInfo]) -> VectorizedScheduler:
-        return VectorizedScheduler(infos, self._numa_by_key[key].scoring, numa_weight=key[1], fit_weight=key[2])
+        numa = self._numa_by_key[key]
+        return VectorizedScheduler(infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand)
 
     # -- one decision ----------------------------------------------------------------------------------------
 

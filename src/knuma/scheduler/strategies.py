@@ -15,6 +15,7 @@ import numpy as np
 
 from knuma.api.pod import QOSClass
 from knuma.api.resources import CPU, is_numa_affine
+from knuma.scheduler.stranding import CPUDemand, stranding_penalty
 from knuma.topology.node import NodeTopology
 
 __all__ = [
@@ -37,8 +38,8 @@ class StrategyType(enum.StrEnum):
     LEAST_NUMA_NODES = "LeastNUMANodes"
     KNUMA_BIN_PACKING = "KnumaBinPacking"
     """knuma's own (not upstream): the share of the node's NUMA-managed CPUs in use once the pod is where the kubelet
-    model puts it (`bin_packing_score`). Packs exclusive CPUs onto fewer nodes, leaving whole nodes and zones for
-    large pods; knuma's default."""
+    model puts it, less a penalty for zone remainders no recent pod size fills (`bin_packing_score`). Packs exclusive
+    CPUs onto fewer nodes, leaving whole nodes and zones for large pods; knuma's default."""
 
     @classmethod
     def parse(cls, value: str) -> StrategyType:
@@ -93,18 +94,23 @@ def numa_score(strategy: ScoringStrategy, requested: Mapping[str, int], availabl
     return total // weights if weights else 0
 
 
-def bin_packing_score(before: NodeTopology, after: NodeTopology) -> int:
+def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None) -> int:
     """`KnumaBinPacking`: the share (0-100) of the node's NUMA-managed CPUs allocated once the pod is admitted (`after`
-    is the kubelet model's node after admission); 0 on a node whose zones report no CPU.
+    is the kubelet model's node after admission), less `stranding_penalty` for the CPUs the placement leaves in its
+    zones that no recent pod size can fill; 0 on a node whose zones report no CPU.
 
     Exclusive CPUs are what fragments a NUMA cluster: the CPU manager pins whole CPUs in one zone, so free CPUs spread
-    thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those;
-    the node-level NodeResourcesFit score still spreads the pods that hold no exclusive CPUs."""
+    thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those,
+    and the stranding term keeps zone remainders usable; the node-level NodeResourcesFit score still spreads the pods
+    that hold no exclusive CPUs."""
     total = sum(zone.total(CPU) for zone in before.zones)
     if total <= 0:
         return 0
     free = sum(zone.available.get(CPU, 0) for zone in after.zones)
-    return max(0, min(MAX_SCORE, (total - free) * MAX_SCORE // total))
+    packed = (total - free) * MAX_SCORE // total
+    if demand is not None:
+        packed -= stranding_penalty(before, after, demand)
+    return max(0, min(MAX_SCORE, packed))
 
 
 def _balanced(req: Mapping[str, int], avail: Mapping[str, int]) -> int:

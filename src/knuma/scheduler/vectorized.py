@@ -58,6 +58,7 @@ from knuma.scheduler.framework import CycleState, NodeInfo
 from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
+from knuma.scheduler.stranding import STRANDING_WEIGHT, CPUDemand, zone_strands_cpus
 from knuma.scheduler.strategies import ScoringStrategy, StrategyType, whole_units
 from knuma.topology.kubelet import Admission, admit
 from knuma.topology.node import is_device
@@ -142,15 +143,19 @@ class VectorizedScheduler:
         cache_shapes: int = CACHE_SHAPES,
         numa_weight: int = NUMA_WEIGHT,
         fit_weight: int = FIT_WEIGHT,
+        demand: CPUDemand | None = None,
     ) -> None:
         self.scoring = scoring or default_scoring()
+        self.demand = demand or CPUDemand()
+        """The pod sizes KnumaBinPacking's stranding term reads (pass the profile plugin's to share it)."""
+        self._demand_version = self.demand.version
         self.numa_weight = numa_weight
         self.fit_weight = fit_weight
         """Score weights of NodeResourceTopologyMatch and NodeResourcesFit (a profile's `score` weights; 0 = not
         scored); the defaults are `default_profile`'s."""
         self.cache_shapes = cache_shapes
         """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
-        self._numa = NodeResourceTopologyMatch(self.scoring)
+        self._numa = NodeResourceTopologyMatch(self.scoring, self.demand)
         self._fit = NodeResourcesFit()
         self._infos: list[NodeInfo] = []
         self._rows: dict[str, int] = {}
@@ -270,6 +275,11 @@ class VectorizedScheduler:
                 f"candidates must be a bool array with one entry per node ({n}), in `names` order; "
                 f"got {candidates.dtype} of shape {candidates.shape}"
             )
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+            self.demand.observe(pod)
+            if self.demand.version != self._demand_version:
+                self._demand_version = self.demand.version
+                self._shapes.clear()  # cached scores assumed the old sizes
         shape = self._shape(pod)
         if len(shape.seen) < n:  # nodes were added since the shape was cached
             grow = n - len(shape.seen)
@@ -433,28 +443,56 @@ class VectorizedScheduler:
     def _zone_fit(self, shape: _Shape, rows: IntpArray) -> BoolArray:
         """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds
         all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does."""
+        return self._zone_placement(shape, rows)[0]
+
+    def _stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """`knuma.scheduler.stranding.stranding_penalty` on rows where the pod fits: per zone the placement takes
+        CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs."""
+        taken = self._zone_placement(shape, rows)[1] // 1000
+        before = self.whole_cpu_available[rows][:, :, self.cpu_index] // 1000
+        after = before - taken
+        fill = self.demand.fill_table(int(before.max(initial=0)))
+        added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
+        counted = (taken > 0) & (added > 0) & self.zone_strands[rows]
+        zone_cpus = np.maximum(self.zone_cpu_total[rows], 1)
+        per_zone = np.where(counted, STRANDING_WEIGHT * 100 * added // zone_cpus, 0)
+        penalty: Int64Array = per_zone.sum(axis=1)
+        return penalty
+
+    def _zone_placement(self, shape: _Shape, rows: IntpArray) -> tuple[BoolArray, Int64Array]:
+        """`_zone_fit`, and the milli-CPUs the pod takes from each zone (`[rows, zones]`; meaningful where it fits)."""
         columns = shape.exclusive_columns
         valid = self.zone_valid[rows]
         managed = self.managed[rows][:, columns]
         available = self.whole_cpu_available[rows][:, :, columns]
         pod_scope = self.pod_scope[rows]
+        every = np.arange(len(rows))[:, None]
+        cpu = np.flatnonzero(columns == self.cpu_index) if self.cpu_index is not None else np.zeros(0, np.intp)
+        taken = np.zeros(valid.shape, dtype=np.int64)
         fits: BoolArray = np.ones(len(rows), dtype=np.bool_)
         if pod_scope.any():
             need = shape.exclusive_total[columns] * managed
-            fits = np.any(valid & (available >= need[:, None, :]).all(axis=2), axis=1)
+            zone_ok = valid & (available >= need[:, None, :]).all(axis=2)
+            fits = np.any(zone_ok, axis=1)
+            if len(cpu):
+                taken[every, np.argmax(zone_ok, axis=1)[:, None]] += need[:, cpu]
         if not pod_scope.all():
             containers = shape.exclusive or []
-            every = np.arange(len(rows))[:, None]
+            container_taken = np.zeros(valid.shape, dtype=np.int64)
             container_fit = np.ones(len(rows), dtype=np.bool_)
-            for index, (positions, amounts) in enumerate(containers):
+            for positions, amounts in containers:
                 need = amounts * managed[:, positions]
                 zone_ok = valid & (available[:, :, positions] >= need[:, None, :]).all(axis=2)
                 container_fit &= zone_ok.any(axis=1)
-                if index + 1 < len(containers):
-                    # Rows where nothing fits take zone 0 here; they are infeasible already.
-                    available[every, np.argmax(zone_ok, axis=1)[:, None], positions[None, :]] -= need
+                # Rows where nothing fits take zone 0 here; they are infeasible already.
+                zone = np.argmax(zone_ok, axis=1)[:, None]
+                available[every, zone, positions[None, :]] -= need
+                at_cpu = np.flatnonzero(positions == cpu[0]) if len(cpu) else positions[:0]
+                if len(at_cpu):
+                    container_taken[every, zone] += need[:, at_cpu]
             fits = np.where(pod_scope, fits, container_fit)
-        return fits
+            taken = np.where(pod_scope[:, None], taken, container_taken)
+        return fits, taken
 
     def _zone_scores(self, pod: Pod, shape: _Shape, rows: IntpArray) -> Int64Array:
         """NodeResourceTopologyMatch's score on single-numa-node rows where the pod fits: upstream's per-zone
@@ -465,8 +503,10 @@ class VectorizedScheduler:
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             total = self.numa_cpu_total[rows]
             used = total - self.numa_cpu_free[rows] + shape.exclusive_cpu
-            packed: Int64Array = np.clip(used * 100 // np.maximum(total, 1), 0, 100)
-            return np.where(total > 0, packed, 0)
+            packed: Int64Array = used * 100 // np.maximum(total, 1)
+            if self.demand.sizes and shape.exclusive_cpu:
+                packed = packed - self._stranding_penalty(shape, rows)
+            return np.where(total > 0, np.clip(packed, 0, 100), 0)
         if self.scoring.type not in (StrategyType.LEAST_ALLOCATED, StrategyType.MOST_ALLOCATED):
             return np.array([self._numa.score(CycleState(), pod, self._infos[r]) for r in rows.tolist()])
         requests = shape.zone_requests
@@ -510,6 +550,8 @@ class VectorizedScheduler:
             "whole_units": ((z, r), np.float64),
             "float_exact": ((), np.bool_),
             "zone_valid": ((z,), np.bool_),
+            "zone_cpu_total": ((z,), np.int64),
+            "zone_strands": ((z,), np.bool_),
             "managed": ((r,), np.bool_),
             "node_free": ((r,), np.int64),
             "node_known": ((r,), np.bool_),
@@ -548,6 +590,10 @@ class VectorizedScheduler:
         self.float_exact: BoolArray = b["float_exact"][:n]  # type: ignore[assignment]
         """The row's amounts are below `FLOAT_EXACT_LIMIT`: its scores can be computed in float64."""
         self.zone_valid: BoolArray = b["zone_valid"][:n]  # type: ignore[assignment]
+        self.zone_cpu_total: Int64Array = b["zone_cpu_total"][:n]  # type: ignore[assignment]
+        """[nodes, zones]: whole CPUs the zone holds (for the stranding penalty)."""
+        self.zone_strands: BoolArray = b["zone_strands"][:n]  # type: ignore[assignment]
+        """[nodes, zones]: CPU remainders count against placements on this zone (`zone_strands_cpus`)."""
         self.managed: BoolArray = b["managed"][:n]  # type: ignore[assignment]
         """[nodes, resources]: the resource is NUMA-managed on the node (some zone reports it)."""
         self.node_free: Int64Array = b["node_free"][:n]  # type: ignore[assignment]
@@ -575,6 +621,8 @@ class VectorizedScheduler:
         available = np.zeros((self.zone_count, len(self.resources)), dtype=np.int64)
         managed = np.zeros(len(self.resources), dtype=np.bool_)
         self.zone_valid[row] = False
+        self.zone_cpu_total[row] = 0
+        self.zone_strands[row] = False
         self.numa_cpu_total[row] = 0 if topology is None else sum(zone.total(CPU) for zone in topology.zones)
         self.numa_cpu_free[row] = 0 if topology is None else sum(zone.available.get(CPU, 0) for zone in topology.zones)
         if topology is not None:
@@ -582,6 +630,8 @@ class VectorizedScheduler:
             for z, zone in enumerate(topology.zones):
                 for name, amount in zone.available.items():
                     available[z, index[name]] = amount
+                self.zone_cpu_total[row, z] = zone.total(CPU) // 1000
+                self.zone_strands[row, z] = zone_strands_cpus(zone)
             for name in topology.numa_managed:
                 managed[index[name]] = True
         self.available[row] = available

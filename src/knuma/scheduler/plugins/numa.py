@@ -13,6 +13,7 @@ from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod, QOSClass
 from knuma.api.resources import ALWAYS_ON_NODE, is_native
 from knuma.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.stranding import CPUDemand
 from knuma.scheduler.strategies import (
     ScoringStrategy,
     StrategyType,
@@ -37,12 +38,16 @@ UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager suppo
 class NodeResourceTopologyMatch:
     name = NAME
 
-    def __init__(self, scoring: ScoringStrategy | None = None) -> None:
+    def __init__(self, scoring: ScoringStrategy | None = None, demand: CPUDemand | None = None) -> None:
         self.scoring = scoring or ScoringStrategy()
+        self.demand = demand or CPUDemand()
+        """The pod sizes this plugin has seen, for KnumaBinPacking's stranding term (shared with the vectorised
+        path when the daemon runs both)."""
 
     # -- Filter ------------------------------------------------------------------------------------------------
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        self._observe(state, pod)
         if pod.qos is QOSClass.BEST_EFFORT and all(is_native(name) for name in pod.requested_names):
             return SUCCESS
         topology = node.numa
@@ -76,7 +81,13 @@ class NodeResourceTopologyMatch:
 
     # -- Score -------------------------------------------------------------------------------------------------
 
+    def _observe(self, state: CycleState, pod: Pod) -> None:
+        """Count the pod into the demand once per cycle (pending pods count: they are the sizes zones must fit)."""
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+            state.pod_data(f"{NAME}/demand", pod, self.demand.observe)
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        self._observe(state, pod)
         if pod.qos is not QOSClass.GUARANTEED:
             return MAX_NODE_SCORE
         topology = node.numa
@@ -84,7 +95,7 @@ class NodeResourceTopologyMatch:
             return MIN_NODE_SCORE  # prefer nodes with NRT data
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             admission = self.admission(state, node.name) or admit(pod, topology)
-            return bin_packing_score(topology, admission.node) if admission.admitted else MIN_NODE_SCORE
+            return bin_packing_score(topology, admission.node, self.demand) if admission.admitted else MIN_NODE_SCORE
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
             return self._least_numa_nodes(pod, topology)
         if topology.config.policy is not Policy.SINGLE_NUMA_NODE:
