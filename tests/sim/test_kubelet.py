@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from knuma.api.pod import Pod
 from knuma.scheduler.framework import CycleState
-from knuma.sim.engine import snapshot
+from knuma.sim.engine import PodRecord, RunResult, snapshot
 from knuma.sim.kubelet import SimKubelet
+from knuma.sim.metrics import compute
 from knuma.sim.schedulers import KnumaScheduler, NodeSetup
 from knuma.sim.shapes import BUILTIN_SHAPES
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
@@ -107,3 +108,16 @@ def test_ground_truth_is_conserved(shape: str, ops: list[tuple[tuple[int, int, b
     kubelet.check()
     assert [dict(z.available) for z in kubelet.topology.zones] == empty
     assert all(amount == 0 for amount in kubelet.requested.values())
+
+
+def test_a_pod_bound_in_the_last_second_is_not_room_for_a_pending_one() -> None:
+    """False-negative pending counts pods fresh data would place; a pod bound but not yet admitted when the run ends
+    occupies its zone in a moment, so the pending pod that needs the same CPUs is not a false negative."""
+    node = _node()
+    node.admit(_guaranteed("resident", 8))  # zone 0 full; zone 1 has 8 CPUs
+    bound = PodRecord(_guaranteed("bound", 8), "g8", arrived=99.0, lifetime=60.0, node="n0", bound_at=99.5)
+    waiting = PodRecord(_guaranteed("waiting", 8), "g8", arrived=99.0, lifetime=60.0)
+    result = RunResult("knuma", "t", 100.0, {"bound": bound, "waiting": waiting}, {"n0": node})
+    assert compute(result, [])["false_negative_pending"] == 0
+    del result.pods["bound"]  # without the pod in flight the zone is free: the pending pod is a false negative
+    assert compute(result, [])["false_negative_pending"] == 1

@@ -25,7 +25,7 @@ import numpy as np
 
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
-from knuma.sim.engine import RunResult
+from knuma.sim.engine import PodRecord, RunResult
 from knuma.sim.kubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
@@ -64,7 +64,7 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         "running": sum(len(k.running) for k in kubelets),
         "topology_affinity_errors": tae,
         "pending": len(pending),
-        "false_negative_pending": _false_negatives(result, [r.pod for r in pending]),
+        "false_negative_pending": _false_negatives(result, [r.pod for r in pending], _in_flight(records)),
         "cpu_utilization": _late_mean(result, "cpu_utilization"),
         "throughput_pods_per_s": round(len(latencies) / spent, 1) if spent else 0.0,
         "memory_utilization": _late_mean(result, "memory_utilization"),
@@ -83,10 +83,20 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
     }
 
 
-def _false_negatives(result: RunResult, pending: Sequence[Pod]) -> int:
+def _in_flight(records: Sequence[PodRecord]) -> list[PodRecord]:
+    """Pods bound whose kubelet has not decided yet when the run ends (their admission is after the horizon)."""
+    return [r for r in records if r.bound_at is not None and r.admitted_at is None and not r.failure]
+
+
+def _false_negatives(result: RunResult, pending: Sequence[Pod], in_flight: Sequence[PodRecord] = ()) -> int:
     """How many pending pods fresh data would place: admit them in queue order, first fit, on a copy of the ground
-    truth (so capacity is counted once); identical pods that found no node are not tried again."""
-    kubelets = [_copy(k) for k in result.kubelets.values()]
+    truth (so capacity is counted once) after the pods in flight to their node (fresh data would count them in a
+    moment: a pod bound in the run's last second is not room for another); identical pods that found no node are
+    not tried again."""
+    copies = {name: _copy(k) for name, k in result.kubelets.items()}
+    for record in in_flight:
+        copies[record.node].admit(record.pod)
+    kubelets = list(copies.values())
     placed = 0
     hopeless: set[tuple[Any, ...]] = set()
     for pod in pending:
