@@ -179,7 +179,16 @@ def test_no_file_is_one_topology_aware_profile_with_kube_scheduler_defaults() ->
 
 
 def test_empty_profiles_and_profile_without_name_default_to_topology_aware_scheduler() -> None:
-    assert parse_config(doc(profiles=[])).profiles == default_config().profiles
+    (from_file,) = parse_config(doc(profiles=[])).profiles
+    (built_in,) = default_config().profiles
+    assert (from_file.scheduler_name, from_file.plugins, from_file.score_weights) == (
+        built_in.scheduler_name,
+        built_in.plugins,
+        built_in.score_weights,
+    )
+    # A file is read as upstream reads it; without a file knuma scores with its own default strategy.
+    assert from_file.numa.scoring_strategy().type is StrategyType.LEAST_ALLOCATED
+    assert built_in.numa.scoring_strategy().type is StrategyType.KNUMA_BIN_PACKING
     (profile,) = parse_config(doc(profiles=[{}])).profiles
     assert profile.scheduler_name == "topology-aware-scheduler"
     assert not profile.topology_aware  # upstream semantics: a profile only has the NUMA plugin if it enables it

@@ -54,6 +54,7 @@ from knuma.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.scheduling_gates import SchedulingGates
 from knuma.scheduler.plugins.taint_toleration import TaintToleration
+from knuma.scheduler.profiles import DEFAULT_STRATEGY
 from knuma.scheduler.registry import PLUGINS
 
 __all__ = [
@@ -105,8 +106,23 @@ def parse_config(document: Mapping[str, Any], source: str = "") -> SchedulerConf
 
 def default_config() -> SchedulerConfiguration:
     """No file: one profile `topology-aware-scheduler` with kube-scheduler's default plugins plus
-    NodeResourceTopologyMatch (filter, score, reserve), as the upstream deployer renders it."""
-    return read_configuration({"apiVersion": SUPPORTED_API_VERSIONS[0], "kind": KIND})
+    NodeResourceTopologyMatch (filter, score, reserve), as the upstream deployer renders it, scoring with knuma's
+    default strategy (`profiles.DEFAULT_STRATEGY`, KnumaBinPacking). A file is read as upstream reads it: without a
+    `scoringStrategy` it gets upstream's LeastAllocated."""
+    strategy = {"scoringStrategy": {"type": DEFAULT_STRATEGY.value}}
+    return read_configuration(
+        {
+            "apiVersion": SUPPORTED_API_VERSIONS[0],
+            "kind": KIND,
+            "profiles": [
+                {
+                    "schedulerName": DEFAULT_SCHEDULER_NAME,
+                    "plugins": {"multiPoint": {"enabled": [{"name": NUMA_PLUGIN}]}},
+                    "pluginConfig": [{"name": NUMA_PLUGIN, "args": strategy}],
+                }
+            ],
+        }
+    )
 
 
 # -- framework profiles ----------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def scheduler_configuration() -> dict[str, Any]:
                 "schedulerName": AWARE_PROFILE,
                 "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
                 "pluginConfig": [
-                    {"name": "NodeResourceTopologyMatch", "args": {"scoringStrategy": {"type": "LeastAllocated"}}}
+                    {"name": "NodeResourceTopologyMatch", "args": {"scoringStrategy": {"type": "KnumaBinPacking"}}}
                 ],
             },
             {
