@@ -10,7 +10,7 @@ import sys
 import typer
 
 from knuma import __version__
-from knuma.cli import apiserver, bench, deploy, exporter, schedule, scheduler, simulate, up
+from knuma.cli import apiserver, bench, deploy, exporter, operator, schedule, scheduler, simulate, up
 
 app = typer.Typer(
     name="knuma",
@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up):
+for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up, operator):
     command.register(app)
 
 

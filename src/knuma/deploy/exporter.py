@@ -44,7 +44,7 @@ POD_SECURITY_PRIVILEGED = {
 
 
 def updater_namespace(options: DeployOptions) -> str:
-    return "tas-topology-updater"
+    return options.namespace or "tas-topology-updater"
 
 
 def exporter_args(options: DeployOptions) -> list[str]:

@@ -175,6 +175,9 @@ class DeployOptions:
     """`ns/name` or `name` of the leader election Lease; default `<scheduler namespace>/nrtmatch-scheduler`."""
     updater_verbose: int = 1
     sched_verbose: int = 4
+    namespace: str = ""
+    """One namespace for every component's namespaced objects (the operator's operand namespace); empty means the
+    per-component defaults (`tas-topology-updater`, `tas-scheduler`)."""
 
     def __post_init__(self) -> None:
         if self.replicas < 1:

@@ -59,6 +59,8 @@ POD_SECURITY_RESTRICTED = {
 
 
 def scheduler_namespace(options: DeployOptions) -> str:
+    if options.namespace:
+        return options.namespace
     return "openshift-topology-aware-scheduler" if options.platform.platform.is_openshift else "tas-scheduler"
 
 

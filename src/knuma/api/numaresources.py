@@ -1,0 +1,320 @@
+"""`NUMAResourcesOperator` and `NUMAResourcesScheduler` (`nodetopology.openshift.io/v1`): the operator's custom
+resources, parsed from their wire form with numaresources-operator's defaults and validation messages.
+
+Both kinds are cluster-scoped singletons with fixed names. Parsing is pure and total: every field the spec accepts is
+checked here, and a bad value raises `SpecError` with a message that names the field and says what to write instead,
+which the operator copies into the Degraded condition.
+
+On plain Kubernetes there are no MachineConfigPools, so a node group selects nodes directly: `poolName: P` selects
+the nodes labelled `node-role.kubernetes.io/P` (the label an OpenShift pool `P` selects), and
+`machineConfigPoolSelector` is read as a node label selector.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ANNOTATION_NRT_API_DEFINITION",
+    "ANNOTATION_PAUSE",
+    "GROUP",
+    "OPERATOR_KIND",
+    "OPERATOR_NAME",
+    "SCHEDULER_KIND",
+    "SCHEDULER_NAME",
+    "VERSION",
+    "InfoRefreshMode",
+    "LogLevel",
+    "NodeGroup",
+    "NodeGroupConfig",
+    "OperatorSpec",
+    "PodsFingerprinting",
+    "SchedulerSpec",
+    "SpecError",
+    "is_paused",
+    "parse_operator_spec",
+    "parse_scheduler_spec",
+]
+
+GROUP = "nodetopology.openshift.io"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+OPERATOR_KIND = "NUMAResourcesOperator"
+SCHEDULER_KIND = "NUMAResourcesScheduler"
+OPERATOR_NAME = "numaresourcesoperator"
+SCHEDULER_NAME = "numaresourcesscheduler"
+OPERATOR_PLURAL = "numaresourcesoperators"
+SCHEDULER_PLURAL = "numaresourcesschedulers"
+
+ANNOTATION_PAUSE = "config.numa-operator.openshift.io/pause-reconciliation"
+ANNOTATION_NRT_API_DEFINITION = "config.numa-operator.openshift.io/nrt-api-definition"
+POOL_ROLE_LABEL = "node-role.kubernetes.io/"
+MAX_NODE_GROUP_ANNOTATIONS = 8
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class SpecError(ValueError):
+    """A custom resource field the operator cannot use; the message says which one and what is accepted."""
+
+
+class LogLevel(enum.StrEnum):
+    NORMAL = "Normal"
+    DEBUG = "Debug"
+    TRACE = "Trace"
+    TRACE_ALL = "TraceAll"
+
+    @property
+    def verbosity(self) -> int:
+        """klog `-v`, as upstream's `pkg/loglevel`."""
+        return {"Normal": 2, "Debug": 4, "Trace": 6, "TraceAll": 8}[self.value]
+
+
+class PodsFingerprinting(enum.StrEnum):
+    DISABLED = "Disabled"
+    ENABLED = "Enabled"
+    ENABLED_EXCLUSIVE_RESOURCES = "EnabledExclusiveResources"
+
+
+class InfoRefreshMode(enum.StrEnum):
+    PERIODIC = "Periodic"
+    EVENTS = "Events"
+    PERIODIC_AND_EVENTS = "PeriodicAndEvents"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupConfig:
+    """A node group's exporter settings with v1's defaults filled in (`NormalizeConfig`)."""
+
+    pods_fingerprinting: PodsFingerprinting = PodsFingerprinting.ENABLED_EXCLUSIVE_RESOURCES
+    info_refresh_mode: InfoRefreshMode = InfoRefreshMode.PERIODIC
+    info_refresh_period: float = 10.0
+    tolerations: tuple[dict[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form, as published in `status.nodeGroups[].config`."""
+        out: dict[str, Any] = {
+            "infoRefreshMode": self.info_refresh_mode.value,
+            "infoRefreshPeriod": _format_duration(self.info_refresh_period),
+            "podsFingerprinting": self.pods_fingerprinting.value,
+        }
+        if self.tolerations:
+            out["tolerations"] = [dict(t) for t in self.tolerations]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    pool: str
+    """The pool name: `poolName`, or a stable name derived from the selector; names the DaemonSet."""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    match_expressions: tuple[dict[str, Any], ...] = ()
+    config: NodeGroupConfig = field(default_factory=NodeGroupConfig)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSpec:
+    node_groups: tuple[NodeGroup, ...] = ()
+    image_spec: str = ""
+    log_level: LogLevel = LogLevel.NORMAL
+    pod_excludes: tuple[tuple[str, str], ...] = ()
+    """(namespace glob, name glob) pairs the exporter ignores."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSpec:
+    image_spec: str = ""
+    """Empty means knuma's own image."""
+    scheduler_name: str = ""
+    """Empty means the deployer's profile name."""
+    log_level: LogLevel = LogLevel.NORMAL
+    cache_resync_period: float = 5.0
+    replicas: int | None = None
+    """None: one per control-plane node, at most 3 (upstream's auto mode)."""
+
+
+def is_paused(obj: Mapping[str, Any]) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ANNOTATION_PAUSE) == "enabled"
+
+
+def _format_duration(seconds: float) -> str:
+    if seconds == 0:
+        return "0s"
+    whole = round(seconds)
+    minutes, secs = divmod(whole, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """A metav1.Duration (`10s`, `1m30s`, `500ms`); negative or malformed values are a `SpecError`."""
+    text = str(value).strip()
+    pos, total = 0, 0.0
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * scale[match.group(2)]
+        pos = match.end()
+    if text == "0":
+        return 0.0
+    if not text or pos != len(text):
+        raise SpecError(f"{where}: invalid duration {value!r}; write e.g. 10s, 1m30s or 0s")
+    return total
+
+
+def _enum(kind: type[enum.StrEnum], value: Any, where: str, default: Any) -> Any:
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        accepted = ", ".join(m.value for m in kind)
+        raise SpecError(f"{where}: unsupported value {value!r}; expected one of {accepted}") from None
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _parse_config(raw: Any, where: str) -> NodeGroupConfig:
+    data = _mapping(raw, where)
+    period = data.get("infoRefreshPeriod")
+    tolerations = data.get("tolerations") or []
+    if not isinstance(tolerations, list) or not all(isinstance(t, dict) for t in tolerations):
+        raise SpecError(f"{where}.tolerations: expected a list of tolerations")
+    return NodeGroupConfig(
+        pods_fingerprinting=_enum(
+            PodsFingerprinting,
+            data.get("podsFingerprinting"),
+            f"{where}.podsFingerprinting",
+            PodsFingerprinting.ENABLED_EXCLUSIVE_RESOURCES,
+        ),
+        info_refresh_mode=_enum(
+            InfoRefreshMode, data.get("infoRefreshMode"), f"{where}.infoRefreshMode", InfoRefreshMode.PERIODIC
+        ),
+        info_refresh_period=10.0 if period is None else parse_duration(period, f"{where}.infoRefreshPeriod"),
+        tolerations=tuple(dict(t) for t in tolerations),
+    )
+
+
+def _selector_pool(selector: dict[str, Any]) -> str:
+    """A DaemonSet-name-safe pool name for a selector group: the role of a `node-role.kubernetes.io/ROLE` selector,
+    else `sel-` and a hash of the selector (stable across reorderings of the groups)."""
+    labels = selector.get("matchLabels") or {}
+    if len(labels) == 1 and not selector.get("matchExpressions"):
+        (key,) = labels
+        role = str(key).removeprefix(POOL_ROLE_LABEL)
+        if str(key).startswith(POOL_ROLE_LABEL) and _DNS_LABEL.fullmatch(role):
+            return role
+    digest = hashlib.sha256(json.dumps(selector, sort_keys=True).encode()).hexdigest()
+    return f"sel-{digest[:10]}"
+
+
+def _parse_node_group(raw: Any, index: int) -> NodeGroup:
+    where = f"spec.nodeGroups[{index}]"
+    data = _mapping(raw, where)
+    pool_name = data.get("poolName")
+    selector = data.get("machineConfigPoolSelector")
+    if pool_name is None and selector is None:
+        raise SpecError(f"node group {index} missing any pool specifier: set poolName or machineConfigPoolSelector")
+    if pool_name is not None and selector is not None:
+        raise SpecError(
+            f"node group {index} must have only a single specifier set: either poolName or machineConfigPoolSelector"
+        )
+    annotations = _mapping(data.get("annotations"), f"{where}.annotations")
+    if len(annotations) > MAX_NODE_GROUP_ANNOTATIONS:
+        raise SpecError(
+            f"{where}.annotations: {len(annotations)} annotations, at most {MAX_NODE_GROUP_ANNOTATIONS} are allowed"
+        )
+    config = _parse_config(data.get("config"), f"{where}.config")
+    if pool_name is not None:
+        if not isinstance(pool_name, str) or not pool_name:
+            raise SpecError(f"pool name for pool #{index} cannot be empty")
+        if not _DNS_LABEL.fullmatch(pool_name) or len(pool_name) > 40:
+            raise SpecError(
+                f"{where}.poolName {pool_name!r}: expected a DNS label of at most 40 characters "
+                "(lower-case letters, digits and '-')"
+            )
+        return NodeGroup(pool_name, {POOL_ROLE_LABEL + pool_name: ""}, (), config, dict(annotations))
+    sel = _mapping(selector, f"{where}.machineConfigPoolSelector")
+    match_labels = _mapping(sel.get("matchLabels"), f"{where}.machineConfigPoolSelector.matchLabels")
+    expressions = sel.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise SpecError(f"{where}.machineConfigPoolSelector.matchExpressions: expected a list")
+    for n, expr in enumerate(expressions):
+        if not isinstance(expr, dict) or expr.get("operator") not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise SpecError(
+                f"{where}.machineConfigPoolSelector.matchExpressions[{n}]: expected key, operator "
+                "(In, NotIn, Exists or DoesNotExist) and values"
+            )
+    if not match_labels and not expressions:
+        raise SpecError(f"{where}.machineConfigPoolSelector: an empty selector would select every node; add labels")
+    return NodeGroup(
+        _selector_pool(sel),
+        {str(k): str(v) for k, v in match_labels.items()},
+        tuple(dict(e) for e in expressions),
+        config,
+        dict(annotations),
+    )
+
+
+def parse_operator_spec(spec: Any) -> OperatorSpec:
+    data = _mapping(spec, "spec")
+    raw_groups = data.get("nodeGroups") or []
+    if not isinstance(raw_groups, list):
+        raise SpecError("spec.nodeGroups: expected a list of node groups")
+    groups = tuple(_parse_node_group(g, i) for i, g in enumerate(raw_groups))
+    seen: dict[str, int] = {}
+    for i, group in enumerate(groups):
+        if group.pool in seen:
+            raise SpecError(
+                f"the pool name {group.pool!r} is used by node groups {seen[group.pool]} and {i}: "
+                "each node group needs its own pool"
+            )
+        seen[group.pool] = i
+    excludes = []
+    for n, item in enumerate(data.get("podExcludes") or []):
+        entry = _mapping(item, f"spec.podExcludes[{n}]")
+        excludes.append((str(entry.get("namespace", "")), str(entry.get("name", ""))))
+    return OperatorSpec(
+        node_groups=groups,
+        image_spec=str(data.get("imageSpec") or ""),
+        log_level=_enum(LogLevel, data.get("logLevel"), "spec.logLevel", LogLevel.NORMAL),
+        pod_excludes=tuple(excludes),
+    )
+
+
+def parse_scheduler_spec(spec: Any) -> SchedulerSpec:
+    data = _mapping(spec, "spec")
+    name = data.get("schedulerName") or ""
+    if name and (not isinstance(name, str) or not _DNS_LABEL.fullmatch(name) or len(name) > 63):
+        raise SpecError(
+            f"spec.schedulerName {name!r}: a scheduler name must be a DNS label (lower-case letters, digits and '-')"
+        )
+    period = data.get("cacheResyncPeriod")
+    resync = 5.0 if period is None else float(round(parse_duration(period, "spec.cacheResyncPeriod")))
+    replicas = data.get("replicas")
+    if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1):
+        raise SpecError(f"spec.replicas {replicas!r}: expected a positive integer, or no value for automatic")
+    image = data.get("imageSpec") or ""
+    if any(ch.isspace() for ch in str(image)):
+        raise SpecError(f"spec.imageSpec {image!r}: an image reference has no spaces")
+    return SchedulerSpec(
+        image_spec=str(image),
+        scheduler_name=str(name),
+        log_level=_enum(LogLevel, data.get("logLevel"), "spec.logLevel", LogLevel.NORMAL),
+        cache_resync_period=resync,
+        replicas=replicas,
+    )

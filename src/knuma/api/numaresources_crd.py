@@ -1,0 +1,225 @@
+"""The CustomResourceDefinitions of `NUMAResourcesOperator` and `NUMAResourcesScheduler` (v1 only).
+
+Names, short names, scope, the singleton-name CEL rule and the enum values are numaresources-operator's; the schema
+covers the fields `knuma.api.numaresources` reads (unknown fields are pruned by the API server, as usual). Both have a
+`status` subresource, so the operator writes conditions without racing spec edits.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from knuma.api.numaresources import (
+    GROUP,
+    OPERATOR_KIND,
+    OPERATOR_NAME,
+    OPERATOR_PLURAL,
+    SCHEDULER_KIND,
+    SCHEDULER_NAME,
+    SCHEDULER_PLURAL,
+    VERSION,
+    InfoRefreshMode,
+    LogLevel,
+    PodsFingerprinting,
+)
+
+__all__ = ["operator_crd", "operator_crds", "scheduler_crd"]
+
+_STRING = {"type": "string"}
+_DURATION = {"type": "string", "description": "A duration such as 10s or 1m30s; 0s disables."}
+_OBJECT = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _enum(kind: Any, description: str) -> dict[str, Any]:
+    return {"type": "string", "enum": [m.value for m in kind], "description": description}
+
+
+_LOG_LEVEL = {**_enum(LogLevel, "Operand verbosity."), "default": LogLevel.NORMAL.value}
+
+_LABEL_SELECTOR = {
+    "type": "object",
+    "description": "On plain Kubernetes: a node label selector choosing the group's nodes.",
+    "properties": {
+        "matchLabels": {"type": "object", "additionalProperties": _STRING},
+        "matchExpressions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "operator"],
+                "properties": {
+                    "key": _STRING,
+                    "operator": _STRING,
+                    "values": {"type": "array", "items": _STRING},
+                },
+            },
+        },
+    },
+}
+
+_NODE_GROUP_CONFIG = {
+    "type": "object",
+    "properties": {
+        "podsFingerprinting": _enum(PodsFingerprinting, "Default EnabledExclusiveResources."),
+        "infoRefreshMode": _enum(InfoRefreshMode, "Default Periodic."),
+        "infoRefreshPeriod": _DURATION,
+        "tolerations": {"type": "array", "items": _OBJECT, "description": "Replace the exporter's tolerations."},
+    },
+}
+
+_CONDITIONS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+        "properties": {
+            "type": _STRING,
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": _STRING,
+            "message": _STRING,
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+    },
+}
+
+_NAMESPACED_NAME = {"type": "object", "properties": {"namespace": _STRING, "name": _STRING}}
+
+_RELATED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"group": _STRING, "resource": _STRING, "namespace": _STRING, "name": _STRING},
+    },
+}
+
+
+def _operator_schema() -> dict[str, Any]:
+    node_group = {
+        "type": "object",
+        "properties": {
+            "machineConfigPoolSelector": _LABEL_SELECTOR,
+            "poolName": {
+                "type": "string",
+                "description": "On plain Kubernetes: the nodes labelled node-role.kubernetes.io/<poolName>.",
+            },
+            "config": _NODE_GROUP_CONFIG,
+            "annotations": {"type": "object", "additionalProperties": _STRING, "maxProperties": 8},
+        },
+    }
+    spec = {
+        "type": "object",
+        "properties": {
+            "nodeGroups": {"type": "array", "items": node_group},
+            "imageSpec": {"type": "string", "description": "The exporter image; default knuma's image."},
+            "logLevel": _LOG_LEVEL,
+            "podExcludes": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"namespace": _STRING, "name": _STRING}},
+            },
+        },
+    }
+    status = {
+        "type": "object",
+        "properties": {
+            "conditions": _CONDITIONS,
+            "daemonsets": {"type": "array", "items": _NAMESPACED_NAME},
+            "nodeGroups": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "daemonsets": _NAMESPACED_NAME,
+                        "config": _NODE_GROUP_CONFIG,
+                        "selector": _STRING,
+                    },
+                },
+            },
+            "relatedObjects": _RELATED,
+        },
+    }
+    return _root(spec, status, OPERATOR_NAME)
+
+
+def _scheduler_schema() -> dict[str, Any]:
+    spec = {
+        "type": "object",
+        "properties": {
+            "imageSpec": {"type": "string", "description": "The scheduler image; default knuma's image."},
+            "schedulerName": _STRING,
+            "logLevel": _LOG_LEVEL,
+            "cacheResyncPeriod": _DURATION,
+            "replicas": {"type": "integer", "format": "int32", "minimum": 1},
+        },
+    }
+    status = {
+        "type": "object",
+        "properties": {
+            "conditions": _CONDITIONS,
+            "deployment": _NAMESPACED_NAME,
+            "schedulerName": _STRING,
+            "cacheResyncPeriod": _STRING,
+            "relatedObjects": _RELATED,
+        },
+    }
+    return _root(spec, status, SCHEDULER_NAME)
+
+
+def _root(spec: dict[str, Any], status: dict[str, Any], name: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "apiVersion": _STRING,
+            "kind": _STRING,
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": f"has(self.metadata.name) && self.metadata.name == '{name}'",
+                "message": f"the only accepted name is {name}",
+            }
+        ],
+    }
+
+
+def _crd(kind: str, plural: str, short: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
+def operator_crd() -> dict[str, Any]:
+    return copy.deepcopy(_crd(OPERATOR_KIND, OPERATOR_PLURAL, "numaresop", _operator_schema()))
+
+
+def scheduler_crd() -> dict[str, Any]:
+    return copy.deepcopy(_crd(SCHEDULER_KIND, SCHEDULER_PLURAL, "numaressched", _scheduler_schema()))
+
+
+def operator_crds() -> list[dict[str, Any]]:
+    """Both CRDs, what `knuma operator --render-crds` prints and `knuma operator --install-crds` applies."""
+    return [operator_crd(), scheduler_crd()]

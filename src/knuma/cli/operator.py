@@ -1,0 +1,93 @@
+"""`knuma operator`: reconcile NUMAResourcesOperator / NUMAResourcesScheduler custom resources into the stack.
+
+Thin: flags become settings, `knuma.operator.manager.run` does the work until SIGINT / SIGTERM. `--render-crds`
+prints the two CRDs (YAML stream) and exits, for GitOps or `kubectl apply -f -`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+USAGE_ERROR = 2
+CLUSTER_ERROR = 1
+
+
+def register(app: typer.Typer) -> None:
+    app.command("operator")(operator)
+
+
+def operator(
+    kubeconfig: str | None = typer.Option(
+        None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config)."
+    ),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
+    namespace: str = typer.Option(
+        "numaresources-operator", "-n", "--namespace", help="Namespace of the operands (exporter and scheduler)."
+    ),
+    image: str | None = typer.Option(None, "--image", help="knuma image of the operands [env KNUMA_IMAGE]."),
+    resync: str = typer.Option("30s", "--resync-period", help="Reconcile at least this often, even without events."),
+    install_crds: bool = typer.Option(
+        True, "--install-crds/--no-install-crds", help="Apply the operator's CRDs at start-up (as OLM would)."
+    ),
+    render_crds: bool = typer.Option(False, "--render-crds", help="Print the operator's CRDs as YAML and exit."),
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr (-v: debug)."),
+) -> None:
+    """Run the operator: watch the NUMAResourcesOperator and NUMAResourcesScheduler custom resources and keep the
+    exporter DaemonSets and the scheduler they describe applied, with their status conditions."""
+    if render_crds:
+        from knuma.api.numaresources_crd import operator_crds
+        from knuma.deploy.render import to_yaml
+
+        sys.stdout.write(to_yaml(operator_crds()))
+        return
+
+    import asyncio
+    import logging
+    import signal
+
+    from knuma.deploy.cluster import connect
+    from knuma.deploy.images import resolve_images
+    from knuma.deploy.options import OptionsError, parse_duration
+    from knuma.kube.client import KubeConfigError, async_http
+    from knuma.operator.manager import LoopSettings, run
+    from knuma.operator.reconciler import Settings
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("httpx", "httpx2", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        period = parse_duration(resync, "--resync-period")
+        images = resolve_images({"knuma": image})
+    except (OptionsError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(USAGE_ERROR) from None
+    if period <= 0:
+        typer.echo("error: --resync-period must be positive (e.g. 30s)", err=True)
+        raise typer.Exit(USAGE_ERROR)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        http = async_http(kubeconfig, context)
+        try:
+            with connect(kubeconfig, context) as session:
+                await run(session, http, Settings(namespace, images), stop, LoopSettings(period, install_crds))
+        finally:
+            await http.aclose()
+
+    try:
+        asyncio.run(main())
+    except KubeConfigError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(USAGE_ERROR) from None
+    except Exception as err:  # start-up failures (CRD install): say what failed, not a traceback
+        typer.echo(f"error: {type(err).__name__}: {err}", err=True)
+        raise typer.Exit(CLUSTER_ERROR) from None
