@@ -88,6 +88,15 @@ def operator(
     except KubeConfigError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(USAGE_ERROR) from None
-    except Exception as err:  # start-up failures (CRD install): say what failed, not a traceback
-        typer.echo(f"error: {type(err).__name__}: {err}", err=True)
+    except Exception as err:  # start-up failures (CRD install): say what failed and what to check, not a traceback
+        import httpx2
+
+        if isinstance(err, httpx2.TransportError):
+            typer.echo(
+                f"error: cannot reach the API server ({type(err).__name__}: {err}); check --kubeconfig / --context "
+                "and that the server is running",
+                err=True,
+            )
+        else:
+            typer.echo(f"error: cannot start the operator: {type(err).__name__}: {err}", err=True)
         raise typer.Exit(CLUSTER_ERROR) from None
