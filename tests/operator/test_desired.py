@@ -1,0 +1,51 @@
+"""The operator renders the deployer's objects (one source of truth): the same manifests, plus owner references, the
+owned-by label and one exporter DaemonSet per node group."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from knuma.api.numaresources import parse_operator_spec, parse_scheduler_spec
+from knuma.deploy.exporter import render_knuma_exporter
+from knuma.deploy.options import DeployOptions
+from knuma.deploy.scheduler import render_knuma_scheduler
+from knuma.operator.desired import OWNED_BY_LABEL, operator_objects, scheduler_objects, scheduler_options
+
+OWNER = {
+    "apiVersion": "nodetopology.openshift.io/v1",
+    "kind": "X",
+    "metadata": {"name": "numaresourcesoperator", "uid": "u1"},
+}
+
+
+def unowned(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"].pop("ownerReferences", None)
+    out["metadata"].get("labels", {}).pop(OWNED_BY_LABEL, None)
+    return out
+
+
+def test_scheduler_objects_are_the_deployers() -> None:
+    spec = parse_scheduler_spec({"schedulerName": "topo-aware-scheduler", "cacheResyncPeriod": "7s"})
+    objects = scheduler_objects(OWNER, spec, replicas=3, namespace_name="ops")
+    rendered = [o for o in render_knuma_scheduler(scheduler_options(spec, 3, "ops")) if o["kind"] != "Namespace"]
+    assert [unowned(o) for o in objects[1:]] == rendered
+    assert objects[0]["kind"] == "Namespace" and "ownerReferences" not in objects[0]["metadata"]
+    assert all(o["metadata"]["ownerReferences"][0]["uid"] == "u1" for o in objects[1:])
+    assert all(o["metadata"].get("namespace") in (None, "ops") for o in objects)
+
+
+def test_one_daemonset_per_node_group_otherwise_the_deployers_exporter() -> None:
+    spec = parse_operator_spec({"nodeGroups": [{"poolName": "a"}, {"poolName": "b"}]})
+    objects = operator_objects(OWNER, spec, "ops")
+    kinds = [o["kind"] for o in objects]
+    assert kinds[0] == "CustomResourceDefinition" and "ownerReferences" not in objects[0]["metadata"]
+    daemonsets = [o for o in objects if o["kind"] == "DaemonSet"]
+    assert [d["metadata"]["name"] for d in daemonsets] == ["numaresourcesoperator-a", "numaresourcesoperator-b"]
+    base = next(o for o in render_knuma_exporter(DeployOptions(namespace="ops")) if o["kind"] == "DaemonSet")
+    a = unowned(daemonsets[0])
+    assert a["spec"]["template"]["spec"].pop("nodeSelector") == {"node-role.kubernetes.io/a": ""}
+    assert a["spec"]["template"]["spec"] == base["spec"]["template"]["spec"]
+    selectors = [d["spec"]["selector"]["matchLabels"] for d in daemonsets]
+    assert selectors[0] != selectors[1], "two DaemonSets must not select each other's pods"
