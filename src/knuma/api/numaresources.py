@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.duration import DurationError, format_duration
+from knuma.duration import parse_duration as go_duration
+
 __all__ = [
     "ANNOTATION_NRT_API_DEFINITION",
     "ANNOTATION_PAUSE",
@@ -56,7 +59,6 @@ ANNOTATION_PAUSE = "config.numa-operator.openshift.io/pause-reconciliation"
 ANNOTATION_NRT_API_DEFINITION = "config.numa-operator.openshift.io/nrt-api-definition"
 POOL_ROLE_LABEL = "node-role.kubernetes.io/"
 MAX_NODE_GROUP_ANNOTATIONS = 8
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
@@ -101,7 +103,7 @@ class NodeGroupConfig:
         """The wire form, as published in `status.nodeGroups[].config`."""
         out: dict[str, Any] = {
             "infoRefreshMode": self.info_refresh_mode.value,
-            "infoRefreshPeriod": _format_duration(self.info_refresh_period),
+            "infoRefreshPeriod": format_duration(self.info_refresh_period),
             "podsFingerprinting": self.pods_fingerprinting.value,
         }
         if self.tolerations:
@@ -145,29 +147,15 @@ def is_paused(obj: Mapping[str, Any]) -> bool:
     return annotations.get(ANNOTATION_PAUSE) == "enabled"
 
 
-def _format_duration(seconds: float) -> str:
-    if seconds == 0:
-        return "0s"
-    whole = round(seconds)
-    minutes, secs = divmod(whole, 60)
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
-
-
 def parse_duration(value: Any, where: str) -> float:
-    """A metav1.Duration (`10s`, `1m30s`, `500ms`); negative or malformed values are a `SpecError`."""
-    text = str(value).strip()
-    pos, total = 0, 0.0
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * scale[match.group(2)]
-        pos = match.end()
-    if text == "0":
-        return 0.0
-    if not text or pos != len(text):
+    """A metav1.Duration (`10s`, `1m30s`, `500ms`, Go syntax); negative or malformed values are a `SpecError`."""
+    try:
+        seconds = go_duration(str(value).strip())
+    except DurationError:
+        seconds = -1.0
+    if seconds < 0:
         raise SpecError(f"{where}: invalid duration {value!r}; write e.g. 10s, 1m30s or 0s")
-    return total
+    return seconds
 
 
 def _enum(kind: type[enum.StrEnum], value: Any, where: str, default: Any) -> Any:

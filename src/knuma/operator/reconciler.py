@@ -14,6 +14,7 @@ patch, and only when it changed, so writing it does not wake the loop forever.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from knuma.operator.desired import (
     OWNED_BY_LABEL,
     operator_objects,
     scheduler_objects,
+    scheduler_options,
 )
 
 __all__ = ["FIELD_MANAGER", "PROGRESS_REQUEUE", "Reconciler", "Settings"]
@@ -114,10 +116,12 @@ class Reconciler:
             log.warning("the %s CRD is not installed; run knuma operator --install-crds", plural)
             return None
         reply.raise_for_status()
+        listed = reply.json()
+        kind = str(listed.get("kind", "")).removesuffix("List")
         requeue: float | None = None
-        for obj in reply.json().get("items") or []:
+        for obj in listed.get("items") or []:
             obj.setdefault("apiVersion", API_VERSION)
-            obj.setdefault("kind", reply.json().get("kind", "").removesuffix("List"))
+            obj.setdefault("kind", kind)
             name = obj["metadata"]["name"]
             if name != singleton:
                 result = _Pass(
@@ -134,7 +138,7 @@ class Reconciler:
                 result = body(obj)
             self._write_status(plural, obj, result)
             if result.requeue is not None:
-                requeue = min(requeue or result.requeue, result.requeue)
+                requeue = result.requeue if requeue is None else min(requeue, result.requeue)
         return requeue
 
     # -- applying ------------------------------------------------------------------------------------------------
@@ -232,7 +236,7 @@ class Reconciler:
         outcome = self._converge(objects)
         fields = {
             "deployment": {"namespace": self.settings.namespace, "name": deployment["metadata"]["name"]},
-            "schedulerName": spec.scheduler_name or _profile_name(objects),
+            "schedulerName": scheduler_options(spec, replicas).profile_name,
             "cacheResyncPeriod": format_duration(spec.cache_resync_period),
             "relatedObjects": [
                 {"resource": "namespaces", "name": self.settings.namespace},
@@ -257,7 +261,7 @@ class Reconciler:
             return
         reply = self.session.http.patch(
             f"/apis/{API_VERSION}/{plural}/{md['name']}/status",
-            content=_json({"status": status}),
+            content=json.dumps({"status": status}).encode(),
             headers={"Content-Type": "application/merge-patch+json"},
         )
         if reply.status_code >= 400:
@@ -277,19 +281,3 @@ class Reconciler:
 
 class _ApplyError(RuntimeError):
     pass
-
-
-def _profile_name(objects: list[Manifest]) -> str:
-    import yaml
-
-    from knuma.deploy.scheduler import CONFIG_KEY
-
-    cm = next(o for o in objects if o["kind"] == "ConfigMap" and CONFIG_KEY in o.get("data", {}))
-    config = yaml.safe_load(cm["data"][CONFIG_KEY])
-    return str(config["profiles"][0]["schedulerName"])
-
-
-def _json(value: Any) -> bytes:
-    import json
-
-    return json.dumps(value).encode()
