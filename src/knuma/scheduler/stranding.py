@@ -36,16 +36,8 @@ def exclusive_cpu_sizes(pod: Pod) -> tuple[int, ...]:
     """Whole CPUs each long-running container of a Guaranteed pod pins (app and sidecar containers with integral
     CPUs; init containers end before the app starts). Pod-scope alignment asks for their sum, which is a sum of
     sizes too."""
-    if not pod.is_guaranteed:
-        return ()
-    sizes = []
-    for container in pod.all_containers:
-        if container.kind is ContainerKind.INIT:
-            continue
-        cpu = container.requests.get(CPU, 0)
-        if cpu > 0 and cpu % 1000 == 0:
-            sizes.append(cpu // 1000)
-    return tuple(sizes)
+    long_running = (c for c in pod.all_containers if c.kind is not ContainerKind.INIT)
+    return tuple(cpus for cpus in map(pod.exclusive_cpus, long_running) if cpus)
 
 
 class CPUDemand:
@@ -63,7 +55,7 @@ class CPUDemand:
         self._pods: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self._counts: dict[int, int] = {}
         self._fill: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
-        self._filled_for: frozenset[int] | None = None
+        self._fill_version = -1
 
     @property
     def sizes(self) -> frozenset[int]:
@@ -92,11 +84,10 @@ class CPUDemand:
 
     def fill_table(self, up_to: int) -> npt.NDArray[np.int64]:
         """`fill(g)` for every `g` in `0..up_to` (at least; the table grows as needed and is shared)."""
-        sizes = self.sizes
-        if self._filled_for != sizes or len(self._fill) <= up_to:
+        if self._fill_version != self.version or len(self._fill) <= up_to:
             length = max(up_to, 2 * (len(self._fill) - 1), 64)
-            self._fill = _fill_table(sizes, length)
-            self._filled_for = sizes
+            self._fill = _fill_table(self.sizes, length)
+            self._fill_version = self.version
         return self._fill
 
     def stranded(self, free: int) -> int:
