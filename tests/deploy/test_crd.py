@@ -18,7 +18,7 @@ from knuma.testing.apiserver import apiserver_in_thread
 
 #: The CRD as k8stopologyawareschedwg/noderesourcetopology-api publishes it (v1alpha1 + v1alpha2); the upstream
 #: deployer embeds the same file.
-UPSTREAM = Path(__file__).parents[1] / "apiserver" / "manifests" / "nrt-crd.yaml"
+UPSTREAM = Path(__file__).parents[1] / "local" / "apiserver" / "manifests" / "nrt-crd.yaml"
 
 
 def _schema_only(node: Any) -> Any:

@@ -357,7 +357,7 @@ def test_scheduler_command_line_and_config_pass_knuma_scheduler_check_config(rep
     from typer.testing import CliRunner
 
     from knuma.cli.main import app as knuma_app
-    from knuma.scheduler.config import parse_config
+    from knuma.scheduler.config.load import parse_config
 
     options = DeployOptions(replicas=replicas)
     objects = render([Component.SCHEDULER], options)
@@ -385,7 +385,7 @@ def test_scheduler_command_line_and_config_pass_knuma_scheduler_check_config(rep
 def test_scheduler_config_loads_in_knuma_scheduler(variant: SchedulerVariant) -> None:
     """Both variants' configurations (v1 for knuma, v1beta3 for scheduler-plugins) are read by knuma's strict
     configuration reader, with the profile, resync period and Lease the flags asked for."""
-    from knuma.scheduler.config import parse_config
+    from knuma.scheduler.config.load import parse_config
 
     options = DeployOptions(scheduler=variant, replicas=2, profile_name="numa-aware", resync_period=3)
     config = parse_config(_scheduler_config(options), source="rendered ConfigMap")

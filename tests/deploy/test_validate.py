@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from knuma.apiserver import ProxyRequest, ProxyResponse
 from knuma.cli.main import app
 from knuma.deploy.validate import (
     FAILED,
@@ -24,6 +23,7 @@ from knuma.deploy.validate import (
     report_json,
     report_text,
 )
+from knuma.local.apiserver import ProxyRequest, ProxyResponse
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 #: A kubelet configured for NUMA alignment (the upstream deployer's positive e2e configuration).

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from knuma.exporter.sysfs import format_cpulist
 
-FIXTURE = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "sysfs" / "linux-amd64-intel-xeon-L5640.tar.gz"
-)
+# A real two-socket Intel Xeon L5640 snapshot (jaypipes/ghw testdata/snapshots, Apache-2.0).
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs" / "linux-amd64-intel-xeon-L5640.tar.gz"
 
 
 @dataclass

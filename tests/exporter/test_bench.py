@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from knuma.exporter.bench import bench_build, synthetic_kubelet, synthetic_machine
+from knuma.bench.exporter import bench_build, synthetic_kubelet, synthetic_machine
 from knuma.exporter.builder import BuildOptions, build
 
 

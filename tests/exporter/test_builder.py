@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from knuma.api.fingerprint import Method, compute
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope
 from knuma.exporter.builder import BuildOptions, KubeletState, build
-from knuma.exporter.fingerprint import Method, compute
-from knuma.exporter.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
 from knuma.exporter.scan import scan
 from knuma.exporter.sysfs import MachineTopology, NUMANode, discover
 from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
-from knuma.testing.podresources import PodResourcesServer
+from knuma.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
+from knuma.podresources.server import PodResourcesServer
 from knuma.topology.node import NodeTopology
 
 from .sysfs_trees import NodeSpec, write_tree

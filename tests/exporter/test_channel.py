@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
-from knuma.exporter.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
-from knuma.exporter.podresources.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
-from knuma.exporter.podresources.channel import Channel, RpcError, StatusCode
-from knuma.testing.podresources import PodResourcesServer
+from knuma.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
+from knuma.podresources.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
+from knuma.podresources.channel import Channel, RpcError, StatusCode
+from knuma.podresources.server import PodResourcesServer
 
 LIST = "/v1.PodResourcesLister/List"
 

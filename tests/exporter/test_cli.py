@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from knuma.api.nrt import NodeResourceTopology
 from knuma.cli.main import app
-from knuma.exporter.podresources import Allocatable, Container, Devices, Pod
-from knuma.testing.podresources import PodResourcesServer
+from knuma.podresources import Allocatable, Container, Devices, Pod
+from knuma.podresources.server import PodResourcesServer
 
 from .sysfs_trees import NodeSpec, write_tree
 

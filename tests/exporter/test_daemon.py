@@ -20,16 +20,16 @@ from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
-from knuma.apiserver.tls import self_signed
+from knuma.api.fingerprint import compute
 from knuma.exporter.daemon import Exporter, make_client
-from knuma.exporter.fingerprint import compute
-from knuma.exporter.podresources import Allocatable, Container, Pod
 from knuma.exporter.publisher import NRT
 from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import discover
 from knuma.exporter.triggers import Trigger
+from knuma.local.apiserver.tls import self_signed
+from knuma.podresources import Allocatable, Container, Pod
+from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer
-from knuma.testing.podresources import PodResourcesServer
 
 from .sysfs_trees import NodeSpec, write_tree
 

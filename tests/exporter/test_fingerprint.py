@@ -8,8 +8,9 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knuma.exporter.fingerprint import Method, compute, fingerprint_pods, has_exclusive_resources
-from knuma.exporter.podresources import Container, Devices, Memory, Pod
+from knuma.api.fingerprint import Method, compute
+from knuma.exporter.podset import fingerprint_pods, has_exclusive_resources
+from knuma.podresources import Container, Devices, Memory, Pod
 
 
 def test_known_values_from_the_reference() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from knuma.apiserver.tls import Certificate, self_signed
-from knuma.exporter.http import SimpleHTTPServer
-from knuma.exporter.servingtls import ServingCertificate, TLSConfigError, parse_min_version
+from knuma.local.apiserver.tls import Certificate, self_signed
+from knuma.serving.http import SimpleHTTPServer
+from knuma.serving.tls import ServingCertificate, TLSConfigError, parse_min_version
 
 
 async def request(port: int, raw: bytes) -> bytes:

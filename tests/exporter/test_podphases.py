@@ -21,16 +21,16 @@ from lightkube.resources.core_v1 import Pod as PodObject
 from typer.testing import CliRunner
 
 from knuma.api.crd import nrt_crd
+from knuma.api.fingerprint import compute
 from knuma.cli.main import app
 from knuma.exporter.daemon import Exporter, make_client
-from knuma.exporter.fingerprint import compute
 from knuma.exporter.podphases import drop_terminal
-from knuma.exporter.podresources import Allocatable, Container, Pod
 from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import discover
 from knuma.exporter.triggers import Trigger
+from knuma.podresources import Allocatable, Container, Pod
+from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
-from knuma.testing.podresources import PodResourcesServer
 
 from .sysfs_trees import NodeSpec, write_tree
 from .test_daemon import available_cpu, eventually, read

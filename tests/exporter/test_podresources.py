@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from knuma.exporter.podresources import (
+from knuma.podresources import (
     Allocatable,
     Container,
     Devices,
@@ -16,8 +16,8 @@ from knuma.exporter.podresources import (
     PodResourcesClient,
     PodResourcesError,
 )
-from knuma.exporter.podresources.client import socket_path
-from knuma.testing.podresources import PodResourcesServer
+from knuma.podresources.client import socket_path
+from knuma.podresources.server import PodResourcesServer
 
 ALLOCATABLE = Allocatable(
     cpu_ids=(2, 3, 4, 5),

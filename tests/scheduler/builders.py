@@ -7,7 +7,7 @@ from typing import Any
 
 from knuma.api.nrt import NodeResourceTopology
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo
+from knuma.scheduler.framework.interface import NodeInfo
 from knuma.topology.node import NodeTopology
 
 

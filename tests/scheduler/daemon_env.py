@@ -1,5 +1,5 @@
 """A cluster for scheduler daemon tests: a real `knuma apiserver`, the NRT CRD, and helpers that write Nodes, NRTs
-and Pods over HTTP and run `knuma.scheduler.daemon.Scheduler` on the test's event loop."""
+and Pods over HTTP and run `knuma.scheduler.daemon.loop.Scheduler` on the test's event loop."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import httpx2
 
 from knuma.api.crd import nrt_crd
 from knuma.kube.client import async_http
-from knuma.scheduler.daemon import DaemonSettings, Scheduler
-from knuma.scheduler.framework import Profile
-from knuma.scheduler.profiles import DEFAULT_PROFILE_NAME, default_profile
+from knuma.scheduler.daemon.loop import DaemonSettings, Scheduler
+from knuma.scheduler.framework.interface import Profile
+from knuma.scheduler.framework.profiles import DEFAULT_PROFILE_NAME, default_profile
 from knuma.testing.apiserver import RunningApiServer
 
 from .builders import nrt as nrt_manifest

@@ -7,7 +7,7 @@ from typing import Any
 
 from knuma.api.pod import Pod
 from knuma.api.ports import HostPort
-from knuma.scheduler.framework import NodeInfo
+from knuma.scheduler.framework.interface import NodeInfo
 
 
 def node(

@@ -1,6 +1,6 @@
 import pytest
 
-from knuma.scheduler import bench
+from knuma.bench import scheduler as bench
 
 pytestmark = pytest.mark.slow
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from knuma.scheduler.framework import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.profiles import default_profile
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from tests.scheduler.builders import container, guaranteed, node_info, nrt, pod
 
 PACKING = ScoringStrategy(StrategyType.KNUMA_BIN_PACKING)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from knuma.scheduler.config import (
+from knuma.scheduler.config.load import (
     ConfigError,
     SchedulerConfiguration,
     build_profiles,
@@ -21,10 +21,10 @@ from knuma.scheduler.config import (
     num_feasible_nodes_to_find,
     parse_config,
 )
-from knuma.scheduler.framework import Code, schedule_one
+from knuma.scheduler.framework.interface import Code, schedule_one
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.strategies import StrategyType
+from knuma.scheduler.plugins.strategies import StrategyType
 from tests.scheduler.objects import node, pod
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -82,7 +82,7 @@ def test_operator_rendered_config_runs_what_knuma_has_and_warns_about_the_rest(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = CONFIGS / "operator-rendered.yaml"
-    with caplog.at_level(logging.WARNING, logger="knuma.scheduler.config"):
+    with caplog.at_level(logging.WARNING, logger="knuma.scheduler.config.load"):
         config = load_config(path)
     (profile,) = config.profiles
     assert profile.scheduler_name == "topo-aware-scheduler"

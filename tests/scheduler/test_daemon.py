@@ -1,4 +1,4 @@
-"""End-to-end: `knuma.scheduler.daemon.Scheduler` against a real `knuma apiserver` over HTTPS."""
+"""End-to-end: `knuma.scheduler.daemon.loop.Scheduler` against a real `knuma apiserver` over HTTPS."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from knuma.kube.leaderelection import LeaseConfig
-from knuma.scheduler.daemon import DaemonSettings
+from knuma.scheduler.daemon.loop import DaemonSettings
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 from .daemon_env import cluster, running_scheduler
@@ -106,7 +106,7 @@ async def test_foreign_pods_are_accounted_for(api: RunningApiServer) -> None:
 
 
 async def test_fresh_nrt_with_matching_fingerprint_drops_the_reservation(api: RunningApiServer) -> None:
-    from knuma.exporter.fingerprint import compute
+    from knuma.api.fingerprint import compute
 
     async with cluster(api) as c:
         await c.add_node("n1", TWO_ZONES)
@@ -254,7 +254,7 @@ async def test_profiles_from_a_configuration_file(api: RunningApiServer) -> None
     places by node totals only, as kube-scheduler would: onto a node whose kubelet will reject the pod."""
     import yaml
 
-    from knuma.scheduler.config import build_profiles, parse_config
+    from knuma.scheduler.config.load import build_profiles, parse_config
 
     config = parse_config(
         yaml.safe_load(
@@ -283,7 +283,7 @@ async def test_profiles_from_a_configuration_file(api: RunningApiServer) -> None
 
 
 async def test_gated_pods_wait_and_unsupported_constraints_are_reported(api: RunningApiServer) -> None:
-    from knuma.scheduler.config import build_profiles, default_config
+    from knuma.scheduler.config.load import build_profiles, default_config
 
     async with cluster(api) as c:
         await c.add_node("n1", TWO_ZONES)
@@ -309,7 +309,7 @@ async def _reasons(c: object, pod: str, reason: str) -> list[dict[str, object]]:
 
 
 async def test_host_ports_of_bound_pods_are_taken(api: RunningApiServer) -> None:
-    from knuma.scheduler.config import build_profiles, default_config
+    from knuma.scheduler.config.load import build_profiles, default_config
 
     port = [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
     async with cluster(api) as c:
@@ -325,7 +325,7 @@ async def test_host_ports_of_bound_pods_are_taken(api: RunningApiServer) -> None
 async def test_best_effort_pods_spread_and_events_name_the_profile(api: RunningApiServer) -> None:
     """Pods without requests still count on their node (kube-scheduler's non-zero requests), so LeastAllocated
     spreads them instead of piling them on the first node."""
-    from knuma.scheduler.config import build_profiles, default_config
+    from knuma.scheduler.config.load import build_profiles, default_config
 
     async with cluster(api) as c:
         await c.add_node("n1", TWO_ZONES)

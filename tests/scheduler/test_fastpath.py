@@ -10,9 +10,9 @@ import pytest
 
 from knuma.api.pod import Pod
 from knuma.scheduler.algorithm import decide
-from knuma.scheduler.cache import ClusterCache
-from knuma.scheduler.config import build_profiles, default_config, parse_config
-from knuma.scheduler.fastpath import FastPath
+from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.config.load import build_profiles, default_config, parse_config
+from knuma.scheduler.fast.path import FastPath
 
 from .builders import nrt
 

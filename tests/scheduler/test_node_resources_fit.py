@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from knuma.scheduler.assume import assume
-from knuma.scheduler.framework import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.assume import assume
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.node_resources_fit import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -11,7 +12,6 @@ from knuma.scheduler.plugins.node_resources_fit import (
     least_allocated,
     non_zero_request,
 )
-from knuma.scheduler.profiles import default_profile
 from tests.scheduler.builders import container, guaranteed, pod
 
 GI = 1 << 30

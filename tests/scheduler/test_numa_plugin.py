@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from knuma.scheduler.framework import Code, CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.profiles import default_profile
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
-from knuma.scheduler.upstream import upstream_filter
+from knuma.scheduler.plugins.numa_upstream import upstream_filter
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from tests.scheduler.builders import container, guaranteed, node_info, nrt, pod
 
 GI = "Gi"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import (
+from knuma.scheduler.framework.interface import (
     SUCCESS,
     Code,
     CycleState,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from knuma.api.nodeaffinity import RequiredNodeAffinity, parse_node_selector, parse_preferred_terms
-from knuma.scheduler.framework import Code, CycleState, Profile, schedule_one
+from knuma.scheduler.framework.interface import Code, CycleState, Profile, schedule_one
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName
 from knuma.scheduler.plugins.taint_toleration import TaintToleration

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from knuma.api.ports import HostPort, conflicts, pod_host_ports
-from knuma.scheduler.framework import Code, CycleState, Profile, schedule_one
+from knuma.scheduler.framework.interface import Code, CycleState, Profile, schedule_one
 from knuma.scheduler.plugins.node_ports import NodePorts
 from tests.scheduler.objects import node, pod
 
@@ -81,8 +81,8 @@ def test_schedule_one_places_a_host_port_pod_where_the_port_is_free() -> None:
 
 
 def test_the_daemon_cache_accounts_host_ports_of_bound_and_assumed_pods() -> None:
-    from knuma.scheduler.cache import ClusterCache
-    from knuma.scheduler.config import build_profiles, default_config
+    from knuma.scheduler.cache.nrt import ClusterCache
+    from knuma.scheduler.config.load import build_profiles, default_config
 
     cache = ClusterCache()
     for name in ("a", "b"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knuma.scheduler.framework import Code, CycleState
+from knuma.scheduler.framework.interface import Code, CycleState
 from knuma.scheduler.plugins.node_name import NodeName
 from knuma.scheduler.plugins.priority_sort import PrioritySort
 from knuma.scheduler.plugins.scheduling_gates import SchedulingGates

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knuma.api.taints import Taint, Toleration
-from knuma.scheduler.framework import Code, CycleState, Profile, schedule_one
+from knuma.scheduler.framework.interface import Code, CycleState, Profile, schedule_one
 from knuma.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from knuma.scheduler.plugins.taint_toleration import TaintToleration
 from tests.scheduler.objects import node, pod, taint

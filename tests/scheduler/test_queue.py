@@ -1,5 +1,5 @@
 from knuma.api.pod import Pod
-from knuma.scheduler.queue import SchedulingQueue
+from knuma.scheduler.daemon.queue import SchedulingQueue
 
 
 class Clock:

@@ -1,5 +1,5 @@
-from knuma.exporter.fingerprint import compute
-from knuma.scheduler.reservation import reconcile
+from knuma.api.fingerprint import compute
+from knuma.scheduler.cache.reservation import reconcile
 
 NAMES = {k: ("default", k.split("/")[1]) for k in ("default/a", "default/b", "default/c", "default/d")}
 

@@ -8,13 +8,13 @@ import pytest
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.fast.vectorized import VectorizedScheduler
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.plugins.stranding import CPUDemand, exclusive_cpu_sizes, stranding_penalty
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
-from knuma.scheduler.stranding import CPUDemand, exclusive_cpu_sizes, stranding_penalty
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
-from knuma.scheduler.vectorized import VectorizedScheduler
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 from tests.scheduler.builders import container, guaranteed, node_info, nrt, pod

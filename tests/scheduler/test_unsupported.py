@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knuma.scheduler.unsupported import unsupported_constraints
+from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from tests.scheduler.objects import pod
 
 

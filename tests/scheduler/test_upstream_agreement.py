@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knuma.scheduler.framework import CycleState
+from knuma.scheduler.framework.interface import CycleState
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.upstream import upstream_filter
+from knuma.scheduler.plugins.numa_upstream import upstream_filter
 from tests.scheduler.builders import container, node_info, nrt, pod
 
 DEVICE = "example.com/nic"

@@ -10,14 +10,14 @@ import pytest
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.scheduler.assume import assume
-from knuma.scheduler.framework import CycleState, NodeInfo, Status, schedule_one
+from knuma.scheduler.fast.vectorized import VectorizedScheduler
+from knuma.scheduler.framework.assume import assume
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, Status, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.plugins.stranding import CPUDemand
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
-from knuma.scheduler.stranding import CPUDemand
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
-from knuma.scheduler.vectorized import VectorizedScheduler
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 

@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import CycleState
+from knuma.scheduler.framework.interface import CycleState
 from knuma.sim.engine import PodRecord, RunResult, snapshot
-from knuma.sim.kubelet import SimKubelet
 from knuma.sim.metrics import compute
 from knuma.sim.schedulers import KnumaScheduler, NodeSetup
-from knuma.sim.shapes import BUILTIN_SHAPES
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.sim.kubelet import SimKubelet
 from knuma.sim.optimal import OptimalUnsupported, solve
-from knuma.sim.shapes import BUILTIN_SHAPES
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testbed.simkubelet import SimKubelet
 
 
 def _node(name: str = "n0", policy: Policy = Policy.SINGLE_NUMA_NODE, scope: Scope = Scope.CONTAINER) -> SimKubelet:

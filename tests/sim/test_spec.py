@@ -8,8 +8,9 @@ import yaml
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import QOSClass
 from knuma.sim.scenarios import BUILTIN, builtin_scenario
-from knuma.sim.shapes import BUILTIN_SHAPES
-from knuma.sim.spec import SpecError, cluster_from_dict, scenario_from_dict, workload_from_dict
+from knuma.sim.spec import scenario_from_dict, workload_from_dict
+from knuma.testbed.cluster import SpecError, cluster_from_dict
+from knuma.testbed.shapes import BUILTIN_SHAPES
 
 from .conftest import small_scenario
 

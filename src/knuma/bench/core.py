@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo, schedule_one
-from knuma.scheduler.profiles import default_profile
+from knuma.scheduler.framework.interface import NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.topology.node import NodeTopology
 
 GI = 1 << 30

@@ -82,7 +82,7 @@ def throughput_section() -> str:
 
 
 def exporter_section() -> str:
-    from knuma.exporter import bench as exporter_bench
+    from knuma.bench import exporter as exporter_bench
 
     lines = [
         "## Exporter: build and publish one NRT (256 CPUs, 8 NUMA nodes, 500 pods)",
@@ -115,7 +115,7 @@ def exporter_section() -> str:
 
 
 def apiserver_section() -> str:
-    from knuma.apiserver import bench as apiserver_bench
+    from knuma.bench import apiserver as apiserver_bench
 
     lines = [
         "## `knuma apiserver`: writes and watch delivery on loopback",
@@ -133,12 +133,12 @@ def apiserver_section() -> str:
 
 
 def nodes_section() -> str:
-    from knuma.nodes import bench as nodes_bench
+    from knuma.bench import nodes as nodes_bench
 
     lines = [
         "## Simulated nodes: how many one process sustains (`knuma up`)",
         "",
-        "One process runs N two-socket simulated nodes (`knuma.nodes.Fleet`, NRT published in-process) against a",
+        "One process runs N two-socket simulated nodes (`knuma.local.nodes.Fleet`, NRT published in-process) against a",
         "`knuma apiserver` process: registration (Node, Lease, first NRT), then 30 s of heartbeats (each Lease renewed",
         "every 10 s, as the kubelet does), then 1000 Guaranteed pods created already bound, round-robin, until every",
         "one is admitted and its status written. Sustained = no Lease left unrenewed for more than 15 s (the lease",
@@ -158,14 +158,14 @@ def nodes_section() -> str:
 
 
 def scheduler_section() -> str:
-    from knuma.scheduler import bench as scheduler_bench
+    from knuma.bench import scheduler as scheduler_bench
 
     r = scheduler_bench.run(nodes=1000, pods=2000, zones=2)
     return "\n".join(
         [
             "## `knuma scheduler`: end to end through `knuma apiserver`",
             "",
-            "`python -m knuma.scheduler.bench --nodes 1000 --pods 2000`: the API server as its own process, 1000",
+            "`python -m knuma.bench.scheduler --nodes 1000 --pods 2000`: the API server as its own process, 1000",
             "single-numa-node nodes (2 NUMA zones, 16 CPUs each) with their NRT objects, 2000 pending Guaranteed pods",
             "(1 to 4 CPUs); the daemon (default configuration: kube-scheduler's default plugins plus",
             "NodeResourceTopologyMatch with KnumaBinPacking, no node sampling) lists, watches, schedules,",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo
+from knuma.scheduler.fast.vectorized import Decision, VectorizedScheduler
+from knuma.scheduler.framework.interface import NodeInfo
 from knuma.scheduler.sequential import SequentialScheduler
-from knuma.scheduler.vectorized import Decision, VectorizedScheduler
 from knuma.topology.node import NodeTopology
 
 GI = 1 << 30

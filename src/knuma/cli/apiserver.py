@@ -12,7 +12,7 @@ import typer
 
 def _persistent_token(data_dir: Path) -> str:
     """The token kept in DIR/token, so kubeconfigs written earlier keep working after a restart."""
-    from knuma.apiserver.server import generate_token
+    from knuma.local.apiserver.server import generate_token
 
     path = data_dir / "token"
     if path.exists():
@@ -53,10 +53,10 @@ def apiserver(
     The kubeconfig to reach it is printed on stdout (or written with --kubeconfig-out); logs go to stderr.
     Stop it with Ctrl-C or SIGTERM.
     """
-    from knuma.apiserver.server import ApiServer, generate_token, serve_forever
+    from knuma.local.apiserver.server import ApiServer, generate_token, serve_forever
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("knuma.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
     if bind not in ("127.0.0.1", "::1", "localhost") and insecure:
         typer.echo(f"warning: serving without authentication on {bind}", err=True)
     if not insecure and token is None:

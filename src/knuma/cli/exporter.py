@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from knuma.exporter.podresources import DEFAULT_SOCKET
+from knuma.podresources.address import DEFAULT_SOCKET
 
 # Everything else is imported inside the command: `knuma` imports every command module at start-up.
 
@@ -107,11 +107,9 @@ def exporter(
 ) -> None:
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
+    from knuma.api.fingerprint import Method
     from knuma.exporter import logs
-    from knuma.exporter.fingerprint import Method
     from knuma.exporter.podphases import PodListError
-    from knuma.exporter.podresources.client import PodResourcesError
-    from knuma.exporter.servingtls import ServingCertificate
     from knuma.exporter.settings import (
         ExporterSettings,
         default_node_name,
@@ -120,6 +118,8 @@ def exporter(
     )
     from knuma.exporter.sysfs import SysfsError
     from knuma.exporter.tmconfig import ConfigError
+    from knuma.podresources.client import PodResourcesError
+    from knuma.serving.tls import ServingCertificate
 
     input_errors = (SysfsError, ConfigError, PodResourcesError, ValueError)
     logs.configure(logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING)
@@ -201,9 +201,8 @@ def _fail(message: str) -> None:
 if __name__ == "__main__":
     # `python -m knuma.cli.exporter ARGS` (manifests written before the lazy imports made it unnecessary) is
     # `knuma exporter ARGS`: same command, same memory.
+    import runpy
     import sys
 
-    from knuma.cli.main import main
-
     sys.argv[1:1] = ["exporter"]
-    main()
+    runpy.run_module("knuma", run_name="__main__")

@@ -41,9 +41,9 @@ def schedule(
     from knuma.manifests import ManifestError, load_documents, pod_manifest
     from knuma.quantity import QuantityError
     from knuma.scheduler.explain import explain
-    from knuma.scheduler.profiles import default_profile
-    from knuma.scheduler.snapshot import SnapshotError, node_infos_from_objects
-    from knuma.scheduler.strategies import ScoringStrategy, StrategyType
+    from knuma.scheduler.framework.profiles import default_profile
+    from knuma.scheduler.framework.snapshot import SnapshotError, node_infos_from_objects
+    from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 
     input_errors = (ManifestError, PodError, NRTError, SnapshotError, QuantityError, ValueError)
     if output not in ("table", "json", "yaml"):

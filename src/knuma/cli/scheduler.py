@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from knuma.scheduler.configmodel import SchedulerConfiguration
-    from knuma.scheduler.daemon import DaemonSettings
+    from knuma.scheduler.config.model import SchedulerConfiguration
+    from knuma.scheduler.daemon.loop import DaemonSettings
 
 __all__ = ["register"]
 
@@ -80,7 +80,7 @@ def scheduler(
     import asyncio
 
     from knuma.kube.client import KubeConfigError
-    from knuma.scheduler.config import ConfigError, describe_config, load_config
+    from knuma.scheduler.config.load import ConfigError, describe_config, load_config
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -113,7 +113,7 @@ def scheduler(
 def daemon_settings(configuration: SchedulerConfiguration, flags: _Flags) -> DaemonSettings:
     """The daemon's settings: the configuration file, with command-line flags taking precedence."""
     from knuma.kube.leaderelection import LeaseConfig
-    from knuma.scheduler.daemon import DaemonSettings
+    from knuma.scheduler.daemon.loop import DaemonSettings
 
     election = configuration.leader_election
     lease = LeaseConfig(
@@ -134,9 +134,9 @@ def daemon_settings(configuration: SchedulerConfiguration, flags: _Flags) -> Dae
 
 async def _run(configuration: SchedulerConfiguration, flags: _Flags) -> int:
     from knuma.kube.client import async_http
-    from knuma.scheduler.config import build_profiles
-    from knuma.scheduler.daemon import LeadershipLost, Scheduler, serve_until_signalled
-    from knuma.scheduler.health import HealthServer
+    from knuma.scheduler.config.load import build_profiles
+    from knuma.scheduler.daemon.health import HealthServer
+    from knuma.scheduler.daemon.loop import LeadershipLost, Scheduler, serve_until_signalled
 
     log = logging.getLogger("knuma.scheduler")
     settings = daemon_settings(configuration, flags)

@@ -82,7 +82,7 @@ def simulate(
     from rich.console import Console
 
     from knuma.sim.comparison import parse_schedulers
-    from knuma.sim.spec import SpecError
+    from knuma.testbed.cluster import SpecError
 
     out = Console()
     if not out.is_terminal:
@@ -114,7 +114,8 @@ def simulate(
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
     from knuma.sim.scenarios import BUILTIN, builtin_scenario
-    from knuma.sim.spec import SpecError, cluster_from_dict, load_yaml, scenario_from_dict, workload_from_dict
+    from knuma.sim.spec import scenario_from_dict, workload_from_dict
+    from knuma.testbed.cluster import SpecError, cluster_from_dict, load_yaml
 
     path = Path(name)
     if name in BUILTIN:

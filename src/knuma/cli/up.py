@@ -59,9 +59,9 @@ def up(
     from rich.live import Live
     from rich.logging import RichHandler
 
-    from knuma.up.options import UpError, UpOptions, resolve_cluster
-    from knuma.up.stack import LocalCluster, run
-    from knuma.up.summary import ClusterSummary, line, table
+    from knuma.local.up.options import UpError, UpOptions, resolve_cluster
+    from knuma.local.up.stack import LocalCluster, run
+    from knuma.local.up.summary import ClusterSummary, line, table
 
     options = UpOptions(
         nodes=nodes,
@@ -92,9 +92,9 @@ def up(
     if not interactive:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
-    for name in ("knuma.up", "knuma.controllers", "knuma.apiserver"):
+    for name in ("knuma.local.up", "knuma.local.controllers", "knuma.local.apiserver"):
         logging.getLogger(name).setLevel(level)
-    log = logging.getLogger("knuma.up")
+    log = logging.getLogger("knuma.local.up")
     live = Live(console=err, refresh_per_second=2, transient=True) if interactive else None
     last = [""]
     title = f"knuma up — {spec.describe()}"

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from knuma.api.fingerprint import Method, compute
 from knuma.api.nrt import (
     ANNOTATION_FINGERPRINT,
     ATTR_FINGERPRINT,
@@ -36,10 +37,10 @@ from knuma.api.nrt import (
     Zone,
 )
 from knuma.api.resources import CPU, MEMORY, is_hugepages
-from knuma.exporter.fingerprint import Method, compute, select_pods
-from knuma.exporter.podresources.model import Allocatable, Container, Memory, Pod
+from knuma.exporter.podset import select_pods
 from knuma.exporter.sysfs import MachineTopology, hugepages_resource_name
 from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
+from knuma.podresources.model import Allocatable, Container, Memory, Pod
 
 __all__ = ["BuildOptions", "BuildResult", "KubeletState", "build", "zone_name"]
 

@@ -25,11 +25,9 @@ import httpx2
 from lightkube import AsyncClient
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
-from knuma.exporter.fingerprint import status_document, write_status
-from knuma.exporter.http import Response, SimpleHTTPServer
 from knuma.exporter.metrics import ExporterMetrics
 from knuma.exporter.podphases import PodPhases, drop_terminal, terminal_names
-from knuma.exporter.podresources.client import PodResourcesClient, PodResourcesError
+from knuma.exporter.podset import status_document, write_status
 from knuma.exporter.publisher import Outcome, Publisher, PublishError
 from knuma.exporter.scan import scan
 from knuma.exporter.settings import ExporterSettings, build_options, config_files, options_from
@@ -37,6 +35,8 @@ from knuma.exporter.sysfs import MachineTopology, SysfsError, discover
 from knuma.exporter.tmconfig import ConfigError, load_config_file, load_kubelet_config
 from knuma.exporter.triggers import KUBELET_STATE_FILES, Trigger, UpdateQueue, prepare_notify_file, tick, watch_files
 from knuma.kube.client import async_client, async_http
+from knuma.podresources.client import PodResourcesClient, PodResourcesError
+from knuma.serving.http import Response, SimpleHTTPServer
 
 __all__ = ["Exporter", "Health", "make_client", "run"]
 

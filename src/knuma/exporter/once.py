@@ -6,10 +6,10 @@ import asyncio
 
 from knuma.exporter.builder import BuildResult, KubeletState, build
 from knuma.exporter.podphases import drop_terminal, list_terminal
-from knuma.exporter.podresources.client import PodResourcesClient
 from knuma.exporter.scan import scan
 from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import discover
+from knuma.podresources.client import PodResourcesClient
 
 __all__ = ["build_once"]
 

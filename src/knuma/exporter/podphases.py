@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx2
 
-from knuma.exporter.podresources.model import Pod
 from knuma.kube.informer import Informer
+from knuma.podresources.model import Pod
 
 __all__ = [
     "TERMINAL_PHASES",

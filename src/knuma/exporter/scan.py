@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knuma.exporter.builder import KubeletState
-from knuma.exporter.podresources.client import PodResourcesClient
+from knuma.podresources.client import PodResourcesClient
 
 __all__ = ["scan"]
 

@@ -11,10 +11,8 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from knuma.api.fingerprint import Method
 from knuma.exporter.builder import BuildOptions
-from knuma.exporter.fingerprint import Method
-from knuma.exporter.podresources import DEFAULT_SOCKET
-from knuma.exporter.servingtls import ServingCertificate
 from knuma.exporter.tmconfig import (
     ConfigError,
     ExporterConfigFile,
@@ -23,6 +21,8 @@ from knuma.exporter.tmconfig import (
     load_kubelet_config,
     resolve_topology_manager,
 )
+from knuma.podresources.address import DEFAULT_SOCKET
+from knuma.serving.tls import ServingCertificate
 
 __all__ = [
     "ExporterSettings",

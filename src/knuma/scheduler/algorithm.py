@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo, Profile, schedule_one
+from knuma.scheduler.framework.interface import NodeInfo, Profile, schedule_one
 
 __all__ = ["Outcome", "decide"]
 

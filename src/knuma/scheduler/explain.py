@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import NodeInfo, Profile, ScheduleResult, Status, schedule_one
+from knuma.scheduler.framework.interface import NodeInfo, Profile, ScheduleResult, Status, schedule_one
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["NUMA_PLACEMENT_ANNOTATION", "SIMULATOR_PREFIX", "explain", "explain_result", "simulator_annotations"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from knuma.api.pod import Pod
-from knuma.scheduler.assume import assume
-from knuma.scheduler.framework import NodeInfo, schedule_one
-from knuma.scheduler.profiles import default_profile
-from knuma.scheduler.strategies import ScoringStrategy
-from knuma.scheduler.vectorized import Decision
+from knuma.scheduler.fast.vectorized import Decision
+from knuma.scheduler.framework.assume import assume
+from knuma.scheduler.framework.interface import NodeInfo, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.strategies import ScoringStrategy
 from knuma.topology.kubelet import admit
 
 __all__ = ["SequentialScheduler"]

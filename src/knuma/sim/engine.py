@@ -29,11 +29,11 @@ from typing import Any
 
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
-from knuma.scheduler.strategies import StrategyType
+from knuma.scheduler.plugins.strategies import StrategyType
 from knuma.sim.exporter import NRTSnapshot, fingerprint
-from knuma.sim.kubelet import SimKubelet
 from knuma.sim.schedulers import NodeSetup, SimScheduler, make_scheduler
 from knuma.sim.spec import PodArrival, Scenario
+from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
 __all__ = ["PodRecord", "RunResult", "Sample", "build_kubelets", "run"]

@@ -1,7 +1,7 @@
 """The simulated resource-topology-exporter: what the schedulers see of a node, and how late.
 
 A snapshot is the kubelet's NUMA state at publication time plus the pod fingerprint of the pods it accounts for
-(podfingerprint v1 layout: `pfp0v001` + xxhash64 over the sorted per-pod hashes). Schedulers only ever see snapshots;
+(`knuma.api.fingerprint`). Schedulers only ever see snapshots;
 the engine decides when they are published (every `nrt_period` seconds per node, with a per-node phase, and
 optionally `nrt_event_delay` seconds after each change).
 """
@@ -11,27 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import xxhash
-
+from knuma.api.fingerprint import compute
 from knuma.topology.node import NodeTopology
 
 __all__ = ["NRTSnapshot", "fingerprint"]
 
-FINGERPRINT_PREFIX = "pfp0v001"
-
 
 def fingerprint(pod_keys: Iterable[str]) -> str:
-    """The pod-set fingerprint: equal sets give equal strings, order does not matter."""
-    hashes = sorted(_pod_hash(key) for key in pod_keys)
-    digest = xxhash.xxh64()
-    for value in hashes:
-        digest.update(value.to_bytes(8, "little"))
-    return FINGERPRINT_PREFIX + digest.hexdigest()
-
-
-def _pod_hash(key: str) -> int:
-    namespace, _, name = key.partition("/")
-    return int(xxhash.xxh64_intdigest(name.encode(), seed=xxhash.xxh64_intdigest(namespace.encode())))
+    """The pod-set fingerprint of `namespace/name` keys: `knuma.api.fingerprint.compute`, the exporter's own."""
+    return compute(key.partition("/")[::2] for key in pod_keys)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import numpy as np
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
 from knuma.sim.engine import PodRecord, RunResult
-from knuma.sim.kubelet import SimKubelet
+from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
 __all__ = ["JSON_KEYS", "compute", "percentiles"]

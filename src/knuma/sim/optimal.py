@@ -25,7 +25,7 @@ from ortools.sat.python import cp_model
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, PODS
-from knuma.sim.kubelet import SimKubelet
+from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.managers import exclusive_request
 
 __all__ = ["OptimalResult", "OptimalUnsupported", "solve"]

@@ -1,6 +1,6 @@
-"""Cluster, workload and scenario specs: the YAML a user writes, parsed into immutable objects with clear errors.
+"""Workload and scenario specs: the YAML a user writes, parsed into immutable objects with clear errors.
 
-A *cluster* is node pools of named shapes with a Topology Manager policy and scope per pool. A *workload* is pod
+The *cluster* (node pools of shapes) is `knuma.testbed.cluster`, shared with the local cluster. A *workload* is pod
 templates (a shorthand, or real Pod / Deployment manifests), counts or weights, lifetimes and an arrival process. A
 *scenario* is a cluster, a workload and the simulation knobs (exporter lag, bind delay, duration, recreation).
 """
@@ -14,25 +14,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod, PodError
-from knuma.sim.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
+from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, known, load_yaml, mapping
 
 __all__ = [
     "Arrival",
-    "ClusterSpec",
     "Lifetime",
-    "NodePool",
     "PodArrival",
     "PodTemplate",
     "Recreate",
     "Scenario",
-    "SpecError",
     "WorkloadSpec",
-    "cluster_from_dict",
-    "load_yaml",
     "scenario_from_dict",
     "workload_from_dict",
 ]
@@ -51,78 +43,6 @@ SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "
 """NodeResourceTopologyMatch `scoringStrategy.type` values (the last one is knuma's own)."""
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
-
-
-class SpecError(ValueError):
-    """A cluster, workload or scenario spec that cannot be simulated; the message names the field."""
-
-
-# -- cluster ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodePool:
-    name: str
-    shape: NodeShape
-    count: int
-    policy: Policy = Policy.SINGLE_NUMA_NODE
-    scope: Scope = Scope.CONTAINER
-
-    def node_names(self) -> list[str]:
-        return [f"{self.name}-{index:03d}" for index in range(self.count)]
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    pools: tuple[NodePool, ...]
-
-    @property
-    def node_count(self) -> int:
-        return sum(p.count for p in self.pools)
-
-    def describe(self) -> str:
-        return ", ".join(f"{p.count}x {p.shape.name} ({p.policy}/{p.scope})" for p in self.pools)
-
-
-def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
-    """```yaml
-    pools:
-      - {name: cpu, shape: two-socket, count: 20, policy: single-numa-node, scope: container}
-    shapes: {custom: {numaZones: 2, cpusPerZone: 16, memoryPerZone: 64Gi}}
-    ```"""
-    raw = _mapping(raw, where, "a mapping with `pools`")
-    _known(raw, where, {"apiVersion", "kind", "metadata", "pools", "shapes"})
-    shapes = dict(BUILTIN_SHAPES)
-    for name, shape_raw in (_mapping(raw.get("shapes") or {}, f"{where}.shapes", "a mapping")).items():
-        try:
-            shapes[str(name)] = shape_from_dict(str(name), shape_raw)
-        except ShapeError as err:
-            raise SpecError(f"{where}.{err}") from None
-    pools_raw = raw.get("pools")
-    if not isinstance(pools_raw, list) or not pools_raw:
-        raise SpecError(f"{where}.pools: expected a non-empty list of node pools")
-    pools: list[NodePool] = []
-    for index, pool_raw in enumerate(pools_raw):
-        here = f"{where}.pools[{index}]"
-        pool_raw = _mapping(pool_raw, here, "a mapping with shape and count")
-        _known(pool_raw, here, {"name", "shape", "count", "policy", "scope"})
-        shape_name = pool_raw.get("shape")
-        if shape_name not in shapes:
-            raise SpecError(f"{here}.shape: unknown shape {shape_name!r}; known shapes: {', '.join(sorted(shapes))}")
-        count = pool_raw.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise SpecError(f"{here}.count: expected a positive integer, got {count!r}")
-        try:
-            policy = Policy.parse(str(pool_raw.get("policy", Policy.SINGLE_NUMA_NODE.value)))
-            scope = Scope.parse(str(pool_raw.get("scope", Scope.CONTAINER.value)))
-        except ValueError as err:
-            raise SpecError(f"{here}: {err}") from None
-        name = str(pool_raw.get("name") or f"{shape_name}-{index}")
-        pools.append(NodePool(name, shapes[shape_name], count, policy, scope))
-    names = [p.name for p in pools]
-    if len(set(names)) != len(names):
-        raise SpecError(f"{where}.pools: pool names must be unique, got {names}")
-    return ClusterSpec(tuple(pools))
 
 
 # -- workload --------------------------------------------------------------------------------------------------
@@ -237,8 +157,8 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
       - name: web
         manifestFile: deployment.yaml   # or `manifest:` inline; Pod, Deployment, ReplicaSet, StatefulSet, Job
     ```"""
-    raw = _mapping(raw, where, "a mapping with `templates`")
-    _known(raw, where, {"apiVersion", "kind", "metadata", "pods", "arrival", "templates"})
+    raw = mapping(raw, where, "a mapping with `templates`")
+    known(raw, where, {"apiVersion", "kind", "metadata", "pods", "arrival", "templates"})
     templates_raw = raw.get("templates")
     if not isinstance(templates_raw, list) or not templates_raw:
         raise SpecError(f"{where}.templates: expected a non-empty list of pod templates")
@@ -252,8 +172,8 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
         raise SpecError(f"{where}.pods: expected a non-negative integer, got {pods!r}")
     if any(t.count is None for t in templates) and pods <= explicit:
         raise SpecError(f"{where}.pods: {pods} leaves no pods for the templates without a count; raise it")
-    arrival_raw = _mapping(raw.get("arrival") or {}, f"{where}.arrival", "a mapping")
-    _known(arrival_raw, f"{where}.arrival", {"process", "rate", "start"})
+    arrival_raw = mapping(raw.get("arrival") or {}, f"{where}.arrival", "a mapping")
+    known(arrival_raw, f"{where}.arrival", {"process", "rate", "start"})
     process = arrival_raw.get("process", "burst")
     if process not in ("burst", "poisson"):
         raise SpecError(f"{where}.arrival.process: expected burst or poisson, got {process!r}")
@@ -263,8 +183,8 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
 
 
 def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
-    raw = _mapping(raw, where, "a mapping")
-    _known(
+    raw = mapping(raw, where, "a mapping")
+    known(
         raw,
         where,
         {"name", "qos", "requests", "limits", "manifest", "manifestFile", "count", "weight", "lifetime"},
@@ -300,7 +220,7 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
 
 def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     qos = raw.get("qos", "Guaranteed")
-    requests = _mapping(raw.get("requests"), f"{where}.requests", "a mapping of resource to quantity")
+    requests = mapping(raw.get("requests"), f"{where}.requests", "a mapping of resource to quantity")
     limits = raw.get("limits")
     if qos == "Guaranteed":
         if limits is not None and dict(limits) != dict(requests):
@@ -309,7 +229,7 @@ def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     elif qos == "Burstable":
         resources = {"requests": dict(requests)}
         if limits is not None:
-            resources["limits"] = dict(_mapping(limits, f"{where}.limits", "a mapping"))
+            resources["limits"] = dict(mapping(limits, f"{where}.limits", "a mapping"))
     elif qos == "BestEffort":
         extended = {k: v for k, v in requests.items() if k not in ("cpu", "memory")}
         if len(extended) != len(requests):
@@ -322,13 +242,13 @@ def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def _pod_manifest(manifest: Any, where: str) -> tuple[dict[str, Any], int | None]:
     """A Pod as is; a workload controller's `spec.template` (with its `replicas` as the default count)."""
-    manifest = _mapping(manifest, f"{where}.manifest", "a Pod or Deployment manifest")
+    manifest = mapping(manifest, f"{where}.manifest", "a Pod or Deployment manifest")
     kind = manifest.get("kind", "Pod")
     if kind == "Pod":
         return dict(manifest), None
     if kind in TEMPLATE_KINDS:
-        spec = _mapping(manifest.get("spec"), f"{where}.manifest.spec", "a mapping")
-        template = _mapping(spec.get("template"), f"{where}.manifest.spec.template", "a pod template")
+        spec = mapping(manifest.get("spec"), f"{where}.manifest.spec", "a mapping")
+        template = mapping(spec.get("template"), f"{where}.manifest.spec.template", "a pod template")
         replicas = spec.get("replicas", 1 if kind != "DaemonSet" else None)
         metadata = {**(template.get("metadata") or {}), "name": (manifest.get("metadata") or {}).get("name", "")}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec")}, replicas
@@ -340,8 +260,8 @@ def _lifetime(raw: Any, where: str) -> Lifetime:
         return Lifetime()
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         return Lifetime("fixed", _positive(raw, where))
-    raw = _mapping(raw, where, "a number of seconds, `infinite` or {distribution, mean}")
-    _known(raw, where, {"distribution", "mean"})
+    raw = mapping(raw, where, "a number of seconds, `infinite` or {distribution, mean}")
+    known(raw, where, {"distribution", "mean"})
     distribution = raw.get("distribution", "exponential")
     if distribution not in ("fixed", "exponential", "infinite"):
         raise SpecError(f"{where}.distribution: expected fixed, exponential or infinite, got {distribution!r}")
@@ -414,8 +334,8 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     optimal: auto
     ```"""
     where = "scenario"
-    raw = _mapping(raw, where, "a mapping with cluster and workload")
-    _known(
+    raw = mapping(raw, where, "a mapping with cluster and workload")
+    known(
         raw,
         where,
         {
@@ -452,8 +372,8 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
         raise SpecError(f"{where}: missing cluster (or clusterFile)")
     if workload_raw is None:
         raise SpecError(f"{where}: missing workload (or workloadFile)")
-    recreate_raw = _mapping(raw.get("recreate") or {}, f"{where}.recreate", "a mapping")
-    _known(recreate_raw, f"{where}.recreate", {"enabled", "delay", "maxPerPod"})
+    recreate_raw = mapping(raw.get("recreate") or {}, f"{where}.recreate", "a mapping")
+    known(recreate_raw, f"{where}.recreate", {"enabled", "delay", "maxPerPod"})
     optimal = raw.get("optimal", "auto")
     if optimal not in ("auto", True, False):
         raise SpecError(f"{where}.optimal: expected auto, true or false, got {optimal!r}")
@@ -486,39 +406,12 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     )
 
 
-def load_yaml(path: Path) -> Any:
-    """The first YAML document of `path`, with an error that names the file."""
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise SpecError(f"cannot read {path}: {err.strerror or err}") from None
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: invalid YAML: {err}") from None
-    if not documents:
-        raise SpecError(f"{path}: the file is empty")
-    return documents[0]
-
-
 # -- helpers ---------------------------------------------------------------------------------------------------
 
 
 def _resolve(value: Any, base: Path | None) -> Path:
     path = Path(str(value))
     return base / path if base is not None and not path.is_absolute() else path
-
-
-def _mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
-    return raw
-
-
-def _known(raw: Mapping[str, Any], where: str, known: set[str]) -> None:
-    unknown = sorted(str(k) for k in raw if k not in known)
-    if unknown:
-        raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")
 
 
 def _number(value: Any, where: str) -> float:

@@ -43,8 +43,8 @@ from typing import Any, TypeVar
 
 import yaml
 
-from knuma.apiserver.proxy import ProxyHandler
-from knuma.apiserver.server import ApiServer, generate_token
+from knuma.local.apiserver.proxy import ProxyHandler
+from knuma.local.apiserver.server import ApiServer, generate_token
 
 T = TypeVar("T")
 
@@ -139,7 +139,7 @@ def apiserver_in_thread(
 
 
 def _python_command() -> list[str]:
-    return [sys.executable, "-m", "knuma.apiserver"]
+    return [sys.executable, "-m", "knuma", "apiserver"]
 
 
 @contextlib.contextmanager
@@ -152,7 +152,7 @@ def apiserver_process(
     extra_args: list[str] | None = None,
     start_timeout: float = 20.0,
 ) -> Iterator[RunningApiServer]:
-    """Run `python -m knuma.apiserver` (the `knuma apiserver` command) as a subprocess; stderr goes to a log file
+    """Run `python -m knuma apiserver` as a subprocess; stderr goes to a log file
     in `directory` (`apiserver.log`), which the error message points at when it fails to start."""
     with contextlib.ExitStack() as stack:
         work = _workdir(directory, stack)

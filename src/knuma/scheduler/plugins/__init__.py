@@ -1,1 +1,1 @@
-"""Scheduler plugins; each module is one plugin, registered by name in `knuma.scheduler.profiles`."""
+"""Scheduler plugins; each module is one plugin, registered by name in `knuma.scheduler.framework.profiles`."""

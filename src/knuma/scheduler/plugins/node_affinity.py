@@ -20,7 +20,7 @@ from knuma.api.nodeaffinity import (
     required_node_names,
 )
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
 from knuma.scheduler.plugins.normalize import default_normalize_score
 
 __all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_ENFORCED", "ERR_REASON_POD", "NAME", "NodeAffinity"]

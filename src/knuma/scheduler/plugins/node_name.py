@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, Status
 
 __all__ = ["ERR_REASON", "NAME", "NodeName"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from knuma.api.pod import Pod
 from knuma.api.ports import HostPort, conflicts, pod_host_ports
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
 
 __all__ = ["ERR_REASON", "NAME", "NodePorts"]
 

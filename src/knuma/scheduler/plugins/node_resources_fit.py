@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from knuma.api.pod import Container, Pod, long_running_request
 from knuma.api.resources import CPU, MEMORY, PODS, add
-from knuma.scheduler.framework import MAX_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",

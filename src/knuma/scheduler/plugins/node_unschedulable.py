@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from knuma.api.pod import Pod
 from knuma.api.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Taint, tolerations_of, tolerations_tolerate_taint
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, Status
 
 __all__ = ["ERR_REASON", "NAME", "NodeUnschedulable"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from knuma.scheduler.framework import MAX_NODE_SCORE
+from knuma.scheduler.framework.interface import MAX_NODE_SCORE
 
 __all__ = ["default_normalize_score"]
 

@@ -12,9 +12,17 @@ from collections.abc import Mapping
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod, QOSClass
 from knuma.api.resources import ALWAYS_ON_NODE, is_native
-from knuma.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
-from knuma.scheduler.stranding import CPUDemand
-from knuma.scheduler.strategies import (
+from knuma.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeInfo,
+    Status,
+)
+from knuma.scheduler.plugins.stranding import CPUDemand
+from knuma.scheduler.plugins.strategies import (
     ScoringStrategy,
     StrategyType,
     bin_packing_score,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import SUCCESS, Code, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, Status
 
 __all__ = ["NAME", "SchedulingGates"]
 

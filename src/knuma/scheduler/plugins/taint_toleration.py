@@ -21,7 +21,7 @@ from knuma.api.taints import (
     tolerations_of,
     tolerations_tolerate_taint,
 )
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, Status
 from knuma.scheduler.plugins.normalize import default_normalize_score
 
 __all__ = ["NAME", "TaintToleration"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from knuma.scheduler.strategies import ScoringStrategy, StrategyType
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.sim.schedulers.base import NodeLevelLeastAllocated, NodeSetup, SimScheduler
 from knuma.sim.schedulers.default import DefaultScheduler
 from knuma.sim.schedulers.knuma import KnumaScheduler, StableUnderRelease

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY, ResourceList
-from knuma.scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, Profile, ScheduleResult, schedule_one
+from knuma.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NodeInfo,
+    Profile,
+    ScheduleResult,
+    schedule_one,
+)
 from knuma.sim.exporter import NRTSnapshot
 from knuma.topology.node import NodeTopology
 

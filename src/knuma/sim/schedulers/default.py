@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from knuma.scheduler.framework import Profile
+from knuma.scheduler.framework.interface import Profile
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.sim.schedulers.base import NodeLevelLeastAllocated, NodeSetup, SimScheduler
 

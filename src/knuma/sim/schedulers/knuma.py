@@ -9,14 +9,14 @@ from typing import Any
 
 from knuma.api.nrt import Scope
 from knuma.api.pod import ContainerKind, Pod
-from knuma.scheduler.framework import SUCCESS, Code, CycleState, NodeInfo, ScheduleResult, Status
+from knuma.scheduler.cache.reservation import apply_pod
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, ScheduleResult, Status
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.profiles import default_profile
-from knuma.scheduler.reservation import apply_pod
-from knuma.scheduler.strategies import ScoringStrategy
+from knuma.scheduler.plugins.strategies import ScoringStrategy
 from knuma.sim.exporter import NRTSnapshot, fingerprint
-from knuma.sim.kubelet import RunningPod, SimKubelet, freed
 from knuma.sim.schedulers.base import NodeSetup, SimScheduler
+from knuma.testbed.simkubelet import RunningPod, SimKubelet, freed
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework import Profile, ScheduleResult
+from knuma.scheduler.framework.interface import Profile, ScheduleResult
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.strategies import ScoringStrategy
-from knuma.scheduler.upstream import UpstreamNodeResourceTopologyMatch
+from knuma.scheduler.plugins.numa_upstream import UpstreamNodeResourceTopologyMatch
+from knuma.scheduler.plugins.strategies import ScoringStrategy
 from knuma.sim.exporter import NRTSnapshot, fingerprint
 from knuma.sim.schedulers.base import NodeLevelLeastAllocated, NodeSetup, SimScheduler
 from knuma.topology.node import NodeTopology

@@ -1,0 +1,146 @@
+"""Validation of incoming objects: names, and the required fields of the built-in kinds the stack uses.
+
+Messages follow kube-apiserver's wording (`Invalid value`, `Required value`, the RFC 1123 explanations), because
+users paste them into search engines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from knuma.local.apiserver.errors import invalid
+from knuma.local.apiserver.resources import ResourceType
+
+JsonObj = dict[str, Any]
+Cause = tuple[str, str, str]
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_PATH_SEGMENT_BAD = ("/", "%")
+
+LABEL_KINDS = frozenset({"Namespace", "Service"})
+#: RBAC names are path segments, not DNS names (`system:controller:foo` is valid).
+PATH_SEGMENT_KINDS = frozenset({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
+
+
+def name_causes(kind: str, name: str, field: str = "metadata.name") -> list[Cause]:
+    if kind in PATH_SEGMENT_KINDS:
+        if name in (".", "..") or any(c in name for c in _PATH_SEGMENT_BAD):
+            return [("FieldValueInvalid", field, f"Invalid value: \"{name}\": may not contain '/' or '%'")]
+        return []
+    if kind in LABEL_KINDS:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            return [
+                (
+                    "FieldValueInvalid",
+                    field,
+                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+                    "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+                    "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                )
+            ]
+        return []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return [
+            (
+                "FieldValueInvalid",
+                field,
+                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+                "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+                "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            )
+        ]
+    return []
+
+
+def _required(obj: JsonObj, path: str) -> list[Cause]:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict) or cur.get(part) in (None, "", [], {}):
+            return [("FieldValueRequired", path, "Required value")]
+        cur = cur[part]
+    return []
+
+
+def _labels_causes(obj: JsonObj) -> list[Cause]:
+    causes: list[Cause] = []
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if not isinstance(labels, dict):
+        return [("FieldValueInvalid", "metadata.labels", "Invalid value: labels must be a map of strings")]
+    for key, value in labels.items():
+        if not isinstance(value, str):
+            causes.append(("FieldValueInvalid", "metadata.labels", f"Invalid value: {value!r}: must be a string"))
+        elif len(value) > 63 or not re.match(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$", value):
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    "metadata.labels",
+                    f'Invalid value: "{value}": a valid label must be an empty string or consist of alphanumeric '
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                )
+            )
+        name = key.rsplit("/", 1)[-1]
+        if not name or len(name) > 63 or not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", name):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": name part must be valid'))
+    return causes
+
+
+def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
+    causes: list[Cause] = []
+    if kind == "Pod":
+        causes += _required(obj, "spec.containers")
+        for n, c in enumerate(((obj.get("spec") or {}).get("containers")) or []):
+            if not isinstance(c, dict):
+                continue
+            if not c.get("name"):
+                causes.append(("FieldValueRequired", f"spec.containers[{n}].name", "Required value"))
+            if not c.get("image"):
+                causes.append(("FieldValueRequired", f"spec.containers[{n}].image", "Required value"))
+    elif kind in ("Deployment", "DaemonSet"):
+        causes += _required(obj, "spec.selector")
+        causes += _required(obj, "spec.template.spec.containers")
+    elif kind == "PriorityClass" and not isinstance(obj.get("value"), int):
+        causes.append(("FieldValueRequired", "value", "Required value"))
+    elif kind in ("RoleBinding", "ClusterRoleBinding"):
+        causes += _required(obj, "roleRef.name")
+    elif kind == "CustomResourceDefinition":
+        causes += _required(obj, "spec.group")
+        causes += _required(obj, "spec.names.plural")
+        causes += _required(obj, "spec.names.kind")
+        causes += _required(obj, "spec.versions")
+        spec = obj.get("spec") or {}
+        names = spec.get("names") or {}
+        expected = f"{names.get('plural')}.{spec.get('group')}"
+        if (obj.get("metadata") or {}).get("name") != expected:
+            causes.append(
+                ("FieldValueInvalid", "metadata.name", 'Invalid value: must be spec.names.plural+"."+spec.group')
+            )
+        if spec.get("scope") not in ("Namespaced", "Cluster"):
+            causes.append(
+                ("FieldValueNotSupported", "spec.scope", 'Unsupported value: supported values: "Cluster", "Namespaced"')
+            )
+        versions = spec.get("versions") or []
+        if versions and sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    "spec.versions",
+                    "Invalid value: must have exactly one version marked as storage version",
+                )
+            )
+    return causes
+
+
+def validate_object(rt: ResourceType, obj: JsonObj) -> None:
+    """Raise a 422 Invalid error listing every problem found."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    causes = (
+        name_causes(rt.kind, name)
+        if name
+        else [("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")]
+    )
+    causes += _labels_causes(obj)
+    causes += _kind_causes(rt.kind, obj)
+    if causes:
+        raise invalid(rt.kind, rt.group, name, causes)

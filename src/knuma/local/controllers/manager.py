@@ -1,0 +1,205 @@
+"""Run the Deployment and ReplicaSet controllers against an API server (what `knuma up` needs from
+kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods).
+
+Informers on Deployments, ReplicaSets and Pods feed one work queue of objects to reconcile; each reconcile reads the
+informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset`) and writes the
+difference.
+Like client-go controllers, creations and deletions are *expected* until the pod informer has seen them, so a
+ReplicaSet never creates twice for the same missing replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from knuma.kube.informer import Informer, object_key
+from knuma.local.controllers.deployment import plan_deployment
+from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
+
+__all__ = ["WorkloadControllers"]
+
+log = logging.getLogger("knuma.local.controllers")
+
+JsonObj = dict[str, Any]
+MERGE = {"Content-Type": "application/merge-patch+json"}
+EXPECTATION_TIMEOUT = 30.0
+DEPLOYMENTS = "/apis/apps/v1/deployments"
+REPLICASETS = "/apis/apps/v1/replicasets"
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _controller(obj: Mapping[str, Any], kind: str) -> str | None:
+    for ref in _meta(obj).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return f"{_meta(obj).get('namespace')}/{ref.get('name')}"
+    return None
+
+
+@dataclass
+class _Expectations:
+    creates: set[str] = field(default_factory=set)
+    deletes: set[str] = field(default_factory=set)
+    since: float = 0.0
+
+    def pending(self, now: float) -> bool:
+        return bool(self.creates or self.deletes) and now - self.since < EXPECTATION_TIMEOUT
+
+
+class _Events:
+    def __init__(self, kind: str, manager: WorkloadControllers) -> None:
+        self.kind, self.manager = kind, manager
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.manager.changed(self.kind, obj, added=True)
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.manager.changed(self.kind, new)
+
+    def on_delete(self, obj: JsonObj) -> None:
+        self.manager.changed(self.kind, obj, deleted=True)
+
+
+class WorkloadControllers:
+    def __init__(self, http: httpx2.AsyncClient) -> None:
+        self.http = http
+        self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
+        self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
+        self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
+        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._queued: set[tuple[str, str]] = set()
+        self._backoffs: dict[str, Backoff] = {}
+        self._expect: dict[str, _Expectations] = {}
+        self.created_pods = 0
+
+    def changed(self, kind: str, obj: Mapping[str, Any], *, added: bool = False, deleted: bool = False) -> None:
+        key = object_key(obj)
+        if kind == "Deployment":
+            self._enqueue("Deployment", key)
+        elif kind == "ReplicaSet":
+            self._enqueue("ReplicaSet", key)
+            owner = _controller(obj, "Deployment")
+            if owner:
+                self._enqueue("Deployment", owner)
+        else:
+            owner = _controller(obj, "ReplicaSet")
+            if owner is None:
+                return
+            name = str(_meta(obj).get("name"))
+            for ref in _meta(obj).get("ownerReferences") or []:
+                expectation = self._expect.get(str(ref.get("uid")))
+                if expectation is not None:
+                    if added:
+                        expectation.creates.discard(name)
+                    if deleted:
+                        expectation.deletes.discard(name)
+            self._enqueue("ReplicaSet", owner)
+
+    def _enqueue(self, kind: str, key: str) -> None:
+        item = (kind, key)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.put_nowait(item)
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        informers = [asyncio.create_task(i.run()) for i in (self.deployments, self.replicasets, self.pods)]
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in (self.deployments, self.replicasets, self.pods)))
+            while True:
+                kind, key = await self._queue.get()
+                self._queued.discard((kind, key))
+                try:
+                    if kind == "Deployment":
+                        await self._sync_deployment(key)
+                    else:
+                        await self._sync_replicaset(key)
+                except (httpx2.HTTPError, OSError) as err:
+                    log.warning("%s %s: %s; retrying", kind, key, err)
+                    asyncio.get_running_loop().call_later(1.0, self._enqueue, kind, key)
+        finally:
+            for task in informers:
+                task.cancel()
+            for task in informers:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _sync_deployment(self, key: str) -> None:
+        deployment = self.deployments.store.get(key)
+        if deployment is None or _meta(deployment).get("deletionTimestamp"):
+            return
+        uid = str(_meta(deployment).get("uid"))
+        owned = [rs for rs in self.replicasets.store.values() if owned_by(rs, uid)]
+        plan = plan_deployment(deployment, owned)
+        namespace = _meta(deployment).get("namespace")
+        base = f"/apis/apps/v1/namespaces/{namespace}"
+        if plan.create is not None:
+            response = await self.http.post(f"{base}/replicasets", json=plan.create)
+            if response.status_code not in (201, 409):
+                _fail(response, f"create ReplicaSet for Deployment {key}")
+        for name, replicas in plan.scale.items():
+            patch = {"spec": {"replicas": replicas}}
+            response = await self.http.patch(f"{base}/replicasets/{name}", json=patch, headers=MERGE)
+            if response.status_code not in (200, 404):
+                _fail(response, f"scale ReplicaSet {namespace}/{name}")
+        await self._write_status(f"{base}/deployments/{_meta(deployment).get('name')}/status", deployment, plan.status)
+
+    async def _sync_replicaset(self, key: str) -> None:
+        rs = self.replicasets.store.get(key)
+        if rs is None:
+            return
+        uid = str(_meta(rs).get("uid"))
+        if _meta(rs).get("deletionTimestamp"):
+            self._backoffs.pop(uid, None)
+            self._expect.pop(uid, None)
+            return
+        pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
+        now = time.monotonic()
+        backoff = self._backoffs.setdefault(uid, Backoff())
+        plan = plan_replicaset(rs, pods, backoff, now)
+        expectation = self._expect.setdefault(uid, _Expectations())
+        namespace = _meta(rs).get("namespace")
+        if not expectation.pending(now):
+            expectation.creates.clear()
+            expectation.deletes.clear()
+            expectation.since = now
+            for _ in range(plan.create):
+                response = await self.http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod_from_template(rs))
+                if response.status_code >= 400:
+                    _fail(response, f"create pod for ReplicaSet {key}")
+                expectation.creates.add(response.json()["metadata"]["name"])
+                self.created_pods += 1
+            for name in plan.delete:
+                response = await self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                if response.status_code not in (200, 202, 404):
+                    _fail(response, f"delete pod {namespace}/{name}")
+                expectation.deletes.add(name)
+            if plan.retry_after is not None:
+                asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "ReplicaSet", key)
+        path = f"/apis/apps/v1/namespaces/{namespace}/replicasets/{_meta(rs).get('name')}/status"
+        await self._write_status(path, rs, plan.status)
+
+    async def _write_status(self, path: str, obj: Mapping[str, Any], status: JsonObj) -> None:
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in status.items()):
+            return
+        response = await self.http.patch(path, json={"status": status}, headers=MERGE)
+        if response.status_code not in (200, 404):
+            _fail(response, f"status of {path}")
+
+
+def _fail(response: httpx2.Response, what: str) -> None:
+    raise httpx2.HTTPStatusError(
+        f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
+    )

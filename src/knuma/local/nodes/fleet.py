@@ -1,0 +1,423 @@
+"""Many simulated nodes in one asyncio process: registration, heartbeats, pod lifecycle, PodResources and NRT.
+
+What a kubelet does towards the API server, for every node at once, with shared machinery so that one process
+sustains about a thousand nodes:
+
+- **Registration and heartbeats** (`knuma.local.nodes.heartbeats`): Node and Lease objects, every Lease renewed every
+  10 s in small evenly spread batches, Node status re-posted every 5 minutes.
+- **Pods**: one watch on all pods bound to a node (`spec.nodeName!=`) feeds every node's kubelet, dispatched by
+  `spec.nodeName`. A new pod is admitted by that node's kubelet model; its status (Running, or Failed with the
+  admission error and a Warning event) and, when admitted, its placement annotations (`sim.knuma.io/numa`,
+  `sim.knuma.io/cpus`) go through a bounded pool of writers. A pod with a lifetime annotation
+  completes (Succeeded) when it runs out; a deleted or terminating pod releases its resources.
+- **Exporter inputs**: per node, a real PodResources gRPC server (optional), the sysfs tree, the KubeletConfiguration
+  file and a notify file touched on every change, for `knuma exporter` processes; or NRT published in-process with
+  the exporter's builder and publisher (`nrt="in-process"`), at most once per second per node.
+- **Restart**: with a state directory, every node keeps a checkpoint of its pods' allocations; a new process restores
+  running pods exactly before admitting anything new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import yaml
+from lightkube import AsyncClient
+
+from knuma.api.pod import Pod, PodError
+from knuma.exporter.publisher import Publisher, PublishError
+from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.informer import Backoff, Informer
+from knuma.local.nodes.heartbeats import Heartbeats, check
+from knuma.local.nodes.kubeletconfig import kubelet_configuration
+from knuma.local.nodes.layout import NodeFiles
+from knuma.local.nodes.nrt import build_options, node_resource_topology
+from knuma.local.nodes.podstatus import lifetime_of, rejected_status, running_status, succeeded_status
+from knuma.local.nodes.settings import FleetSettings, FleetStats
+from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
+from knuma.local.nodes.spec import NodeSpec
+from knuma.local.nodes.sysfs import render
+from knuma.podresources.server import PodResourcesServer
+
+__all__ = ["Fleet", "FleetSettings", "FleetStats"]
+
+log = logging.getLogger("knuma.local.nodes")
+
+JsonObj = dict[str, Any]
+TERMINAL = ("Succeeded", "Failed")
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+class _PodEvents:
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.fleet.observe(obj)
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.fleet.observe(new)
+
+    def on_delete(self, obj: JsonObj) -> None:
+        self.fleet.forget(obj)
+
+
+class Fleet:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        client: AsyncClient | None,
+        nodes: Sequence[NodeSpec],
+        settings: FleetSettings = FleetSettings(),
+        *,
+        on_change: Callable[[str], None] | None = None,
+    ) -> None:
+        """`http` is a raw client (hot paths: heartbeats, pod status); `client` a lightkube client for the NRT
+        publisher (required with `nrt="in-process"`)."""
+        if settings.nrt not in ("in-process", "external"):
+            raise ValueError(f"nrt must be in-process or external, got {settings.nrt!r}")
+        if settings.nrt == "in-process" and client is None:
+            raise ValueError("publishing NRT in-process needs a lightkube client")
+        self.http = http
+        self.client = client
+        self.settings = settings
+        self.specs = {node.name: node for node in nodes}
+        self.kubelets = {node.name: SimulatedKubelet(node) for node in nodes}
+        self.stats = FleetStats()
+        self.on_change = on_change
+        self.heartbeats = Heartbeats(http, self.specs, settings, self.stats)
+        self.ready = asyncio.Event()
+        """Set once every node is registered and its running pods restored."""
+        self._decided: dict[str, str] = {}
+        """pod uid -> node, for pods a kubelet has admitted or rejected (never decided twice)."""
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._writes: asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]] = asyncio.Queue()
+        """Pod key -> (subresource, merge patch) written in order by one writer."""
+        self._dirty: set[str] = set()
+        self._publishers: dict[str, Publisher] = {}
+        self._options = {name: build_options(spec) for name, spec in self.specs.items()}
+        self._servers: dict[str, PodResourcesServer] = {}
+        self._events = EventRecorder(http, "kubelet", qps=20, burst=50)
+        self._files = {
+            name: NodeFiles.of(settings.state_dir, settings.sockets_dir or settings.state_dir, name)
+            for name in self.specs
+            if settings.state_dir is not None
+        }
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.informer = Informer(
+            http, "/api/v1/pods", _PodEvents(self), field_selector="spec.nodeName!=", backoff=Backoff(0.2, 5.0)
+        )
+
+    # -- run -------------------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Register the nodes, restore their pods, then serve until `stop` is set."""
+        try:
+            self._prepare_files()
+            self._start_podresources()
+            await self.heartbeats.register()
+            await self._restore()
+            self.ready.set()
+            log.info("%d simulated nodes ready", len(self.specs))
+            loops = [
+                self.heartbeats.run(),
+                self._write_statuses(),
+                self._flush_changes(),
+                self.informer.run(),
+            ]
+            for coro in loops:
+                self._spawn(coro)
+            await stop.wait()
+        finally:
+            await self._shutdown()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("simulated nodes: a loop failed", exc_info=task.exception())
+
+    async def _shutdown(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._flush_sync()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._events.flush(), 2.0)
+        for server in self._servers.values():
+            server.close()
+        self._servers.clear()
+
+    # -- files and PodResources --------------------------------------------------------------------------------------
+
+    def _prepare_files(self) -> None:
+        for name, files in self._files.items():
+            spec = self.specs[name]
+            files.root.mkdir(parents=True, exist_ok=True)
+            if self.settings.nrt == "in-process":
+                continue  # only `knuma exporter` processes read the sysfs tree and the kubelet configuration
+            render(spec.machine.topology(), files.sysfs)
+            files.kubelet_config.write_text(yaml.safe_dump(kubelet_configuration(spec), sort_keys=False))
+            if not files.notify.exists():
+                files.notify.touch()
+
+    def _start_podresources(self) -> None:
+        if self.settings.sockets_dir is None:
+            return
+        self.settings.sockets_dir.mkdir(parents=True, exist_ok=True)
+        for name, spec in self.specs.items():
+            files = NodeFiles.of(self.settings.state_dir or self.settings.sockets_dir, self.settings.sockets_dir, name)
+            server = PodResourcesServer(files.socket, allocatable=spec.machine.allocatable(), max_workers=2)
+            self._servers[name] = server.start()
+
+    # -- pods --------------------------------------------------------------------------------------------------------
+
+    async def _restore(self) -> None:
+        """Give running pods back the resources their node's checkpoint says they hold, before any admission."""
+        checkpoints = {name: self._read_checkpoint(name) for name in self.specs}
+        if not any(checkpoints.values()):
+            return
+        items: list[JsonObj] = []
+        params = {"fieldSelector": "spec.nodeName!=", "limit": "500"}
+        while True:
+            response = await self.http.get("/api/v1/pods", params=params)
+            check(response, "list pods")
+            body = response.json()
+            items += body.get("items") or []
+            if not (body.get("metadata") or {}).get("continue"):
+                break
+            params["continue"] = body["metadata"]["continue"]
+        restored = 0
+        for obj in items:
+            node = (obj.get("spec") or {}).get("nodeName")
+            kubelet = self.kubelets.get(node or "")
+            checkpoint = checkpoints.get(node or "")
+            if kubelet is None or not checkpoint or (obj.get("status") or {}).get("phase") != "Running":
+                continue
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            try:
+                pod = Pod.from_manifest(obj)
+            except PodError:
+                continue
+            if kubelet.restore(pod, checkpoint):
+                self._decided[pod.uid] = kubelet.name
+                self._schedule_completion(obj, pod, kubelet.name)
+                self._mark(kubelet.name)
+                restored += 1
+        if restored:
+            log.info("restored %d running pods from node checkpoints", restored)
+
+    def _read_checkpoint(self, name: str) -> Mapping[str, Any] | None:
+        files = self._files.get(name)
+        if files is None or not files.checkpoint.is_file():
+            return None
+        try:
+            data = json.loads(files.checkpoint.read_text())
+        except (OSError, ValueError) as err:
+            log.warning("node %s: ignoring unreadable checkpoint %s: %s", name, files.checkpoint, err)
+            return None
+        return data if isinstance(data, Mapping) else None
+
+    def observe(self, obj: JsonObj) -> None:
+        """A pod bound to some node was added or changed."""
+        meta = obj.get("metadata") or {}
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        kubelet = self.kubelets.get(node)
+        if kubelet is None:
+            return
+        uid = str(meta.get("uid") or "")
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        phase = (obj.get("status") or {}).get("phase")
+        if meta.get("deletionTimestamp") or phase in TERMINAL:
+            self._release(kubelet, key, uid)
+            return
+        if uid in self._decided:
+            return
+        try:
+            pod = Pod.from_manifest(obj)
+        except PodError as err:
+            log.warning("node %s: cannot run pod %s: %s", node, key, err)
+            return
+        self._decided[uid] = node
+        result = kubelet.admit(pod)
+        now = datetime.now(UTC)
+        writes: list[tuple[str, JsonObj]] = []
+        if result.admitted:
+            held = kubelet.held[pod.key]
+            writes.append(("", {"metadata": {"annotations": held.annotations()}}))
+            status = running_status(obj, pod, kubelet.spec.internal_ip, held.pod_ip, now)
+            self.stats.admitted += 1
+            self._mark(node)
+            self._schedule_completion(obj, pod, node, started=now)
+            log.debug("node %s admitted %s on NUMA %s", node, key, held.numa_ids())
+        else:
+            status = rejected_status(obj, pod, result.reason, result.message, now)
+            self.stats.rejected += 1
+            ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
+            self._events.record(ref, "Warning", result.reason, result.message)
+            log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
+        self._writes.put_nowait((key, [*writes, ("status", {"status": status})]))
+
+    def forget(self, obj: JsonObj) -> None:
+        """A pod was deleted."""
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        node = self._decided.pop(uid, None) or (obj.get("spec") or {}).get("nodeName") or ""
+        kubelet = self.kubelets.get(node)
+        if kubelet is not None:
+            self._release(kubelet, f"{meta.get('namespace')}/{meta.get('name')}", uid)
+
+    def _release(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
+        timer = self._timers.pop(uid, None)
+        if timer is not None:
+            timer.cancel()
+        held = kubelet.held.get(key)
+        if held is not None and held.uid == uid and kubelet.release(key):
+            self.stats.released += 1
+            self._mark(kubelet.name)
+
+    def _schedule_completion(self, obj: JsonObj, pod: Pod, node: str, started: datetime | None = None) -> None:
+        try:
+            lifetime = lifetime_of(obj)
+        except ValueError as err:
+            log.warning("pod %s: %s; it runs until deleted", pod.key, err)
+            return
+        if lifetime is None:
+            return
+        if started is None:
+            start_time = (obj.get("status") or {}).get("startTime")
+            started = _parse_time(start_time) if start_time else datetime.now(UTC)
+        remaining = max(0.0, lifetime - (datetime.now(UTC) - started).total_seconds())
+        loop = asyncio.get_running_loop()
+        self._timers[pod.uid] = loop.call_later(remaining, self._complete, obj, pod, node)
+
+    def _complete(self, obj: JsonObj, pod: Pod, node: str) -> None:
+        self._timers.pop(pod.uid, None)
+        kubelet = self.kubelets[node]
+        held = kubelet.held.get(pod.key)
+        if held is None or held.uid != pod.uid:
+            return
+        kubelet.release(pod.key)
+        self.stats.completed += 1
+        self._mark(node)
+        current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
+        self._writes.put_nowait((pod.key, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})]))
+
+    async def _write_statuses(self) -> None:
+        async def worker() -> None:
+            while True:
+                key, writes = await self._writes.get()
+                namespace, _, name = key.partition("/")
+                for subresource, patch in writes:
+                    path = f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{subresource}" if subresource else "")
+                    if not await self._patch(path, patch):
+                        break
+
+        await asyncio.gather(*(worker() for _ in range(self.settings.write_concurrency)))
+
+    async def _patch(self, path: str, patch: JsonObj) -> bool:
+        """A merge patch with a few retries; False when the pod is gone or the write kept failing."""
+        for attempt in range(3):
+            try:
+                response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
+            except (httpx2.HTTPError, OSError) as err:
+                log.debug("%s: %s", path, err)
+                await asyncio.sleep(0.2 * 2**attempt)
+                continue
+            if response.status_code == 404:
+                return False
+            if response.status_code < 400:
+                self.stats.status_writes += path.endswith("/status")
+                return True
+            log.warning("%s: HTTP %d %s", path, response.status_code, response.text[:200])
+            await asyncio.sleep(0.2 * 2**attempt)
+        self.stats.status_failures += 1
+        return False
+
+    # -- what changed: PodResources, notify files, checkpoints, NRT -------------------------------------------------
+
+    def _mark(self, node: str) -> None:
+        self._dirty.add(node)
+        if self.on_change is not None:
+            self.on_change(node)
+
+    def _flush_sync(self) -> set[str]:
+        """Update PodResources servers, notify files and checkpoints of the nodes that changed; return them."""
+        dirty, self._dirty = self._dirty, set()
+        for name in dirty:
+            kubelet = self.kubelets[name]
+            server = self._servers.get(name)
+            if server is not None:
+                server.set_pods(kubelet.podresources())
+            files = self._files.get(name)
+            if files is not None:
+                _write_atomically(files.checkpoint, json.dumps(kubelet.checkpoint(), indent=1))
+                files.notify.touch()
+        return dirty
+
+    async def _flush_changes(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_resync = loop.time()
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+        if self.settings.nrt == "in-process":
+            await self._publish_all(self.specs, limit)
+        while True:
+            await asyncio.sleep(self.settings.nrt_min_interval)
+            dirty = self._flush_sync()
+            if self.settings.nrt != "in-process":
+                continue
+            if loop.time() - last_resync >= self.settings.nrt_resync_interval:
+                dirty = set(self.specs)
+                last_resync = loop.time()
+            await self._publish_all(dirty, limit)
+
+    async def _publish_all(self, names: Iterable[str], limit: asyncio.Semaphore) -> None:
+        async def one(name: str) -> None:
+            async with limit:
+                await self._publish(name)
+
+        await asyncio.gather(*(one(name) for name in sorted(names)))
+
+    async def _publish(self, name: str) -> None:
+        assert self.client is not None
+        publisher = self._publishers.get(name)
+        if publisher is None:
+            publisher = self._publishers[name] = Publisher(self.client, name)
+        nrt = node_resource_topology(self.kubelets[name], self._options[name])
+        try:
+            await publisher.publish(nrt)
+            self.stats.nrt_publishes += 1
+        except PublishError as err:
+            self.stats.nrt_failures += 1
+            self._dirty.add(name)  # try again next round
+            log.warning("%s", err)
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,152 @@
+"""Node registration and heartbeats for many simulated nodes at once.
+
+Each Node object is created (or, on a resumed cluster, its labels and status refreshed), then its Lease in
+`kube-node-lease`. Every Lease is renewed every `lease_renew_interval` (10 s, the kubelet's), the renewals spread
+evenly over the interval in small batches so a thousand nodes make a steady 100 writes/s rather than bursts; the Node
+status heartbeat goes out every `node_status_interval` (5 minutes, `nodeStatusReportFrequency`). Renewals are merge
+patches of `renewTime` (no read first); a deleted Lease is created again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+import httpx2
+
+from knuma.local.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
+from knuma.local.nodes.settings import FleetSettings, FleetStats
+from knuma.local.nodes.spec import NodeSpec
+
+__all__ = ["Heartbeats", "check"]
+
+log = logging.getLogger("knuma.local.nodes")
+
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+class Heartbeats:
+    def __init__(
+        self, http: httpx2.AsyncClient, specs: Mapping[str, NodeSpec], settings: FleetSettings, stats: FleetStats
+    ) -> None:
+        self.http = http
+        self.specs = specs
+        self.settings = settings
+        self.stats = stats
+        self.node_uids: dict[str, str] = {}
+
+    async def run(self) -> None:
+        """Renew Leases and post Node status until cancelled."""
+        await asyncio.gather(
+            self._spread(self.settings.lease_renew_interval, self._renew_lease),
+            self._spread(self.settings.node_status_interval, self._post_node_status, skip_first=True),
+        )
+
+    async def register(self) -> None:
+        """Create every Node (or refresh a resumed one) and its Lease."""
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+
+        async def one(spec: NodeSpec) -> None:
+            async with limit:
+                await self._register_node(spec)
+
+        await asyncio.gather(*(one(spec) for spec in self.specs.values()))
+
+    async def _register_node(self, spec: NodeSpec) -> None:
+        manifest = node_manifest(spec)
+        response = await self.http.post("/api/v1/nodes", json=manifest)
+        if response.status_code == 409:  # a resumed cluster: refresh labels and status, keep the object
+            patch = {"metadata": {"labels": manifest["metadata"]["labels"]}}
+            response = await self.http.patch(f"/api/v1/nodes/{spec.name}", json=patch, headers=MERGE_PATCH)
+            check(response, f"node {spec.name}")
+            status = {"status": {**manifest["status"], "conditions": node_conditions()}}
+            check(
+                await self.http.patch(f"/api/v1/nodes/{spec.name}/status", json=status, headers=MERGE_PATCH),
+                f"node {spec.name} status",
+            )
+        else:
+            check(response, f"node {spec.name}")
+        self.node_uids[spec.name] = response.json()["metadata"]["uid"]
+        lease = lease_manifest(spec.name, self.node_uids[spec.name])
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
+        response = await self.http.post(path, json=lease)
+        if response.status_code == 409:
+            response = await self.http.put(f"{path}/{spec.name}", json=lease)
+        check(response, f"lease {spec.name}")
+        self.stats.last_renewal[spec.name] = time.monotonic()
+        self.stats.registered += 1
+
+    async def _spread(
+        self, interval: float, action: Callable[[str], Coroutine[Any, Any, None]], *, skip_first: bool = False
+    ) -> None:
+        """Run `action(node)` for every node once per `interval`, evenly spread, in batches of `batch_interval`."""
+        names = sorted(self.specs)
+        loop = asyncio.get_running_loop()
+        limit = asyncio.Semaphore(self.settings.write_concurrency)
+
+        async def guarded(name: str) -> None:
+            async with limit:
+                try:
+                    await action(name)
+                except (httpx2.HTTPError, OSError) as err:
+                    log.debug("%s for %s failed: %s", action.__name__, name, err)
+
+        if skip_first:
+            await asyncio.sleep(interval)
+        pending: list[asyncio.Task[None]] = []
+        try:
+            while True:
+                start = loop.time()
+                index = 0
+                while index < len(names):
+                    due = start + interval * index / len(names)
+                    delay = due - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    horizon = loop.time() + self.settings.batch_interval
+                    while index < len(names) and start + interval * index / len(names) <= horizon:
+                        pending.append(loop.create_task(guarded(names[index])))
+                        index += 1
+                    pending = [t for t in pending if not t.done()]
+                if pending:
+                    await asyncio.gather(*pending)
+                    pending.clear()
+                rest = start + interval - loop.time()
+                if rest > 0:
+                    await asyncio.sleep(rest)
+        finally:
+            for task in pending:
+                task.cancel()
+
+    async def _renew_lease(self, name: str) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
+        patch = {"spec": {"holderIdentity": name, "renewTime": micro_time()}}
+        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
+        if response.status_code == 404 and name in self.node_uids:
+            lease = lease_manifest(name, self.node_uids[name])
+            response = await self.http.post(
+                f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases", json=lease
+            )
+        if response.status_code >= 400:
+            self.stats.lease_failures += 1
+            return
+        now = time.monotonic()
+        previous = self.stats.last_renewal.get(name)
+        if previous is not None:
+            self.stats.worst_renewal_gap = max(self.stats.worst_renewal_gap, now - previous)
+        self.stats.last_renewal[name] = now
+        self.stats.lease_renewals += 1
+
+    async def _post_node_status(self, name: str) -> None:
+        patch = {"status": {"conditions": node_conditions(since=None)}}
+        await self.http.patch(f"/api/v1/nodes/{name}/status", json=patch, headers=MERGE_PATCH)
+
+
+def check(response: httpx2.Response, what: str) -> None:
+    if response.status_code >= 400:
+        raise httpx2.HTTPStatusError(
+            f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
+        )

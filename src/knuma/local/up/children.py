@@ -1,0 +1,101 @@
+"""Child processes of `knuma up`: started in their own session with their output in a log file, stopped in order.
+
+Children do not share the terminal's process group, so Ctrl-C reaches `knuma up` alone, which then stops them in
+order (scheduler, exporters, nodes) and waits for each. Should `knuma up` itself die, Linux's parent-death signal
+sends every child SIGTERM, so nothing is left running either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["Child"]
+
+log = logging.getLogger("knuma.local.up")
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Child:
+    def __init__(self, name: str, args: Sequence[str], log_file: Path) -> None:
+        self.name = name
+        self.args = list(args)
+        self.log_file = log_file
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Child:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with self.log_file.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        log.debug("started %s (pid %d): %s", self.name, self.process.pid, " ".join(self.args))
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def exited(self) -> int | None:
+        """The exit code if the child has ended, else None."""
+        return None if self.process is None else self.process.poll()
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for the child to end; kill it after `timeout` seconds. True if it ended by itself."""
+        if self.process is None:
+            return True
+        try:
+            self.process.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop within %.0fs; killing it", self.name, timeout)
+            self.process.kill()
+            self.process.wait(5)
+            return False
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        self.signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def tail(self, lines: int = 5) -> str:
+        """The last lines of the child's log, for error messages."""
+        try:
+            text = self.log_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+
+def stop_all(children: Sequence[Child], timeout: float = 10.0) -> None:
+    """SIGTERM to all, then wait for each (one shared deadline)."""
+    for child in children:
+        child.signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for child in children:
+        child.wait(max(0.1, deadline - time.monotonic()))

@@ -1,0 +1,127 @@
+"""What `knuma up` runs: the cluster (from flags, a cluster spec file, or a data directory being resumed) and where
+everything lives.
+
+The data directory (`--data-dir`) keeps the API server's objects (`apiserver/`), the cluster spec it was started with
+(`cluster.yaml`), every node's checkpoint and exporter files (`nodes/<node>/`), the kubeconfig and the logs. A second
+`knuma up --data-dir DIR` resumes that cluster; flags that describe a different cluster are an error, so a resumed
+cluster never silently changes shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knuma.api.nrt import Policy, Scope
+from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
+from knuma.testbed.shapes import BUILTIN_SHAPES
+
+__all__ = ["DEFAULT_NODES", "DEFAULT_SHAPE", "UpError", "UpOptions", "resolve_cluster", "save_cluster"]
+
+DEFAULT_NODES = 3
+DEFAULT_SHAPE = "two-socket"
+CLUSTER_FILE = "cluster.yaml"
+
+
+class UpError(ValueError):
+    """Options `knuma up` cannot run with; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    nodes: int | None = None
+    shapes: tuple[str, ...] = ()
+    policy: str | None = None
+    scope: str | None = None
+    cluster_file: Path | None = None
+    data_dir: Path | None = None
+    port: int | None = None
+    kubeconfig_out: Path | None = None
+    exporters: str = "auto"
+    """`process` (one `knuma exporter` per node), `in-process`, or `auto` (processes up to 8 nodes)."""
+    scheduler: bool = True
+    lease_renew_interval: float = 10.0
+
+    @property
+    def describes_cluster(self) -> bool:
+        return bool(self.nodes is not None or self.shapes or self.policy or self.scope or self.cluster_file)
+
+
+def _from_flags(options: UpOptions) -> dict[str, Any]:
+    shapes = options.shapes or (DEFAULT_SHAPE,)
+    unknown = [s for s in shapes if s not in BUILTIN_SHAPES]
+    if unknown:
+        raise UpError(
+            f"unknown --shape {', '.join(unknown)}; built-in shapes: {', '.join(sorted(BUILTIN_SHAPES))} "
+            "(custom shapes go in a --cluster file)"
+        )
+    nodes = DEFAULT_NODES if options.nodes is None else options.nodes
+    if nodes < 1:
+        raise UpError(f"--nodes must be at least 1, got {nodes}")
+    if nodes < len(shapes):
+        raise UpError(f"--nodes {nodes} is fewer than the {len(shapes)} shapes given; every shape needs a node")
+    try:
+        policy = Policy.parse(options.policy or Policy.SINGLE_NUMA_NODE.value)
+        scope = Scope.parse(options.scope or Scope.CONTAINER.value)
+    except ValueError as err:
+        raise UpError(str(err)) from None
+    counts = [nodes // len(shapes) + (1 if i < nodes % len(shapes) else 0) for i in range(len(shapes))]
+    pools = [
+        {
+            "name": "worker" if len(shapes) == 1 else shape,
+            "shape": shape,
+            "count": count,
+            "policy": policy.value,
+            "scope": scope.value,
+        }
+        for shape, count in zip(shapes, counts, strict=True)
+    ]
+    return {"kind": "SimCluster", "pools": pools}
+
+
+def resolve_cluster(options: UpOptions) -> tuple[ClusterSpec, dict[str, Any]]:
+    """The cluster to run and the spec document to keep in the data directory."""
+    if options.cluster_file is not None and (options.nodes is not None or options.shapes or options.policy):
+        raise UpError("--cluster describes the nodes; drop --nodes, --shape and --policy, or drop --cluster")
+    saved_path = options.data_dir / CLUSTER_FILE if options.data_dir is not None else None
+    saved = None
+    if saved_path is not None and saved_path.is_file():
+        saved = _parse(_load(saved_path), str(saved_path))
+    if options.cluster_file is not None:
+        raw, where = _load(options.cluster_file), str(options.cluster_file)
+    elif saved is not None and not options.describes_cluster:
+        return saved
+    else:
+        raw, where = _from_flags(options), "flags"
+    spec, document = _parse(raw, where)
+    if saved is not None and saved[0] != spec:
+        raise UpError(
+            f"{options.data_dir} holds a cluster of {saved[0].describe()}; these options describe "
+            f"{spec.describe()}. Run without --nodes/--shape/--policy/--cluster to resume it, or use another "
+            "--data-dir"
+        )
+    return spec, document
+
+
+def _load(path: Path) -> Any:
+    try:
+        return load_yaml(path)
+    except SpecError as err:
+        raise UpError(str(err)) from None
+
+
+def _parse(raw: Any, where: str) -> tuple[ClusterSpec, dict[str, Any]]:
+    try:
+        spec = cluster_from_dict(raw, where)
+    except SpecError as err:
+        raise UpError(str(err)) from None
+    return spec, dict(raw)
+
+
+def save_cluster(data_dir: Path, document: dict[str, Any]) -> Path:
+    path = data_dir / CLUSTER_FILE
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path

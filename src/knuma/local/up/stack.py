@@ -1,0 +1,326 @@
+"""`knuma up`: the whole stack on one machine, in one process tree.
+
+    knuma up (this process)         API server (in-process), node proxy `configz` of every node,
+    │                               Deployment and ReplicaSet controllers, live summary
+    ├── python -m knuma.local.nodes every simulated node: kubelet model, heartbeats, PodResources, (NRT in-process)
+    ├── knuma exporter x N          one per node, reading the node's sysfs tree and PodResources socket
+    └── knuma scheduler             profiles topology-aware-scheduler and default-scheduler (topology-unaware)
+
+Start order is the dependency order (API server, CRD, controllers, nodes, exporters, scheduler); stop order is the
+reverse. A child that dies stops the whole cluster with its log's last lines, rather than leaving half a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import yaml
+
+from knuma.api.crd import NRT_CRD
+from knuma.kube.client import async_http
+from knuma.local.apiserver.server import ApiServer, generate_token
+from knuma.local.controllers.manager import WorkloadControllers
+from knuma.local.nodes.kubeletconfig import configz_handler
+from knuma.local.nodes.layout import NodeFiles
+from knuma.local.nodes.spec import NodeSpec, nodes_of
+from knuma.local.up.children import Child, stop_all
+from knuma.local.up.options import UpError, UpOptions, save_cluster
+from knuma.local.up.summary import ClusterSummary, summarize
+from knuma.testbed.cluster import ClusterSpec
+
+__all__ = ["AWARE_PROFILE", "UNAWARE_PROFILE", "LocalCluster", "scheduler_configuration"]
+
+log = logging.getLogger("knuma.local.up")
+
+AWARE_PROFILE = "topology-aware-scheduler"
+UNAWARE_PROFILE = "default-scheduler"
+EXPORTER_PROCESSES_UP_TO = 8
+NRT_GR = ("topology.node.k8s.io", "noderesourcetopologies")
+
+
+def scheduler_configuration() -> dict[str, Any]:
+    """Two profiles: knuma's NUMA-aware one (the default plugins and NodeResourceTopologyMatch), and
+    `default-scheduler` without NodeResourceTopologyMatch (what a cluster's stock kube-scheduler does), so the same
+    workload can be scheduled both ways."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [
+            {
+                "schedulerName": AWARE_PROFILE,
+                "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                "pluginConfig": [
+                    {"name": "NodeResourceTopologyMatch", "args": {"scoringStrategy": {"type": "KnumaBinPacking"}}}
+                ],
+            },
+            {
+                "schedulerName": UNAWARE_PROFILE,
+                "plugins": {"multiPoint": {"disabled": [{"name": "NodeResourceTopologyMatch"}]}},
+            },
+        ],
+    }
+
+
+class LocalCluster:
+    def __init__(self, options: UpOptions, cluster: ClusterSpec, document: dict[str, Any]) -> None:
+        self.options = options
+        self.cluster = cluster
+        self.document = document
+        self.nodes: list[NodeSpec] = nodes_of(cluster)
+        self.persistent = options.data_dir is not None
+        self.work_dir = options.data_dir or Path(tempfile.mkdtemp(prefix="knuma-up-"))
+        self.sockets_dir = Path(tempfile.mkdtemp(prefix="kup-"))  # short: unix socket paths are limited
+        self.kubeconfig = options.kubeconfig_out or self.work_dir / "kubeconfig"
+        self.logs = self.work_dir / "logs"
+        mode = options.exporters
+        if mode == "auto":
+            mode = "process" if len(self.nodes) <= EXPORTER_PROCESSES_UP_TO else "in-process"
+        if mode not in ("process", "in-process"):
+            raise UpError(f"--exporters must be auto, process or in-process, got {options.exporters!r}")
+        self.exporter_mode = mode
+        self.server: ApiServer | None = None
+        self.http: httpx2.AsyncClient | None = None
+        self.controllers: WorkloadControllers | None = None
+        self._controller_task: asyncio.Task[None] | None = None
+        self.node_process: Child | None = None
+        self.exporters: list[Child] = []
+        self.scheduler: Child | None = None
+        self.scheduler_profiles: list[str] = []
+
+    # -- start -------------------------------------------------------------------------------------------------------
+
+    async def start(self, progress: Callable[[str], None]) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        cluster_file = save_cluster(self.work_dir, self.document)
+        await self._start_apiserver()
+        progress(f"API server listening on {self.url}")
+        assert self.server is not None
+        self.http = async_http(self.kubeconfig, timeout=30.0)
+        await self._install_crd()
+        for node in self.nodes:
+            self.server.register_node_proxy(node.name, configz_handler(node))
+        self.controllers = WorkloadControllers(self.http)
+        self._controller_task = asyncio.create_task(self.controllers.run())
+        progress(f"starting {len(self.nodes)} simulated nodes")
+        await self._start_nodes(cluster_file)
+        if self.exporter_mode == "process":
+            progress(f"starting {len(self.nodes)} exporters")
+            self._start_exporters()
+        if self.options.scheduler:
+            self._start_scheduler()
+
+    @property
+    def url(self) -> str:
+        return self.server.url if self.server is not None else ""
+
+    async def _start_apiserver(self) -> None:
+        data_dir = self.work_dir / "apiserver" if self.persistent else None
+        token = _persistent_token(data_dir) if data_dir is not None else generate_token()
+        self.server = ApiServer(token=token, data_dir=data_dir)
+        port_file = self.work_dir / "port"
+        port = self.options.port
+        if port is None and self.persistent and port_file.is_file():
+            with contextlib.suppress(ValueError):
+                port = int(port_file.read_text().strip())  # keep the kubeconfig of the last run valid
+        try:
+            await self.server.start("127.0.0.1", port or 0)
+        except OSError as err:
+            if self.options.port is not None:
+                raise UpError(f"cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
+            await self.server.start("127.0.0.1", 0)
+        if self.persistent:
+            port_file.write_text(f"{self.server.port}\n")
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        self.server.write_kubeconfig(self.kubeconfig)
+
+    async def _install_crd(self) -> None:
+        assert self.http is not None
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        response = await self.http.post(path, json=NRT_CRD)
+        if response.status_code not in (201, 409):
+            raise UpError(f"cannot install the NodeResourceTopology CRD: HTTP {response.status_code} {response.text}")
+
+    async def _start_nodes(self, cluster_file: Path) -> None:
+        ready = self.work_dir / "run" / "nodes.ready"
+        ready.parent.mkdir(parents=True, exist_ok=True)
+        ready.unlink(missing_ok=True)
+        args = [
+            sys.executable,
+            "-m",
+            "knuma.local.nodes",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--cluster",
+            str(cluster_file),
+            "--state-dir",
+            str(self.work_dir),
+            "--nrt",
+            "external" if self.exporter_mode == "process" else "in-process",
+            "--lease-renew-interval",
+            str(self.options.lease_renew_interval),
+            "--ready-file",
+            str(ready),
+        ]
+        if self.exporter_mode == "process":
+            args += ["--sockets-dir", str(self.sockets_dir)]
+        self.node_process = Child("simulated nodes", args, self.logs / "nodes.log").start()
+        timeout = 60.0 + len(self.nodes) * 0.1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not ready.exists():
+            code = self.node_process.exited()
+            if code is not None:
+                raise UpError(f"the simulated nodes exited with {code}:\n{self.node_process.tail()}")
+            if loop.time() > deadline:
+                raise UpError(
+                    f"the simulated nodes were not ready within {timeout:.0f}s; see {self.logs / 'nodes.log'}"
+                )
+            await asyncio.sleep(0.05)
+
+    def _start_exporters(self) -> None:
+        for node in self.nodes:
+            files = NodeFiles.of(self.work_dir, self.sockets_dir, node.name)
+            args = [
+                sys.executable,
+                "-m",
+                "knuma",
+                "exporter",
+                "--node-name",
+                node.name,
+                "--sysfs-root",
+                str(files.sysfs),
+                "--podresources-socket",
+                files.podresources_address,
+                "--kubelet-config-file",
+                str(files.kubelet_config),
+                "--notify-file",
+                str(files.notify),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--metrics-port",
+                "0",
+            ]
+            self.exporters.append(Child(f"exporter {node.name}", args, self.logs / f"exporter-{node.name}.log").start())
+
+    def _start_scheduler(self) -> None:
+        args = [
+            sys.executable,
+            "-m",
+            "knuma",
+            "scheduler",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--no-leader-elect",
+            "--metrics-port",
+            "0",
+        ]
+        config = self.work_dir / "scheduler-config.yaml"
+        config.write_text(yaml.safe_dump(scheduler_configuration(), sort_keys=False))
+        args += ["--config", str(config)]
+        self.scheduler_profiles = [AWARE_PROFILE, UNAWARE_PROFILE]
+        self.scheduler = Child("scheduler", args, self.logs / "scheduler.log").start()
+
+    # -- running -----------------------------------------------------------------------------------------------------
+
+    def children(self) -> list[Child]:
+        return [c for c in (self.scheduler, *self.exporters, self.node_process) if c is not None]
+
+    def failed_child(self) -> Child | None:
+        for child in self.children():
+            if child.exited() is not None:
+                return child
+        return None
+
+    def summary(self) -> ClusterSummary:
+        assert self.server is not None
+        store = self.server.store
+        return summarize(store.scan(("", "nodes")), store.scan(("", "pods")), store.scan(NRT_GR))
+
+    # -- stop --------------------------------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Stop everything in reverse order and remove sockets and temporary files."""
+        first = [c for c in (self.scheduler, *self.exporters) if c is not None]
+        await asyncio.to_thread(stop_all, first)
+        if self.node_process is not None:
+            await asyncio.to_thread(self.node_process.stop, 15.0)
+        if self._controller_task is not None:
+            self._controller_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._controller_task
+        if self.http is not None:
+            await self.http.aclose()
+        if self.server is not None:
+            await self.server.stop()
+        shutil.rmtree(self.sockets_dir, ignore_errors=True)
+        if not self.persistent:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def _persistent_token(data_dir: Path) -> str:
+    """The token kept in DIR/token, so kubeconfigs written earlier keep working after a restart."""
+    path = data_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = generate_token()
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token
+
+
+async def run(
+    options: UpOptions,
+    cluster: ClusterSpec,
+    document: dict[str, Any],
+    *,
+    announce: Callable[[LocalCluster], None],
+    progress: Callable[[str], None],
+    show: Callable[[ClusterSummary], None],
+    refresh: float = 1.0,
+) -> int:
+    """Bring the cluster up, call `show` with a summary every `refresh` seconds until SIGINT/SIGTERM, stop it.
+    Returns the exit code: 0 after a requested stop, 1 when a part of the cluster failed."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    local = LocalCluster(options, cluster, document)
+    code = 0
+    try:
+        await local.start(progress)
+        announce(local)
+        while not stop.is_set():
+            failed = local.failed_child()
+            if failed is not None:
+                log.error(
+                    "%s exited with %s; stopping the cluster. Last lines of %s:\n%s",
+                    failed.name,
+                    failed.exited(),
+                    failed.log_file,
+                    failed.tail(),
+                )
+                code = 1
+                break
+            show(local.summary())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), refresh)
+    finally:
+        progress("stopping")
+        await local.stop()
+        if local.persistent:
+            progress(f"stopped; `knuma up --data-dir {local.work_dir}` resumes this cluster")
+        else:
+            progress("stopped")
+    return code

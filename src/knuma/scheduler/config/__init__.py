@@ -1,0 +1,1 @@
+"""The scheduler's configuration: a `KubeSchedulerConfiguration` read as kube-scheduler reads it."""

@@ -1,0 +1,253 @@
+"""The scheduler's configuration file: a `KubeSchedulerConfiguration` (`kubescheduler.config.k8s.io/v1` or
+`v1beta3`), read the way kube-scheduler reads it, so that files written for scheduler-plugins' NodeResourceTopologyMatch
+load unchanged.
+
+- Strict: an unknown key or an invalid value is an error naming the file and the key path
+  (`profiles[0].pluginConfig[1].args.scoringStrategy.type: unknown strategy "Foo"; expected one of ...`).
+- Defaults as upstream (kube-scheduler's v1 defaults, scheduler-plugins' `NodeResourceTopologyMatchArgs` defaults),
+  except the names that make knuma a secondary scheduler: the default profile is `topology-aware-scheduler` (a profile
+  without `schedulerName` gets it too) and the default leader-election lease is `topology-aware-scheduler`, so that
+  knuma never competes with the cluster's `default-scheduler` for its lease.
+- Profiles' `plugins` merge into kube-scheduler's default plugins exactly as kube-scheduler does (enabled/disabled per
+  extension point, `*`, `multiPoint` expansion and overrides, weights); `build_profiles` builds them into framework
+  profiles.
+- Accepted but not run, with a warning naming them: plugins kube-scheduler has and knuma does not (`InterPodAffinity`,
+  volume plugins, ...), args of such plugins, `NodeResourcesFitArgs`, `enableProfiling`,
+  `enableContentionProfiling`, `delayCacheUntilActive`, `clientConnection.contentType`. Rejected: `extenders` (they
+  decide placement), `healthzBindAddress` / `metricsBindAddress` other than empty or port 0 (as upstream; knuma's
+  endpoints are command-line flags), leader-election locks other than `leases`, plugins neither knuma nor
+  kube-scheduler has (`Coscheduling`, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from knuma.duration import format_duration
+from knuma.manifests import ManifestError, load_documents
+from knuma.scheduler.config.document import read_configuration
+from knuma.scheduler.config.model import (
+    DEFAULT_LEASE_NAME,
+    DEFAULT_SCHEDULER_NAME,
+    KIND,
+    SUPPORTED_API_VERSIONS,
+    ClientConnectionConfig,
+    ConfigError,
+    LeaderElectionConfig,
+    NodeAffinityArgs,
+    NumaArgs,
+    ProfileConfig,
+    SchedulerConfiguration,
+    num_feasible_nodes_to_find,
+)
+from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
+from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY
+from knuma.scheduler.framework.registry import PLUGINS
+from knuma.scheduler.plugins.node_affinity import NodeAffinity
+from knuma.scheduler.plugins.node_name import NodeName
+from knuma.scheduler.plugins.node_ports import NodePorts
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN
+from knuma.scheduler.plugins.scheduling_gates import SchedulingGates
+from knuma.scheduler.plugins.taint_toleration import TaintToleration
+
+__all__ = [
+    "DEFAULT_LEASE_NAME",
+    "DEFAULT_SCHEDULER_NAME",
+    "SUPPORTED_API_VERSIONS",
+    "ClientConnectionConfig",
+    "ConfigError",
+    "LeaderElectionConfig",
+    "NodeAffinityArgs",
+    "NumaArgs",
+    "ProfileConfig",
+    "SchedulerConfiguration",
+    "build_profile",
+    "build_profiles",
+    "default_config",
+    "describe_config",
+    "load_config",
+    "num_feasible_nodes_to_find",
+    "parse_config",
+]
+
+log = logging.getLogger("knuma.scheduler.config.load")
+
+
+def load_config(path: str | Path | None, *, log_warnings: bool = True) -> SchedulerConfiguration:
+    """Read and validate a configuration file (None: the built-in default). Raises `ConfigError`; logs each warning
+    (what is accepted but not applied) on the `knuma.scheduler.config.load` logger."""
+    if path is None:
+        return default_config()
+    source = str(path)
+    try:
+        documents = load_documents(path)
+    except ManifestError as err:
+        raise ConfigError("", "", str(err)) from None
+    if len(documents) != 1:
+        raise ConfigError(source, "", f"expected one {KIND} document, found {len(documents)}")
+    config = read_configuration(documents[0], source)
+    if log_warnings:
+        for warning in config.warnings:
+            log.warning("%s", warning)
+    return config
+
+
+def parse_config(document: Mapping[str, Any], source: str = "") -> SchedulerConfiguration:
+    """Validate a `KubeSchedulerConfiguration` given as a mapping; `source` names it in errors and warnings."""
+    return read_configuration(document, source)
+
+
+def default_config() -> SchedulerConfiguration:
+    """No file: one profile `topology-aware-scheduler` with kube-scheduler's default plugins plus
+    NodeResourceTopologyMatch (filter, score, reserve), as the upstream deployer renders it, scoring with knuma's
+    default strategy (`profiles.DEFAULT_STRATEGY`, KnumaBinPacking). A file is read as upstream reads it: without a
+    `scoringStrategy` it gets upstream's LeastAllocated."""
+    strategy = {"scoringStrategy": {"type": DEFAULT_STRATEGY.value}}
+    return read_configuration(
+        {
+            "apiVersion": SUPPORTED_API_VERSIONS[0],
+            "kind": KIND,
+            "profiles": [
+                {
+                    "schedulerName": DEFAULT_SCHEDULER_NAME,
+                    "plugins": {"multiPoint": {"enabled": [{"name": NUMA_PLUGIN}]}},
+                    "pluginConfig": [{"name": NUMA_PLUGIN, "args": strategy}],
+                }
+            ],
+        }
+    )
+
+
+# -- framework profiles ----------------------------------------------------------------------------------------
+
+_FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
+    "SchedulingGates": lambda _: SchedulingGates(),
+    "NodeUnschedulable": lambda _: NodeUnschedulable(),
+    "NodeName": lambda _: NodeName(),
+    "TaintToleration": lambda _: TaintToleration(),
+    "NodeAffinity": lambda p: NodeAffinity(p.node_affinity.added_required, p.node_affinity.added_preferred),
+    "NodePorts": lambda _: NodePorts(),
+    "NodeResourcesFit": lambda _: NodeResourcesFit(),
+    NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(p.numa.scoring_strategy()),
+}
+"""Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's
+Reserve (the cache's reservations) are the daemon's."""
+
+
+def build_profile(profile: ProfileConfig) -> Profile:
+    """The framework profile: filters and weighted scorers in the configuration's order, one plugin instance per
+    name (so the NUMA plugin's Filter and Score share it), and the PreEnqueue gates."""
+    instances: dict[str, object] = {}
+
+    def plugin(name: str) -> object:
+        if name not in instances:
+            instances[name] = _FACTORIES[name](profile)
+        return instances[name]
+
+    filters = [p for n in profile.filters if n in _FACTORIES and isinstance(p := plugin(n), FilterPlugin)]
+    scorers = [(p, w) for n, w in profile.scorers if n in _FACTORIES and isinstance(p := plugin(n), ScorePlugin)]
+    gates = [
+        p
+        for n in profile.plugins.get("preEnqueue", ())
+        if n in _FACTORIES and isinstance(p := plugin(n), PreEnqueuePlugin)
+    ]
+    return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates))
+
+
+def build_profiles(config: SchedulerConfiguration) -> dict[str, Profile]:
+    """schedulerName → framework profile, for every profile of the configuration."""
+    return {p.scheduler_name: build_profile(p) for p in config.profiles}
+
+
+# -- the human summary (`knuma scheduler --check-config`) ------------------------------------------------------
+
+
+def describe_config(config: SchedulerConfiguration) -> str:
+    """What the scheduler will do with this configuration: profiles, plugins per extension point with weights, what
+    is not run, the NUMA plugin's args, leader election, client limits, and the warnings."""
+    source = f"{config.source} ({config.api_version})" if config.source else "built-in default (no --config)"
+    le = config.leader_election
+    lines = [f"configuration: {source}"]
+    if le.leader_elect:
+        lines.append(
+            f"leader election: Lease {le.resource_namespace}/{le.resource_name}, leaseDuration "
+            f"{format_duration(le.lease_duration)}, renewDeadline {format_duration(le.renew_deadline)}, "
+            f"retryPeriod {format_duration(le.retry_period)}"
+        )
+    else:
+        lines.append("leader election: off")
+    client = config.client_connection
+    lines.append(
+        f"client: kubeconfig {client.kubeconfig or '(from the command line, or in-cluster)'}; "
+        f"qps {client.qps:g}, burst {client.burst}"
+    )
+    percentage = config.percentage_of_nodes_to_score
+    lines.append(
+        f"percentageOfNodesToScore {percentage or 'adaptive'}; parallelism {config.parallelism}; "
+        f"pod backoff {config.pod_initial_backoff_seconds}s to {config.pod_max_backoff_seconds}s"
+    )
+    for profile in config.profiles:
+        lines += ["", *_describe_profile(profile)]
+    lines = [_wrap(line, "  ") if not line.startswith("  ") else line for line in lines]
+    if config.warnings:
+        lines += ["", "warnings:", *(_wrap(w, "    ", "  ") for w in config.warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, indent: str, first: str = "", width: int = 116) -> str:
+    return textwrap.fill(text, width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False)
+
+
+def _describe_profile(profile: ProfileConfig) -> list[str]:
+    built = build_profile(profile)
+    aware = "topology-aware" if profile.topology_aware else "not topology-aware: no NodeResourceTopologyMatch filter"
+    lines = [f"profile {profile.scheduler_name} ({aware})"]
+    scored = {p.name for p, _ in built.scorers}
+    rows = {
+        "preEnqueue": [p.name for p in built.pre_enqueue],
+        "queueSort": list(profile.plugins.get("queueSort", ())),
+        "filter": [p.name for p in built.filters],
+        "score": [f"{p.name} (weight {w})" for p, w in built.scorers],
+        "reserve": [n for n in profile.plugins.get("reserve", ()) if n == NUMA_PLUGIN],
+        "bind": [n for n in profile.plugins.get("bind", ()) if PLUGINS[n].runs],
+    }
+    for point, names in rows.items():
+        lines.append(_row(point, ", ".join(names) or "-"))
+    not_run = list(profile.not_run)
+    not_run += [f"{n} (score)" for n, _ in profile.scorers if PLUGINS[n].runs and n not in scored]
+    if not_run:
+        lines.append(_row("not run", ", ".join(not_run)))
+    if profile.percentage_of_nodes_to_score is not None:
+        lines.append(f"  percentageOfNodesToScore {profile.percentage_of_nodes_to_score or 'adaptive'}")
+    added = profile.node_affinity
+    if added.added_required is not None or added.added_preferred is not None:
+        required = len(added.added_required.terms) if added.added_required else 0
+        preferred = len(added.added_preferred.terms) if added.added_preferred else 0
+        lines.append(_row("NodeAffinity", f"addedAffinity with {required} required and {preferred} preferred term(s)"))
+    numa = profile.numa
+    if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
+        return lines
+    weights = ", ".join(f"{name} {weight}" for name, weight in numa.resources)
+    lines.append(
+        _row(
+            "NUMA args",
+            f"scoringStrategy {numa.scoring_type.value} ({weights}); cacheResyncPeriodSeconds "
+            f"{numa.cache_resync_period_seconds} (upstream cache: {numa.upstream_cache}); cache foreignPodsDetect "
+            f"{numa.foreign_pods_detect}, resyncMethod {numa.resync_method}, informerMode {numa.informer_mode}, "
+            f"resyncScope {numa.resync_scope}",
+        )
+    )
+    return lines
+
+
+def _row(label: str, text: str, width: int = 116) -> str:
+    """`  label:    text`, wrapped under the text's column."""
+    head = f"  {label + ':':<14}"
+    return _wrap(text, " " * len(head), head, width)

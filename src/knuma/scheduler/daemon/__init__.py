@@ -1,0 +1,1 @@
+"""`knuma scheduler`: the daemon loop, its queue, metrics and health endpoints."""

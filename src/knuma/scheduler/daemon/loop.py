@@ -1,0 +1,386 @@
+"""`knuma scheduler`: the secondary scheduler daemon — informers, queue, cycle, reserve, bind, events, leadership.
+
+The loop is kube-scheduler's: pop the highest-priority pending pod, decide on the cache's snapshot (pure
+`knuma.scheduler.algorithm.decide`), *assume* the pod on the chosen node in the cache at once (so the next cycle sees
+its resources taken, on the NUMA zones the kubelet model predicts), and bind in the background. A failed bind forgets
+the assumption and retries the pod after its backoff. Informer events keep the cache true: Node and
+NodeResourceTopology changes, pods bound by anyone (foreign pods included), pods that terminate or are deleted; those
+that can free room move unschedulable pods back to the active queue.
+
+Only the leader schedules. Informers start before the election, so a standby that takes over has a warm cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from knuma.api.nrt import GROUP
+from knuma.api.pod import Pod, PodError
+from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.informer import Informer
+from knuma.kube.leaderelection import LeaderElector, LeaseConfig
+from knuma.scheduler.algorithm import Outcome
+from knuma.scheduler.cache.nrt import ClusterCache, pod_key, terminal
+from knuma.scheduler.daemon.metrics import SchedulerMetrics
+from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
+from knuma.scheduler.daemon.unsupported import unsupported_constraints
+from knuma.scheduler.explain import simulator_annotations
+from knuma.scheduler.fast.path import FastPath
+from knuma.scheduler.framework.interface import Profile, schedule_one
+
+__all__ = ["DaemonSettings", "Scheduler"]
+
+log = logging.getLogger("knuma.scheduler")
+
+NRT_PATH = f"/apis/{GROUP}/v1alpha2/noderesourcetopologies"
+JsonObj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    leader_elect: bool = True
+    lease: LeaseConfig = field(default_factory=LeaseConfig)
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}")
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    max_unschedulable: float = 300.0
+    bind_concurrency: int = 16
+    component: str = "topology-aware-scheduler"
+    explain: bool = False
+    """Annotate each pod with per-node, per-plugin results (kube-scheduler-simulator keys) before binding."""
+
+
+class _Handler:
+    """Adapts informer callbacks to one method per event kind."""
+
+    def __init__(self, add: Any, update: Any, delete: Any) -> None:
+        self.on_add, self.on_update, self.on_delete = add, update, delete
+
+
+class Scheduler:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        profiles: Mapping[str, Profile],
+        settings: DaemonSettings = DaemonSettings(),
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
+        if not profiles:
+            raise ValueError("the scheduler needs at least one profile")
+        self.http = http
+        self.profiles = dict(profiles)
+        self.settings = settings
+        self.cache = ClusterCache()
+        self.fast = FastPath(self.cache)
+        self.queue = SchedulingQueue(
+            initial_backoff=settings.initial_backoff,
+            max_backoff=settings.max_backoff,
+            max_unschedulable=settings.max_unschedulable,
+        )
+        self.metrics = metrics or SchedulerMetrics()
+        self.gated: set[str] = set()
+        """Pods a PreEnqueue plugin (SchedulingGates) holds back; they enter the queue when their gates go."""
+        self._warned: set[str] = set()
+        self.metrics.watch(
+            lambda: {**self.queue.counts(), "gated": len(self.gated)},
+            lambda: (age for _, age in self.cache.nrt_age()),
+            lambda: sum(len(self.cache.reserved(n)) for n in self.cache.nodes),
+        )
+        self.events = EventRecorder(http, settings.component)
+        self.elector = LeaderElector(http, settings.identity, settings.lease) if settings.leader_elect else None
+        self.nodes = Informer(http, "/api/v1/nodes", _Handler(self._node_added, self._node_updated, self._node_deleted))
+        self.nrts = Informer(http, NRT_PATH, _Handler(self._nrt_added, self._nrt_updated, self._nrt_deleted))
+        self.pods = Informer(http, "/api/v1/pods", _Handler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self._binds = asyncio.Semaphore(settings.bind_concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.scheduled = 0
+        self.ready = asyncio.Event()
+        """Set when the caches have synced and this replica leads (what `/readyz` reports)."""
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Run until `stop` is set (or the task is cancelled); release the lease on the way out."""
+        stop = stop or asyncio.Event()
+        informers = [
+            asyncio.create_task(i.run(), name=f"informer {i.path}") for i in (self.nodes, self.nrts, self.pods)
+        ]
+        work: list[asyncio.Task[Any]] = []
+        try:
+            waiter = asyncio.create_task(stop.wait())
+            synced = asyncio.create_task(self._wait_synced())
+            await asyncio.wait({waiter, synced}, return_when=asyncio.FIRST_COMPLETED)
+            synced.cancel()
+            if stop.is_set():
+                return
+            log.info("caches synced: %d nodes, %d pods", len(self.nodes.store), len(self.pods.store))
+            if self.elector is not None:
+                acquire = asyncio.create_task(self.elector.acquire())
+                await asyncio.wait({waiter, acquire}, return_when=asyncio.FIRST_COMPLETED)
+                if stop.is_set():
+                    acquire.cancel()
+                    return
+                work.append(asyncio.create_task(self.elector.renew_forever()))
+                lost = asyncio.create_task(self.elector.lost.wait())
+                work.append(lost)
+            self.ready.set()
+            loop_task = asyncio.create_task(self._loop())
+            work.append(loop_task)
+            done, _ = await asyncio.wait({waiter, *work}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not waiter and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            if self.elector is not None and self.elector.lost.is_set():
+                raise LeadershipLost("lost the leader lease; stopping so that only one replica schedules")
+        finally:
+            self.ready.clear()
+            for task in [*work, *informers]:
+                task.cancel()
+            for task in [*work, *informers]:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.events.flush()
+            if self.elector is not None:
+                await self.elector.release()
+
+    async def _wait_synced(self) -> None:
+        await self.nodes.synced.wait()
+        await self.pods.synced.wait()
+        # NRT data is optional: a cluster without the CRD yet still schedules (nodes without NRT), and NRT objects
+        # that appear later are picked up by the informer's retries (upstream issue #967).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.nrts.synced.wait(), timeout=5.0)
+
+    # -- the scheduling loop ---------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            queued = await self.queue.pop()
+            self.schedule_one(queued)
+            await asyncio.sleep(0)  # let informer events and binds run between cycles
+
+    def schedule_one(self, queued: QueuedPod) -> Outcome | None:
+        pod = queued.pod
+        current = self.pods.store.get(pod.key)
+        if current is None or (current.get("spec") or {}).get("nodeName") or terminal(current):
+            self.queue.done(pod.key)
+            return None
+        profile = self.profiles[pod.scheduler_name]
+        start = time.perf_counter()
+        try:
+            outcome = self.fast.decide(profile, pod)
+        except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
+            log.exception("scheduling %s failed", pod.key)
+            self.metrics.attempts.labels("error", profile.name).inc()
+            self.queue.error(queued)
+            self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
+            return None
+        elapsed = time.perf_counter() - start
+        annotations = self._explain(profile, pod) if self.settings.explain else None
+        if outcome.node is None:
+            self.metrics.attempts.labels("unschedulable", profile.name).inc()
+            self.metrics.attempt_duration.labels("unschedulable", profile.name).observe(elapsed)
+            log.info("pod %s is unschedulable: %s", pod.key, outcome.message)
+            self.queue.unschedulable(queued)
+            self._event(pod, "Warning", "FailedScheduling", outcome.message)
+            if annotations:
+                self._spawn(self._annotate(pod, annotations))
+            return outcome
+        self.metrics.attempts.labels("scheduled", profile.name).inc()
+        self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
+        self.cache.assume(pod, outcome.node)
+        self._spawn(self._bind(queued, outcome.node, annotations))
+        return outcome
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _explain(self, profile: Profile, pod: Pod) -> dict[str, str]:
+        result = schedule_one(profile, pod, self.cache.node_infos(), explain=True)
+        return simulator_annotations(profile, result)
+
+    async def _annotate(self, pod: Pod, annotations: Mapping[str, str]) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        try:
+            response = await self.http.patch(
+                path,
+                json={"metadata": {"annotations": dict(annotations)}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            if response.status_code >= 400:
+                log.warning("annotating %s: HTTP %d: %s", pod.key, response.status_code, response.text[:200])
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("annotating %s: %s", pod.key, err)
+
+    async def _bind(self, queued: QueuedPod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+        pod = queued.pod
+        if annotations:
+            await self._annotate(pod, annotations)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name, "namespace": pod.namespace, **({"uid": pod.uid} if pod.uid else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
+        async with self._binds:
+            start = time.perf_counter()
+            try:
+                response = await self.http.post(path, json=body)
+                status, text = response.status_code, response.text
+            except (httpx2.HTTPError, OSError) as err:
+                status, text = 0, str(err)
+            self.metrics.binding_duration.observe(time.perf_counter() - start)
+        if status in (200, 201):
+            self.scheduled += 1
+            self.queue.done(pod.key)
+            log.info("bound %s to %s (attempt %d)", pod.key, node, queued.attempts)
+            self.metrics.e2e_duration.labels(str(min(queued.attempts, 15))).observe(time.monotonic() - queued.timestamp)
+            self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}")
+            return
+        self.cache.forget(pod.key)
+        if status in (404, 409):
+            # Deleted meanwhile, or already bound (by another scheduler or a previous attempt): nothing to retry;
+            # the informer brings the pod's real state.
+            log.info("binding %s to %s: HTTP %d (pod gone or already bound)", pod.key, node, status)
+            self.queue.done(pod.key)
+            return
+        log.warning("binding %s to %s failed: HTTP %d: %s", pod.key, node, status, text[:300])
+        self.queue.error(queued)
+        self.queue.move_all()  # the node we reserved on is free again
+        self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {text[:300] or 'no response'}")
+
+    def _event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
+        self.events.record(ref, event_type, reason, message, component=pod.scheduler_name)
+
+    # -- informer handlers -----------------------------------------------------------------------------------
+
+    def _node_added(self, obj: JsonObj) -> None:
+        self.cache.upsert_node(obj)
+        self.queue.move_all()
+
+    def _node_updated(self, old: JsonObj, new: JsonObj) -> None:
+        self.cache.upsert_node(new)
+        if _schedulable_changed(old, new):
+            self.queue.move_all()
+
+    def _node_deleted(self, obj: JsonObj) -> None:
+        self.cache.delete_node(obj)
+
+    def _nrt_added(self, obj: JsonObj) -> None:
+        self._nrt_changed(obj)
+
+    def _nrt_updated(self, old: JsonObj, new: JsonObj) -> None:
+        del old
+        self._nrt_changed(new)
+
+    def _nrt_changed(self, obj: JsonObj) -> None:
+        before = (self.cache.stats.reconciled, self.cache.stats.unmatched)
+        self.cache.upsert_nrt(obj)
+        after = (self.cache.stats.reconciled, self.cache.stats.unmatched)
+        if after[0] > before[0]:
+            self.metrics.nrt_reconciles.labels("matched").inc()
+        elif after[1] > before[1]:
+            self.metrics.nrt_reconciles.labels("unmatched").inc()
+        self.queue.move_all()
+
+    def _nrt_deleted(self, obj: JsonObj) -> None:
+        self.cache.delete_nrt(obj)
+
+    def _pod_added(self, obj: JsonObj) -> None:
+        self._pod_changed(obj)
+
+    def _pod_updated(self, old: JsonObj, new: JsonObj) -> None:
+        self._pod_changed(new)
+        if terminal(new) and not terminal(old):
+            self.queue.move_all()  # a pod finished: its resources are free
+
+    def _pod_changed(self, obj: JsonObj) -> None:
+        spec = obj.get("spec") or {}
+        key = pod_key(obj)
+        if spec.get("nodeName") or terminal(obj):
+            if not self.cache.is_assumed(key) or spec.get("nodeName"):
+                self.cache.upsert_pod(obj)
+            if key in self.queue and not self.cache.is_assumed(key):
+                self.queue.delete(key)
+            return
+        if spec.get("schedulerName", "default-scheduler") not in self.profiles:
+            return
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        try:
+            pod = Pod.from_manifest(obj)
+        except PodError as err:
+            log.warning("cannot schedule %s: %s", key, err)
+            return
+        if self.cache.is_assumed(key):
+            return
+        gate = next(
+            (s for g in self.profiles[pod.scheduler_name].pre_enqueue if not (s := g.pre_enqueue(pod)).ok), None
+        )
+        if gate is not None:
+            self.gated.add(key)
+            self.queue.delete(key)
+            return
+        self.gated.discard(key)
+        if key not in self._warned and (ignored := unsupported_constraints(pod)):
+            self._warned.add(key)
+            message = f"knuma does not enforce {'; '.join(ignored)}: the pod is placed as if they were absent"
+            log.warning("pod %s: %s", key, message)
+            self._event(pod, "Warning", "UnsupportedConstraints", message)
+        self.queue.add(pod)
+
+    def _pod_deleted(self, obj: JsonObj) -> None:
+        key = pod_key(obj)
+        self.gated.discard(key)
+        self._warned.discard(key)
+        self.cache.delete_pod(obj)
+        self.queue.delete(key)
+        self.queue.move_all()
+
+
+class LeadershipLost(RuntimeError):
+    """This replica lost the lease; it stops (its supervisor restarts it as a standby)."""
+
+
+def _schedulable_changed(old: JsonObj, new: JsonObj) -> bool:
+    """Node changes that can make a pod fit: allocatable, labels, taints, unschedulable, conditions."""
+    return any(
+        (old.get(a) or {}).get(b) != (new.get(a) or {}).get(b)
+        for a, b in (
+            ("status", "allocatable"),
+            ("metadata", "labels"),
+            ("spec", "taints"),
+            ("spec", "unschedulable"),
+            ("status", "conditions"),
+        )
+    )
+
+
+async def serve_until_signalled(scheduler: Scheduler) -> None:
+    """Run the scheduler until SIGTERM or SIGINT, then stop gracefully (the lease is released)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await scheduler.run(stop)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,230 @@
+"""The daemon's fast decision path: a profile's node-local plugins as cached masks, NodeResourcesFit and
+NodeResourceTopologyMatch in numpy (`knuma.scheduler.fast.vectorized`), the same decision as `schedule_one`.
+
+A profile splits in two:
+
+- **Fit + NUMA** (filter and score) run vectorised over every node at once; per-node results are cached by pod shape
+  inside `VectorizedScheduler`, and only the rows the cache reports changed are reloaded before a cycle.
+- **Node-local plugins** (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts) depend only on the
+  pod's placement fields and the Node object (NodePorts also on the ports in use). Their verdicts and raw scores are
+  computed node by node once per (profile, placement signature) and reused until a Node object changes: pods of one
+  Deployment share one signature, so a burst pays for it once. Pods with host ports skip the cache.
+
+Scores are combined as kube-scheduler does: normalized per plugin over the feasible nodes, weighted, summed; the
+highest total wins, ties to the first node in name order. When nothing fits, the exact path runs on every node to
+produce kube-scheduler's `FailedScheduling` message. Profiles with plugins this path does not know fall back to the
+exact path entirely.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from knuma.api.pod import Pod
+from knuma.scheduler.algorithm import NO_NODES, Outcome, decide
+from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.fast.vectorized import VectorizedScheduler
+from knuma.scheduler.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    NodeInfo,
+    Profile,
+    ScoreNormalizer,
+    ScorePlugin,
+)
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+
+__all__ = ["FastPath"]
+
+BoolArray = npt.NDArray[np.bool_]
+Int64Array = npt.NDArray[np.int64]
+
+NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts"})
+_PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
+
+
+@dataclass
+class _Local:
+    generation: int
+    feasible: BoolArray
+    raw: dict[str, Int64Array]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one profile runs on the fast path."""
+
+    numa: NodeResourceTopologyMatch
+    local_filters: tuple[FilterPlugin, ...]
+    local_scorers: tuple[tuple[ScorePlugin, int], ...]
+    numa_weight: int
+    fit_weight: int
+
+
+class FastPath:
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        self._vectors: dict[tuple[int, int, int], VectorizedScheduler] = {}
+        self._plans: dict[str, _Plan | None] = {}
+        self._local: dict[tuple[str, str], _Local] = {}
+        self._generation = 0
+        self._names: list[str] = []
+        self._row: dict[str, int] = {}
+        self._numa_by_key: dict[tuple[int, int, int], NodeResourceTopologyMatch] = {}
+        self._manifests: dict[str, int | None] = {}
+
+    # -- keeping the arrays in step with the cache ----------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Reload the rows the cache changed; a node added, removed or with a changed Node object invalidates the
+        node-local caches (rows stay in name order, so that ties break as in the exact path)."""
+        dirty, removed = self.cache.take_dirty()
+        if not dirty and not removed:
+            return
+        infos = {name: self.cache.node_info(name) for name in dirty}
+        present = [name for name, info in infos.items() if info is not None]
+        gone = set(removed) | {name for name, info in infos.items() if info is None}
+        membership_changed = bool(gone & self._row.keys()) or any(name not in self._row for name in present)
+        if membership_changed:
+            self._names = [info.name for info in self.cache.node_infos()]
+            self._row = {name: i for i, name in enumerate(self._names)}
+            all_infos = [self.cache.node_info(name) for name in self._names]
+            self._manifests = {i.name: id(i.manifest) for i in all_infos if i is not None}
+            for key in list(self._vectors):
+                self._vectors[key] = self._new_vector(key, [i for i in all_infos if i is not None])
+            self._generation += 1
+            return
+        for vector in self._vectors.values():
+            for name in present:
+                info = infos[name]
+                assert info is not None
+                vector.upsert_node(info)
+        if any(self._node_object_changed(name) for name in present):
+            self._generation += 1
+
+    def _node_object_changed(self, name: str) -> bool:
+        info = self.cache.node_info(name)
+        seen = self._manifests.get(name)
+        current = id(info.manifest) if info is not None else None
+        self._manifests[name] = current
+        return seen != current
+
+    def _new_vector(self, key: tuple[int, int, int], infos: Sequence[NodeInfo]) -> VectorizedScheduler:
+        numa = self._numa_by_key[key]
+        return VectorizedScheduler(infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand)
+
+    # -- one decision ----------------------------------------------------------------------------------------
+
+    def decide(self, profile: Profile, pod: Pod) -> Outcome:
+        plan = self.plan(profile)
+        if plan is None:
+            return decide(profile, pod, self.cache.node_infos())
+        self.sync()
+        if not self._names:
+            return Outcome(None, message=NO_NODES)
+        vector = self._vector(plan)
+        local = self._local_results(profile, plan, pod)
+        feasible, scores = vector.filter_and_score(pod, local.feasible)
+        if not feasible.any():
+            return decide(profile, pod, self.cache.node_infos())
+        total = scores.astype(np.int64)
+        for plugin, weight in plan.local_scorers:
+            total += weight * self._normalized(plugin, local.raw[plugin.name], feasible)
+        row = int(np.argmax(np.where(feasible, total, -1)))
+        return Outcome(vector.names[row])
+
+    # -- plans, vectors, node-local results ------------------------------------------------------------------
+
+    def plan(self, profile: Profile) -> _Plan | None:
+        if profile.name in self._plans:
+            return self._plans[profile.name]
+        plan = _make_plan(profile)
+        self._plans[profile.name] = plan
+        return plan
+
+    def _vector(self, plan: _Plan) -> VectorizedScheduler:
+        key = (id(plan.numa), plan.numa_weight, plan.fit_weight)
+        vector = self._vectors.get(key)
+        if vector is None:
+            self._numa_by_key[key] = plan.numa
+            infos = [i for i in (self.cache.node_info(n) for n in self._names) if i is not None]
+            vector = self._vectors[key] = self._new_vector(key, infos)
+        return vector
+
+    def _local_results(self, profile: Profile, plan: _Plan, pod: Pod) -> _Local:
+        signature = _placement_signature(pod)
+        key = (profile.name, signature) if signature is not None else None
+        if key is not None:
+            cached = self._local.get(key)
+            if cached is not None and cached.generation == self._generation:
+                return cached
+        n = len(self._names)
+        feasible = np.ones(n, dtype=np.bool_)
+        raw = {plugin.name: np.zeros(n, dtype=np.int64) for plugin, _ in plan.local_scorers}
+        state = CycleState()
+        for row, name in enumerate(self._names):
+            info = self.cache.node_info(name)
+            assert info is not None
+            ok = all(plugin.filter(state, pod, info).ok for plugin in plan.local_filters)
+            feasible[row] = ok
+            if ok:
+                for plugin, _ in plan.local_scorers:
+                    raw[plugin.name][row] = plugin.score(state, pod, info)
+        result = _Local(self._generation, feasible, raw)
+        if key is not None:
+            if len(self._local) > 4096:
+                self._local.clear()
+            self._local[key] = result
+        return result
+
+    def _normalized(self, plugin: ScorePlugin, raw: Int64Array, feasible: BoolArray) -> Int64Array:
+        values = raw[feasible]
+        if values.size == 0 or values.min() == values.max():
+            return np.zeros_like(raw)  # the same on every feasible node: it cannot change the choice
+        if not isinstance(plugin, ScoreNormalizer):
+            return raw
+        rows = np.flatnonzero(feasible)
+        normalized = plugin.normalize({self._names[r]: int(raw[r]) for r in rows})
+        out = np.zeros_like(raw)
+        for r in rows:
+            out[r] = normalized[self._names[r]]
+        return out
+
+
+def _make_plan(profile: Profile) -> _Plan | None:
+    """The fast plan for a profile, or None when it has a plugin this path does not evaluate."""
+    numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
+    fit = any(isinstance(p, NodeResourcesFit) for p in profile.filters)
+    if numa is None or not fit:
+        return None
+    local_filters = tuple(p for p in profile.filters if p.name in NODE_LOCAL)
+    if len(local_filters) + 2 != len(profile.filters):
+        return None
+    numa_weight = fit_weight = 0
+    local_scorers: list[tuple[ScorePlugin, int]] = []
+    for scorer, weight in profile.scorers:
+        if scorer is numa:
+            numa_weight = weight
+        elif isinstance(scorer, NodeResourcesFit):
+            fit_weight = weight
+        elif scorer.name in NODE_LOCAL:
+            local_scorers.append((scorer, weight))
+        else:
+            return None
+    return _Plan(numa, local_filters, tuple(local_scorers), numa_weight, fit_weight)
+
+
+def _placement_signature(pod: Pod) -> str | None:
+    """What the node-local plugins read from the pod, or None when the result must not be cached (host ports: they
+    depend on the pods on each node)."""
+    spec = pod.spec
+    for container in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
+        if any(port.get("hostPort") for port in container.get("ports") or ()):
+            return None
+    return json.dumps([spec.get(f) for f in _PLACEMENT_FIELDS], sort_keys=True, default=str)

@@ -1,0 +1,700 @@
+"""The vectorised scheduling path: the default profile's Filter + Score for every node at once, in numpy, over a set
+of nodes that changes while it runs. Decisions are exactly `schedule_one(default_profile(scoring), ...)`'s; tests
+check that on random clusters with every strategy, and after random node updates, removals and reservations.
+
+## API (what the scheduler daemon drives)
+
+- `VectorizedScheduler(nodes: Sequence[NodeInfo] = (), scoring: ScoringStrategy | None = None, *,
+  cache_shapes: int = CACHE_SHAPES, numa_weight: int = NUMA_WEIGHT, fit_weight: int = FIT_WEIGHT)`: `scoring` None
+  is knuma's default (`profiles.default_scoring()`), and the weights default to `default_profile`'s (a profile's
+  `score` weights; 0 leaves that plugin's score out).
+- `upsert_node(info: NodeInfo) -> None`: add a node (a new last row) or replace its row in place, e.g. after a fresh
+  NRT, a reservation change or a Node update. `info` is the whole scheduler view of the node (allocatable, requested,
+  non-zero requested, pod count, NUMA zones, Node object). New resource names or more NUMA zones than any node so far
+  rebuild the arrays; anything else touches one row.
+- `remove_node(name: str) -> None`: drop the row; later rows move up one (order = insertion order, which breaks ties).
+  Raises `KeyError` for an unknown node.
+- `names -> Sequence[str]`: node names in row order; `row(name) -> int` (raises `KeyError`); `node(name) -> NodeInfo`:
+  the current view of the node, reservations included; `len(scheduler)`, `name in scheduler`.
+- `filter_and_score(pod: Pod, candidates: BoolArray | None = None) -> tuple[BoolArray, Int64Array]`: over the current
+  rows, `feasible[i]` = row `i` passes NodeResourcesFit and NodeResourceTopologyMatch, `scores[i]` = the profile's
+  weighted total (0 where infeasible). `candidates` (bool, one per row) masks out nodes other plugins already
+  rejected: they are not evaluated at all and come back infeasible.
+- `reserve(name: str, pod: Pod) -> Admission | None`: put `pod` on the node as
+  `knuma.scheduler.framework.assume.assume` does (requests, non-zero requests, pod count, and the zones the kubelet
+  model predicts); returns that prediction (None for a node without NUMA data).
+- `schedule(pod: Pod, candidates: BoolArray | None = None) -> Decision`: filter, score, pick the highest total (ties:
+  the earliest row), reserve there.
+
+## Why it is fast
+
+Per-node results depend only on the pod's *shape* (QoS class and per-container requests; not its name) and on the
+node's row. Results are cached per shape, and every row has a version that changes when the row does, so a pod
+re-evaluates only the rows that changed since the last pod of the same shape (typically the few reserved on since).
+A cold shape is evaluated on every row at once:
+
+- NodeResourcesFit is a comparison of `[nodes, resources]` arrays, and its LeastAllocated score a few more.
+- For pods and nodes where the kubelet's decision reduces to "some NUMA zone holds every exclusive request"
+  (single-numa-node nodes; Guaranteed or device-requesting pods without init containers), NodeResourceTopologyMatch's
+  filter is a comparison of `[nodes, zones, resources]` arrays (whole CPUs precomputed) and the LeastAllocated /
+  MostAllocated scores a few more. Everything else (other policies, init and sidecar containers, memory-manager
+  groups, the other strategies) goes through the plugin itself, row by row.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import Pod, QOSClass
+from knuma.api.resources import CPU, PODS, is_native, is_numa_affine
+from knuma.scheduler.framework.assume import assume
+from knuma.scheduler.framework.interface import CycleState, NodeInfo
+from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
+from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.stranding import STRANDING_WEIGHT, CPUDemand, zone_strands_cpus
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType, whole_units
+from knuma.topology.kubelet import Admission, admit
+from knuma.topology.node import is_device
+
+__all__ = ["BoolArray", "Decision", "Int64Array", "VectorizedScheduler"]
+
+Int64Array = npt.NDArray[np.int64]
+Float64Array = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntpArray = npt.NDArray[np.intp]
+Rows = slice | IntpArray
+
+CACHE_SHAPES = 512
+"""Pod shapes whose per-node results are kept (least recently used first out)."""
+MAX_PODS_UNSET = 1 << 62
+FLOAT_EXACT_LIMIT = 1 << 46
+"""Below this, `floor(a * 100 / b)` in float64 equals the integer division for 0 <= a <= b (the quotient is at least
+1/b away from the next integer, far more than float64's error at 100): the array scores are exact for rows whose
+amounts are all below it (70 TiB of memory in one zone); rows above it are scored by the plugins."""
+_BIG = np.iinfo(np.int64).max
+_FIT_WEIGHTS = np.array([w for _, w in SCORED_RESOURCES], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Decision:
+    node: str | None
+    score: int | None
+    admission: Admission | None
+
+
+@dataclass(frozen=True)
+class _ZoneRequests:
+    """The requests the per-zone Least/MostAllocated scores read, one per app container and a last one for the whole
+    pod (pod scope), laid out on the resource columns any of them names: whole units, weights (0 where a request
+    does not name the column), and each request's weight sum (names no node has count there too)."""
+
+    columns: IntpArray
+    amounts: Int64Array
+    """[requests, columns]"""
+    weights: Float64Array
+    """[requests, columns]"""
+    weight_sums: Int64Array
+    """[requests]"""
+
+
+@dataclass
+class _Shape:
+    """A pod shape: its requests laid out on the current resource columns, and its cached per-row results."""
+
+    pod: Pod
+    """The first pod seen with this shape (for the plugins, where a row cannot be computed in arrays)."""
+    guaranteed: bool
+    fit_columns: IntpArray
+    fit_amounts: Int64Array
+    fit_missing: bool
+    """The pod requests a resource no node knows: nodes with a Node object fail NodeResourcesFit."""
+    non_zero: Int64Array
+    exclusive: list[tuple[IntpArray, Int64Array]] | None
+    """Per container, when the array filter applies (single-numa-node rows), else None: the positions within
+    `exclusive_columns` it requests exclusively, and the amounts."""
+    exclusive_columns: IntpArray
+    """The resource columns some container requests exclusively."""
+    exclusive_total: Int64Array
+    exclusive_cpu: int
+    """Milli-CPUs the pod pins (what KnumaBinPacking adds to a node's used CPUs)."""
+    zone_requests: _ZoneRequests
+    ranked: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Per row: the total score when feasible, -1 when not."""
+    seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Per row: the row version `ranked` was computed at (-1: never)."""
+
+
+class VectorizedScheduler:
+    """The default profile over a changing set of nodes, one pod at a time (Filter, Score, Reserve). See the module
+    docstring for the API."""
+
+    def __init__(
+        self,
+        nodes: Sequence[NodeInfo] = (),
+        scoring: ScoringStrategy | None = None,
+        *,
+        cache_shapes: int = CACHE_SHAPES,
+        numa_weight: int = NUMA_WEIGHT,
+        fit_weight: int = FIT_WEIGHT,
+        demand: CPUDemand | None = None,
+    ) -> None:
+        self.scoring = scoring or default_scoring()
+        self.demand = demand or CPUDemand()
+        """The pod sizes KnumaBinPacking's stranding term reads (pass the profile plugin's to share it)."""
+        self._demand_version = self.demand.version
+        self.numa_weight = numa_weight
+        self.fit_weight = fit_weight
+        """Score weights of NodeResourceTopologyMatch and NodeResourcesFit (a profile's `score` weights; 0 = not
+        scored); the defaults are `default_profile`'s."""
+        self.cache_shapes = cache_shapes
+        """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
+        self._numa = NodeResourceTopologyMatch(self.scoring, self.demand)
+        self._fit = NodeResourcesFit()
+        self._infos: list[NodeInfo] = []
+        self._rows: dict[str, int] = {}
+        self._names: tuple[str, ...] | None = None
+        self._shapes: OrderedDict[Hashable, _Shape] = OrderedDict()
+        self._clock = 0
+        self.resources: list[str] = []
+        self.index: dict[str, int] = {}
+        self.zone_count = 1
+        self.cpu_index: int | None = None
+        self._buffers: dict[str, npt.NDArray[np.generic]] = {}
+        self._capacity = 0
+        self._size = 0
+        infos = list(nodes)
+        for info in infos:
+            if info.name in self._rows:
+                raise ValueError(f"node {info.name} is given twice")
+            self._rows[info.name] = len(self._infos)
+            self._infos.append(info)
+        self._rebuild(_resources_of(infos), _zones_of(infos))
+
+    # -- the node set ------------------------------------------------------------------------------------------
+
+    @property
+    def names(self) -> Sequence[str]:
+        if self._names is None:
+            self._names = tuple(info.name for info in self._infos)
+        return self._names
+
+    def row(self, name: str) -> int:
+        try:
+            return self._rows[name]
+        except KeyError:
+            raise KeyError(f"node {name} is not in the scheduler") from None
+
+    def node(self, name: str) -> NodeInfo:
+        return self._infos[self.row(name)]
+
+    def __len__(self) -> int:
+        return len(self._infos)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def upsert_node(self, info: NodeInfo) -> None:
+        row = self._rows.get(info.name)
+        if row is None:
+            row = len(self._infos)
+            self._rows[info.name] = row
+            self._infos.append(info)
+            self._names = None
+        else:
+            self._infos[row] = info
+        resources, zones = _resources_of([info]), _zones_of([info])
+        if not resources <= self.index.keys() or zones > self.zone_count:
+            self._rebuild(resources | self.index.keys(), max(zones, self.zone_count))
+            return
+        if row >= self._capacity:
+            self._allocate(max(16, 2 * self._capacity))
+        self._views()
+        self._load_row(row)
+
+    def remove_node(self, name: str) -> None:
+        row = self.row(name)
+        n = len(self._infos)
+        for array in self._buffers.values():
+            array[row : n - 1] = array[row + 1 : n]
+        del self._infos[row]
+        del self._rows[name]
+        for later in range(row, n - 1):
+            self._rows[self._infos[later].name] = later
+        self._names = None
+        self._shapes.clear()  # cached rows are positional
+        self._views()
+
+    # -- scheduling --------------------------------------------------------------------------------------------
+
+    def filter_and_score(self, pod: Pod, candidates: BoolArray | None = None) -> tuple[BoolArray, Int64Array]:
+        ranked = self._ranked(pod, candidates)
+        feasible = ranked >= 0
+        if candidates is not None:
+            feasible &= candidates
+        return feasible, np.where(feasible, ranked, 0)
+
+    def reserve(self, name: str, pod: Pod) -> Admission | None:
+        return self._reserve_row(self.row(name), pod)
+
+    def schedule(self, pod: Pod, candidates: BoolArray | None = None) -> Decision:
+        """Pick a node for `pod`, reserve it there, and return the decision (node None when nothing fits)."""
+        ranked = self._ranked(pod, candidates)
+        if candidates is not None:
+            ranked = np.where(candidates, ranked, -1)
+        if not len(ranked):
+            return Decision(None, None, None)
+        row = int(np.argmax(ranked))  # first maximum: ties go to the earliest node, as schedule_one does
+        score = int(ranked[row])
+        if score < 0:
+            return Decision(None, None, None)
+        name = self._infos[row].name
+        return Decision(name, score, self._reserve_row(row, pod))
+
+    def _reserve_row(self, row: int, pod: Pod) -> Admission | None:
+        info = self._infos[row]
+        topology = info.numa
+        admission = admit(pod, topology) if topology is not None else None
+        self._infos[row] = assume(info, pod, admission)
+        self._load_row(row)
+        return admission
+
+    # -- cached results ----------------------------------------------------------------------------------------
+
+    def _ranked(self, pod: Pod, candidates: BoolArray | None) -> Int64Array:
+        """Per row: the total score if feasible, else -1 (rows outside `candidates`: whatever is cached)."""
+        n = len(self._infos)
+        if candidates is not None and (candidates.shape != (n,) or candidates.dtype != np.bool_):
+            raise ValueError(
+                f"candidates must be a bool array with one entry per node ({n}), in `names` order; "
+                f"got {candidates.dtype} of shape {candidates.shape}"
+            )
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+            self.demand.observe(pod)
+            if self.demand.version != self._demand_version:
+                self._demand_version = self.demand.version
+                self._shapes.clear()  # cached scores assumed the old sizes
+        shape = self._shape(pod)
+        if len(shape.seen) < n:  # nodes were added since the shape was cached
+            grow = n - len(shape.seen)
+            shape.seen = np.concatenate([shape.seen, np.full(grow, -1, dtype=np.int64)])
+            shape.ranked = np.concatenate([shape.ranked, np.full(grow, -1, dtype=np.int64)])
+        stale = shape.seen != self.version
+        if candidates is not None:
+            stale &= candidates
+        rows = np.flatnonzero(stale)
+        if len(rows):
+            selection: Rows = slice(0, n) if len(rows) == n else rows
+            shape.ranked[selection] = self._evaluate(pod, shape, selection)
+            shape.seen[selection] = self.version[selection]
+        return shape.ranked
+
+    def _shape(self, pod: Pod) -> _Shape:
+        key = _shape_key(pod)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._plan(pod)
+            if self.cache_shapes > 0:
+                self._shapes[key] = shape
+            if len(self._shapes) > self.cache_shapes:
+                self._shapes.popitem(last=False)
+        else:
+            self._shapes.move_to_end(key)
+        return shape
+
+    def _plan(self, pod: Pod) -> _Shape:
+        n = len(self._infos)
+        request = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
+        known = [name for name in request if name in self.index]
+        vectors = self._exclusive(pod)
+        exclusive: list[tuple[IntpArray, Int64Array]] | None = None
+        if vectors is None:
+            columns = np.zeros(0, dtype=np.intp)
+            total = np.zeros(len(self.resources), dtype=np.int64)
+        else:
+            total = np.sum(vectors, axis=0, dtype=np.int64)
+            columns = np.flatnonzero(total)
+            exclusive = []
+            for vector in vectors:
+                on_columns = vector[columns]
+                positions = np.flatnonzero(on_columns)
+                exclusive.append((positions, on_columns[positions]))
+        non_zero = non_zero_request(pod)
+        return _Shape(
+            pod=pod,
+            guaranteed=pod.qos is QOSClass.GUARANTEED,
+            fit_columns=np.array([self.index[name] for name in known], dtype=np.intp),
+            fit_amounts=np.array([request[name] for name in known], dtype=np.int64),
+            fit_missing=len(known) < len(request),
+            non_zero=np.array([non_zero[name] for name, _ in SCORED_RESOURCES], dtype=np.int64),
+            exclusive=exclusive,
+            exclusive_columns=columns,
+            exclusive_total=total,
+            exclusive_cpu=int(total[self.cpu_index]) if self.cpu_index is not None else 0,
+            zone_requests=self._zone_requests([*(c.requests for c in pod.containers), pod.effective_request]),
+            ranked=np.full(n, -1, dtype=np.int64),
+            seen=np.full(n, -1, dtype=np.int64),
+        )
+
+    def _exclusive(self, pod: Pod) -> list[Int64Array] | None:
+        """Per-container exclusive requests when the array filter applies, else None (the plugin decides)."""
+        if pod.init_containers:
+            return None
+        if pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names):
+            return [np.zeros(len(self.resources), dtype=np.int64)]
+        out = []
+        for container in pod.containers:
+            vector = np.zeros(len(self.resources), dtype=np.int64)
+            for name, amount in container.requests.items():
+                if not amount:
+                    continue
+                if name == CPU and pod.is_guaranteed and amount % 1000:
+                    return None  # fractional: no CPU hint; the plugin handles it
+                if (pod.is_guaranteed and is_numa_affine(name)) or is_device(name):
+                    if name not in self.index:
+                        return None  # no node has it: the plugin says why
+                    vector[self.index[name]] = amount
+            out.append(vector)
+        return out
+
+    def _zone_requests(self, requests: Sequence[Mapping[str, int]]) -> _ZoneRequests:
+        names = sorted({name for request in requests for name in request if name in self.index})
+        amounts = np.zeros((len(requests), len(names)), dtype=np.int64)
+        weights = np.zeros((len(requests), len(names)), dtype=np.float64)
+        for i, request in enumerate(requests):
+            for j, name in enumerate(names):
+                if name in request:
+                    amounts[i, j] = whole_units(name, request[name])
+                    weights[i, j] = self.scoring.weight(name)
+        return _ZoneRequests(
+            columns=np.array([self.index[name] for name in names], dtype=np.intp),
+            amounts=amounts,
+            weights=weights,
+            weight_sums=np.array([max(1, sum(self.scoring.weight(n) for n in r)) for r in requests], dtype=np.int64),
+        )
+
+    # -- evaluation over a set of rows -------------------------------------------------------------------------
+
+    def _evaluate(self, pod: Pod, shape: _Shape, rows: Rows) -> Int64Array:
+        """The profile on `rows`: total score where feasible, -1 where not."""
+        feasible = self._node_fit(shape, rows)
+        count = len(feasible)
+        numa = np.full(count, 0 if shape.guaranteed else 100, dtype=np.int64)
+        has_nrt = self.has_nrt[rows]
+        if shape.exclusive is not None:
+            simple = self.simple_node[rows]
+            fast = np.flatnonzero(feasible & simple)
+            if len(fast):
+                sub = _select(rows, fast)
+                feasible[fast] = self._zone_fit(shape, sub)
+                if shape.guaranteed:
+                    fast = fast[feasible[fast]]
+                    numa[fast] = self._zone_scores(pod, shape, _select(rows, fast))
+            exact = np.flatnonzero(feasible & has_nrt & ~simple)
+        else:
+            exact = np.flatnonzero(feasible & has_nrt)
+        row_ids = np.arange(self._size)[rows] if isinstance(rows, slice) else rows
+        for i in exact.tolist():
+            info = self._infos[int(row_ids[i])]
+            state = CycleState()
+            if self._numa.filter(state, pod, info).ok:
+                numa[i] = self._numa.score(state, pod, info)
+            else:
+                feasible[i] = False
+        total = numa * self.numa_weight
+        if self.fit_weight:
+            total = total + self._fit_scores(shape, rows) * self.fit_weight
+        return np.where(feasible, total, -1)
+
+    def _node_fit(self, shape: _Shape, rows: Rows) -> BoolArray:
+        """NodeResourcesFit's filter: each requested resource fits what is free (nodes without a Node object only
+        check what their zones report), and there is room for one more pod."""
+        ok: BoolArray = self.max_pods[rows] > self.pod_counts[rows]
+        with_object = self.has_node_object[rows]
+        if shape.fit_missing:
+            ok &= ~with_object
+        if len(shape.fit_columns):
+            known = self.node_known[rows][:, shape.fit_columns]
+            fits = self.node_free[rows][:, shape.fit_columns] >= shape.fit_amounts
+            ok &= np.where(known, fits, ~with_object[:, None]).all(axis=1)
+        return ok
+
+    def _fit_scores(self, shape: _Shape, rows: Rows) -> Int64Array:
+        """NodeResourcesFit's LeastAllocated score over the non-zero requests (divisions in float64, exact for the
+        `float_exact` rows; the others ask the plugin)."""
+        allocatable = self.scored_allocatable[rows]
+        requested = self.scored_requested[rows] + shape.non_zero
+        present = allocatable > 0
+        fraction = (allocatable - requested) * 100.0 / np.maximum(allocatable, 1)
+        scores = np.where(present & (requested <= allocatable), np.floor(fraction), 0.0)
+        weights = present * _FIT_WEIGHTS
+        total: Int64Array = np.floor((scores @ _FIT_WEIGHTS) / np.maximum(weights.sum(axis=1), 1)).astype(np.int64)
+        inexact = np.flatnonzero(~self.float_exact[rows])
+        for i, row in zip(inexact.tolist(), _select(rows, inexact).tolist(), strict=True):
+            total[i] = self._fit.score(CycleState(), shape.pod, self._infos[row])
+        return total
+
+    def _zone_fit(self, shape: _Shape, rows: IntpArray) -> BoolArray:
+        """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds
+        all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does."""
+        return self._zone_placement(shape, rows)[0]
+
+    def _stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """`knuma.scheduler.plugins.stranding.stranding_penalty` on rows where the pod fits: per zone the
+        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs."""
+        taken = self._zone_placement(shape, rows)[1] // 1000
+        before = self.whole_cpu_available[rows][:, :, self.cpu_index] // 1000
+        after = before - taken
+        fill = self.demand.fill_table(int(before.max(initial=0)))
+        added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
+        counted = (taken > 0) & (added > 0) & self.zone_strands[rows]
+        zone_cpus = np.maximum(self.zone_cpu_total[rows], 1)
+        per_zone = np.where(counted, STRANDING_WEIGHT * 100 * added // zone_cpus, 0)
+        penalty: Int64Array = per_zone.sum(axis=1)
+        return penalty
+
+    def _zone_placement(self, shape: _Shape, rows: IntpArray) -> tuple[BoolArray, Int64Array]:
+        """`_zone_fit`, and the milli-CPUs the pod takes from each zone (`[rows, zones]`; meaningful where it fits)."""
+        columns = shape.exclusive_columns
+        valid = self.zone_valid[rows]
+        managed = self.managed[rows][:, columns]
+        available = self.whole_cpu_available[rows][:, :, columns]
+        pod_scope = self.pod_scope[rows]
+        every = np.arange(len(rows))[:, None]
+        cpu = np.flatnonzero(columns == self.cpu_index) if self.cpu_index is not None else np.zeros(0, np.intp)
+        taken = np.zeros(valid.shape, dtype=np.int64)
+        fits: BoolArray = np.ones(len(rows), dtype=np.bool_)
+        if pod_scope.any():
+            need = shape.exclusive_total[columns] * managed
+            zone_ok = valid & (available >= need[:, None, :]).all(axis=2)
+            fits = np.any(zone_ok, axis=1)
+            if len(cpu):
+                taken[every, np.argmax(zone_ok, axis=1)[:, None]] += need[:, cpu]
+        if not pod_scope.all():
+            containers = shape.exclusive or []
+            container_taken = np.zeros(valid.shape, dtype=np.int64)
+            container_fit = np.ones(len(rows), dtype=np.bool_)
+            for positions, amounts in containers:
+                need = amounts * managed[:, positions]
+                zone_ok = valid & (available[:, :, positions] >= need[:, None, :]).all(axis=2)
+                container_fit &= zone_ok.any(axis=1)
+                # Rows where nothing fits take zone 0 here; they are infeasible already.
+                zone = np.argmax(zone_ok, axis=1)[:, None]
+                available[every, zone, positions[None, :]] -= need
+                at_cpu = np.flatnonzero(positions == cpu[0]) if len(cpu) else positions[:0]
+                if len(at_cpu):
+                    container_taken[every, zone] += need[:, at_cpu]
+            fits = np.where(pod_scope, fits, container_fit)
+            taken = np.where(pod_scope[:, None], taken, container_taken)
+        return fits, taken
+
+    def _zone_scores(self, pod: Pod, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """NodeResourceTopologyMatch's score on single-numa-node rows where the pod fits: upstream's per-zone
+        Most/LeastAllocated (whole units), the smallest non-zero zone score per request, then the pod's (pod scope) or
+        the mean over its containers (container scope). All requests at once, `[rows, zones, requests, columns]`;
+        divisions in float64, exact for the `float_exact` rows (the others, and the other strategies, ask the
+        plugin)."""
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+            total = self.numa_cpu_total[rows]
+            used = total - self.numa_cpu_free[rows] + shape.exclusive_cpu
+            packed: Int64Array = used * 100 // np.maximum(total, 1)
+            if self.demand.sizes and shape.exclusive_cpu:
+                packed = packed - self._stranding_penalty(shape, rows)
+            return np.where(total > 0, np.clip(packed, 0, 100), 0)
+        if self.scoring.type not in (StrategyType.LEAST_ALLOCATED, StrategyType.MOST_ALLOCATED):
+            return np.array([self._numa.score(CycleState(), pod, self._infos[r]) for r in rows.tolist()])
+        requests = shape.zone_requests
+        have = self.whole_units[rows][:, :, None, requests.columns]
+        amounts = requests.amounts
+        numerator = amounts * 100.0 if self.scoring.type is StrategyType.MOST_ALLOCATED else (have - amounts) * 100.0
+        score = np.where((have > 0) & (have >= amounts), np.floor(numerator / np.maximum(have, 1)), 0.0)
+        zone_scores = np.floor(np.einsum("kzcm,cm->kzc", score, requests.weights) / requests.weight_sums)
+        valid = self.zone_valid[rows][:, :, None]
+        best = np.where(valid & (zone_scores > 0), zone_scores, np.inf).min(axis=1)
+        best[best == np.inf] = 0
+        per_request = best.astype(np.int64)
+        containers = per_request[:, :-1].sum(axis=1) // (per_request.shape[1] - 1)
+        scores: Int64Array = np.where(self.pod_scope[rows], per_request[:, -1], containers)
+        for i in np.flatnonzero(~self.float_exact[rows]).tolist():
+            scores[i] = self._numa.score(CycleState(), pod, self._infos[int(rows[i])])
+        return scores
+
+    # -- row storage -------------------------------------------------------------------------------------------
+
+    def _rebuild(self, resources: set[str], zones: int) -> None:
+        """Lay out the arrays for these resource columns and zone count, and load every row."""
+        self.resources = sorted(resources)
+        self.index = {name: i for i, name in enumerate(self.resources)}
+        self.cpu_index = self.index.get(CPU)
+        self.zone_count = max(1, zones)
+        self._shapes.clear()
+        self._buffers = {}
+        self._capacity = 0
+        self._allocate(max(16, len(self._infos)))
+        self._views()
+        for row in range(len(self._infos)):
+            self._load_row(row)
+
+    def _allocate(self, capacity: int) -> None:
+        """(Re)allocate the row buffers with room for `capacity` rows, keeping the rows already there."""
+        z, r, s = self.zone_count, len(self.resources), len(SCORED_RESOURCES)
+        layout: dict[str, tuple[tuple[int, ...], type[np.generic]]] = {
+            "available": ((z, r), np.int64),
+            "whole_cpu_available": ((z, r), np.int64),
+            "whole_units": ((z, r), np.float64),
+            "float_exact": ((), np.bool_),
+            "zone_valid": ((z,), np.bool_),
+            "zone_cpu_total": ((z,), np.int64),
+            "zone_strands": ((z,), np.bool_),
+            "managed": ((r,), np.bool_),
+            "node_free": ((r,), np.int64),
+            "node_known": ((r,), np.bool_),
+            "scored_allocatable": ((s,), np.int64),
+            "scored_requested": ((s,), np.int64),
+            "numa_cpu_total": ((), np.int64),
+            "numa_cpu_free": ((), np.int64),
+            "pod_counts": ((), np.int64),
+            "max_pods": ((), np.int64),
+            "has_node_object": ((), np.bool_),
+            "has_nrt": ((), np.bool_),
+            "simple_node": ((), np.bool_),
+            "pod_scope": ((), np.bool_),
+            "version": ((), np.int64),
+        }
+        kept = self._capacity
+        buffers: dict[str, npt.NDArray[np.generic]] = {}
+        for name, (trailing, dtype) in layout.items():
+            buffer = np.zeros((capacity, *trailing), dtype=dtype)
+            if kept and name in self._buffers:
+                buffer[:kept] = self._buffers[name][:kept]
+            buffers[name] = buffer
+        self._buffers = buffers
+        self._capacity = capacity
+
+    def _views(self) -> None:
+        """Expose the first `len(self)` rows of every buffer as attributes (views: writes go to the buffers)."""
+        n = self._size = len(self._infos)
+        b = self._buffers
+        self.available: Int64Array = b["available"][:n]  # type: ignore[assignment]
+        """[nodes, zones, resources]: per-zone available (milli-CPU for cpu)."""
+        self.whole_cpu_available: Int64Array = b["whole_cpu_available"][:n]  # type: ignore[assignment]
+        """`available` with cpu rounded down to whole CPUs: what the CPU manager can pin."""
+        self.whole_units: Float64Array = b["whole_units"][:n]  # type: ignore[assignment]
+        """`available` in whole units, rounded up (Go `Quantity.Value()`), as the scoring strategies read it."""
+        self.float_exact: BoolArray = b["float_exact"][:n]  # type: ignore[assignment]
+        """The row's amounts are below `FLOAT_EXACT_LIMIT`: its scores can be computed in float64."""
+        self.zone_valid: BoolArray = b["zone_valid"][:n]  # type: ignore[assignment]
+        self.zone_cpu_total: Int64Array = b["zone_cpu_total"][:n]  # type: ignore[assignment]
+        """[nodes, zones]: whole CPUs the zone holds (for the stranding penalty)."""
+        self.zone_strands: BoolArray = b["zone_strands"][:n]  # type: ignore[assignment]
+        """[nodes, zones]: CPU remainders count against placements on this zone (`zone_strands_cpus`)."""
+        self.managed: BoolArray = b["managed"][:n]  # type: ignore[assignment]
+        """[nodes, resources]: the resource is NUMA-managed on the node (some zone reports it)."""
+        self.node_free: Int64Array = b["node_free"][:n]  # type: ignore[assignment]
+        self.node_known: BoolArray = b["node_known"][:n]  # type: ignore[assignment]
+        self.scored_allocatable: Int64Array = b["scored_allocatable"][:n]  # type: ignore[assignment]
+        self.scored_requested: Int64Array = b["scored_requested"][:n]  # type: ignore[assignment]
+        self.numa_cpu_total: Int64Array = b["numa_cpu_total"][:n]  # type: ignore[assignment]
+        """Milli-CPUs the node's zones hold (allocatable), for KnumaBinPacking."""
+        self.numa_cpu_free: Int64Array = b["numa_cpu_free"][:n]  # type: ignore[assignment]
+        """Milli-CPUs available over the node's zones."""
+        self.pod_counts: Int64Array = b["pod_counts"][:n]  # type: ignore[assignment]
+        self.max_pods: Int64Array = b["max_pods"][:n]  # type: ignore[assignment]
+        self.has_node_object: BoolArray = b["has_node_object"][:n]  # type: ignore[assignment]
+        self.has_nrt: BoolArray = b["has_nrt"][:n]  # type: ignore[assignment]
+        self.simple_node: BoolArray = b["simple_node"][:n]  # type: ignore[assignment]
+        self.pod_scope: BoolArray = b["pod_scope"][:n]  # type: ignore[assignment]
+        self.version: Int64Array = b["version"][:n]  # type: ignore[assignment]
+
+    def _load_row(self, row: int) -> None:
+        info = self._infos[row]
+        topology = info.numa
+        index = self.index
+        self._clock += 1
+        self.version[row] = self._clock
+        available = np.zeros((self.zone_count, len(self.resources)), dtype=np.int64)
+        managed = np.zeros(len(self.resources), dtype=np.bool_)
+        self.zone_valid[row] = False
+        self.zone_cpu_total[row] = 0
+        self.zone_strands[row] = False
+        self.numa_cpu_total[row] = 0 if topology is None else sum(zone.total(CPU) for zone in topology.zones)
+        self.numa_cpu_free[row] = 0 if topology is None else sum(zone.available.get(CPU, 0) for zone in topology.zones)
+        if topology is not None:
+            self.zone_valid[row, : len(topology.zones)] = True
+            for z, zone in enumerate(topology.zones):
+                for name, amount in zone.available.items():
+                    available[z, index[name]] = amount
+                self.zone_cpu_total[row, z] = zone.total(CPU) // 1000
+                self.zone_strands[row, z] = zone_strands_cpus(zone)
+            for name in topology.numa_managed:
+                managed[index[name]] = True
+        self.available[row] = available
+        self.managed[row] = managed
+        whole = available.copy()
+        self.whole_cpu_available[row] = available
+        if self.cpu_index is not None:
+            cpu = available[:, self.cpu_index]
+            whole[:, self.cpu_index] = -(-cpu // 1000)
+            self.whole_cpu_available[row, :, self.cpu_index] = cpu // 1000 * 1000
+        self.whole_units[row] = whole
+        self.has_nrt[row] = topology is not None
+        self.pod_scope[row] = topology is not None and topology.config.scope is Scope.POD
+        self.simple_node[row] = topology is not None and (
+            topology.config.policy is Policy.SINGLE_NUMA_NODE
+            and not topology.memory_groups
+            and len(topology.zones) <= topology.config.max_numa_nodes
+        )
+        free = np.zeros(len(self.resources), dtype=np.int64)
+        known = np.zeros(len(self.resources), dtype=np.bool_)
+        for name, amount in info.allocatable.items():
+            i = index[name]
+            free[i] = amount - info.requested.get(name, 0)
+            known[i] = True
+        self.node_free[row] = free
+        self.node_known[row] = known
+        on_node = info.non_zero_requested if info.non_zero_requested is not None else info.requested
+        scored_allocatable = [info.allocatable.get(name, 0) for name, _ in SCORED_RESOURCES]
+        self.scored_allocatable[row] = scored_allocatable
+        self.float_exact[row] = max(scored_allocatable, default=0) < FLOAT_EXACT_LIMIT and (
+            not whole.size or int(np.abs(whole).max()) < FLOAT_EXACT_LIMIT
+        )
+        self.scored_requested[row] = [on_node.get(name, 0) for name, _ in SCORED_RESOURCES]
+        self.pod_counts[row] = info.pod_count
+        self.max_pods[row] = info.allocatable.get(PODS, MAX_PODS_UNSET)
+        self.has_node_object[row] = info.has_node_object
+
+
+def _select(rows: Rows, positions: IntpArray) -> IntpArray:
+    """Row indices of `positions` within the evaluated `rows`."""
+    if isinstance(rows, slice):
+        return positions + (rows.start or 0)
+    return rows[positions]
+
+
+def _shape_key(pod: Pod) -> Hashable:
+    """What per-node results depend on: QoS class, container kinds and requests in order, overhead."""
+    return (
+        pod.qos,
+        tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.init_containers),
+        tuple(tuple(sorted(c.requests.items())) for c in pod.containers),
+        tuple(sorted(pod.overhead.items())),
+    )
+
+
+def _resources_of(infos: Iterable[NodeInfo]) -> set[str]:
+    names: set[str] = set()
+    for info in infos:
+        names |= set(info.allocatable)
+        if info.topology is not None:
+            names |= info.topology.numa_managed
+    return names
+
+
+def _zones_of(infos: Iterable[NodeInfo]) -> int:
+    return max((len(info.numa.zones) for info in infos if info.numa is not None), default=1)

@@ -1,0 +1,1 @@
+"""The scheduling framework: plugin interfaces, registry, plugin sets, profiles, node snapshots."""

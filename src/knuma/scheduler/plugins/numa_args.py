@@ -1,0 +1,152 @@
+"""`NodeResourceTopologyMatchArgs`: scheduler-plugins' arguments of the NUMA plugin, with its JSON names, defaults and
+validation (`apis/config/v1/{types,defaults}.go`, `validation_pluginargs.go`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from knuma.scheduler.plugins.strategies import DEFAULT_WEIGHTS, ScoringStrategy, StrategyType
+
+__all__ = [
+    "FOREIGN_PODS_DETECT",
+    "INFORMER_MODES",
+    "NUMA_PLUGIN",
+    "PREEMPTION_MODES",
+    "RESYNC_METHODS",
+    "RESYNC_SCOPES",
+    "NumaArgs",
+    "parse_numa_args",
+]
+
+NUMA_PLUGIN = "NodeResourceTopologyMatch"
+FOREIGN_PODS_DETECT = ("None", "All", "OnlyExclusiveResources")
+RESYNC_METHODS = ("Autodetect", "All", "OnlyExclusiveResources")
+INFORMER_MODES = ("Shared", "Dedicated")
+RESYNC_SCOPES = ("All", "OnlyResources")
+PREEMPTION_MODES = ("Enabled", "Disabled")
+
+_FIELDS = (
+    "apiVersion",
+    "kind",
+    "scoringStrategy",
+    "cacheResyncPeriodSeconds",
+    "discardReservedNodes",
+    "cache",
+    "preemptionMode",
+)
+
+
+@dataclass(frozen=True)
+class NumaArgs:
+    scoring_type: StrategyType = StrategyType.LEAST_ALLOCATED
+    resources: tuple[tuple[str, int], ...] = tuple(DEFAULT_WEIGHTS.items())
+    """`scoringStrategy.resources` (name, weight); an empty list means cpu and memory, and weight 0 means 1."""
+    cache_resync_period_seconds: int = 0
+    """Upstream: <= 0 is the passthrough cache, > 0 the overreserve cache resynced every that many seconds."""
+    discard_reserved_nodes: bool = False
+    foreign_pods_detect: str = "All"
+    resync_method: str = "Autodetect"
+    informer_mode: str = "Dedicated"
+    resync_scope: str = "All"
+    preemption_mode: str = "Disabled"
+
+    def scoring_strategy(self) -> ScoringStrategy:
+        return ScoringStrategy(self.scoring_type, dict(self.resources))
+
+    @property
+    def upstream_cache(self) -> str:
+        """The cache upstream would use with these args: `discardreserved`, `overreserve` or `passthrough`."""
+        if self.discard_reserved_nodes:
+            return "discardreserved"
+        return "overreserve" if self.cache_resync_period_seconds > 0 else "passthrough"
+
+
+Fail = Callable[[str, str], NoReturn]
+
+
+def _q(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _mapping(value: Any, path: str, fields: Sequence[str], fail: Fail) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        fail(path, f"must be a mapping, got {type(value).__name__}")
+    for key in value:
+        if key not in fields:
+            fail(f"{path}.{key}", f"unknown field; expected one of {', '.join(fields)}")
+    return value
+
+
+def _enum(value: Any, path: str, choices: Sequence[str], default: str, fail: Fail) -> str:
+    if value is None:
+        return default
+    if value not in choices:
+        fail(path, f"unknown value {_q(value)}; expected one of {', '.join(choices)}")
+    return str(value)
+
+
+def _int(value: Any, path: str, fail: Fail) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        fail(path, f"must be an integer, got {_q(value)}")
+    return value
+
+
+def parse_numa_args(args: Mapping[str, Any], path: str, fail: Fail) -> NumaArgs:
+    """Validate the args mapping; `fail(path, problem)` raises."""
+    raw = _mapping(args, path, _FIELDS, fail)
+    scoring_type, resources = StrategyType.LEAST_ALLOCATED, tuple(DEFAULT_WEIGHTS.items())
+    if raw.get("scoringStrategy") is not None:
+        where = f"{path}.scoringStrategy"
+        strategy = _mapping(raw["scoringStrategy"], where, ("type", "resources"), fail)
+        choices = [s.value for s in StrategyType]
+        kind = strategy.get("type")
+        if kind is None or kind == "":
+            fail(f"{where}.type", f"required when scoringStrategy is set; expected one of {', '.join(choices)}")
+        if kind not in choices:
+            fail(f"{where}.type", f"unknown strategy {_q(kind)}; expected one of {', '.join(choices)}")
+        scoring_type = StrategyType(kind)
+        listed = strategy.get("resources")
+        if listed is not None and (not isinstance(listed, Sequence) or isinstance(listed, str)):
+            fail(f"{where}.resources", f"must be a list of {{name, weight}}, got {type(listed).__name__}")
+        parsed = []
+        for index, item in enumerate(listed or ()):
+            entry = _mapping(item, f"{where}.resources[{index}]", ("name", "weight"), fail)
+            name = entry.get("name")
+            if not isinstance(name, str) or not name:
+                fail(f"{where}.resources[{index}].name", "required: a resource name such as cpu or memory")
+            weight = _int(entry.get("weight", 0), f"{where}.resources[{index}].weight", fail)
+            parsed.append((name, weight or 1))
+        if parsed:
+            resources = tuple(parsed)
+    period = 0
+    if raw.get("cacheResyncPeriodSeconds") is not None:
+        period = _int(raw["cacheResyncPeriodSeconds"], f"{path}.cacheResyncPeriodSeconds", fail)
+    discard = raw.get("discardReservedNodes", False)
+    if discard is None:
+        discard = False
+    if not isinstance(discard, bool):
+        fail(f"{path}.discardReservedNodes", f"must be true or false, got {_q(discard)}")
+    cache_path = f"{path}.cache"
+    cache = _mapping(
+        raw.get("cache"), cache_path, ("foreignPodsDetect", "resyncMethod", "informerMode", "resyncScope"), fail
+    )
+    return NumaArgs(
+        scoring_type=scoring_type,
+        resources=resources,
+        cache_resync_period_seconds=period,
+        discard_reserved_nodes=discard,
+        foreign_pods_detect=_enum(
+            cache.get("foreignPodsDetect"), f"{cache_path}.foreignPodsDetect", FOREIGN_PODS_DETECT, "All", fail
+        ),
+        resync_method=_enum(
+            cache.get("resyncMethod"), f"{cache_path}.resyncMethod", RESYNC_METHODS, "Autodetect", fail
+        ),
+        informer_mode=_enum(cache.get("informerMode"), f"{cache_path}.informerMode", INFORMER_MODES, "Dedicated", fail),
+        resync_scope=_enum(cache.get("resyncScope"), f"{cache_path}.resyncScope", RESYNC_SCOPES, "All", fail),
+        preemption_mode=_enum(raw.get("preemptionMode"), f"{path}.preemptionMode", PREEMPTION_MODES, "Disabled", fail),
+    )

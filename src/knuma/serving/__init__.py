@@ -1,0 +1,1 @@
+"""HTTP endpoints the product's daemons serve: `/metrics`, `/healthz`, `/readyz`, with optional TLS."""

@@ -1,0 +1,115 @@
+"""Cluster specs: node pools of named shapes, each with a Topology Manager policy and scope.
+
+The YAML a user writes for `knuma simulate` (`cluster:`) and `knuma up --cluster`, parsed into immutable objects with
+errors that name the field. Shared by the simulator and the local cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knuma.api.nrt import Policy, Scope
+from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
+
+__all__ = ["ClusterSpec", "NodePool", "SpecError", "cluster_from_dict", "known", "load_yaml", "mapping"]
+
+
+class SpecError(ValueError):
+    """A cluster, workload or scenario spec that cannot be simulated; the message names the field."""
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    shape: NodeShape
+    count: int
+    policy: Policy = Policy.SINGLE_NUMA_NODE
+    scope: Scope = Scope.CONTAINER
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{index:03d}" for index in range(self.count)]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    pools: tuple[NodePool, ...]
+
+    @property
+    def node_count(self) -> int:
+        return sum(p.count for p in self.pools)
+
+    def describe(self) -> str:
+        return ", ".join(f"{p.count}x {p.shape.name} ({p.policy}/{p.scope})" for p in self.pools)
+
+
+def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
+    """```yaml
+    pools:
+      - {name: cpu, shape: two-socket, count: 20, policy: single-numa-node, scope: container}
+    shapes: {custom: {numaZones: 2, cpusPerZone: 16, memoryPerZone: 64Gi}}
+    ```"""
+    raw = mapping(raw, where, "a mapping with `pools`")
+    known(raw, where, {"apiVersion", "kind", "metadata", "pools", "shapes"})
+    shapes = dict(BUILTIN_SHAPES)
+    for name, shape_raw in (mapping(raw.get("shapes") or {}, f"{where}.shapes", "a mapping")).items():
+        try:
+            shapes[str(name)] = shape_from_dict(str(name), shape_raw)
+        except ShapeError as err:
+            raise SpecError(f"{where}.{err}") from None
+    pools_raw = raw.get("pools")
+    if not isinstance(pools_raw, list) or not pools_raw:
+        raise SpecError(f"{where}.pools: expected a non-empty list of node pools")
+    pools: list[NodePool] = []
+    for index, pool_raw in enumerate(pools_raw):
+        here = f"{where}.pools[{index}]"
+        pool_raw = mapping(pool_raw, here, "a mapping with shape and count")
+        known(pool_raw, here, {"name", "shape", "count", "policy", "scope"})
+        shape_name = pool_raw.get("shape")
+        if shape_name not in shapes:
+            raise SpecError(f"{here}.shape: unknown shape {shape_name!r}; known shapes: {', '.join(sorted(shapes))}")
+        count = pool_raw.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise SpecError(f"{here}.count: expected a positive integer, got {count!r}")
+        try:
+            policy = Policy.parse(str(pool_raw.get("policy", Policy.SINGLE_NUMA_NODE.value)))
+            scope = Scope.parse(str(pool_raw.get("scope", Scope.CONTAINER.value)))
+        except ValueError as err:
+            raise SpecError(f"{here}: {err}") from None
+        name = str(pool_raw.get("name") or f"{shape_name}-{index}")
+        pools.append(NodePool(name, shapes[shape_name], count, policy, scope))
+    names = [p.name for p in pools]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{where}.pools: pool names must be unique, got {names}")
+    return ClusterSpec(tuple(pools))
+
+
+def load_yaml(path: Path) -> Any:
+    """The first YAML document of `path`, with an error that names the file."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise SpecError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path}: invalid YAML: {err}") from None
+    if not documents:
+        raise SpecError(f"{path}: the file is empty")
+    return documents[0]
+
+
+def mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
+    return raw
+
+
+def known(raw: Mapping[str, Any], where: str, known: set[str]) -> None:
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:
+        raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")

