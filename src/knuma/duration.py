@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from knuma.errors import InvalidInput
+
 __all__ = ["DurationError", "format_duration", "parse_duration"]
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9}
@@ -15,7 +17,7 @@ _WHOLE = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:ns|us|µs|μs|ms|s|
 _MAX_NS = (1 << 63) - 1
 
 
-class DurationError(ValueError):
+class DurationError(InvalidInput):
     """Not a Go duration string."""
 
 
