@@ -89,3 +89,28 @@ def test_python_m_knuma_cli_exporter_is_knuma_exporter() -> None:
     assert "unknown output format 'xml'" in done.stderr
     usage = subprocess.run([sys.executable, "-m", "knuma.cli.exporter", "--help"], capture_output=True, text=True)
     assert "knuma exporter" in usage.stdout
+
+
+def test_version_and_short_help_on_every_command() -> None:
+    """`--version` answers the same everywhere (also after a command, as `knuma up --version`), and `-h` is `--help`."""
+    from typer.testing import CliRunner
+
+    from knuma import __version__
+
+    runner = CliRunner()
+    for name in ["", *commands()]:
+        args = [name] if name else []
+        version = runner.invoke(app, [*args, "--version"])
+        assert version.exit_code == 0, f"knuma {name} --version: {version.output}"
+        assert version.output.strip() == __version__, f"knuma {name} --version printed {version.output!r}"
+        short = runner.invoke(app, [*args, "-h"])
+        assert short.exit_code == 0, f"knuma {name} -h: {short.output}"
+        assert "Usage:" in short.output
+
+
+def test_version_through_the_console_scripts() -> None:
+    from knuma import __version__
+
+    for script in ("knuma", "kubectl-numa"):
+        done = subprocess.run([str(KNUMA.with_name(script)), "--version"], capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout.strip()) == (0, __version__)

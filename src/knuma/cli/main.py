@@ -5,7 +5,11 @@ Each command lives in its own module and registers itself on `app`; this module 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -18,16 +22,68 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up, operator):
     command.register(app)
+
+VERSION_HELP = "Print the knuma version and exit."
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+def _version_option() -> Any:
+    return typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, expose_value=False, help=VERSION_HELP
+    )
+
+
+@app.callback()
+def root(_version: bool = _version_option()) -> None:
+    """NUMA-aware scheduling for Kubernetes: explain, schedule, export, deploy and simulate."""
+
+
+def _with_version(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` with a `--version` option too, so `knuma up --version` answers as `knuma --version` does (users of
+    kubectl and the deployer expect the flag wherever they are). The option is eager; `func` never sees it."""
+    signature = inspect.signature(func)
+    if "knuma_version" in signature.parameters:
+        return func
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("knuma_version", None)
+        return func(*args, **kwargs)
+
+    extra = inspect.Parameter(
+        "knuma_version", inspect.Parameter.KEYWORD_ONLY, default=_version_option(), annotation=bool
+    )
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {**func.__annotations__, "knuma_version": "bool"}
+    return wrapper
+
+
+def _add_version_everywhere(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        if info.callback is not None:
+            info.callback = _with_version(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _add_version_everywhere(group.typer_instance)
 
 
 @app.command("version")
 def version() -> None:
     """Print the knuma version."""
     typer.echo(__version__)
+
+
+_add_version_everywhere(app)
 
 
 def main() -> None:
