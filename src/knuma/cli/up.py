@@ -59,6 +59,7 @@ def up(
     from rich.live import Live
     from rich.logging import RichHandler
 
+    from knuma.local.up.lock import DataDirInUse
     from knuma.local.up.options import UpError, UpOptions, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import ClusterSummary, line, table
@@ -125,7 +126,7 @@ def up(
 
     try:
         code = asyncio.run(run(options, spec, document, announce=announce, progress=progress, show=show))
-    except UpError as error:
+    except (UpError, DataDirInUse) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
     finally:

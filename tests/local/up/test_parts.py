@@ -81,3 +81,19 @@ def test_summary_counts_outcomes_and_free_cpus_per_zone() -> None:
     assert summary.nodes[0].zones_cpu == ((5, 8), (8, 8)) and summary.nodes[0].pods == 1
     assert line(summary) == "nodes 1/1 Ready, NRT 1; pods: 1 Pending (unscheduled), 1 Running, 1 TopologyAffinityError"
     assert table(summary, "t").row_count == 1
+
+
+def test_data_dir_lock_names_its_holder_and_is_released(tmp_path: Path) -> None:
+    import os
+
+    from knuma.errors import KnumaError
+    from knuma.local.up.lock import DataDirInUse, DataDirLock
+
+    lock = DataDirLock.acquire(tmp_path)
+    lock.record(url="https://127.0.0.1:1234")
+    with pytest.raises(DataDirInUse) as refused:
+        DataDirLock.acquire(tmp_path)
+    assert isinstance(refused.value, KnumaError)
+    assert f"PID {os.getpid()}" in str(refused.value) and "https://127.0.0.1:1234" in str(refused.value)
+    lock.release()
+    DataDirLock.acquire(tmp_path).release()

@@ -265,3 +265,28 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))
     result = up("--data-dir", str(data), "--nodes", "5")
     assert result.exit_code == 2 and "holds a cluster of 1x small" in result.output
+
+
+def test_a_second_up_on_the_same_data_dir_is_refused(start: Callable[..., Up], tmp_path: Path) -> None:
+    """The second `knuma up --data-dir D` exits 1 naming the first one's PID and URL, and changes nothing in D."""
+    first = start("--nodes", "1", "--shape", "small", "--exporters", "in-process", "--no-scheduler")
+    data_dir = tmp_path / "cluster"
+    kubeconfig, port = first.kubeconfig.read_text(), (data_dir / "port").read_text()
+    url = next(line.split()[-1] for line in first.stdout.read_text().splitlines() if "API server" in line)
+    second = subprocess.run(
+        [sys.executable, "-m", "knuma", "up", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert second.returncode == 1, second.stderr
+    assert f"PID {first.process.pid}" in second.stderr and url in second.stderr, second.stderr
+    assert "resumes this cluster" not in second.stderr and "stopping" not in second.stderr, second.stderr
+    assert (first.kubeconfig.read_text(), (data_dir / "port").read_text()) == (kubeconfig, port)
+    assert first.kubectl("get", "nodes", "-o", "name").split() == ["node/worker-000"]
+    assert first.stop() == 0
+    # once the first has stopped, the data directory is free again
+    again = start()
+    assert again.kubeconfig == first.kubeconfig
+    assert again.stop() == 0

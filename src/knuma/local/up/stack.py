@@ -34,6 +34,7 @@ from knuma.local.nodes.kubeletconfig import configz_handler
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.spec import NodeSpec, nodes_of
 from knuma.local.up.children import Child, stop_all
+from knuma.local.up.lock import DataDirInUse, DataDirLock
 from knuma.local.up.options import UpError, UpOptions, save_cluster
 from knuma.local.up.summary import ClusterSummary, summarize
 from knuma.testbed.cluster import ClusterSpec
@@ -97,15 +98,22 @@ class LocalCluster:
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
         self.scheduler_profiles: list[str] = []
+        self.lock: DataDirLock | None = None
 
     # -- start -------------------------------------------------------------------------------------------------------
 
     async def start(self, progress: Callable[[str], None]) -> None:
+        """Bring every part up; raises `DataDirInUse` before touching anything when another `knuma up` runs on the
+        data directory."""
+        if self.persistent:
+            self.lock = DataDirLock.acquire(self.work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         cluster_file = save_cluster(self.work_dir, self.document)
         await self._start_apiserver()
         progress(f"API server listening on {self.url}")
         assert self.server is not None
+        if self.lock is not None:
+            self.lock.record(url=self.url)
         self.http = async_http(self.kubeconfig, timeout=30.0)
         await self._install_crd()
         for node in self.nodes:
@@ -266,6 +274,9 @@ class LocalCluster:
         shutil.rmtree(self.sockets_dir, ignore_errors=True)
         if not self.persistent:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
 
 def _persistent_token(data_dir: Path) -> str:
@@ -297,9 +308,17 @@ async def run(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     local = LocalCluster(options, cluster, document)
-    code = 0
     try:
         await local.start(progress)
+    except DataDirInUse:
+        await local.stop()  # nothing was started; only the temporary sockets directory goes
+        raise
+    except BaseException:
+        progress("start failed; stopping what was started")
+        await local.stop()
+        raise
+    code = 0
+    try:
         announce(local)
         while not stop.is_set():
             failed = local.failed_child()
