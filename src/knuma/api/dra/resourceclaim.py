@@ -1,0 +1,189 @@
+"""ResourceClaim and ResourceClaimTemplate (`resource.k8s.io/v1`, namespaced), with the allocation result the
+scheduler writes into `status.allocation`.
+
+`AllocationResult` is what `knuma.devices` produces and what part 2's scheduler plugin writes: one entry per device
+(`request`, `driver`, `pool`, `device`, `adminAccess`, `tolerations`), the class and claim configs, and the node
+selector that pins the claim to where its devices are reachable. At most 32 results per claim
+(`AllocationResultsMaxSize`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.dra.deviceclass import OpaqueConfig
+from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
+from knuma.api.dra.requests import DeviceClaimSpec, parse_device_claim
+from knuma.api.taints import Toleration
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX",
+    "AllocationResult",
+    "ConfigResult",
+    "DeviceResult",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+]
+
+ALLOCATION_RESULTS_MAX = 32
+RESERVED_FOR_MAX = 256
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceResult:
+    """`DeviceRequestAllocationResult`."""
+
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def device_id(self) -> tuple[str, str, str]:
+        return (self.driver, self.pool, self.device)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
+        if self.admin_access:
+            out["adminAccess"] = True
+        if self.tolerations:
+            out["tolerations"] = [
+                {
+                    k: v
+                    for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect))
+                    if v
+                }
+                for t in self.tolerations
+            ]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    """`DeviceAllocationConfiguration`: `source` is `FromClass` or `FromClaim`."""
+
+    source: str
+    config: OpaqueConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, **self.config.to_dict()}
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    results: tuple[DeviceResult, ...] = ()
+    config: tuple[ConfigResult, ...] = ()
+    node_selector: Mapping[str, Any] | None = None
+    """A `v1.NodeSelector` on the wire; None when the devices are reachable from every node."""
+
+    def to_dict(self) -> dict[str, Any]:
+        devices: dict[str, Any] = {"results": [r.to_dict() for r in self.results]}
+        if self.config:
+            devices["config"] = [c.to_dict() for c in self.config]
+        out: dict[str, Any] = {"devices": devices}
+        if self.node_selector is not None:
+            out["nodeSelector"] = self.node_selector
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], path: str, errors: FieldErrors) -> AllocationResult:
+        devices = mapping(raw.get("devices"), f"{path}.devices", errors)
+        results = []
+        for i, item in enumerate(
+            items(devices.get("results"), f"{path}.devices.results", errors, ALLOCATION_RESULTS_MAX)
+        ):
+            where = f"{path}.devices.results[{i}]"
+            body = mapping(item, where, errors)
+            values = {}
+            for key in ("request", "driver", "pool", "device"):
+                values[key] = optional_str(body, key, where, errors)
+                if not values[key]:
+                    errors.required(f"{where}.{key}")
+            admin = bool(optional_bool(body, "adminAccess", where, errors))
+            results.append(DeviceResult(values["request"], values["driver"], values["pool"], values["device"], admin))
+        selector = raw.get("nodeSelector")
+        return cls(tuple(results), (), selector if isinstance(selector, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class ResourceClaim:
+    namespace: str
+    name: str
+    spec: DeviceClaimSpec
+    uid: str = ""
+    allocation: AllocationResult | None = None
+    reserved_for: tuple[Mapping[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], default_namespace: str = "default") -> ResourceClaim:
+        errors = FieldErrors()
+        meta = mapping(obj.get("metadata"), "metadata", errors)
+        name = errors.check_name("metadata.name", meta.get("name"))
+        namespace = optional_str(meta, "namespace", "metadata", errors) or default_namespace
+        spec = parse_device_claim(mapping(obj.get("spec"), "spec", errors).get("devices"), "spec.devices", errors)
+        status = mapping(obj.get("status"), "status", errors)
+        allocation = None
+        if status.get("allocation") is not None:
+            allocation = AllocationResult.from_dict(
+                mapping(status["allocation"], "status.allocation", errors), "status.allocation", errors
+            )
+        reserved = items(status.get("reservedFor"), "status.reservedFor", errors, RESERVED_FOR_MAX)
+        errors.raise_if_any("ResourceClaim.resource.k8s.io", name)
+        return cls(
+            namespace=namespace,
+            name=name,
+            spec=spec,
+            uid=str(meta.get("uid") or ""),
+            allocation=allocation,
+            reserved_for=tuple(r for r in reserved if isinstance(r, Mapping)),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class ResourceClaimTemplate:
+    namespace: str
+    name: str
+    spec: DeviceClaimSpec
+    claim_labels: Mapping[str, str] = field(default_factory=dict)
+    claim_annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], default_namespace: str = "default") -> ResourceClaimTemplate:
+        errors = FieldErrors()
+        meta = mapping(obj.get("metadata"), "metadata", errors)
+        name = errors.check_name("metadata.name", meta.get("name"))
+        namespace = optional_str(meta, "namespace", "metadata", errors) or default_namespace
+        spec = mapping(obj.get("spec"), "spec", errors)
+        claim_meta = mapping(spec.get("metadata"), "spec.metadata", errors)
+        for key in claim_meta:
+            if key not in ("labels", "annotations"):
+                errors.forbidden(f"spec.metadata.{key}", "only labels and annotations may be set")
+        inner = mapping(spec.get("spec"), "spec.spec", errors)
+        devices = parse_device_claim(inner.get("devices"), "spec.spec.devices", errors)
+        errors.raise_if_any("ResourceClaimTemplate.resource.k8s.io", name)
+        return cls(
+            namespace, name, devices, dict(claim_meta.get("labels") or {}), dict(claim_meta.get("annotations") or {})
+        )
+
+    def claim_for(self, pod_name: str, pod_claim_name: str) -> ResourceClaim:
+        """The claim the resourceclaim controller creates for a pod (`<pod>-<podClaimName>-` plus a random suffix
+        upstream; here the deterministic `<pod>-<podClaimName>` so that offline results are reproducible)."""
+        return ResourceClaim(
+            namespace=self.namespace,
+            name=f"{pod_name}-{pod_claim_name}",
+            spec=self.spec,
+            labels=self.claim_labels,
+            annotations={**self.claim_annotations, "resource.kubernetes.io/pod-claim-name": pod_claim_name},
+        )
