@@ -47,18 +47,30 @@ def apiserver(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Log every request (method, path, status, latency, client) on stderr."
     ),
+    load: list[Path] = typer.Option(
+        [],
+        "--load",
+        help="Create the objects of FILE or DIR (*.yaml, *.yml, *.json) at start: CRDs first, then Namespaces, "
+        "then the rest. Repeatable.",
+    ),
 ) -> None:
     """Run a Kubernetes-compatible API server (the subset kubectl, lightkube, kopf and knuma use).
 
     The kubeconfig to reach it is printed on stdout (or written with --kubeconfig-out); logs go to stderr.
     Stop it with Ctrl-C or SIGTERM.
     """
+    from knuma.local.apiserver.loader import LoadError, read_manifests
     from knuma.local.apiserver.server import ApiServer, generate_token, serve_forever
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
     if bind not in ("127.0.0.1", "::1", "localhost") and insecure:
         typer.echo(f"warning: serving without authentication on {bind}", err=True)
+    try:
+        manifests = read_manifests(load)
+    except LoadError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     if not insecure and token is None:
         token = _persistent_token(data_dir) if data_dir is not None else generate_token()
     server = ApiServer(token=None if insecure else token, data_dir=data_dir, fsync=fsync)
@@ -73,7 +85,10 @@ def apiserver(
             typer.echo(f"knuma apiserver listening on {srv.url}", err=True)
 
     try:
-        asyncio.run(serve_forever(server, bind, port, ready))
+        asyncio.run(serve_forever(server, bind, port, ready, manifests))
+    except LoadError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"error: cannot listen on {bind}:{port}: {exc.strerror or exc}", err=True)
         raise typer.Exit(1) from exc

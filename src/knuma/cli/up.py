@@ -45,6 +45,11 @@ def up(
     lease_renew_interval: float = typer.Option(
         10.0, "--lease-renew-interval", help="Seconds between node Lease renewals (the kubelet's 10 s).", hidden=True
     ),
+    load: list[Path] = typer.Option(
+        [],
+        "--load",
+        help="Create the objects of FILE or DIR at start (CRDs first), before the nodes start. Repeatable.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
 ) -> None:
     """Start a local cluster: API server, simulated NUMA nodes, exporters and the scheduler; Ctrl-C stops it.
@@ -59,6 +64,7 @@ def up(
     from rich.live import Live
     from rich.logging import RichHandler
 
+    from knuma.local.apiserver.loader import LoadError, read_manifests
     from knuma.local.up.lock import DataDirInUse
     from knuma.local.up.options import UpError, UpOptions, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
@@ -76,13 +82,15 @@ def up(
         exporters=exporters,
         scheduler=scheduler,
         lease_renew_interval=lease_renew_interval,
+        load=tuple(p.absolute() for p in load),
     )
     err = Console(stderr=True)
     try:
         if exporters not in ("auto", "process", "in-process"):
             raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
         spec, document = resolve_cluster(options)
-    except UpError as error:
+        read_manifests(options.load)  # unreadable files fail here, before anything starts
+    except (UpError, LoadError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     interactive = err.is_terminal
@@ -126,6 +134,9 @@ def up(
 
     try:
         code = asyncio.run(run(options, spec, document, announce=announce, progress=progress, show=show))
+    except LoadError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
     except (UpError, DataDirInUse) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None

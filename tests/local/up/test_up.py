@@ -265,6 +265,8 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))
     result = up("--data-dir", str(data), "--nodes", "5")
     assert result.exit_code == 2 and "holds a cluster of 1x small" in result.output
+    result = up("--load", str(tmp_path / "nothing-here"))
+    assert result.exit_code == 2 and "--load" in result.output and "no such file or directory" in result.output
 
 
 def test_a_second_up_on_the_same_data_dir_is_refused(start: Callable[..., Up], tmp_path: Path) -> None:

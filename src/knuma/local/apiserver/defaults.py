@@ -79,3 +79,36 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         obj.setdefault("type", "Opaque")
     elif kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def _default_exact_request(request: Any) -> None:
+    if not isinstance(request, dict):
+        return
+    request.setdefault("allocationMode", "ExactCount")
+    if request["allocationMode"] == "ExactCount" and not request.get("count"):
+        request["count"] = 1
+    for toleration in request.get("tolerations") or []:
+        if isinstance(toleration, dict):
+            toleration.setdefault("operator", "Equal")
+
+
+def apply_dra_defaults(kind: str, obj: JsonObj) -> None:
+    """`pkg/apis/resource/v1/defaults.go`: a device request is `ExactCount` of 1 unless it says otherwise.
+
+    Applied on every write (not only on create), like a decoder defaulting the body: a re-applied claim that omits
+    the defaults then compares equal to the stored one, which matters because a claim's spec is immutable."""
+    if kind == "ResourceClaim":
+        spec = obj.get("spec")
+    elif kind == "ResourceClaimTemplate":
+        spec = (obj.get("spec") or {}).get("spec") if isinstance(obj.get("spec"), dict) else None
+    else:
+        return
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if not isinstance(devices, dict):
+        return
+    for request in devices.get("requests") or []:
+        if not isinstance(request, dict):
+            continue
+        _default_exact_request(request.get("exactly"))
+        for sub in request.get("firstAvailable") or []:
+            _default_exact_request(sub)

@@ -149,6 +149,11 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
     _rt("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
+    # Dynamic Resource Allocation (kube-apiserver serves them without short names; `pkg/registry/resource/*`).
+    _rt("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+    _rt("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, sub=["status"]),
+    _rt("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
+    _rt("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
     _rt(
         "apiextensions.k8s.io",
         "v1",

@@ -22,12 +22,12 @@ import yaml
 
 from knuma.local.apiserver import conversion, errors, fieldmanager, patch, schema
 from knuma.local.apiserver import crd as crds
-from knuma.local.apiserver.defaults import apply_defaults
+from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
 from knuma.local.apiserver.gc import GarbageCollector
 from knuma.local.apiserver.resources import Registry, ResourceType
 from knuma.local.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from knuma.local.apiserver.store import GroupResource, Store
-from knuma.local.apiserver.validation import validate_object
+from knuma.local.apiserver.validation import validate_object, validate_update
 
 JsonObj = dict[str, Any]
 
@@ -182,6 +182,7 @@ class ObjectService:
         return obj
 
     def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
+        apply_dra_defaults(rt.kind if rt.group == "resource.k8s.io" and not rt.custom else "", obj)
         validate_object(rt, obj)
         if rt.schema is not None:
             if opts.field_validation == "Strict":
@@ -279,7 +280,7 @@ class ObjectService:
         md["generation"] = 1
         if rt.has_status and rt.kind != "Namespace" and rt.custom:
             obj.pop("status", None)
-        elif rt.has_status and rt.kind in ("Pod", "Deployment", "DaemonSet"):
+        elif rt.has_status and rt.kind in ("Pod", "Deployment", "DaemonSet", "ResourceClaim"):
             obj["status"] = {}
         apply_defaults(rt.kind, obj)
         if record:
@@ -383,6 +384,7 @@ class ObjectService:
             new["status"] = crds.established_status(new)
         new["apiVersion"] = existing.get("apiVersion", rt.api_version)
         new = self._validate(rt, new, opts)
+        validate_update(rt, existing, new)
         md = new["metadata"]
         if operation == "Update":
             md["managedFields"] = copy.deepcopy(old_md.get("managedFields") or [])

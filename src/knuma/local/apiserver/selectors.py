@@ -144,6 +144,8 @@ KIND_FIELDS: dict[str, dict[str, Callable[[JsonObj], str]]] = {
     },
     "Node": {"spec.unschedulable": _path("spec", "unschedulable")},
     "Namespace": {"status.phase": _path("status", "phase")},
+    # pkg/registry/resource/resourceslice/strategy.go: toSelectableFields.
+    "ResourceSlice": {"spec.nodeName": _path("spec", "nodeName"), "spec.driver": _path("spec", "driver")},
     "Secret": {"type": _path("type")},
     "Event": {
         "involvedObject.kind": _path("involvedObject", "kind"),

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import secrets
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from aiohttp import web
@@ -26,6 +26,7 @@ from aiohttp import web
 from knuma.local.apiserver import kubeconfig, tls
 from knuma.local.apiserver.app import build_app
 from knuma.local.apiserver.durable import SqliteBackend
+from knuma.local.apiserver.loader import LoadedObject, Manifest, load_objects
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyHandler
 from knuma.local.apiserver.resources import Registry
 from knuma.local.apiserver.rest import ObjectService
@@ -131,6 +132,11 @@ class ApiServer:
         self.port = int(sockname[1])
         log.debug("knuma apiserver listening on %s", self.url)
 
+    def load(self, manifests: Sequence[Manifest]) -> list[LoadedObject]:
+        """Create (or replace) objects read by `loader.read_manifests`; raises `LoadError` on the first failure."""
+        self.service.ensure_system_namespaces()
+        return load_objects(self.service, manifests)
+
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
@@ -146,8 +152,9 @@ async def serve_forever(
     host: str,
     port: int,
     on_ready: Callable[[ApiServer], None],
+    manifests: Sequence[Manifest] = (),
 ) -> None:
-    """Start `server`, call `on_ready`, and run until SIGINT/SIGTERM."""
+    """Start `server`, create `manifests`, call `on_ready`, and run until SIGINT/SIGTERM."""
     import signal
 
     await server.start(host, port)
@@ -156,6 +163,8 @@ async def serve_forever(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        for loaded in server.load(manifests):
+            log.info("loaded %s: %s", loaded.manifest.describe, loaded.action)
         on_ready(server)
         await stop.wait()
     finally:

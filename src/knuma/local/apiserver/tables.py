@@ -126,6 +126,22 @@ def _ports(obj: JsonObj) -> str:
     return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
 
 
+def _claim_state(obj: JsonObj) -> str:
+    """`resourceClaimState` of kube-apiserver's printers: deleted, pending, allocated, reserved."""
+    states = []
+    deleting = bool(_get(obj, "metadata", "deletionTimestamp"))
+    if deleting:
+        states.append("deleted")
+    if not _get(obj, "status", "allocation"):
+        if not deleting:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if _get(obj, "status", "reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
 def _involved(obj: JsonObj) -> str:
     ref = obj.get("involvedObject") or obj.get("regarding") or {}
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
@@ -258,6 +274,40 @@ COLUMNS: dict[str, list[Column]] = {
         ("Reason", "string", 0, "Reason", lambda o: o.get("reason", "")),
         ("Object", "string", 0, "Object", _involved),
         ("Message", "string", 0, "Message", lambda o: o.get("message") or o.get("note") or ""),
+    ],
+    # pkg/printers/internalversion/printers.go: deviceClass-, resourceClaim-, resourceClaimTemplate- and
+    # nodeResourceSliceColumnDefinitions.
+    "DeviceClass": [NAME, AGE],
+    "ResourceClaim": [
+        NAME,
+        (
+            "State",
+            "string",
+            0,
+            "A summary of the current state (allocated, pending, reserved, etc.).",
+            _claim_state,
+        ),
+        AGE,
+    ],
+    "ResourceClaimTemplate": [NAME, AGE],
+    "ResourceSlice": [
+        NAME,
+        (
+            "Node",
+            "string",
+            0,
+            "NodeName identifies the node which provides the resources in this pool.",
+            lambda o: _get(o, "spec", "nodeName") or "",
+        ),
+        (
+            "Driver",
+            "string",
+            0,
+            "Driver identifies the DRA driver providing the capacity information.",
+            lambda o: _get(o, "spec", "driver") or "",
+        ),
+        ("Pool", "string", 0, "Name is used to identify the pool.", lambda o: _get(o, "spec", "pool", "name") or ""),
+        AGE,
     ],
     "CustomResourceDefinition": [
         NAME,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from knuma.local.apiserver import dra_validation
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -142,5 +143,15 @@ def validate_object(rt: ResourceType, obj: JsonObj) -> None:
     )
     causes += _labels_causes(obj)
     causes += _kind_causes(rt.kind, obj)
+    if rt.group == dra_validation.GROUP and not rt.custom:
+        causes += dra_validation.object_causes(rt.kind, obj)
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+
+
+def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
+    """Raise a 422 Invalid error when an update breaks a rule that depends on the stored object (immutability)."""
+    if rt.group == dra_validation.GROUP and not rt.custom:
+        causes = dra_validation.update_causes(rt.kind, old, new)
+        if causes:
+            raise invalid(rt.kind, rt.group, str((new.get("metadata") or {}).get("name") or ""), causes)

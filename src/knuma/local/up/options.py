@@ -44,6 +44,8 @@ class UpOptions:
     """`process` (one `knuma exporter` per node), `in-process`, or `auto` (processes up to 8 nodes)."""
     scheduler: bool = True
     lease_renew_interval: float = 10.0
+    load: tuple[Path, ...] = ()
+    """Manifests (files or directories) created once the API server is up, before the nodes start."""
 
     @property
     def describes_cluster(self) -> bool:

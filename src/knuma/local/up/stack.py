@@ -28,6 +28,7 @@ import yaml
 
 from knuma.api.crd import NRT_CRD
 from knuma.kube.client import async_http
+from knuma.local.apiserver.loader import read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.local.nodes.kubeletconfig import configz_handler
@@ -116,6 +117,9 @@ class LocalCluster:
             self.lock.record(url=self.url)
         self.http = async_http(self.kubeconfig, timeout=30.0)
         await self._install_crd()
+        if self.options.load:
+            for loaded in self.server.load(read_manifests(self.options.load)):
+                log.info("loaded %s: %s", loaded.manifest.describe, loaded.action)
         for node in self.nodes:
             self.server.register_node_proxy(node.name, configz_handler(node))
         self.controllers = WorkloadControllers(self.http)

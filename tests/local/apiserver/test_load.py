@@ -1,0 +1,95 @@
+"""`knuma apiserver --load`: objects from YAML at start (CRDs first), as the k8srm prototype's mock API server is
+used with its testdata; bad manifests stop the start with exit 2 and a message naming the file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from knuma.local.apiserver.loader import LoadError, read_manifests
+from knuma.testing.apiserver import apiserver_process
+from tests.local.apiserver.conftest import MANIFESTS, Kubectl
+
+DEVICES = MANIFESTS / "devices"
+
+
+def test_crds_come_first_then_namespaces_then_file_order(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: team}\n---\n"
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    )
+    (tmp_path / "b.json").write_text(
+        '{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", '
+        '"kind": "ConfigMap", "metadata": {"name": "d"}}]}'
+    )
+    (tmp_path / "notes.txt").write_text("ignored")
+    found = read_manifests([tmp_path, DEVICES / "crd-devicedrivers.yaml"])
+    assert [(m.obj["kind"], m.obj["metadata"]["name"]) for m in found] == [
+        ("CustomResourceDefinition", "devicedrivers.devmgmtproto.k8s.io"),
+        ("Namespace", "team"),
+        ("ConfigMap", "c"),
+        ("ConfigMap", "d"),
+    ]
+    assert found[2].source.endswith("a.yaml#1")
+
+
+def test_unreadable_input_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match="no such file or directory"):
+        read_manifests([tmp_path / "missing.yaml"])
+    (tmp_path / "bad.yaml").write_text("kind: [unclosed")
+    with pytest.raises(LoadError, match=r"bad.yaml: not valid YAML"):
+        read_manifests([tmp_path / "bad.yaml"])
+    (tmp_path / "nokind.yaml").write_text("metadata: {name: x}\n")
+    with pytest.raises(LoadError, match=r"nokind.yaml#1: every object needs apiVersion and kind"):
+        read_manifests([tmp_path / "nokind.yaml"])
+
+
+@pytest.mark.slow
+def test_prototype_crd_and_drivers_then_kubectl_get_devicedrivers(tmp_path: Path) -> None:
+    args = ["--load", str(DEVICES / "crd-devicedrivers.yaml"), "--load", str(DEVICES / "drivers.yaml")]
+    with apiserver_process(tmp_path, extra_args=args) as api, tempfile.TemporaryDirectory() as home:
+        kubectl = Kubectl(api, Path(home))
+        out = kubectl("get", "devicedrivers").stdout.splitlines()
+        assert out[0].split() == ["NAME", "DEVICE", "TYPES", "AGE"]
+        rows = {line.split()[0]: line.split()[1] for line in out[1:]}
+        assert rows == {
+            "example.com-barzer": "gpu,sriov-nic",
+            "example.com-foozer": "gpu",
+            "sriov-nic": "sriov-nic",
+            "vlan": "vlan",
+        }
+
+
+@pytest.mark.slow
+def test_a_manifest_the_server_rejects_exits_2(tmp_path: Path) -> None:
+    dup = tmp_path / "slice.yaml"
+    dup.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: dup}\nspec:\n  driver: gpu.example.com\n"
+        "  nodeName: node-a\n  pool: {name: node-a, resourceSliceCount: 1}\n  devices: [{name: gpu-0}, {name: gpu-0}]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(dup)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"--load ResourceSlice dup ({dup}#1): " in proc.stderr
+    assert 'spec.devices[1].name: Duplicate value: "gpu-0"' in proc.stderr
+    assert "Traceback" not in proc.stderr
+    unknown = subprocess.run(
+        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(DEVICES / "drivers.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert unknown.returncode == 2
+    assert "has no kind DeviceDriver in devmgmtproto.k8s.io/v1alpha1; load its CustomResourceDefinition too" in (
+        unknown.stderr
+    )
