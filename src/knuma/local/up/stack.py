@@ -1,7 +1,7 @@
 """`knuma up`: the whole stack on one machine, in one process tree.
 
     knuma up (this process)         API server (in-process), node proxy `configz` of every node,
-    │                               Deployment and ReplicaSet controllers, live summary
+    │                               Deployment, ReplicaSet and ResourceClaim controllers, live summary
     ├── python -m knuma.local.nodes every simulated node: kubelet model, heartbeats, PodResources, (NRT in-process)
     ├── knuma exporter x N          one per node, reading the node's sysfs tree and PodResources socket
     └── knuma scheduler             profiles topology-aware-scheduler and default-scheduler (topology-unaware)
@@ -30,6 +30,7 @@ from knuma.api.crd import NRT_CRD
 from knuma.kube.client import async_http
 from knuma.local.apiserver.loader import read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token
+from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.local.nodes.kubeletconfig import configz_handler
 from knuma.local.nodes.layout import NodeFiles
@@ -95,6 +96,8 @@ class LocalCluster:
         self.http: httpx2.AsyncClient | None = None
         self.controllers: WorkloadControllers | None = None
         self._controller_task: asyncio.Task[None] | None = None
+        self.claim_controller: ResourceClaimController | None = None
+        self._claim_controller_task: asyncio.Task[None] | None = None
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
@@ -124,6 +127,8 @@ class LocalCluster:
             self.server.register_node_proxy(node.name, configz_handler(node))
         self.controllers = WorkloadControllers(self.http)
         self._controller_task = asyncio.create_task(self.controllers.run())
+        self.claim_controller = ResourceClaimController(self.http)
+        self._claim_controller_task = asyncio.create_task(self.claim_controller.run())
         progress(f"starting {len(self.nodes)} simulated nodes")
         await self._start_nodes(cluster_file)
         if self.exporter_mode == "process":
@@ -267,10 +272,11 @@ class LocalCluster:
         await asyncio.to_thread(stop_all, first)
         if self.node_process is not None:
             await asyncio.to_thread(self.node_process.stop, 15.0)
-        if self._controller_task is not None:
-            self._controller_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._controller_task
+        for task in (self._controller_task, self._claim_controller_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.http is not None:
             await self.http.aclose()
         if self.server is not None:
