@@ -114,7 +114,7 @@ def test_slice_structure_is_validated_like_kube_apiserver(http_client: Http) -> 
     assert found["spec.devices[0].attributes[model]"].endswith("exactly one value must be specified")
     both = resource_slice()
     both["spec"]["allNodes"] = True
-    assert "multiple fields are set" in causes(http_client.post(SLICES, both))["spec"]
+    assert "exactly one of `nodeName`" in causes(http_client.post(SLICES, both))["spec"]
 
 
 def test_claim_requests_are_validated(http_client: Http) -> None:
@@ -137,7 +137,7 @@ def test_claim_requests_are_validated(http_client: Http) -> None:
     constrained["spec"]["devices"]["constraints"] = [{"requests": ["nic"], "matchAttribute": "pcieRoot"}]
     found = causes(http_client.post(CLAIMS, constrained))
     assert "must be the name of a request" in found["spec.devices.constraints[0].requests[0]"]
-    assert "fully qualified name" in found["spec.devices.constraints[0].matchAttribute"]
+    assert found["spec.devices.constraints[0].matchAttribute"] == 'Invalid value: "pcieRoot": must include a domain'
     twice = claim()
     twice["spec"]["devices"]["requests"].append(copy.deepcopy(twice["spec"]["devices"]["requests"][0]))
     assert causes(http_client.post(CLAIMS, twice)) == {"spec.devices.requests[1].name": 'Duplicate value: "gpu"'}
@@ -234,3 +234,17 @@ def test_kubectl_columns_match_kube_apiserver(kubectl: Kubectl, http_client: Htt
     rejected = kubectl("apply", "-f", str(bad), check=False)
     assert rejected.returncode == 1
     assert 'spec.devices[1].name: Duplicate value: "gpu-0"' in rejected.stderr
+
+
+def test_a_selector_that_does_not_compile_is_a_422_naming_the_field(http_client: Http) -> None:
+    broken = device_class()
+    broken["spec"]["selectors"] = [{"cel": {"expression": "device.bandwidth = '1G'"}}]
+    found = causes(http_client.post(f"{V1}/deviceclasses", broken))
+    assert list(found) == ["spec.selectors[0].cel.expression"]
+    assert found["spec.selectors[0].cel.expression"].startswith("Invalid value: \"device.bandwidth = '1G'\": ")
+    assert "compilation failed" in found["spec.selectors[0].cel.expression"]
+    in_claim = claim(selectors=[{"cel": {"expression": "device.attributes['x'].model =="}}])
+    assert (
+        "compilation failed"
+        in causes(http_client.post(CLAIMS, in_claim))["spec.devices.requests[0].exactly.selectors[0].cel.expression"]
+    )
