@@ -13,6 +13,7 @@ import httpx2
 
 from knuma.api.crd import nrt_crd
 from knuma.kube.client import async_http
+from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.daemon.loop import DaemonSettings, Scheduler
 from knuma.scheduler.framework.interface import Profile
 from knuma.scheduler.framework.profiles import DEFAULT_PROFILE_NAME, default_profile
@@ -169,12 +170,14 @@ async def running_scheduler(
     api: RunningApiServer,
     profiles: Mapping[str, Profile] | None = None,
     settings: DaemonSettings | None = None,
+    nrt: NRTCache | None = None,
 ) -> AsyncIterator[Scheduler]:
     http = async_http(api.kubeconfig)
     daemon = Scheduler(
         http,
         profiles or {SCHEDULER_NAME: default_profile()},
         settings or DaemonSettings(leader_elect=False, initial_backoff=0.1, max_backoff=0.5),
+        nrt=nrt,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from knuma.kube.leaderelection import LeaseConfig
+from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.daemon.loop import DaemonSettings
+from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 from .daemon_env import cluster, running_scheduler
@@ -87,7 +90,7 @@ async def test_burst_faster_than_nrt_updates_overcommits_no_zone(api: RunningApi
             await c.wait_for(settled, what="8 bound, 2 unschedulable")
             nodes = [await c.node_of(f"p{i}") for i in range(10)]
             assert sorted(n for n in nodes if n) == ["n1"] * 4 + ["n2"] * 4
-            assert daemon.cache.reserved("n1") and len(daemon.cache.reserved("n1")) == 4
+            assert daemon.cache.reserved("n1") == 4
 
 
 async def test_foreign_pods_are_accounted_for(api: RunningApiServer) -> None:
@@ -113,7 +116,9 @@ async def test_fresh_nrt_with_matching_fingerprint_drops_the_reservation(api: Ru
         async with running_scheduler(api) as daemon:
             await c.create_pod("p0", "2", "1Gi")
             await c.bound("p0")
-            assert daemon.cache.reserved("n1") == ["default/p0"]
+            knuma = daemon.cache.nrt
+            assert isinstance(knuma, KnumaCache)
+            assert knuma.pending("n1") == ["default/p0"]
             # The exporter publishes the NRT after the kubelet admitted p0 on zone 0, with the pod fingerprint.
             await c.publish_nrt(
                 "n1",
@@ -122,7 +127,7 @@ async def test_fresh_nrt_with_matching_fingerprint_drops_the_reservation(api: Ru
             )
 
             async def reconciled() -> bool:
-                return daemon.cache.reserved("n1") == [] and daemon.cache.stats.reconciled == 1
+                return knuma.pending("n1") == [] and knuma.stats.reconciled == 1
 
             await c.wait_for(reconciled, what="reservation dropped")
             info = daemon.cache.node_info("n1")
@@ -338,3 +343,39 @@ async def test_best_effort_pods_spread_and_events_name_the_profile(api: RunningA
             assert nodes == ["n1", "n1", "n2", "n2"]
             events = await c.wait_for(lambda: _reasons(c, "be0", "Scheduled"), what="Scheduled event")
             assert events[0]["source"]["component"] == "topology-aware-scheduler"
+
+
+async def test_overreserve_cache_holds_a_node_with_foreign_pods_until_a_resync_matches(api: RunningApiServer) -> None:
+    """The daemon configured as upstream's overreserve cache (`cacheResyncPeriodSeconds: 1`): a pod bound by another
+    scheduler makes its node `invalid node topology data` until the resync loop finds the published fingerprint equal
+    to the pods running there."""
+    from knuma.api.fingerprint import compute
+    from knuma.scheduler.cache.overreserve import OverReserve
+    from knuma.scheduler.framework.profiles import DEFAULT_PROFILE_NAME
+
+    nrt = OverReserve(1.0, profile_names={DEFAULT_PROFILE_NAME})
+    profile = default_profile()
+    numa = profile.filters[-1]
+    assert isinstance(numa, NodeResourceTopologyMatch)
+    numa.cache = nrt
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        foreign = await c.create_pod("foreign", "2", "1Gi", scheduler="other", node_name="n1")
+        foreign["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        await c.request("PUT", "/api/v1/namespaces/default/pods/foreign/status", foreign)
+        async with running_scheduler(api, {DEFAULT_PROFILE_NAME: profile}, nrt=nrt) as daemon:
+            await c.create_pod("p0", "2", "1Gi")
+
+            async def rejected() -> bool:
+                return any("invalid node topology data" in e["message"] for e in await c.events("p0"))
+
+            await c.wait_for(rejected, what="FailedScheduling: invalid node topology data")
+            assert daemon.scheduled == 0
+            await c.publish_nrt(
+                "n1",
+                {0: {"cpu": "2", "memory": "7Gi"}, 1: TWO_ZONES[1]},
+                nodeTopologyPodsFingerprint=compute([("default", "foreign")]),
+                nodeTopologyPodsFingerprintMethod="all",
+            )
+            assert await c.bound("p0", timeout=15) == "n1"
+            assert nrt.flushes == 1

@@ -110,3 +110,35 @@ def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> No
             changed = {**first.manifest, "metadata": {"name": "n00", "labels": {"zone": "c"}}}
             cache.upsert_node(changed)
     assert placed > 0
+
+
+@pytest.mark.parametrize("mode", ["overreserve", "discardreserved", "passthrough"])
+@pytest.mark.parametrize("seed", range(3))
+def test_fast_path_decides_as_the_exact_path_with_every_cache_mode(seed: int, mode: str) -> None:
+    """Stale nodes (overreserve's foreign pods, discardreserved's reservations) are rejected by both paths alike,
+    and over-reservation (every zone loses every assumed pod) is seen by both."""
+    from knuma.scheduler.cache.interface import BoundPod
+    from knuma.scheduler.cache.select import make_nrt_cache
+
+    rng = random.Random(seed)
+    nrt_cache = make_nrt_cache(mode, profile_names={"topology-aware-scheduler"})
+    config = default_config()
+    profile = build_profiles(config, nrt_cache)["topology-aware-scheduler"]
+    cache = ClusterCache(nrt_cache)
+    for i in range(rng.randint(4, 10)):
+        obj, topology = node(f"n{i:02d}", rng, rng.choice((1, 2, 4)))
+        cache.upsert_node(obj)
+        cache.upsert_nrt(topology)
+    foreign = Pod.from_manifest(pod(999, rng))
+    cache.pod_bound(BoundPod(foreign.key, "default", foreign.name, "n01", "Running", True, "other", foreign))
+    fast = FastPath(cache)
+    for index in range(40):
+        candidate = Pod.from_manifest(pod(index, rng))
+        exact = decide(profile, candidate, cache.node_infos())
+        quick = fast.decide(profile, candidate)
+        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
+        assert quick.message == exact.message
+        if exact.node is not None:
+            cache.assume(candidate, exact.node)
+            if index % 3 == 0:
+                cache.bound(candidate, exact.node)

@@ -134,14 +134,15 @@ def daemon_settings(configuration: SchedulerConfiguration, flags: _Flags) -> Dae
 
 async def _run(configuration: SchedulerConfiguration, flags: _Flags) -> int:
     from knuma.kube.client import async_http
-    from knuma.scheduler.config.load import build_profiles
+    from knuma.scheduler.config.load import build_nrt_cache, build_profiles
     from knuma.scheduler.daemon.health import HealthServer
     from knuma.scheduler.daemon.loop import LeadershipLost, Scheduler, serve_until_signalled
 
     log = logging.getLogger("knuma.scheduler")
     settings = daemon_settings(configuration, flags)
     http = async_http(flags.kubeconfig or configuration.client_connection.kubeconfig or None, flags.context)
-    daemon = Scheduler(http, build_profiles(configuration), settings)
+    nrt = build_nrt_cache(configuration)
+    daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt)
     health = HealthServer(daemon)
     try:
         if flags.metrics_port:

@@ -1,13 +1,13 @@
-"""The scheduler's picture of the cluster: nodes, their NRT data, the pods on them, and the reservations.
+"""The scheduler's picture of the cluster: nodes, the pods on them, and their NUMA view through one NRT cache mode.
 
 Fed by informer events (Node, NodeResourceTopology, Pod) and by the scheduler itself (`assume` right after a node is
-chosen, `forget` when binding fails). It answers one question quickly: the `NodeInfo` of every schedulable node, with
-node-level requests of every pod on the node (kube-scheduler's cache) and a NUMA view that is the latest NRT minus the
-pods that NRT does not account for yet (see `knuma.scheduler.cache.reservation`). Pods bound by other schedulers
-(foreign pods) are accounted for like our own: they appear with `spec.nodeName` set and are reserved until an NRT
-reflects them.
+chosen, `forget` when binding fails, `bound` when it succeeds). It answers one question quickly: the `NodeInfo` of
+every schedulable node, with node-level requests of every pod on the node (kube-scheduler's cache) and the NUMA view
+the NRT cache gives (`knuma.scheduler.cache.interface`: knuma's own, or upstream's passthrough, overreserve or
+discardreserved). Pods bound by other schedulers (foreign pods) count on their node like our own.
 
-No I/O: the daemon calls these methods from its informer handlers; tests call them with plain dicts.
+No I/O: the daemon calls these methods from its informer handlers; tests and the simulator call them with plain
+dicts or typed objects.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.fingerprint import Method
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
 from knuma.api.ports import pod_host_ports
-from knuma.api.resources import parse_resource_list
-from knuma.scheduler.cache.reservation import apply_pod, fingerprint_method, holds_exclusive_resources, reconcile
+from knuma.api.resources import ResourceList, parse_resource_list
+from knuma.scheduler.cache.interface import PENDING, BoundPod, NRTCache, PublishedNRT
+from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.framework.interface import NodeInfo
 from knuma.scheduler.plugins.node_resources_fit import non_zero_request
 from knuma.topology.node import NodeTopology
@@ -50,41 +50,30 @@ class _PodEntry:
     pod: Pod
     node: str
     assumed: bool
-    started: bool
 
 
 @dataclass
 class _NodeEntry:
     name: str
     manifest: JsonObj | None = None
-    nrt: NodeResourceTopology | None = None
-    base: NodeTopology | None = None
+    allocatable: ResourceList | None = None
+    has_nrt: bool = False
     nrt_received: float = 0.0
     pods: dict[str, _PodEntry] = field(default_factory=dict)
-    reflected: set[str] = field(default_factory=set)
-    """Pods the latest matched NRT accounts for."""
-    pending: list[str] = field(default_factory=list)
-    """Pods holding NUMA resources that no NRT accounts for yet, in bind order: reserved on the view."""
-    gone: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Reflected pods deleted since: the kubelet may still list them in the next NRT."""
     info: NodeInfo | None = None
 
 
-@dataclass
-class CacheStats:
-    reconciled: int = 0
-    unmatched: int = 0
-
-
 class ClusterCache:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, nrt: NRTCache | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        """`nrt`: the NRT cache mode (knuma's own when None); the cluster cache becomes its `on_change` listener."""
         self.clock = clock
         self.nodes: dict[str, _NodeEntry] = {}
         self.pods: dict[str, _PodEntry] = {}
         self.dirty: set[str] = set()
         """Nodes whose NodeInfo changed since the last `take_dirty` (for incremental consumers)."""
         self.removed: set[str] = set()
-        self.stats = CacheStats()
+        self.nrt: NRTCache = nrt if nrt is not None else KnumaCache()
+        self.nrt.on_change = self._touch
 
     # -- nodes ---------------------------------------------------------------------------------------------
 
@@ -105,7 +94,8 @@ class ClusterCache:
         name = (obj.get("metadata") or {}).get("name") or ""
         if not name:
             return
-        self._node(name).manifest = obj
+        entry = self._node(name)
+        entry.manifest, entry.allocatable = obj, None
         self._touch(name)
 
     def delete_node(self, obj: JsonObj) -> None:
@@ -118,112 +108,120 @@ class ClusterCache:
         self._drop_if_empty(name)
 
     def upsert_nrt(self, obj: JsonObj) -> None:
+        """A NodeResourceTopology object from the informer."""
         try:
             nrt = NodeResourceTopology.from_dict(obj)
             base = NodeTopology.from_nrt(nrt)
         except (NRTError, ValueError) as err:
             log.warning("ignoring NodeResourceTopology %s: %s", (obj.get("metadata") or {}).get("name"), err)
             return
-        entry = self._node(nrt.name)
-        entry.nrt, entry.base, entry.nrt_received = nrt, base, self.clock()
-        self._reconcile(entry)
-        self._touch(nrt.name)
+        self.nrt_published(
+            PublishedNRT(nrt.name, base, nrt.fingerprint, nrt.attributes.get(ATTR_FINGERPRINT_METHOD, ""))
+        )
+
+    def nrt_published(self, nrt: PublishedNRT) -> None:
+        entry = self._node(nrt.node)
+        entry.has_nrt, entry.nrt_received = True, self.clock()
+        self.nrt.nrt_updated(nrt)
+        self._touch(nrt.node)
 
     def delete_nrt(self, obj: JsonObj) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         entry = self.nodes.get(name)
         if entry is None:
             return
-        entry.nrt = entry.base = None
+        entry.has_nrt = False
+        self.nrt.nrt_deleted(name)
         self._touch(name)
         self._drop_if_empty(name)
 
     def _drop_if_empty(self, name: str) -> None:
         entry = self.nodes[name]
-        if entry.manifest is None and entry.nrt is None and not entry.pods:
+        if entry.manifest is None and not entry.has_nrt and not entry.pods:
             del self.nodes[name]
             self.dirty.discard(name)
             self.removed.add(name)
-
-    def _reconcile(self, entry: _NodeEntry) -> None:
-        """Decide which pods the fresh NRT reflects; the others stay reserved on the view."""
-        nrt = entry.nrt
-        assert nrt is not None
-        method = fingerprint_method(nrt.attributes.get(ATTR_FINGERPRINT_METHOD, ""))
-        if method is Method.ALL:
-            counted = list(entry.pods)
-        else:
-            counted = [k for k, p in entry.pods.items() if holds_exclusive_resources(p.pod, entry.base)]
-        if not nrt.fingerprint:
-            # No fingerprint (an exporter without pfp support): trust that a pod the kubelet has started is listed.
-            entry.reflected = {k for k in counted if entry.pods[k].started}
-            entry.pending = [k for k in entry.pending if k not in entry.reflected and k in entry.pods]
-            entry.gone.clear()
-            return
-        names = {k: (p.pod.namespace, p.pod.name) for k, p in entry.pods.items()}
-        names.update(entry.gone)
-        pending = [k for k in entry.pending if k in counted]
-        pending += [k for k in counted if k not in entry.reflected and k not in pending]
-        outcome = reconcile(
-            nrt.fingerprint,
-            reflected=[k for k in entry.reflected if k in entry.pods],
-            pending=pending,
-            started=[k for k in pending if entry.pods[k].started],
-            gone=entry.gone,
-            names=names,
-        )
-        if outcome is None:
-            self.stats.unmatched += 1
-            log.debug(
-                "NRT %s: fingerprint %s matches no known pod set; keeping reservations", nrt.name, nrt.fingerprint
-            )
-            entry.pending = pending
-            return
-        self.stats.reconciled += 1
-        entry.reflected = set(outcome.reflected)
-        entry.pending = list(outcome.pending)
-        entry.gone.clear()
 
     # -- pods ----------------------------------------------------------------------------------------------
 
     def upsert_pod(self, obj: JsonObj) -> None:
         """A pod event: assigned, non-terminal pods are accounted on their node; terminal ones release it."""
         key = pod_key(obj)
-        node_name = (obj.get("spec") or {}).get("nodeName") or ""
-        if terminal(obj):
-            self.remove_pod(key)
-            return
+        spec = obj.get("spec") or {}
+        node_name = spec.get("nodeName") or ""
+        status = obj.get("status") or {}
+        phase = status.get("phase") or PENDING
+        is_terminal = phase in TERMINAL_PHASES
         if not node_name:
+            if is_terminal:
+                self.remove_pod(key)
             return  # not bound (yet): the queue's business, unless we assumed it
+        pod: Pod | None = None
         try:
             pod = Pod.from_manifest(obj)
         except PodError as err:
-            log.warning("ignoring pod %s: %s", key, err)
-            return
-        started = bool((obj.get("status") or {}).get("startTime"))
+            if not is_terminal:
+                log.warning("ignoring pod %s: %s", key, err)
+        meta = obj.get("metadata") or {}
+        bound = BoundPod(
+            key,
+            meta.get("namespace") or "default",
+            meta.get("name", ""),
+            node_name,
+            phase,
+            bool(status.get("startTime")),
+            spec.get("schedulerName") or "default-scheduler",
+            pod,
+        )
+        self.pod_bound(bound)
+
+    def pod_bound(self, bound: BoundPod) -> None:
+        """A pod the informer shows with `spec.nodeName` (typed form of `upsert_pod`)."""
+        key = bound.key
         entry = self.pods.get(key)
-        if entry is not None and entry.node != node_name:
+        if entry is not None and entry.node != bound.node:
             self.remove_pod(key)
             entry = None
+        self.nrt.pod_updated(bound)
+        if bound.terminal or bound.pod is None:
+            self._release(key)
+            return
         if entry is None:
-            self._add(key, _PodEntry(pod, node_name, assumed=False, started=started))
+            self._add(key, _PodEntry(bound.pod, bound.node, assumed=False))
         else:
-            entry.pod, entry.assumed, entry.started = pod, False, started
-            self._touch(node_name)
+            entry.pod, entry.assumed = bound.pod, False
+            self._touch(bound.node)
 
     def delete_pod(self, obj: JsonObj) -> None:
-        self.remove_pod(pod_key(obj))
+        key = pod_key(obj)
+        entry = self.pods.get(key)
+        node = (obj.get("spec") or {}).get("nodeName") or (entry.node if entry is not None else "")
+        self.pod_removed(key, node)
+
+    def pod_removed(self, key: str, node: str) -> None:
+        """The pod object is gone (typed form of `delete_pod`)."""
+        if node:
+            self.nrt.pod_deleted(key, node)
+        self._release(key)
 
     def assume(self, pod: Pod, node: str) -> None:
-        """The scheduler chose `node` for `pod`: account for it now, before the bind round-trip and the NRT."""
+        """The scheduler chose `node` for `pod`: account for it now, before the bind round-trip and the NRT (the NRT
+        cache's Reserve)."""
         self.remove_pod(pod.key)
-        self._add(pod.key, _PodEntry(pod, node, assumed=True, started=False))
+        self._add(pod.key, _PodEntry(pod, node, assumed=True))
+        self.nrt.reserve(node, pod)
 
     def forget(self, key: str) -> None:
-        """Binding failed: drop an assumed pod (a pod the informer has shown bound is kept)."""
+        """Binding failed: drop an assumed pod (a pod the informer has shown bound is kept); the NRT cache's
+        Unreserve."""
         entry = self.pods.get(key)
         if entry is not None and entry.assumed:
-            self.remove_pod(key)
+            self.nrt.unreserve(entry.node, entry.pod)
+            self._release(key)
+
+    def bound(self, pod: Pod, node: str) -> None:
+        """The binding succeeded (the NRT cache's PostBind)."""
+        self.nrt.post_bind(node, pod)
 
     def is_assumed(self, key: str) -> bool:
         entry = self.pods.get(key)
@@ -231,14 +229,18 @@ class ClusterCache:
 
     def _add(self, key: str, entry: _PodEntry) -> None:
         self.pods[key] = entry
-        node = self._node(entry.node)
-        node.pods[key] = entry
-        node.gone.pop(key, None)
-        if key not in node.reflected and holds_exclusive_resources(entry.pod, node.base):
-            node.pending.append(key)
+        self._node(entry.node).pods[key] = entry
         self._touch(entry.node)
 
     def remove_pod(self, key: str) -> None:
+        """The pod was deleted (or moved): it leaves its node and the NRT cache."""
+        entry = self.pods.get(key)
+        if entry is None:
+            return
+        self.nrt.pod_deleted(key, entry.node)
+        self._release(key)
+
+    def _release(self, key: str) -> None:
         entry = self.pods.pop(key, None)
         if entry is None:
             return
@@ -246,11 +248,6 @@ class ClusterCache:
         if node is None:
             return
         node.pods.pop(key, None)
-        if key in node.pending:
-            node.pending.remove(key)
-        if key in node.reflected:
-            node.reflected.discard(key)
-            node.gone[key] = (entry.pod.namespace, entry.pod.name)
         self._touch(entry.node)
         self._drop_if_empty(entry.node)
 
@@ -281,20 +278,24 @@ class ClusterCache:
 
     def nrt_age(self) -> Iterable[tuple[str, float]]:
         now = self.clock()
-        return ((name, now - e.nrt_received) for name, e in self.nodes.items() if e.nrt is not None)
+        return ((name, now - e.nrt_received) for name, e in self.nodes.items() if e.has_nrt)
 
-    def reserved(self, node: str) -> list[str]:
-        entry = self.nodes.get(node)
-        return list(entry.pending) if entry is not None else []
+    def reserved(self, node: str) -> int:
+        """Pods the NRT cache holds on `node` beyond its published NRT."""
+        return self.nrt.reserved(node)
+
+    def _allocatable(self, entry: _NodeEntry) -> ResourceList:
+        if entry.allocatable is None:
+            assert entry.manifest is not None
+            status = entry.manifest.get("status") or {}
+            try:
+                entry.allocatable = parse_resource_list(status.get("allocatable") or status.get("capacity") or {})
+            except ValueError as err:
+                log.warning("node %s: %s", entry.name, err)
+                entry.allocatable = {}
+        return entry.allocatable
 
     def _build(self, entry: _NodeEntry) -> NodeInfo:
-        assert entry.manifest is not None
-        status = entry.manifest.get("status") or {}
-        try:
-            allocatable = parse_resource_list(status.get("allocatable") or status.get("capacity") or {})
-        except ValueError as err:
-            log.warning("node %s: %s", entry.name, err)
-            allocatable = {}
         requested: dict[str, int] = {}
         non_zero: dict[str, int] = {}
         for pod in entry.pods.values():
@@ -303,17 +304,15 @@ class ClusterCache:
             for name, amount in non_zero_request(pod.pod).items():
                 non_zero[name] = non_zero.get(name, 0) + amount
         used_ports = frozenset(port for pod in entry.pods.values() for port in pod_host_ports(pod.pod.spec))
-        topology = entry.base
-        if topology is not None:
-            for key in entry.pending:
-                topology = apply_pod(entry.pods[key].pod, topology)
+        view = self.nrt.view(entry.name)
         return NodeInfo(
             name=entry.name,
-            allocatable=allocatable,
+            allocatable=self._allocatable(entry),
             requested=requested,
             pod_count=len(entry.pods),
-            topology=topology,
+            topology=view.topology,
             manifest=entry.manifest,
             used_ports=used_ports,
             non_zero_requested=non_zero,
+            nrt_fresh=view.fresh,
         )

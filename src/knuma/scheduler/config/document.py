@@ -284,7 +284,21 @@ class _Reader:
                         f"duplicate value {_q(profile.scheduler_name)}: each profile needs its own schedulerName",
                     )
             profiles.append(profile)
+        self.one_nrt_cache(profiles)
         return tuple(profiles)
+
+    def one_nrt_cache(self, profiles: Sequence[ProfileConfig]) -> None:
+        """knuma runs one NRT cache per daemon (upstream: one per profile): topology-aware profiles must agree on it."""
+        aware = [(i, p) for i, p in enumerate(profiles) if p.topology_aware]
+        for index, profile in aware[1:]:
+            first_index, first = aware[0]
+            if profile.numa.cache_settings != first.numa.cache_settings:
+                self.fail(
+                    _join(_join("profiles", index), "pluginConfig"),
+                    f"NodeResourceTopologyMatch's cache settings (cacheResyncPeriodSeconds, discardReservedNodes, "
+                    f"cache) differ from profiles[{first_index}] ({first.scheduler_name}): knuma runs one NRT cache "
+                    "for all profiles; give every profile the same cache settings",
+                )
 
     def profile(self, value: Any, path: str, api_version: str) -> ProfileConfig:
         fields = ["schedulerName", "plugins", "pluginConfig"]

@@ -29,6 +29,8 @@ from typing import Any
 
 from knuma.duration import format_duration
 from knuma.manifests import ManifestError, load_documents
+from knuma.scheduler.cache.interface import NRTCache
+from knuma.scheduler.cache.select import nrt_cache
 from knuma.scheduler.config.document import read_configuration
 from knuma.scheduler.config.model import (
     DEFAULT_LEASE_NAME,
@@ -68,6 +70,7 @@ __all__ = [
     "NumaArgs",
     "ProfileConfig",
     "SchedulerConfiguration",
+    "build_nrt_cache",
     "build_profile",
     "build_profiles",
     "default_config",
@@ -135,35 +138,45 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
     "NodeAffinity": lambda p: NodeAffinity(p.node_affinity.added_required, p.node_affinity.added_preferred),
     "NodePorts": lambda _: NodePorts(),
     "NodeResourcesFit": lambda _: NodeResourcesFit(),
-    NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(p.numa.scoring_strategy()),
 }
 """Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's
 Reserve (the cache's reservations) are the daemon's."""
 
 
-def build_profile(profile: ProfileConfig) -> Profile:
+def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None) -> Profile:
     """The framework profile: filters and weighted scorers in the configuration's order, one plugin instance per
-    name (so the NUMA plugin's Filter and Score share it), and the PreEnqueue gates."""
+    name (so the NUMA plugin's Filter and Score share it), and the PreEnqueue gates. `nrt`: the NRT cache the NUMA
+    plugin reports to (`build_nrt_cache`)."""
     instances: dict[str, object] = {}
+    factories: dict[str, Callable[[ProfileConfig], object]] = {
+        **_FACTORIES,
+        NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(p.numa.scoring_strategy(), cache=nrt),
+    }
 
     def plugin(name: str) -> object:
         if name not in instances:
-            instances[name] = _FACTORIES[name](profile)
+            instances[name] = factories[name](profile)
         return instances[name]
 
-    filters = [p for n in profile.filters if n in _FACTORIES and isinstance(p := plugin(n), FilterPlugin)]
-    scorers = [(p, w) for n, w in profile.scorers if n in _FACTORIES and isinstance(p := plugin(n), ScorePlugin)]
+    filters = [p for n in profile.filters if n in factories and isinstance(p := plugin(n), FilterPlugin)]
+    scorers = [(p, w) for n, w in profile.scorers if n in factories and isinstance(p := plugin(n), ScorePlugin)]
     gates = [
         p
         for n in profile.plugins.get("preEnqueue", ())
-        if n in _FACTORIES and isinstance(p := plugin(n), PreEnqueuePlugin)
+        if n in factories and isinstance(p := plugin(n), PreEnqueuePlugin)
     ]
     return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates))
 
 
-def build_profiles(config: SchedulerConfiguration) -> dict[str, Profile]:
-    """schedulerName → framework profile, for every profile of the configuration."""
-    return {p.scheduler_name: build_profile(p) for p in config.profiles}
+def build_profiles(config: SchedulerConfiguration, nrt: NRTCache | None = None) -> dict[str, Profile]:
+    """schedulerName → framework profile, for every profile of the configuration; the NUMA plugins report to `nrt`."""
+    return {p.scheduler_name: build_profile(p, nrt) for p in config.profiles}
+
+
+def build_nrt_cache(config: SchedulerConfiguration) -> NRTCache:
+    """The daemon's one NRT cache, selected by the topology-aware profiles' NodeResourceTopologyMatch args as
+    upstream selects it (`knuma.scheduler.cache.select`); pods bound under any other scheduler name are foreign."""
+    return nrt_cache(config.nrt_cache_args, profile_names=config.scheduler_names)
 
 
 # -- the human summary (`knuma scheduler --check-config`) ------------------------------------------------------
@@ -239,12 +252,16 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         _row(
             "NUMA args",
             f"scoringStrategy {numa.scoring_type.value} ({weights}); cacheResyncPeriodSeconds "
-            f"{numa.cache_resync_period_seconds} (upstream cache: {numa.upstream_cache}); cache foreignPodsDetect "
+            f"{_unset(numa.cache_resync_period_seconds)} (NRT cache: {numa.cache_mode}); cache foreignPodsDetect "
             f"{numa.foreign_pods_detect}, resyncMethod {numa.resync_method}, informerMode {numa.informer_mode}, "
             f"resyncScope {numa.resync_scope}",
         )
     )
     return lines
+
+
+def _unset(value: object) -> str:
+    return "unset" if value is None else str(value)
 
 
 def _row(label: str, text: str, width: int = 116) -> str:

@@ -132,6 +132,12 @@ class SchedulerConfiguration:
     def scheduler_names(self) -> list[str]:
         return [p.scheduler_name for p in self.profiles]
 
+    @property
+    def nrt_cache_args(self) -> NumaArgs:
+        """The NodeResourceTopologyMatch args that configure the daemon's one NRT cache (the topology-aware profiles
+        agree on them; defaults when no profile is topology-aware)."""
+        return next((p.numa for p in self.profiles if p.topology_aware), NumaArgs())
+
     def profile(self, scheduler_name: str) -> ProfileConfig:
         for profile in self.profiles:
             if profile.scheduler_name == scheduler_name:

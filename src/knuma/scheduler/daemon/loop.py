@@ -31,6 +31,8 @@ from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.scheduler.algorithm import Outcome
+from knuma.scheduler.cache.interface import NRTCache
+from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.cache.nrt import ClusterCache, pod_key, terminal
 from knuma.scheduler.daemon.metrics import SchedulerMetrics
 from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
@@ -75,13 +77,16 @@ class Scheduler:
         profiles: Mapping[str, Profile],
         settings: DaemonSettings = DaemonSettings(),
         metrics: SchedulerMetrics | None = None,
+        nrt: NRTCache | None = None,
     ) -> None:
+        """`nrt`: the NRT cache mode the profiles' NUMA plugins report to (`config.load.build_nrt_cache`); knuma's
+        own when None."""
         if not profiles:
             raise ValueError("the scheduler needs at least one profile")
         self.http = http
         self.profiles = dict(profiles)
         self.settings = settings
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(nrt)
         self.fast = FastPath(self.cache)
         self.queue = SchedulingQueue(
             initial_backoff=settings.initial_backoff,
@@ -95,7 +100,7 @@ class Scheduler:
         self.metrics.watch(
             lambda: {**self.queue.counts(), "gated": len(self.gated)},
             lambda: (age for _, age in self.cache.nrt_age()),
-            lambda: sum(len(self.cache.reserved(n)) for n in self.cache.nodes),
+            lambda: sum(self.cache.reserved(n) for n in self.cache.nodes),
         )
         self.events = EventRecorder(http, settings.component)
         self.elector = LeaderElector(http, settings.identity, settings.lease) if settings.leader_elect else None
@@ -137,6 +142,8 @@ class Scheduler:
             self.ready.set()
             loop_task = asyncio.create_task(self._loop())
             work.append(loop_task)
+            if self.cache.nrt.resync_period:
+                work.append(asyncio.create_task(self._resync_forever(self.cache.nrt.resync_period)))
             done, _ = await asyncio.wait({waiter, *work}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 if task is not waiter and not task.cancelled() and task.exception() is not None:
@@ -163,6 +170,14 @@ class Scheduler:
         # that appear later are picked up by the informer's retries (upstream issue #967).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.nrts.synced.wait(), timeout=5.0)
+
+    async def _resync_forever(self, period: float) -> None:
+        """The NRT cache's resync (upstream: `wait.Forever(nrtCache.Resync, resyncPeriod)`); nodes it flushed may
+        fit pods that did not fit before."""
+        while True:
+            await asyncio.sleep(period)
+            if self.cache.nrt.resync():
+                self.queue.move_all()
 
     # -- the scheduling loop ---------------------------------------------------------------------------------
 
@@ -251,6 +266,7 @@ class Scheduler:
             self.queue.done(pod.key)
             log.info("bound %s to %s (attempt %d)", pod.key, node, queued.attempts)
             self.metrics.e2e_duration.labels(str(min(queued.attempts, 15))).observe(time.monotonic() - queued.timestamp)
+            self.cache.bound(pod, node)
             self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}")
             return
         self.cache.forget(pod.key)
@@ -291,9 +307,14 @@ class Scheduler:
         self._nrt_changed(new)
 
     def _nrt_changed(self, obj: JsonObj) -> None:
-        before = (self.cache.stats.reconciled, self.cache.stats.unmatched)
+        nrt = self.cache.nrt
+        if not isinstance(nrt, KnumaCache):
+            self.cache.upsert_nrt(obj)
+            self.queue.move_all()
+            return
+        before = (nrt.stats.reconciled, nrt.stats.unmatched)
         self.cache.upsert_nrt(obj)
-        after = (self.cache.stats.reconciled, self.cache.stats.unmatched)
+        after = (nrt.stats.reconciled, nrt.stats.unmatched)
         if after[0] > before[0]:
             self.metrics.nrt_reconciles.labels("matched").inc()
         elif after[1] > before[1]:

@@ -131,6 +131,9 @@ class FastPath:
         vector = self._vector(plan)
         local = self._local_results(profile, plan, pod)
         feasible, scores = vector.filter_and_score(pod, local.feasible)
+        if plan.numa.reports_rejections and not feasible.all():
+            rejected = vector.numa_rejected(pod, feasible, local.feasible)
+            plan.numa.rejected(vector.names[r] for r in np.flatnonzero(rejected).tolist())
         if not feasible.any():
             return decide(profile, pod, self.cache.node_infos())
         total = scores.astype(np.int64)

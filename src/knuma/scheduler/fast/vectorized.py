@@ -125,6 +125,8 @@ class _Shape:
     exclusive_cpu: int
     """Milli-CPUs the pod pins (what KnumaBinPacking adds to a node's used CPUs)."""
     zone_requests: _ZoneRequests
+    numa_exempt: bool = False
+    """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
     ranked: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Per row: the total score when feasible, -1 when not."""
     seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -338,6 +340,7 @@ class VectorizedScheduler:
             exclusive_total=total,
             exclusive_cpu=int(total[self.cpu_index]) if self.cpu_index is not None else 0,
             zone_requests=self._zone_requests([*(c.requests for c in pod.containers), pod.effective_request]),
+            numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
             ranked=np.full(n, -1, dtype=np.int64),
             seen=np.full(n, -1, dtype=np.int64),
         )
@@ -384,6 +387,8 @@ class VectorizedScheduler:
     def _evaluate(self, pod: Pod, shape: _Shape, rows: Rows) -> Int64Array:
         """The profile on `rows`: total score where feasible, -1 where not."""
         feasible = self._node_fit(shape, rows)
+        if not shape.numa_exempt:
+            feasible &= ~self.nrt_stale[rows]
         count = len(feasible)
         numa = np.full(count, 0 if shape.guaranteed else 100, dtype=np.int64)
         has_nrt = self.has_nrt[rows]
@@ -411,6 +416,14 @@ class VectorizedScheduler:
         if self.fit_weight:
             total = total + self._fit_scores(shape, rows) * self.fit_weight
         return np.where(feasible, total, -1)
+
+    def numa_rejected(self, pod: Pod, feasible: BoolArray, candidates: BoolArray) -> BoolArray:
+        """Rows among `candidates` that `filter_and_score` found infeasible although NodeResourcesFit passes and
+        the NRT is fresh: NodeResourceTopologyMatch rejected them (what the overreserve cache marks for resync)."""
+        n = len(self._infos)
+        fit = self._node_fit(self._shape(pod), slice(0, n))
+        rejected: BoolArray = candidates & ~feasible & fit & self.has_nrt & ~self.nrt_stale
+        return rejected
 
     def _node_fit(self, shape: _Shape, rows: Rows) -> BoolArray:
         """NodeResourcesFit's filter: each requested resource fits what is free (nodes without a Node object only
@@ -563,6 +576,7 @@ class VectorizedScheduler:
             "max_pods": ((), np.int64),
             "has_node_object": ((), np.bool_),
             "has_nrt": ((), np.bool_),
+            "nrt_stale": ((), np.bool_),
             "simple_node": ((), np.bool_),
             "pod_scope": ((), np.bool_),
             "version": ((), np.int64),
@@ -608,6 +622,8 @@ class VectorizedScheduler:
         self.max_pods: Int64Array = b["max_pods"][:n]  # type: ignore[assignment]
         self.has_node_object: BoolArray = b["has_node_object"][:n]  # type: ignore[assignment]
         self.has_nrt: BoolArray = b["has_nrt"][:n]  # type: ignore[assignment]
+        self.nrt_stale: BoolArray = b["nrt_stale"][:n]  # type: ignore[assignment]
+        """The NRT cache says the node's NUMA data may not be used (`NodeInfo.nrt_fresh` False)."""
         self.simple_node: BoolArray = b["simple_node"][:n]  # type: ignore[assignment]
         self.pod_scope: BoolArray = b["pod_scope"][:n]  # type: ignore[assignment]
         self.version: Int64Array = b["version"][:n]  # type: ignore[assignment]
@@ -644,6 +660,7 @@ class VectorizedScheduler:
             self.whole_cpu_available[row, :, self.cpu_index] = cpu // 1000 * 1000
         self.whole_units[row] = whole
         self.has_nrt[row] = topology is not None
+        self.nrt_stale[row] = not info.nrt_fresh
         self.pod_scope[row] = topology is not None and topology.config.scope is Scope.POD
         self.simple_node[row] = topology is not None and (
             topology.config.policy is Policy.SINGLE_NUMA_NODE

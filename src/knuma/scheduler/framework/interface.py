@@ -98,6 +98,9 @@ class NodeInfo:
     """kube-scheduler's `NonZeroRequested`: cpu and memory of the pods on the node, a container without a request
     counting 100m / 200Mi (`node_resources_fit.non_zero_request`); what LeastAllocated scoring reads. None: same as
     `requested` (every pod on the node requests cpu and memory)."""
+    nrt_fresh: bool = True
+    """The NRT cache says the NUMA data may be used (upstream's `CachedNRTInfo.Fresh`); False: the NUMA plugin rejects
+    the node (`invalid node topology data`) for every pod it would check."""
 
     @cached_property
     def labels(self) -> Mapping[str, str]:

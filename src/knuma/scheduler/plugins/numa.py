@@ -7,11 +7,12 @@ strategies and special cases so that rankings match NodeResourceTopologyMatch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod, QOSClass
 from knuma.api.resources import ALWAYS_ON_NODE, is_native
+from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -41,16 +42,34 @@ CANNOT_ALIGN_CONTAINER = "cannot align container"
 CANNOT_ALIGN_INIT_CONTAINER = "cannot align init container"
 CANNOT_ALIGN_SIDECAR_CONTAINER = "cannot align sidecar container"
 UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager supports"
+INVALID_TOPOLOGY_DATA = "invalid node topology data"
 
 
 class NodeResourceTopologyMatch:
     name = NAME
 
-    def __init__(self, scoring: ScoringStrategy | None = None, demand: CPUDemand | None = None) -> None:
+    def __init__(
+        self, scoring: ScoringStrategy | None = None, demand: CPUDemand | None = None, cache: NRTCache | None = None
+    ) -> None:
         self.scoring = scoring or ScoringStrategy()
         self.demand = demand or CPUDemand()
         """The pod sizes this plugin has seen, for KnumaBinPacking's stranding term (shared with the vectorised
         path when the daemon runs both)."""
+        self.cache = cache
+        """The NRT cache (any mode): the views arrive in `NodeInfo.topology` / `nrt_fresh`, and a rejection is
+        reported back (`NodeMaybeOverReserved`). None: nothing to report to (offline explanations, tests)."""
+
+    @property
+    def reports_rejections(self) -> bool:
+        """The cache wants to hear of rejections (`rejected`)."""
+        return self.cache is not None and self.cache.tracks_rejections
+
+    def rejected(self, nodes: Iterable[str]) -> None:
+        """Filter rejected the pod on `nodes` for lack of aligned resources (the fast path reports its rejections
+        here too): the cache may be over-reserving them."""
+        if self.cache is not None:
+            for node in nodes:
+                self.cache.node_maybe_over_reserved(node)
 
     # -- Filter ------------------------------------------------------------------------------------------------
 
@@ -58,6 +77,10 @@ class NodeResourceTopologyMatch:
         self._observe(state, pod)
         if pod.qos is QOSClass.BEST_EFFORT and all(is_native(name) for name in pod.requested_names):
             return SUCCESS
+        if not node.nrt_fresh:
+            return Status(
+                Code.UNSCHEDULABLE, INVALID_TOPOLOGY_DATA, NAME, f"the {self._mode} cache marks the node's NRT stale"
+            )
         topology = node.numa
         if topology is None:
             return SUCCESS  # no NRT data: nothing to align against
@@ -76,11 +99,16 @@ class NodeResourceTopologyMatch:
             return SUCCESS
         if admission.reason == TOPOLOGY_MANAGER_UNSUPPORTED:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED_TOPOLOGY, NAME, admission.message)
+        self.rejected((node.name,))
         kind = next((c.kind for c in pod.all_containers if c.name == admission.container), ContainerKind.APP)
         detail = f"{admission.reason}: {admission.message}"
         if admission.container:
             detail += f" (container {admission.container})"
         return Status(Code.UNSCHEDULABLE, _align_message(topology, kind), NAME, detail)
+
+    @property
+    def _mode(self) -> str:
+        return self.cache.mode if self.cache is not None else "NRT"
 
     def admission(self, state: CycleState, node_name: str) -> Admission | None:
         """The kubelet prediction Filter made for this node in this cycle (for Reserve and explanations)."""
@@ -99,8 +127,8 @@ class NodeResourceTopologyMatch:
         if pod.qos is not QOSClass.GUARANTEED:
             return MAX_NODE_SCORE
         topology = node.numa
-        if topology is None:
-            return MIN_NODE_SCORE  # prefer nodes with NRT data
+        if topology is None or not node.nrt_fresh:
+            return MIN_NODE_SCORE  # prefer nodes with (fresh) NRT data
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             admission = self.admission(state, node.name) or admit(pod, topology)
             return bin_packing_score(topology, admission.node, self.demand) if admission.admitted else MIN_NODE_SCORE

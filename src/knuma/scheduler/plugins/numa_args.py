@@ -44,8 +44,9 @@ class NumaArgs:
     scoring_type: StrategyType = StrategyType.LEAST_ALLOCATED
     resources: tuple[tuple[str, int], ...] = tuple(DEFAULT_WEIGHTS.items())
     """`scoringStrategy.resources` (name, weight); an empty list means cpu and memory, and weight 0 means 1."""
-    cache_resync_period_seconds: int = 0
-    """Upstream: <= 0 is the passthrough cache, > 0 the overreserve cache resynced every that many seconds."""
+    cache_resync_period_seconds: int | None = None
+    """Upstream: <= 0 is the passthrough cache, > 0 the overreserve cache resynced every that many seconds. None
+    (not set): knuma's own cache."""
     discard_reserved_nodes: bool = False
     foreign_pods_detect: str = "All"
     resync_method: str = "Autodetect"
@@ -61,7 +62,27 @@ class NumaArgs:
         """The cache upstream would use with these args: `discardreserved`, `overreserve` or `passthrough`."""
         if self.discard_reserved_nodes:
             return "discardreserved"
-        return "overreserve" if self.cache_resync_period_seconds > 0 else "passthrough"
+        return "overreserve" if (self.cache_resync_period_seconds or 0) > 0 else "passthrough"
+
+    @property
+    def cache_settings(self) -> tuple[object, ...]:
+        """What selects and configures the NRT cache (everything but scoring and preemption)."""
+        return (
+            self.cache_mode,
+            self.cache_resync_period_seconds,
+            self.foreign_pods_detect,
+            self.resync_method,
+            self.informer_mode,
+            self.resync_scope,
+        )
+
+    @property
+    def cache_mode(self) -> str:
+        """The NRT cache knuma uses with these args (`knuma.scheduler.cache.select`): upstream's choice, except that
+        args naming neither `discardReservedNodes` nor `cacheResyncPeriodSeconds` get knuma's own cache."""
+        if not self.discard_reserved_nodes and self.cache_resync_period_seconds is None:
+            return "knuma"
+        return self.upstream_cache
 
 
 Fail = Callable[[str, str], NoReturn]
@@ -123,7 +144,7 @@ def parse_numa_args(args: Mapping[str, Any], path: str, fail: Fail) -> NumaArgs:
             parsed.append((name, weight or 1))
         if parsed:
             resources = tuple(parsed)
-    period = 0
+    period: int | None = None
     if raw.get("cacheResyncPeriodSeconds") is not None:
         period = _int(raw["cacheResyncPeriodSeconds"], f"{path}.cacheResyncPeriodSeconds", fail)
     discard = raw.get("discardReservedNodes", False)

@@ -1,0 +1,218 @@
+"""`overreserve`: upstream's reserving cache (scheduler-plugins `cache/overreserve.go`, `store.go`,
+`foreign_pods.go`, `attr_watch.go`; used upstream when `cacheResyncPeriodSeconds` > 0).
+
+What it does, following upstream function by function:
+
+- `GetCachedNRTCopy` → `view`: a node marked with foreign pods is not fresh (Filter rejects it); otherwise the stored
+  NRT minus every assumed pod's effective request, taken from *every* zone that lists the resource (clamped at 0):
+  pessimistic, because the scheduler does not know which zone the kubelet will pick.
+- `ReserveNodeResources` / `UnreserveNodeResources` → `reserve` / `unreserve`: only nodes with stored NRT data track
+  assumed pods (PR #958). Assumed pods stay subtracted until a resync flushes the node, even after they terminate.
+- `NodeMaybeOverReserved` → `node_maybe_over_reserved`: a Filter rejection marks the node for resync.
+- `SetupForeignPodsDetector` / `IsForeignPod`: a pod bound by a scheduler that is none of this daemon's profiles marks
+  its node (`cache.foreignPodsDetect`: `All`, `OnlyExclusiveResources`, or `None` to disable).
+- `Resync` (every `cacheResyncPeriodSeconds`): for each node marked over-reserved or with foreign pods, the latest
+  published NRT (what upstream's client GET returns) is adopted when its pod fingerprint equals the fingerprint of the
+  pods the scheduler sees on the node (`makeNodeToPodDataMap`, `checkPodFingerprintForNode`); then the assumed pods
+  and the marks are dropped (`FlushNodes`). `cache.resyncMethod` picks which pods count: `All`,
+  `OnlyExclusiveResources`, or `Autodetect` (exclusive-only when the NRT's `nodeTopologyPodsFingerprintMethod` says
+  `with-exclusive-resources`, `podFingerprintForNodeTopology`). Nodes without any relevant pod, or whose NRT has no
+  fingerprint, are skipped. `cache.informerMode` decides which pods are relevant (`podprovider`): `Dedicated` sees
+  terminal pods too and counts every pod that left Pending; `Shared` counts Running pods only.
+- `cache.resyncScope: All` (`attr_watch.go`): an NRT whose Topology Manager policy, scope or max NUMA nodes changed
+  is adopted at the next resync without a fingerprint check.
+
+One difference, on purpose: upstream lists NRT objects once at start and never stores NRTs created later (issue
+#967: such nodes look like nodes without NRT data, and every pod passes their Filter). knuma stores an NRT the first
+time it sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from knuma.api.fingerprint import Method, compute
+from knuma.api.pod import Pod
+from knuma.scheduler.cache.interface import NO_DATA, PENDING, RUNNING, BoundPod, NRTView, OnChange, PublishedNRT
+from knuma.scheduler.cache.reservation import holds_exclusive_resources
+from knuma.topology.node import NodeTopology
+
+__all__ = ["OverReserve"]
+
+_FOREIGN = NRTView(None, fresh=False)
+
+
+class OverReserve:
+    mode = "overreserve"
+    tracks_rejections = True
+
+    def __init__(
+        self,
+        resync_period: float,
+        on_change: OnChange = lambda _: None,
+        *,
+        profile_names: Collection[str] = (),
+        foreign_pods_detect: str = "All",
+        resync_method: str = "Autodetect",
+        informer_mode: str = "Dedicated",
+        resync_scope: str = "All",
+    ) -> None:
+        self.resync_period: float | None = resync_period
+        self.on_change = on_change
+        self.profile_names = frozenset(profile_names)
+        self.foreign_pods_detect = foreign_pods_detect
+        self.resync_method = resync_method
+        self.informer_mode = informer_mode
+        self.resync_scope = resync_scope
+        self.store: dict[str, NodeTopology] = {}
+        """The NRT data the views start from (replaced only by a flush)."""
+        self.published: dict[str, PublishedNRT] = {}
+        """The latest NRT per node: what a GET of the object returns at resync."""
+        self.assumed: dict[str, dict[str, Mapping[str, int]]] = {}
+        self.maybe_over_reserved: set[str] = set()
+        self.foreign: set[str] = set()
+        self.config_changed: set[str] = set()
+        self.pods: dict[str, dict[str, BoundPod]] = {}
+        """node → the pods the pod informer shows there (the pod lister resync reads)."""
+        self.flushes = 0
+        self.generation = 0
+        self._views: dict[str, NRTView] = {}
+
+    # -- GetCachedNRTCopy --------------------------------------------------------------------------------------
+
+    def view(self, node: str) -> NRTView:
+        found = self._views.get(node)
+        if found is None:
+            found = self._views[node] = self._view(node)
+        return found
+
+    def _view(self, node: str) -> NRTView:
+        if node in self.foreign:
+            return _FOREIGN
+        base = self.store.get(node)
+        if base is None:
+            return NO_DATA
+        assumed = self.assumed.get(node)
+        if not assumed:
+            return NRTView(base)
+        available = {z.id: dict(z.available) for z in base.zones}
+        for request in assumed.values():
+            for zone in available.values():
+                for name, amount in request.items():
+                    if name in zone:
+                        zone[name] = max(0, zone[name] - amount)
+        return NRTView(base.with_available(available))
+
+    def _changed(self, node: str) -> None:
+        self._views.pop(node, None)
+        self.on_change(node)
+
+    # -- NRT events ----------------------------------------------------------------------------------------------
+
+    def nrt_updated(self, nrt: PublishedNRT) -> None:
+        self.published[nrt.node] = nrt
+        stored = self.store.get(nrt.node)
+        if stored is None:
+            self.store[nrt.node] = nrt.topology  # first sight (upstream: only at start, issue #967)
+            self._changed(nrt.node)
+        elif self.resync_scope == "All" and stored.config != nrt.topology.config:
+            self.config_changed.add(nrt.node)
+
+    def nrt_deleted(self, node: str) -> None:
+        self.published.pop(node, None)
+
+    # -- pods: the pod lister and the foreign-pods detector ------------------------------------------------------
+
+    def pod_updated(self, pod: BoundPod) -> None:
+        on_node = self.pods.setdefault(pod.node, {})
+        if self.informer_mode == "Shared" and pod.terminal:
+            on_node.pop(pod.key, None)  # the scheduler's shared informer drops terminal pods
+        else:
+            on_node[pod.key] = pod
+        self._detect_foreign(pod)
+
+    def pod_deleted(self, key: str, node: str) -> None:
+        gone = self.pods.get(node, {}).pop(key, None)
+        if gone is not None:
+            self._detect_foreign(gone)
+
+    def _detect_foreign(self, pod: BoundPod) -> None:
+        """`IsForeignPod` + `NodeHasForeignPods` (only nodes with stored NRT data are marked)."""
+        if self.foreign_pods_detect == "None" or pod.scheduler_name in self.profile_names:
+            return
+        if self.foreign_pods_detect == "OnlyExclusiveResources" and not (
+            pod.pod is not None and holds_exclusive_resources(pod.pod, self.store.get(pod.node))
+        ):
+            return
+        if pod.node in self.store and pod.node not in self.foreign:
+            self.foreign.add(pod.node)
+            self._changed(pod.node)
+
+    def _relevant(self, pod: BoundPod) -> bool:
+        """`podprovider`'s filter: Dedicated counts every pod that left Pending, Shared only Running ones."""
+        return pod.phase == RUNNING if self.informer_mode == "Shared" else pod.phase != PENDING
+
+    # -- the scheduler's own calls -------------------------------------------------------------------------------
+
+    def node_maybe_over_reserved(self, node: str) -> None:
+        self.maybe_over_reserved.add(node)
+
+    def reserve(self, node: str, pod: Pod) -> None:
+        if node not in self.store:
+            return
+        self.assumed.setdefault(node, {})[pod.key] = pod.effective_request
+        self._changed(node)
+
+    def unreserve(self, node: str, pod: Pod) -> None:
+        assumed = self.assumed.get(node)
+        if assumed is not None and assumed.pop(pod.key, None) is not None:
+            self._changed(node)
+
+    def post_bind(self, node: str, pod: Pod) -> None:
+        del node, pod
+
+    def reserved(self, node: str) -> int:
+        return len(self.assumed.get(node, ()))
+
+    # -- Resync ----------------------------------------------------------------------------------------------------
+
+    def resync(self) -> bool:
+        """One resync pass; True if a node was flushed (its view changed)."""
+        before = self.flushes
+        for node in sorted(self.foreign | self.maybe_over_reserved):
+            published = self.published.get(node)
+            if published is None or not published.fingerprint:
+                continue  # "missing NodeTopology podset fingerprint data"
+            pods = [p for p in self.pods.get(node, {}).values() if self._relevant(p)]
+            if not pods:
+                continue  # "cannot find any pod for node"
+            if self._only_exclusive(published):
+                base = self.store.get(node)
+                pods = [p for p in pods if p.pod is not None and holds_exclusive_resources(p.pod, base)]
+            if compute((p.namespace, p.name) for p in pods) != published.fingerprint:
+                continue  # the NRT does not count what the scheduler sees yet: stay dirty
+            self._flush(published)
+        for node in sorted(self.config_changed):
+            published = self.published.get(node)
+            if published is not None:
+                self._flush(published)
+        return self.flushes != before
+
+    def _only_exclusive(self, nrt: PublishedNRT) -> bool:
+        if self.resync_method == "OnlyExclusiveResources":
+            return True
+        if self.resync_method == "Autodetect":
+            return nrt.fingerprint_method == Method.WITH_EXCLUSIVE_RESOURCES.value
+        return False
+
+    def _flush(self, nrt: PublishedNRT) -> None:
+        """`FlushNodes`: adopt the NRT, drop the assumed pods and every mark."""
+        node = nrt.node
+        self.store[node] = nrt.topology
+        self.assumed.pop(node, None)
+        self.maybe_over_reserved.discard(node)
+        self.foreign.discard(node)
+        self.config_changed.discard(node)
+        self.flushes += 1
+        self.generation += 1
+        self._changed(node)

@@ -1,0 +1,345 @@
+"""The NRT cache modes (`knuma.scheduler.cache`): upstream's passthrough, overreserve and discardreserved, knuma's own,
+and how NodeResourceTopologyMatch's arguments select one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knuma.api.fingerprint import compute
+from knuma.api.pod import Pod
+from knuma.scheduler.cache.discardreserved import DiscardReserved
+from knuma.scheduler.cache.interface import BoundPod, NRTCache
+from knuma.scheduler.cache.knuma import KnumaCache
+from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.cache.overreserve import OverReserve
+from knuma.scheduler.cache.passthrough import Passthrough
+from knuma.scheduler.cache.select import nrt_cache
+from knuma.scheduler.config.load import ConfigError, build_nrt_cache, build_profiles, parse_config
+from knuma.scheduler.fast.path import FastPath
+from knuma.scheduler.framework.interface import schedule_one
+from knuma.scheduler.plugins.numa import INVALID_TOPOLOGY_DATA
+from knuma.scheduler.plugins.numa_args import NumaArgs
+from tests.scheduler.builders import guaranteed, nrt, pod
+
+ZONES = {0: {"cpu": "4", "memory": "8Gi"}, 1: {"cpu": "4", "memory": "8Gi"}}
+PROFILE = "topology-aware-scheduler"
+
+
+def node_manifest(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def cluster(nrt_cache: NRTCache, *names: str, **attributes: str) -> ClusterCache:
+    cache = ClusterCache(nrt_cache)
+    for name in names or ("n1",):
+        cache.upsert_node(node_manifest(name))
+        cache.upsert_nrt(nrt(name, ZONES, **attributes))
+    return cache
+
+
+def two_cpu(name: str) -> Pod:
+    return pod(guaranteed("c", "2", "1Gi"), name=name)
+
+
+def bound(p: Pod, node: str = "n1", phase: str = "Running", scheduler: str = PROFILE) -> BoundPod:
+    return BoundPod(p.key, p.namespace, p.name, node, phase, phase != "Pending", scheduler, p)
+
+
+def cpus(cache: ClusterCache, node: str = "n1") -> list[int]:
+    info = cache.node_info(node)
+    assert info is not None and info.topology is not None
+    return [z.available["cpu"] for z in info.topology.zones]
+
+
+# -- selection ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "mode"),
+    [
+        (NumaArgs(), "knuma"),
+        (NumaArgs(cache_resync_period_seconds=0), "passthrough"),
+        (NumaArgs(cache_resync_period_seconds=-1), "passthrough"),
+        (NumaArgs(cache_resync_period_seconds=5), "overreserve"),
+        (NumaArgs(discard_reserved_nodes=True, cache_resync_period_seconds=5), "discardreserved"),
+    ],
+)
+def test_the_arguments_select_the_cache_as_upstream_does(args: NumaArgs, mode: str) -> None:
+    cache = nrt_cache(args)
+    assert cache.mode == mode
+    assert cache.resync_period == (5.0 if mode == "overreserve" else None)
+
+
+def test_a_configuration_file_selects_and_configures_the_cache() -> None:
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "numa",
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourceTopologyMatch",
+                            "args": {
+                                "cacheResyncPeriodSeconds": 3,
+                                "cache": {"foreignPodsDetect": "OnlyExclusiveResources", "informerMode": "Shared"},
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    cache = build_nrt_cache(config)
+    assert isinstance(cache, OverReserve)
+    assert (cache.resync_period, cache.foreign_pods_detect, cache.informer_mode) == (
+        3,
+        "OnlyExclusiveResources",
+        "Shared",
+    )
+    assert cache.profile_names == {"numa"}
+    plugin = build_profiles(config, cache)["numa"].filters[-1]
+    assert getattr(plugin, "cache", None) is cache
+
+
+def test_profiles_must_agree_on_the_cache() -> None:
+    def profile(name: str, period: int) -> dict[str, Any]:
+        return {
+            "schedulerName": name,
+            "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+            "pluginConfig": [{"name": "NodeResourceTopologyMatch", "args": {"cacheResyncPeriodSeconds": period}}],
+        }
+
+    document = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [profile("a", 5), profile("b", 10)],
+    }
+    with pytest.raises(ConfigError, match=r"profiles\[1\]\.pluginConfig: .*differ from profiles\[0\] \(a\)"):
+        parse_config(document)
+
+
+# -- passthrough ---------------------------------------------------------------------------------------------------
+
+
+def test_passthrough_shows_the_last_published_nrt_and_reserves_nothing() -> None:
+    cache = cluster(Passthrough())
+    cache.assume(two_cpu("a"), "n1")
+    assert cpus(cache) == [4000, 4000]
+    cache.upsert_nrt(nrt("n1", {0: {"cpu": "2", "memory": "7Gi"}, 1: ZONES[1]}))
+    assert cpus(cache) == [2000, 4000]
+
+
+# -- overreserve ---------------------------------------------------------------------------------------------------
+
+
+def test_overreserve_subtracts_a_reserved_pod_from_every_zone_until_a_matching_resync() -> None:
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = cluster(over)
+    a = two_cpu("a")
+    cache.assume(a, "n1")
+    assert cpus(cache) == [2000, 2000]  # pessimistic: every zone loses the request
+    # The exporter publishes before the kubelet ran the pod: nothing changes until a resync.
+    cache.upsert_nrt(nrt("n1", ZONES, nodeTopologyPodsFingerprint=compute([])))
+    assert cpus(cache) == [2000, 2000]
+    assert not over.resync()  # the node is not dirty: no resync attempt
+    over.node_maybe_over_reserved("n1")
+    cache.pod_bound(bound(a, phase="Pending"))
+    assert not over.resync()  # no relevant pod (only a Pending one): "cannot find any pod for node"
+    cache.pod_bound(bound(a))
+    assert not over.resync()  # the published fingerprint counts no pod; the scheduler sees one: stay dirty
+    assert "n1" in over.maybe_over_reserved
+    cache.upsert_nrt(
+        nrt(
+            "n1",
+            {0: {"cpu": "2", "memory": "7Gi"}, 1: ZONES[1]},
+            nodeTopologyPodsFingerprint=compute([(a.namespace, a.name)]),
+        )
+    )
+    assert cpus(cache) == [2000, 2000]  # published, not adopted yet
+    assert over.resync()
+    assert cpus(cache) == [2000, 4000]
+    assert over.reserved("n1") == 0 and "n1" not in over.maybe_over_reserved
+
+
+def test_overreserve_assumed_pods_outlive_their_termination() -> None:
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = cluster(over)
+    a = two_cpu("a")
+    cache.assume(a, "n1")
+    cache.pod_bound(bound(a, phase="Succeeded"))
+    cache.delete_pod({"metadata": {"name": "a", "namespace": "default"}, "spec": {"nodeName": "n1"}})
+    assert cpus(cache) == [2000, 2000]
+
+
+def test_overreserve_filter_rejections_mark_the_node_through_the_plugin() -> None:
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = cluster(over)
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": PROFILE,
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                    "pluginConfig": [{"name": "NodeResourceTopologyMatch", "args": {"cacheResyncPeriodSeconds": 5}}],
+                }
+            ],
+        }
+    )
+    profile = build_profiles(config, over)[PROFILE]
+    for i in range(2):
+        cache.assume(two_cpu(f"a{i}"), "n1")
+    assert cpus(cache) == [0, 0]
+    big = pod(guaranteed("c", "2", "1Gi"), name="b")
+    assert schedule_one(profile, big, cache.node_infos()).selected is None
+    assert over.maybe_over_reserved == {"n1"}
+    over.maybe_over_reserved.clear()
+    fast = FastPath(cache)
+    assert fast.decide(profile, big).node is None
+    assert over.maybe_over_reserved == {"n1"}, "the fast path reports its rejections too"
+
+
+@pytest.mark.parametrize(
+    ("detect", "exclusive_pod", "marked"),
+    [("All", False, True), ("OnlyExclusiveResources", False, False), ("OnlyExclusiveResources", True, True)],
+)
+def test_overreserve_foreign_pods_make_the_node_unusable_until_resync(
+    detect: str, exclusive_pod: bool, marked: bool
+) -> None:
+    over = OverReserve(5, profile_names={PROFILE}, foreign_pods_detect=detect)
+    cache = cluster(over)
+    spec = guaranteed("c", "2", "1Gi") if exclusive_pod else {"name": "c", "image": "x"}
+    foreign = pod(spec, name="foreign")
+    cache.pod_bound(bound(foreign, scheduler="default-scheduler"))
+    info = cache.node_info("n1")
+    assert info is not None
+    assert info.nrt_fresh is not marked
+    if not marked:
+        return
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": PROFILE,
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                }
+            ],
+        }
+    )
+    profile = build_profiles(config, over)[PROFILE]
+    result = schedule_one(profile, two_cpu("b"), cache.node_infos())
+    assert result.selected is None and INVALID_TOPOLOGY_DATA in result.failure_summary()
+    fast = FastPath(cache)
+    assert fast.decide(profile, two_cpu("b")).node is None
+    besteffort = pod({"name": "c", "image": "x"}, name="be")
+    assert fast.decide(profile, besteffort).node == "n1", "BestEffort pods skip the NUMA check"
+    cache.upsert_nrt(nrt("n1", ZONES, nodeTopologyPodsFingerprint=compute([(foreign.namespace, foreign.name)])))
+    assert over.resync()
+    info = cache.node_info("n1")
+    assert info is not None and info.nrt_fresh
+
+
+@pytest.mark.parametrize(
+    ("method", "published", "flushes"),
+    [
+        ("Autodetect", "with-exclusive-resources", True),
+        ("Autodetect", "all", False),
+        ("All", "with-exclusive-resources", False),
+        ("OnlyExclusiveResources", "all", True),
+    ],
+)
+def test_overreserve_resync_method_picks_the_pods_of_the_fingerprint(
+    method: str, published: str, flushes: bool
+) -> None:
+    over = OverReserve(5, profile_names={PROFILE}, resync_method=method)
+    cache = cluster(over)
+    pinned, shared = two_cpu("pinned"), pod({"name": "c", "image": "x"}, name="shared")
+    for p in (pinned, shared):
+        cache.assume(p, "n1")
+        cache.pod_bound(bound(p))
+    over.node_maybe_over_reserved("n1")
+    cache.upsert_nrt(
+        nrt(
+            "n1",
+            ZONES,
+            nodeTopologyPodsFingerprint=compute([(pinned.namespace, pinned.name)]),
+            nodeTopologyPodsFingerprintMethod=published,
+        )
+    )
+    assert over.resync() is flushes
+
+
+@pytest.mark.parametrize(("mode", "flushes"), [("Dedicated", False), ("Shared", True)])
+def test_overreserve_informer_mode_decides_whether_terminal_pods_count(mode: str, flushes: bool) -> None:
+    over = OverReserve(5, profile_names={PROFILE}, informer_mode=mode)
+    cache = cluster(over)
+    done, running = two_cpu("done"), two_cpu("running")
+    for p in (done, running):
+        cache.assume(p, "n1")
+    cache.pod_bound(bound(done, phase="Succeeded"))
+    cache.pod_bound(bound(running))
+    over.node_maybe_over_reserved("n1")
+    cache.upsert_nrt(nrt("n1", ZONES, nodeTopologyPodsFingerprint=compute([(running.namespace, running.name)])))
+    assert over.resync() is flushes
+
+
+def test_overreserve_adopts_a_changed_topology_manager_config_without_fingerprint() -> None:
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = cluster(over)
+    cache.upsert_nrt(nrt("n1", ZONES, policy="restricted"))
+    info = cache.node_info("n1")
+    assert info is not None and info.topology is not None and info.topology.config.policy.value == "single-numa-node"
+    assert over.resync()
+    info = cache.node_info("n1")
+    assert info is not None and info.topology is not None and info.topology.config.policy.value == "restricted"
+
+
+# -- discardreserved -----------------------------------------------------------------------------------------------
+
+
+def test_discardreserved_holds_the_node_from_reserve_to_post_bind() -> None:
+    discard = DiscardReserved()
+    cache = cluster(discard, "n1", "n2")
+    a = two_cpu("a")
+    cache.assume(a, "n1")
+    first, second = cache.node_infos()
+    assert (first.nrt_fresh, second.nrt_fresh) == (False, True)
+    cache.bound(a, "n1")
+    assert cache.node_info("n1").nrt_fresh  # type: ignore[union-attr]
+    b = two_cpu("b")
+    cache.assume(b, "n2")
+    cache.forget(b.key)
+    assert cache.node_info("n2").nrt_fresh  # type: ignore[union-attr]
+
+
+# -- knuma ---------------------------------------------------------------------------------------------------------
+
+
+def test_knuma_reserves_on_the_predicted_zone_and_reconciles_with_the_fingerprint() -> None:
+    knuma = KnumaCache()
+    cache = cluster(knuma)
+    a = two_cpu("a")
+    cache.assume(a, "n1")
+    assert cpus(cache) == [2000, 4000]
+    cache.upsert_nrt(
+        nrt(
+            "n1",
+            {0: {"cpu": "2", "memory": "7Gi"}, 1: ZONES[1]},
+            nodeTopologyPodsFingerprint=compute([(a.namespace, a.name)]),
+        )
+    )
+    assert cpus(cache) == [2000, 4000]  # reflected once, not subtracted twice
+    assert knuma.pending("n1") == [] and knuma.stats.reconciled == 1
