@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,27 +97,6 @@ class Up:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def start(tmp_path: Path, home: Path) -> Iterator[Callable[..., Up]]:
-    running: list[Up] = []
-
-    def run(*args: str) -> Up:
-        up = Up(tmp_path / "cluster", home, *args)
-        running.append(up)
-        return up
-
-    yield run
-    for up in running:
-        up.kill()
 
 
 def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:

@@ -1,9 +1,10 @@
-"""Run the Deployment and ReplicaSet controllers against an API server (what `knuma up` needs from
-kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods).
+"""Run the Deployment, ReplicaSet and DaemonSet controllers against an API server (what `knuma up` needs from
+kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, and a DaemonSet one pod per node).
 
-Informers on Deployments, ReplicaSets and Pods feed one work queue of objects to reconcile; each reconcile reads the
-informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset`) and writes the
-difference.
+Informers on Deployments, ReplicaSets, DaemonSets, Pods and Nodes feed one work queue of objects to reconcile; each
+reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset` /
+`.daemonset`) and writes the difference. A change of a node's labels, taints or schedulability requeues every
+DaemonSet.
 Like client-go controllers, creations and deletions are *expected* until the pod informer has seen them, so a
 ReplicaSet never creates twice for the same missing replica.
 """
@@ -16,11 +17,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
 
 from knuma.kube.informer import Informer, object_key
+from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
 
@@ -33,11 +36,23 @@ MERGE = {"Content-Type": "application/merge-patch+json"}
 EXPECTATION_TIMEOUT = 30.0
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 REPLICASETS = "/apis/apps/v1/replicasets"
+DAEMONSETS = "/apis/apps/v1/daemonsets"
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _node_fields(node: JsonObj) -> JsonObj:
+    """What the DaemonSet controller reads of a Node: name, labels, taints, schedulability (not the status that
+    heartbeats rewrite)."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    return {
+        "metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion", "uid") if k in meta},
+        "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
+    }
 
 
 def _controller(obj: Mapping[str, Any], kind: str) -> str | None:
@@ -65,6 +80,11 @@ class _Events:
         self.manager.changed(self.kind, obj, added=True)
 
     def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        if self.kind == "Node" and (old.get("spec"), _meta(old).get("labels")) == (
+            new.get("spec"),
+            _meta(new).get("labels"),
+        ):
+            return
         self.manager.changed(self.kind, new)
 
     def on_delete(self, obj: JsonObj) -> None:
@@ -76,10 +96,14 @@ class WorkloadControllers:
         self.http = http
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
+        self.daemonsets = Informer(http, DAEMONSETS, _Events("DaemonSet", self))
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
+        self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
+        self._informers = (self.deployments, self.replicasets, self.daemonsets, self.pods, self.nodes)
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._queued: set[tuple[str, str]] = set()
         self._backoffs: dict[str, Backoff] = {}
+        self._failed_daemon_pods = FailedPodBackoff()
         self._expect: dict[str, _Expectations] = {}
         self.created_pods = 0
 
@@ -92,8 +116,16 @@ class WorkloadControllers:
             owner = _controller(obj, "Deployment")
             if owner:
                 self._enqueue("Deployment", owner)
+        elif kind == "DaemonSet":
+            self._enqueue("DaemonSet", key)
+        elif kind == "Node":
+            for daemonset in list(self.daemonsets.store):
+                self._enqueue("DaemonSet", daemonset)
         else:
+            owner_kind = "ReplicaSet"
             owner = _controller(obj, "ReplicaSet")
+            if owner is None:
+                owner_kind, owner = "DaemonSet", _controller(obj, "DaemonSet")
             if owner is None:
                 return
             name = str(_meta(obj).get("name"))
@@ -104,7 +136,7 @@ class WorkloadControllers:
                         expectation.creates.discard(name)
                     if deleted:
                         expectation.deletes.discard(name)
-            self._enqueue("ReplicaSet", owner)
+            self._enqueue(owner_kind, owner)
 
     def _enqueue(self, kind: str, key: str) -> None:
         item = (kind, key)
@@ -114,15 +146,17 @@ class WorkloadControllers:
 
     async def run(self) -> None:
         """Until cancelled."""
-        informers = [asyncio.create_task(i.run()) for i in (self.deployments, self.replicasets, self.pods)]
+        informers = [asyncio.create_task(i.run()) for i in self._informers]
         try:
-            await asyncio.gather(*(i.synced.wait() for i in (self.deployments, self.replicasets, self.pods)))
+            await asyncio.gather(*(i.synced.wait() for i in self._informers))
             while True:
                 kind, key = await self._queue.get()
                 self._queued.discard((kind, key))
                 try:
                     if kind == "Deployment":
                         await self._sync_deployment(key)
+                    elif kind == "DaemonSet":
+                        await self._sync_daemonset(key)
                     else:
                         await self._sync_replicaset(key)
                 except (httpx2.HTTPError, OSError) as err:
@@ -190,6 +224,48 @@ class WorkloadControllers:
         path = f"/apis/apps/v1/namespaces/{namespace}/replicasets/{_meta(rs).get('name')}/status"
         await self._write_status(path, rs, plan.status)
 
+    async def _sync_daemonset(self, key: str) -> None:
+        ds = self.daemonsets.store.get(key)
+        if ds is None:
+            return
+        uid = str(_meta(ds).get("uid"))
+        if _meta(ds).get("deletionTimestamp"):
+            self._expect.pop(uid, None)
+            return
+        pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
+        now = time.monotonic()
+        plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, _utcnow())
+        expectation = self._expect.setdefault(uid, _Expectations())
+        namespace = _meta(ds).get("namespace")
+        status = dict(plan.status)
+        if expectation.pending(now):
+            # as syncDaemonSet: while earlier creations and deletions are unseen, only the counts are updated
+            status["observedGeneration"] = (ds.get("status") or {}).get("observedGeneration", 0)
+        else:
+            expectation.creates.clear()
+            expectation.deletes.clear()
+            expectation.since = now
+            digest = daemonset_hash(ds)
+            for node in plan.create:
+                pod = daemon_pod(ds, node, digest)
+                response = await self.http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod)
+                if response.status_code >= 400:
+                    _fail(response, f"create pod for DaemonSet {key} on node {node}")
+                expectation.creates.add(response.json()["metadata"]["name"])
+                self.created_pods += 1
+            for name in plan.delete:
+                response = await self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                if response.status_code not in (200, 202, 404):
+                    _fail(response, f"delete pod {namespace}/{name}")
+                if response.status_code != 404:
+                    expectation.deletes.add(name)
+        if plan.retry_after is not None:
+            asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "DaemonSet", key)
+        if status["numberReady"] != status["numberAvailable"]:
+            asyncio.get_running_loop().call_later(1.0, self._enqueue, "DaemonSet", key)  # minReadySeconds
+        path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{_meta(ds).get('name')}/status"
+        await self._write_status(path, ds, status)
+
     async def _write_status(self, path: str, obj: Mapping[str, Any], status: JsonObj) -> None:
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
@@ -197,6 +273,10 @@ class WorkloadControllers:
         response = await self.http.patch(path, json={"status": status}, headers=MERGE)
         if response.status_code not in (200, 404):
             _fail(response, f"status of {path}")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 def _fail(response: httpx2.Response, what: str) -> None:

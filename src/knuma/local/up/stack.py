@@ -1,7 +1,7 @@
 """`knuma up`: the whole stack on one machine, in one process tree.
 
     knuma up (this process)         API server (in-process), node proxy `configz` of every node,
-    │                               Deployment, ReplicaSet and ResourceClaim controllers, live summary
+    │                               Deployment, ReplicaSet, DaemonSet and ResourceClaim controllers, live summary
     ├── python -m knuma.local.nodes every simulated node: kubelet model, heartbeats, PodResources, (NRT in-process)
     ├── knuma exporter x N          one per node, reading the node's sysfs tree and PodResources socket
     └── knuma scheduler             profiles topology-aware-scheduler and default-scheduler (topology-unaware)
