@@ -84,6 +84,11 @@ def test_weights_and_strategy_are_validated(tmp_path: Path) -> None:
             "invalid quantity 'lots'",
         ),
         ("kind: Pod\nmetadata: {name: x\n", "malformed YAML"),
+        (
+            "kind: Pod\nmetadata: {name: x}\nspec:\n  initContainers: [{name: app, image: busybox}]\n"
+            "  containers: [{name: app, image: busybox}]\n",
+            'pod default/x is invalid: spec.initContainers[0].name: Duplicate value: "app"',
+        ),
     ],
 )
 def test_bad_pod_files_get_a_clear_error(tmp_path: Path, content: str, message: str) -> None:

@@ -15,7 +15,7 @@ from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
-from .daemon_env import cluster, running_scheduler
+from .daemon_env import SCHEDULER_NAME, cluster, running_scheduler
 
 pytestmark = pytest.mark.slow
 
@@ -379,3 +379,34 @@ async def test_overreserve_cache_holds_a_node_with_foreign_pods_until_a_resync_m
             )
             assert await c.bound("p0", timeout=15) == "n1"
             assert nrt.flushes == 1
+
+
+async def test_invalid_pod_gets_an_event_and_is_left_alone(api: RunningApiServer) -> None:
+    """kube-apiserver (and `knuma apiserver`) refuse duplicate container names, so the pod comes as an informer
+    would deliver it from a server that let it through; the daemon reports it once, never queues it, and goes on
+    scheduling."""
+    invalid = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "dup", "namespace": "default", "uid": "u-dup"},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "initContainers": [{"name": "app", "image": "busybox"}],
+            "containers": [{"name": "app", "image": "busybox"}],
+        },
+    }
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api) as daemon:
+            daemon._pod_added(invalid)
+            daemon._pod_updated(invalid, invalid)
+            assert "default/dup" not in daemon.queue
+            await daemon.events.flush()
+            events = await c.wait_for(lambda: _reasons(c, "dup", "FailedScheduling"), what="the invalid-pod event")
+            assert len(events) == 1 and events[0]["type"] == "Warning"
+            assert events[0]["message"] == (
+                "invalid pod, not scheduled: pod default/dup is invalid: spec.initContainers[0].name: Duplicate value: "
+                '"app" (container names must be unique across initContainers and containers)'
+            )
+            await c.create_pod("fine", "1", "1Gi")
+            assert await c.bound("fine") == "n1"

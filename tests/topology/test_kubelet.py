@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
 from knuma.api.pod import ContainerKind, Pod, QOSClass, long_running_request
-from knuma.topology import Admission, NodeTopology, admit
+from knuma.topology import Admission, NodeTopology, NUMAZone, admit
 from knuma.topology.kubelet import (
     TOPOLOGY_AFFINITY_ERROR,
     TOPOLOGY_AFFINITY_MESSAGE,
@@ -147,6 +147,91 @@ def test_init_container_cpus_are_reused_but_sidecar_cpus_are_not():
     assert result.admitted
     assert placement_ids(result) == {"proxy": (0,), "app": (1,)}
     assert available(result, "cpu") == {0: cpus(2), 1: 0}
+
+
+def _issue_node() -> NodeTopology:
+    """Two zones of 32 CPUs, 2 of zone 0 reserved (capacity 32, allocatable 30), 64Gi each."""
+    zones = (
+        NUMAZone(0, {"cpu": cpus(32), "memory": 64 * Gi}, {"cpu": cpus(30), "memory": 64 * Gi}, {}),
+        NUMAZone(1, {"cpu": cpus(32), "memory": 64 * Gi}, {"cpu": cpus(32), "memory": 64 * Gi}, {}),
+    )
+    ready = tuple(replace(z, available=dict(z.allocatable)) for z in zones)
+    return NodeTopology("worker", ready, TopologyManagerConfig(SNN, Scope.CONTAINER))
+
+
+def test_init_cpus_left_unreused_pin_the_next_app_container_to_their_numa_node():
+    """Issue 14's example, walked through the kubelet's code (policy_static.go, 1.27 to 1.33 alike): init 30 CPUs,
+    apps 20 + 20, single-numa-node, container scope.
+
+    - init: `generateCPUTopologyHints` gives {0} and {1} (both preferred); the merge takes the narrower-and-lower {0};
+      `updateCPUsToReuse` adds its 30 CPUs to `cpusToReuse`.
+    - app a: every reusable CPU is on node 0, so a mask without node 0 is disregarded ("Disregard this mask if its
+      NUMANode isn't part of it"); {0} holds 30 reusable >= 20: a runs on 20 of them and `updateCPUsToReuse`
+      removes those 20 from the reusable set, leaving 10 on node 0.
+    - app b: the 10 reusable CPUs still exclude {1}; {0} has 10 reusable + 0 available < 20; only {0,1}
+      (not preferred) remains, which single-numa-node drops: TopologyAffinityError for b.
+
+    So the kubelet rejects this pod; kubernetes/kubernetes#123816 (open) reports exactly this, and PR #123820, which
+    would count reusable CPUs only when their node is in the mask, was closed unmerged. knuma predicts the rejection.
+    """
+    pod = make_pod(gu("a", "20", "1Gi"), gu("b", "20", "1Gi"), init=(gu("init", "30", "1Gi"),))
+    result = admit(pod, _issue_node())
+    assert not result.admitted
+    assert (result.reason, result.container) == (TOPOLOGY_AFFINITY_ERROR, "b")
+
+    # Without the init container, or with one that app a reuses entirely, b goes to node 1.
+    assert placement_ids(admit(make_pod(gu("a", "20", "1Gi"), gu("b", "20", "1Gi")), _issue_node())) == {
+        "a": (0,),
+        "b": (1,),
+    }
+    reused = make_pod(gu("a", "30", "1Gi"), gu("b", "20", "1Gi"), init=(gu("init", "30", "1Gi"),))
+    assert placement_ids(admit(reused, _issue_node())) == {"init": (0,), "a": (0,), "b": (1,)}
+
+
+def test_each_app_container_takes_what_it_reuses_out_of_the_reusable_set():
+    """`updateCPUsToReuse`: an init container's CPUs join the pod's reusable set, an app container's leave it. Once
+    app a has reused all 16, b may go anywhere; when a reuses only 8, the other 8 keep b's masks on node 0."""
+    zones = {0: {"cpu": cpus(16)}, 1: {"cpu": cpus(32)}}
+    all_reused = admit(make_pod(gu("a", "16"), gu("b", "20"), init=(gu("init", "16"),)), node(zones))
+    assert placement_ids(all_reused) == {"init": (0,), "a": (0,), "b": (1,)}
+    assert available(all_reused, "cpu") == {0: 0, 1: cpus(12)}
+
+    partly = admit(make_pod(gu("a", "8"), gu("b", "20"), init=(gu("init", "16"),)), node(zones))
+    assert not partly.admitted
+    assert partly.container == "b"
+    assert admit(make_pod(gu("a", "8"), gu("b", "20"), init=(gu("init", "16"),)), node(zones, BEST_EFFORT)).admitted
+
+
+def test_later_init_containers_and_sidecars_see_the_reusable_set_but_sidecars_never_add_to_it():
+    """`updateCPUsToReuse` (1.29+): a restartable init container (`podutil.IsRestartableInitContainer`) breaks out of
+    the init branch, so its CPUs are removed from the reusable set like an app container's and never join it."""
+    zones = {0: {"cpu": cpus(8)}, 1: {"cpu": cpus(8)}}
+    # init 6 on node 0; the sidecar reuses 4 of them (its masks must hold node 0), the app reuses the last 2 + 2 free
+    p = make_pod(gu("app", "4"), init=(gu("setup", "6"), gu("proxy", "4", restart="Always")))
+    result = admit(p, node(zones))
+    assert placement_ids(result) == {"setup": (0,), "proxy": (0,), "app": (0,)}
+    assert available(result, "cpu") == {0: 0, 1: cpus(8)}
+    # a sidecar before the init container: its 4 CPUs stay its own, the init container cannot reuse them
+    p = make_pod(gu("app", "4"), init=(gu("proxy", "4", restart="Always"), gu("setup", "6")))
+    result = admit(p, node(zones))
+    assert placement_ids(result) == {"proxy": (0,), "setup": (1,), "app": (1,)}
+
+
+def test_init_memory_is_reusable_per_mask_as_the_largest_block_and_app_containers_use_it_up():
+    """`updatePodReusableMemory`: per NUMA mask and memory type, the reusable amount is the largest regular init
+    container block (not the sum); each app container with that mask subtracts its block; `Allocate` reserves only
+    the request beyond the reusable amount."""
+    one = {0: {"cpu": cpus(8), "memory": 6 * Gi}}
+    p = make_pod(gu("a", "1", "2Gi"), gu("b", "1", "2Gi"), init=(gu("i1", "1", "3Gi"), gu("i2", "1", "2Gi")))
+    result = admit(p, node(one))
+    assert result.admitted
+    # i1 reserves 3Gi, i2 reuses 2 of them, a reuses 2 (1Gi left reusable), b reuses 1 and takes 1 free
+    assert available(result, "memory") == {0: 2 * Gi}
+    # the sum of the init blocks (5Gi) would have let a third 2Gi app container fit; the largest block (3Gi) does not
+    p3 = make_pod(
+        gu("a", "1", "2Gi"), gu("b", "1", "2Gi"), gu("c", "1", "3Gi"), init=(gu("i1", "1", "3Gi"), gu("i2", "1", "2Gi"))
+    )
+    assert not admit(p3, node(one)).admitted
 
 
 def test_init_container_reuse_in_pod_scope():

@@ -13,13 +13,27 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, parse_resource_list
+from knuma.errors import InvalidInput
 
-__all__ = ["Container", "ContainerKind", "Pod", "PodError", "QOSClass", "long_running_request"]
+__all__ = ["Container", "ContainerKind", "InvalidPodError", "Pod", "PodError", "QOSClass", "long_running_request"]
 
 
-class PodError(ValueError):
+class PodError(InvalidInput):
     """A pod manifest that cannot be scheduled as written."""
+
+
+class InvalidPodError(PodError):
+    """A pod kube-apiserver would refuse (422 Invalid): scheduling it would judge it with the wrong container's
+    verdict, so knuma refuses it as invalid instead."""
+
+    def __init__(self, where: str, errors: list[FieldError]) -> None:
+        listed = "; ".join(str(e) for e in errors)
+        super().__init__(
+            f"{where} is invalid: {listed} (container names must be unique across initContainers and containers)"
+        )
+        self.errors = errors
 
 
 class ContainerKind(enum.Enum):
@@ -115,6 +129,9 @@ class Pod:
         raw_containers = spec.get("containers") or []
         if not raw_containers:
             raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container")
+        duplicates = container_name_errors(spec)
+        if duplicates:
+            raise InvalidPodError(where, duplicates)
         init = tuple(_container(c, where, init=True) for c in spec.get("initContainers") or [])
         apps = tuple(_container(c, where, init=False) for c in raw_containers)
         overhead = _resource_list(spec.get("overhead"), f"{where}: spec.overhead")

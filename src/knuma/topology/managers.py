@@ -74,7 +74,11 @@ class WorkingNode:
     def countable_hints(self, name: str, request: int) -> list[Hint]:
         """`generateCPUTopologyHints` / `generateDeviceTopologyHints`: a hint for every mask that holds all
         reusable units and enough units in total; preferred when as narrow as the request allows on an empty
-        machine."""
+        machine.
+
+        A mask that leaves out the NUMA node of any reusable unit is disregarded (cpumanager `policy_static.go`:
+        "Disregard this mask if its NUMANode isn't part of it", unchanged 1.19 to 1.33; kubernetes#123816): init
+        CPUs that earlier app containers did not take pin later containers to their node."""
         reusable = self.reusable.get(name, {})
         reusable_ids = {n for n, count in reusable.items() if count}
         if sum(reusable.values()) + sum(self._units(name, n) for n in self.node.numa_ids) < request:
@@ -97,7 +101,12 @@ class WorkingNode:
     ) -> dict[int, int]:
         """Take `request` units: reusable then free inside the affinity, then outside it (the CPU manager spills
         when the policy admitted a hint that does not hold the request). The device manager's `devicesToAllocate`
-        takes every reusable device first, wherever it is, then aligned free devices, then the others."""
+        takes every reusable device first, wherever it is, then aligned free devices, then the others.
+
+        Reuse bookkeeping is `updateCPUsToReuse`: a regular init container's units join the pod's reusable set
+        (`reusable_after`), any other container's (app or sidecar, `IsRestartableInitContainer`) leave it. Which
+        units of a NUMA node `takeByTopology` picks is per CPU id; counting reusable ones first matches it when the
+        init container got the node's lowest free cores, which is what packing gives it."""
         ids = self.node.numa_ids
         inside = [n for n in ids if affinity is None or affinity >> n & 1]
         outside = [n for n in ids if n not in inside]

@@ -57,6 +57,32 @@ def test_errors_carry_real_reasons_and_codes(http_client: Http) -> None:
     }
 
 
+def test_pod_with_duplicate_container_names_is_422_like_kube_apiserver(http_client: Http) -> None:
+    spec = {
+        "initContainers": [{"name": "app", "image": "busybox"}],
+        "containers": [{"name": "app", "image": "busybox"}],
+    }
+    response = http_client.post(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dup"}, "spec": spec})
+    assert (response.status, response.json["reason"]) == (422, "Invalid")
+    assert response.json["message"] == 'Pod "dup" is invalid: spec.initContainers[0].name: Duplicate value: "app"'
+    assert response.json["details"]["causes"] == [
+        {"reason": "FieldValueDuplicate", "message": 'Duplicate value: "app"', "field": "spec.initContainers[0].name"}
+    ]
+    assert http_client.get(f"{PODS}/dup").status == 404
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": spec},
+        },
+    }
+    refused = http_client.post("/apis/apps/v1/namespaces/default/deployments", deployment)
+    assert refused.status == 422
+    assert refused.json["details"]["causes"][0]["field"] == "spec.template.spec.initContainers[0].name"
+
+
 def test_stale_resource_version_is_409_conflict(http_client: Http) -> None:
     created = http_client.post(CM, configmap("a", x="1")).json
     fresh = {**created, "data": {"x": "2"}}

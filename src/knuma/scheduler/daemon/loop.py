@@ -97,6 +97,8 @@ class Scheduler:
         self.gated: set[str] = set()
         """Pods a PreEnqueue plugin (SchedulingGates) holds back; they enter the queue when their gates go."""
         self._warned: set[str] = set()
+        self._invalid: set[str] = set()
+        """Pods refused as invalid (reported once each)."""
         self.metrics.watch(
             lambda: {**self.queue.counts(), "gated": len(self.gated)},
             lambda: (age for _, age in self.cache.nrt_age()),
@@ -348,7 +350,7 @@ class Scheduler:
         try:
             pod = Pod.from_manifest(obj)
         except PodError as err:
-            log.warning("cannot schedule %s: %s", key, err)
+            self._refuse_invalid(obj, key, err)
             return
         if self.cache.is_assumed(key):
             return
@@ -367,10 +369,32 @@ class Scheduler:
             self._event(pod, "Warning", "UnsupportedConstraints", message)
         self.queue.add(pod)
 
+    def _refuse_invalid(self, obj: JsonObj, key: str, err: PodError) -> None:
+        """A pod knuma cannot judge (kube-apiserver would have refused it, e.g. duplicate container names; or a
+        manifest the pod model cannot read): leave it pending, unscheduled, and say why once per pod, as an event
+        on the pod, instead of placing it with the wrong container's verdict."""
+        self.queue.delete(key)
+        if key in self._invalid:
+            return
+        self._invalid.add(key)
+        log.warning("not scheduling %s: %s", key, err)
+        metadata = obj.get("metadata") or {}
+        ref = ObjectReference(
+            "Pod",
+            str(metadata.get("namespace") or "default"),
+            str(metadata.get("name") or ""),
+            str(metadata.get("uid") or ""),
+        )
+        component = str((obj.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        self.events.record(
+            ref, "Warning", "FailedScheduling", f"invalid pod, not scheduled: {err}", component=component
+        )
+
     def _pod_deleted(self, obj: JsonObj) -> None:
         key = pod_key(obj)
         self.gated.discard(key)
         self._warned.discard(key)
+        self._invalid.discard(key)
         self.cache.delete_pod(obj)
         self.queue.delete(key)
         self.queue.move_all()

@@ -1,0 +1,60 @@
+"""The pod-spec checks kube-apiserver makes that change what the kubelet would do: unique container names.
+
+The kubelet keys every per-container decision by name (the CPU manager's `cpusToReuse` looks an init container up by
+`container.Name`, the Topology Manager stores hints per name), so a pod whose init and app containers share a name
+would be judged with the wrong container's verdict. kube-apiserver never lets such a pod in; knuma refuses it the same
+way wherever a pod enters (`Pod.from_manifest`, `knuma apiserver`).
+
+Pure: works on the raw spec mapping, before any other parsing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["FIELD_VALUE_DUPLICATE", "FieldError", "container_name_errors"]
+
+FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+"""The `reason` of a kube-apiserver status cause for `field.Duplicate`."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One `field.Error` of kube-apiserver: its cause reason, the field path and the message after the path."""
+
+    reason: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def container_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
+    """Duplicate container names, in kube-apiserver's order and words.
+
+    `pkg/apis/core/validation/validation.go`: `ValidatePodSpec` runs `validateContainers` on `spec.containers` first
+    (a name already used by an earlier regular container is `field.Duplicate`), then `validateInitContainers`, whose
+    `allNames` starts with every regular container's name and grows with each init container's (1.28+: a duplicate is
+    not inserted again). The result reads `spec.initContainers[0].name: Duplicate value: "app"`. Names that are
+    missing or not strings are left to the other checks (a container without a name is `Required value`).
+    """
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for key in ("containers", "initContainers"):
+        raw = spec.get(key) or []
+        if not isinstance(raw, list):
+            continue
+        for index, container in enumerate(raw):
+            name = container.get("name") if isinstance(container, Mapping) else None
+            if not isinstance(name, str) or not name:
+                continue
+            if name in seen:
+                errors.append(
+                    FieldError(FIELD_VALUE_DUPLICATE, f"{path}.{key}[{index}].name", f'Duplicate value: "{name}"')
+                )
+            else:
+                seen.add(name)
+    return errors
