@@ -30,6 +30,7 @@ from knuma.api.dra.device import Device
 from knuma.api.dra.deviceclass import CEL_EXPRESSION_MAX
 from knuma.api.dra.semver import SemVer
 from knuma.devices.quantities import FUNCTIONS, quantity_value, semver_value
+from knuma.errors import InvalidInput
 
 __all__ = [
     "MAX_COST",
@@ -48,7 +49,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _DOMAIN_LITERAL = re.compile(r"(?:attributes|capacity)\s*\[\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')\s*\]")
 
 
-class CELError(ValueError):
+class CELError(InvalidInput):
     """A selector that does not compile, is too expensive, fails at run time or does not return a bool. The
     message names where the selector comes from (class or request) and the expression."""
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.errors import InvalidInput
 from knuma.quantity import Quantity, QuantityError, parse_quantity
 
 __all__ = [
@@ -36,7 +37,7 @@ GROUP = "devmgmtproto.k8s.io"
 API_VERSION = f"{GROUP}/v1alpha1"
 
 
-class PrototypeError(ValueError):
+class PrototypeError(InvalidInput):
     """A prototype object that Go's decoder would reject."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.errors import InvalidInput
+
 __all__ = [
     "FieldError",
     "FieldErrors",
@@ -108,7 +110,7 @@ class FieldErrors:
             raise ValidationError(kind, name, tuple(self.errors))
 
 
-class ValidationError(ValueError):
+class ValidationError(InvalidInput):
     """An object the API server would reject with 422 Unprocessable Entity."""
 
     def __init__(self, kind: str, name: str, errors: Iterable[FieldError]) -> None:

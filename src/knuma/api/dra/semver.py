@@ -12,6 +12,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from knuma.errors import InvalidInput
+
 __all__ = ["SemVer", "SemVerError"]
 
 _SEMVER = re.compile(
@@ -21,7 +23,7 @@ _SEMVER = re.compile(
 )
 
 
-class SemVerError(ValueError):
+class SemVerError(InvalidInput):
     """Not a semantic version."""
 
 

@@ -1,0 +1,304 @@
+"""Allocate a pod's ResourceClaims on one node: the entry point of `knuma.devices`.
+
+The contract follows upstream's `Allocator.Allocate(ctx, node, claims)` (`dynamic-resource-allocation/structured/
+allocator.go`): plain data in (the node, the claims to allocate, the slices, classes and devices already in use),
+one `AllocationResult` per claim out, or "does not fit" with a reason; problems that make the claims unallocatable
+anywhere (an unknown class, a selector that does not compile, more than 32 devices in a claim) raise
+`AllocationError` / `CELError`. Beyond upstream: the devices are chosen together with the NUMA nodes the kubelet
+will give the pod's CPUs and memory (`alignment`), scored on the locality ladder (`numa.Locality`), the search is
+bounded and says whether it proved the claims impossible or ran out of budget (`search`), and a failure names the
+claim, the request and the stage that stopped it, with the number of devices that survived each stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.dra.deviceclass import DeviceClass
+from knuma.api.dra.resourceclaim import AllocationResult, ConfigResult, DeviceResult, ResourceClaim
+from knuma.api.dra.resourceslice import ResourceSlice
+from knuma.api.pod import Pod
+from knuma.devices.alignment import NumaPlan, plan_alignment
+from knuma.devices.cel import CELError
+from knuma.devices.constraints import constraint_values
+from knuma.devices.demand import AllocationError, ClaimDemand, resolve
+from knuma.devices.filtering import Eligible, SelectorCache, filter_candidates
+from knuma.devices.numa import Locality, placement_of
+from knuma.devices.pools import Candidate, DeviceID, gather_pools
+from knuma.devices.search import Found, NotFound, SearchSpace, search
+from knuma.topology.hints import bits
+from knuma.topology.node import NodeTopology
+
+__all__ = [
+    "AllocationError",
+    "ClaimAllocation",
+    "Inventory",
+    "NodeView",
+    "Outcome",
+    "allocate",
+    "allocated_devices",
+]
+
+DEFAULT_BUDGET = 20_000
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    topology: NodeTopology | None = None
+    """NUMA zones and the Topology Manager policy (from the node's NRT); None: no NUMA alignment."""
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Cluster-wide device state, shared by every node and pod of one scheduling pass."""
+
+    slices: Sequence[ResourceSlice]
+    classes: Mapping[str, DeviceClass]
+    in_use: frozenset[DeviceID] = frozenset()
+    cache: SelectorCache = field(default_factory=SelectorCache)
+
+
+def allocated_devices(claims: Iterable[ResourceClaim]) -> frozenset[DeviceID]:
+    """Devices held by allocated claims. Admin-access results do not hold a device (upstream's allocated state
+    skips them). Devices no slice lists any more still count: in use, nothing more."""
+    held: set[DeviceID] = set()
+    for claim in claims:
+        if claim.allocation is not None:
+            held.update(r.device_id for r in claim.allocation.results if not r.admin_access)
+    return frozenset(held)
+
+
+@dataclass(frozen=True)
+class ClaimAllocation:
+    claim: str
+    allocation: AllocationResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "allocation": self.allocation.to_dict()}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    node: str
+    allocatable: bool
+    results: tuple[ClaimAllocation, ...] = ()
+    reason: str = ""
+    stage: str = ""
+    claim: str = ""
+    request: str = ""
+    exhausted: bool = False
+    locality: Locality | None = None
+    affinity: tuple[int, ...] | None = None
+    stages: Mapping[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    """`claim/request` -> devices surviving each stage (class, selector, in use, taint, constraint, NUMA alignment)."""
+    leaves: int = 0
+
+    @property
+    def score(self) -> int:
+        return int(self.locality) if self.allocatable and self.locality is not None else 0
+
+
+def allocate(
+    node: NodeView,
+    claims: Sequence[ResourceClaim],
+    inventory: Inventory,
+    *,
+    pod: Pod | None = None,
+    admin_access_allowed: Callable[[str], bool] = lambda namespace: True,
+    budget: int = DEFAULT_BUDGET,
+) -> Outcome:
+    """Allocate `claims` (those without an allocation) on `node`."""
+    pending = [c for c in claims if c.allocation is None]
+    if not pending:
+        return Outcome(node.name, True)
+    demands = resolve(pending, inventory.classes, admin_access_allowed)
+    pools = gather_pools(inventory.slices, node.name, node.labels)
+    candidates = [c for p in pools if p.usable for c in p.candidates(node.name, node.labels)]
+    for demand in demands:
+        for request in demand.requests:
+            for alternative in request.alternatives:
+                bad = next((p for p in pools if not p.usable), None) if alternative.all_devices else None
+                if bad is not None and len(request.alternatives) == 1:
+                    state = "currently being updated" if bad.incomplete else "currently invalid"
+                    return Outcome(
+                        node.name,
+                        False,
+                        reason=f"claim {demand.key}, request {alternative.name}: asks "
+                        f"for all devices, but resource pool {bad} is {state}",
+                        stage="class",
+                        claim=demand.key,
+                        request=alternative.name,
+                    )
+    eligible: dict[tuple[int, int, int], Eligible] = {}
+    try:
+        for i, demand in enumerate(demands):
+            for j, request in enumerate(demand.requests):
+                for k, alternative in enumerate(request.alternatives):
+                    eligible[(i, j, k)] = filter_candidates(alternative, candidates, inventory.in_use, inventory.cache)
+    except CELError as err:
+        return Outcome(node.name, False, reason=f"{err}", stage="selector")
+    placements = {c.id: placement_of(c.device, c.driver) for c in candidates}
+    plan = plan_alignment(node.topology, pod)
+    space = SearchSpace(demands, eligible, placements, plan, budget)
+    found = search(space)
+    stages = _stage_counts(demands, eligible, plan, placements)
+    if isinstance(found, NotFound):
+        invalid = [p for p in pools if p.invalid_reason]
+        if invalid and not found.exhausted:
+            detail = "; ".join(f"{p}: {p.invalid_reason}" for p in invalid)
+            found = NotFound(
+                f"invalid resource pools were encountered ({detail}); {found.reason}",
+                found.stage,
+                found.claim,
+                found.request,
+                False,
+                found.leaves,
+            )
+        return _failed(node.name, found, stages)
+    results = tuple(
+        ClaimAllocation(demand.key, _allocation_result(i, demand, found)) for i, demand in enumerate(demands)
+    )
+    affinity = None if found.mask is None else bits(found.mask)
+    return Outcome(
+        node.name, True, results, locality=found.locality, affinity=affinity, stages=stages, leaves=found.leaves
+    )
+
+
+def _failed(node: str, miss: NotFound, stages: Mapping[str, tuple[tuple[str, int], ...]]) -> Outcome:
+    return Outcome(
+        node,
+        False,
+        reason=miss.reason,
+        stage=miss.stage,
+        claim=miss.claim,
+        request=miss.request,
+        exhausted=miss.exhausted,
+        stages=stages,
+        leaves=miss.leaves,
+    )
+
+
+def _stage_counts(
+    demands: Sequence[ClaimDemand],
+    eligible: Mapping[tuple[int, int, int], Eligible],
+    plan: NumaPlan,
+    placements: Mapping[DeviceID, Any],
+) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per request (its first alternative): the filter stages, then the most devices one constraint value keeps,
+    then the most of those one candidate NUMA mask keeps."""
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    for i, demand in enumerate(demands):
+        for j, request in enumerate(demand.requests):
+            for k, alternative in enumerate(request.alternatives):
+                e = eligible[(i, j, k)]
+                devices = list(e.devices)
+                for constraint in demand.constraints:
+                    if constraint.requests and not {alternative.parent, alternative.name} & set(constraint.requests):
+                        continue
+                    groups: dict[object, list[Candidate]] = {}
+                    for c in devices:
+                        for value in constraint_values(c, constraint.match_attribute):
+                            groups.setdefault(value, []).append(c)
+                    devices = max(groups.values(), key=len, default=[])
+                counts = [*e.counts, ("constraint", len(devices))]
+                if plan.masks is not None:
+                    best = max(
+                        (
+                            sum(
+                                1 for c in devices if placements[c.id].numa is None or mask >> placements[c.id].numa & 1
+                            )
+                            for mask in plan.masks
+                        ),
+                        default=0,
+                    )
+                    counts.append(("NUMA alignment", best))
+                out[f"{demand.key}/{alternative.name}"] = tuple(counts)
+    return out
+
+
+def _allocation_result(index: int, demand: ClaimDemand, found: Found) -> AllocationResult:
+    results: list[DeviceResult] = []
+    chosen = []
+    for j, request in enumerate(demand.requests):
+        alternative = request.alternatives[found.choice[(index, j)]]
+        chosen.append(alternative)
+        for candidate in found.devices[(index, j)]:
+            results.append(
+                DeviceResult(
+                    alternative.name,
+                    candidate.id[0],
+                    candidate.id[1],
+                    candidate.id[2],
+                    alternative.request.admin_access,
+                    alternative.request.tolerations,
+                )
+            )
+    configs: list[ConfigResult] = []
+    seen_classes: dict[str, list[int]] = {}
+    for alternative in chosen:
+        cls = alternative.device_class
+        if cls.name in seen_classes:
+            for position in seen_classes[cls.name]:
+                old = configs[position]
+                configs[position] = ConfigResult(
+                    old.source, _with_requests(old.config, (*old.config.requests, alternative.name))
+                )
+            continue
+        seen_classes[cls.name] = []
+        for config in cls.config:
+            seen_classes[cls.name].append(len(configs))
+            configs.append(ConfigResult("FromClass", _with_requests(config, (alternative.name,))))
+    chosen_names = {a.name for a in chosen} | {a.parent for a in chosen}
+    for config in demand.claim.spec.config:
+        if not config.requests or set(config.requests) & chosen_names:
+            configs.append(ConfigResult("FromClaim", config))
+    total = len(demand.requests)
+    configs = [
+        ConfigResult(c.source, _with_requests(c.config, ())) if len(c.config.requests) == total else c for c in configs
+    ]
+    return AllocationResult(tuple(results), tuple(configs), _node_selector(found.devices, index, demand))
+
+
+def _with_requests(config: Any, requests: tuple[str, ...]) -> Any:
+    return type(config)(config.driver, config.parameters, requests)
+
+
+def _node_selector(
+    devices: Mapping[tuple[int, int], tuple[Candidate, ...]], index: int, demand: ClaimDemand
+) -> dict[str, Any] | None:
+    """upstream `createNodeSelector`: pinned to the node when a device comes from a node-local slice (or device), the
+    slices' selectors merged into one term otherwise, none when every device is reachable from all nodes."""
+    fields: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
+    for j in range(len(demand.requests)):
+        for candidate in devices[(index, j)]:
+            selection = candidate.slice.node
+            if selection.per_device and candidate.device.node is not None:
+                selection = candidate.device.node
+            if selection.node_name:
+                return {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [selection.node_name]}]}
+                    ]
+                }
+            raw = selection.node_selector_raw
+            if raw:
+                terms = raw.get("nodeSelectorTerms") or [{}]
+                for requirement in terms[0].get("matchFields") or []:
+                    if requirement not in fields:
+                        fields.append(requirement)
+                for requirement in terms[0].get("matchExpressions") or []:
+                    if requirement not in expressions:
+                        expressions.append(requirement)
+    if not fields and not expressions:
+        return None
+    term: dict[str, Any] = {}
+    if expressions:
+        term["matchExpressions"] = expressions
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]}

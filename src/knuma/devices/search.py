@@ -1,0 +1,403 @@
+"""The bounded search behind the allocator: discrete choices by enumeration, device picking by maximum flow.
+
+Upstream's allocator (`allocateOne` in `internal/stable/allocator_stable.go`) walks devices one slot at a time and
+takes the first complete solution; with no solution it may try every combination (kubernetes#131730). knuma splits
+the problem instead:
+
+1. the discrete choices are enumerated in preference order: which `firstAvailable` alternative each request uses
+   (lexicographic, as upstream's DFS reaches them), which NUMA mask the devices must stay in (`alignment`), which
+   locality rung is tried (same PCIe root, same NUMA node, same socket, anywhere: `numa.Locality`), and which value
+   each `matchAttribute` constraint takes;
+2. before a branch is entered it is counted: a value is kept only if every request under the constraint has at least
+   its count of devices with that value, and a relaxed flow (no constraints, no NUMA) must fit all requests at once;
+   a branch that fails these counts is proved impossible without any search below it;
+3. at a leaf every choice is fixed and what remains is a b-matching (`matching.assign`), exact and polynomial.
+
+A budget bounds the number of leaves. Running out is reported as "search budget exhausted", never as "impossible":
+the two answers mean different things to a user (retry with a larger budget vs. change the claim).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from knuma.devices.alignment import NumaPlan
+from knuma.devices.constraints import constraint_values
+from knuma.devices.demand import Alternative, ClaimDemand
+from knuma.devices.filtering import Eligible
+from knuma.devices.matching import assign
+from knuma.devices.numa import Locality, Placement, locality_of
+from knuma.devices.pools import Candidate
+
+__all__ = ["STAGE_ORDER", "Found", "NotFound", "SearchSpace", "search"]
+
+STAGE_ORDER = ("class", "selector", "in use", "taint", "capacity", "constraint", "NUMA alignment")
+"""How far a failed branch got, for the nearest miss; `capacity` is requests competing for the same devices."""
+
+Slot = tuple[int, int]
+"""(claim index, request index)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    choice: Mapping[Slot, int]
+    devices: Mapping[Slot, tuple[Candidate, ...]]
+    mask: int | None
+    locality: Locality
+    leaves: int
+
+
+@dataclass(frozen=True)
+class NotFound:
+    reason: str
+    stage: str
+    claim: str = ""
+    request: str = ""
+    exhausted: bool = False
+    leaves: int = 0
+
+
+@dataclass
+class SearchSpace:
+    claims: Sequence[ClaimDemand]
+    eligible: Mapping[tuple[int, int, int], Eligible]
+    placements: Mapping[tuple[str, str, str], Placement]
+    plan: NumaPlan
+    budget: int = 20_000
+    leaves: int = 0
+    miss: NotFound | None = field(default=None)
+
+    def note(self, miss: NotFound) -> None:
+        """Keep the nearest miss: the failure that got furthest through the stages."""
+        if self.miss is None or STAGE_ORDER.index(miss.stage) >= STAGE_ORDER.index(self.miss.stage):
+            self.miss = miss
+
+
+class _Exhausted(Exception):
+    pass
+
+
+def _slots(space: SearchSpace) -> list[Slot]:
+    return [(i, j) for i, claim in enumerate(space.claims) for j in range(len(claim.requests))]
+
+
+def _alternative(space: SearchSpace, slot: Slot, k: int) -> Alternative:
+    return space.claims[slot[0]].requests[slot[1]].alternatives[k]
+
+
+def _count_check(space: SearchSpace, choice: Mapping[Slot, int]) -> bool:
+    """Every chosen alternative has enough usable devices on its own (stage counts)."""
+    ok = True
+    for slot, k in choice.items():
+        eligible = space.eligible[(*slot, k)]
+        alternative = eligible.alternative
+        claim = space.claims[slot[0]].key
+        if alternative.all_devices:
+            if not eligible.forced:
+                space.note(
+                    NotFound(
+                        f"claim {claim}, request {alternative.name}: asks for all devices, but none match",
+                        "selector",
+                        claim,
+                        alternative.name,
+                    )
+                )
+                ok = False
+            usable = {c.id for c in eligible.devices}
+            blocked = [c for c in eligible.forced if c.id not in usable]
+            if blocked:
+                stage = "in use" if dict(eligible.counts)["in use"] < dict(eligible.counts)["selector"] else "taint"
+                space.note(
+                    NotFound(
+                        f"claim {claim}, request {alternative.name}: asks for all devices, but device "
+                        f"{blocked[0]} is {'in use' if stage == 'in use' else 'tainted'}",
+                        stage,
+                        claim,
+                        alternative.name,
+                    )
+                )
+                ok = False
+            continue
+        have = len(eligible.devices)
+        if have < alternative.request.count:
+            stage = next((name for name, count in eligible.counts if count < alternative.request.count), "taint")
+            space.note(
+                NotFound(
+                    f"claim {claim}, request {alternative.name}: needs {alternative.request.count} "
+                    f"device(s), {dict(eligible.counts)[stage]} left after the {stage} stage",
+                    stage,
+                    claim,
+                    alternative.name,
+                )
+            )
+            ok = False
+    return ok
+
+
+def _demand_key(space: SearchSpace, slot: Slot, k: int) -> Hashable:
+    return (*slot, k)
+
+
+def _device_key(alternative: Alternative, claim: int, candidate: Candidate) -> Hashable:
+    return ("admin", claim, candidate.id) if alternative.request.admin_access else candidate.id
+
+
+def _flow(
+    space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slot, Sequence[Candidate]]
+) -> dict[Slot, tuple[Candidate, ...]] | None:
+    """Distinct devices for every chosen alternative from `pools` (already filtered), or None."""
+    demands = []
+    eligible: dict[Hashable, list[Hashable]] = {}
+    by_key: dict[Hashable, Candidate] = {}
+    for slot, k in choice.items():
+        alternative = _alternative(space, slot, k)
+        count = len(space.eligible[(*slot, k)].forced) if alternative.all_devices else alternative.request.count
+        key = _demand_key(space, slot, k)
+        demands.append((key, count))
+        keys = []
+        for candidate in pools[slot]:
+            device_key = _device_key(alternative, slot[0], candidate)
+            by_key[device_key] = candidate
+            keys.append(device_key)
+        eligible[key] = keys
+    for _ in range(4):  # admin-access devices may not repeat a device of the same claim: exclude and retry
+        assigned = assign(demands, eligible)
+        if assigned is None:
+            return None
+        result = {slot: tuple(by_key[d] for d in assigned[_demand_key(space, slot, k)]) for slot, k in choice.items()}
+        clash = _admin_clash(space, choice, result)
+        if clash is None:
+            return result
+        key, device_key = clash
+        eligible[key] = [d for d in eligible[key] if d != device_key]
+    return None
+
+
+def _admin_clash(
+    space: SearchSpace, choice: Mapping[Slot, int], result: Mapping[Slot, tuple[Candidate, ...]]
+) -> tuple[Hashable, Hashable] | None:
+    plain: dict[int, set[tuple[str, str, str]]] = {}
+    for slot, k in choice.items():
+        if not _alternative(space, slot, k).request.admin_access:
+            plain.setdefault(slot[0], set()).update(c.id for c in result[slot])
+    for slot, k in choice.items():
+        if _alternative(space, slot, k).request.admin_access:
+            for c in result[slot]:
+                if c.id in plain.get(slot[0], set()):
+                    return _demand_key(space, slot, k), ("admin", slot[0], c.id)
+    return None
+
+
+def _applies(constraint_requests: Sequence[str], alternative: Alternative) -> bool:
+    return (
+        not constraint_requests or alternative.parent in constraint_requests or alternative.name in constraint_requests
+    )
+
+
+def _value_choices(
+    space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slot, Sequence[Candidate]]
+) -> Iterator[dict[Slot, list[Candidate]]]:
+    """Each viable assignment of values to the claims' matchAttribute constraints, as filtered device pools."""
+    per_constraint: list[tuple[int, list[Slot], str, list[object]]] = []
+    for i, claim in enumerate(space.claims):
+        for constraint in claim.constraints:
+            affected = [
+                s for s in choice if s[0] == i and _applies(constraint.requests, _alternative(space, s, choice[s]))
+            ]
+            if not affected:
+                continue
+            name = constraint.match_attribute
+            values: dict[object, None] = {}
+            for slot in affected:
+                for c in pools[slot]:
+                    values.update(dict.fromkeys(sorted(constraint_values(c, name), key=repr)))
+            viable = []
+            needed = sum(_needed(space, slot, choice[slot]) for slot in affected)
+            for value in values:
+                union = {c.id for slot in affected for c in pools[slot] if value in constraint_values(c, name)}
+                if len(union) < needed:
+                    continue
+                if all(
+                    _enough(space, slot, choice[slot], [c for c in pools[slot] if value in constraint_values(c, name)])
+                    for slot in affected
+                ):
+                    viable.append(value)
+            if not viable:
+                first = _alternative(space, affected[0], choice[affected[0]])
+                space.note(
+                    NotFound(
+                        f"claim {claim.key}: constraint matchAttribute {name}: no single value is shared by enough "
+                        f"devices for requests {', '.join(_alternative(space, s, choice[s]).name for s in affected)}",
+                        "constraint",
+                        claim.key,
+                        first.name,
+                    )
+                )
+                return
+            per_constraint.append((i, affected, name, viable))
+    for assignment in itertools.product(*(viable for *_, viable in per_constraint)):
+        filtered: dict[Slot, list[Candidate]] = {slot: list(p) for slot, p in pools.items()}
+        for (_, affected, name, _), value in zip(per_constraint, assignment, strict=True):
+            for slot in affected:
+                filtered[slot] = [c for c in filtered[slot] if value in constraint_values(c, name)]
+        if all(_enough(space, slot, choice[slot], filtered[slot]) for slot in filtered):
+            yield filtered
+
+
+def _needed(space: SearchSpace, slot: Slot, k: int) -> int:
+    """Distinct devices the alternative takes (admin access shares devices with other claims: not counted)."""
+    eligible = space.eligible[(*slot, k)]
+    if eligible.alternative.request.admin_access:
+        return 0
+    return len(eligible.forced) if eligible.alternative.all_devices else eligible.alternative.request.count
+
+
+def _enough(space: SearchSpace, slot: Slot, k: int, pool: Sequence[Candidate]) -> bool:
+    eligible = space.eligible[(*slot, k)]
+    if eligible.alternative.all_devices:
+        have = {c.id for c in pool}
+        return all(c.id in have for c in eligible.forced)
+    return len(pool) >= eligible.alternative.request.count
+
+
+def _group_key(placement: Placement, level: Locality, sockets: Mapping[int, int]) -> object | None:
+    if level is Locality.PCIE_ROOT:
+        return placement.pcie_root
+    if placement.numa is None:
+        return None
+    return placement.numa if level is Locality.NUMA_NODE else sockets.get(placement.numa, placement.numa)
+
+
+def _solve(
+    space: SearchSpace, choice: Mapping[Slot, int], base: Mapping[Slot, Sequence[Candidate]], level: Locality
+) -> dict[Slot, tuple[Candidate, ...]] | None:
+    groups: list[object | None] = [None]
+    if level is not Locality.NODE:
+        keys = {_group_key(space.placements[c.id], level, space.plan.sockets) for p in base.values() for c in p}
+        keys.discard(None)
+        groups = sorted(keys, key=repr)
+    for group in groups:
+        pools = base
+        if group is not None:
+            pools = {
+                slot: [
+                    c
+                    for c in p
+                    if _group_key(space.placements[c.id], level, space.plan.sockets) in (group, None)
+                    and (
+                        level is not Locality.PCIE_ROOT
+                        or space.placements[c.id].pcie_root is not None
+                        or space.placements[c.id].numa is None
+                    )
+                ]
+                for slot, p in base.items()
+            }
+            if not all(_enough(space, slot, choice[slot], pools[slot]) for slot in pools):
+                continue
+        for filtered in _value_choices(space, choice, pools):
+            space.leaves += 1
+            if space.leaves > space.budget:
+                raise _Exhausted
+            result = _flow(space, choice, filtered)
+            if result is not None:
+                return result
+    return None
+
+
+def _in_mask(candidate: Candidate, space: SearchSpace, mask: int | None) -> bool:
+    numa = space.placements[candidate.id].numa
+    return mask is None or numa is None or bool(mask >> numa & 1)
+
+
+def search(space: SearchSpace) -> Found | NotFound:
+    slots = _slots(space)
+    ranges = [range(len(space.claims[i].requests[j].alternatives)) for i, j in slots]
+    plan = space.plan
+    masks: list[int | None]
+    if plan.masks is None:
+        masks = [None]
+    elif plan.required:
+        masks = list(plan.masks)
+    else:
+        masks = [*plan.masks, None]
+    try:
+        for combo in itertools.product(*ranges):
+            choice = dict(zip(slots, combo, strict=True))
+            if not _count_check(space, choice):
+                continue
+            everything = {slot: list(space.eligible[(*slot, k)].devices) for slot, k in choice.items()}
+            if _flow(space, choice, everything) is None:
+                names = ", ".join(_alternative(space, s, k).name for s, k in choice.items())
+                space.note(
+                    NotFound(f"requests {names} together need more distinct devices than the node offers", "capacity")
+                )
+                continue
+            if not any(True for _ in _value_choices(space, choice, everything)):
+                continue
+            if not masks:
+                space.note(
+                    NotFound(
+                        f"no NUMA node can hold the pod's exclusive resources ({plan.detail}) under the "
+                        f"{plan.policy.value} Topology Manager policy",
+                        "NUMA alignment",
+                    )
+                )
+            for mask in masks:
+                base = {slot: [c for c in p if _in_mask(c, space, mask)] for slot, p in everything.items()}
+                fallback = _solve(space, choice, base, Locality.NODE)
+                if fallback is None and mask is None:
+                    space.note(_joint_miss(space, choice))
+                    continue
+                if fallback is None:
+                    space.note(
+                        NotFound(
+                            f"devices cannot be aligned with the pod's CPUs and memory on {plan.describe(mask)} "
+                            f"({plan.policy.value} policy; {plan.detail})",
+                            "NUMA alignment",
+                        )
+                    )
+                    continue
+                for level in (Locality.PCIE_ROOT, Locality.NUMA_NODE, Locality.SOCKET):
+                    better = _solve(space, choice, base, level)
+                    if better is not None:
+                        return _found(space, choice, better, mask)
+                return _found(space, choice, fallback, mask)
+            if masks and None not in masks and _solve(space, choice, everything, Locality.NODE) is None:
+                space.miss = _joint_miss(space, choice)  # not a NUMA problem: no allocation exists at all
+    except _Exhausted:
+        return NotFound(
+            f"search budget exhausted after {space.budget} attempts without finding an allocation "
+            "(not proven impossible)",
+            "constraint",
+            exhausted=True,
+            leaves=space.leaves,
+        )
+    miss = space.miss or NotFound("cannot allocate all claims", "class")
+    return NotFound(miss.reason, miss.stage, miss.claim, miss.request, False, space.leaves)
+
+
+def _joint_miss(space: SearchSpace, choice: Mapping[Slot, int]) -> NotFound:
+    names = ", ".join(_alternative(space, s, k).name for s, k in choice.items())
+    first = next(iter(choice))
+    claim = space.claims[first[0]].key
+    return NotFound(
+        f"claim {claim}: no choice of devices satisfies every matchAttribute constraint for requests {names} at once "
+        "(each value has enough devices per request, but not for all of them together)",
+        "constraint",
+        claim,
+        _alternative(space, first, choice[first]).name,
+    )
+
+
+def _found(
+    space: SearchSpace, choice: Mapping[Slot, int], devices: Mapping[Slot, tuple[Candidate, ...]], mask: int | None
+) -> Found:
+    located = [
+        space.placements[c.id]
+        for slot, found in devices.items()
+        for c in found
+        if not _alternative(space, slot, choice[slot]).request.admin_access
+    ]
+    return Found(choice, devices, mask, locality_of(located, space.plan.sockets), space.leaves)
