@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def up(
     nodes: int | None = typer.Option(None, "--nodes", help="Simulated nodes (default 3), spread over the shapes."),
     shape: list[str] = typer.Option(
-        [], "--shape", help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, small."
+        [], "--shape", help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, small."
     ),
     policy: str | None = typer.Option(
         None, "--policy", help="Topology Manager policy: single-numa-node (default), restricted, best-effort, none."

@@ -15,7 +15,7 @@ from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource_list
 from knuma.topology.node import NodeTopology, NUMAZone
 
-__all__ = ["BUILTIN_SHAPES", "NodeShape", "ShapeError", "shape_from_dict"]
+__all__ = ["BUILTIN_SHAPES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
 
 GI = 1024**3
 MILLI = 1000
@@ -25,6 +25,21 @@ DEFAULT_EPHEMERAL_STORAGE = 100 * GI
 
 class ShapeError(ValueError):
     """A node shape that cannot describe a machine."""
+
+
+@dataclass(frozen=True)
+class DraDeviceGroup:
+    """Devices one simulated DRA driver publishes in ResourceSlices, `per_zone` on every NUMA zone (see
+    `knuma.testbed.dra`): not counted in `resources`, because DRA devices are claimed, not requested."""
+
+    driver: str
+    """The driver name, e.g. `gpu.sim.knuma.io`; also the domain of the devices' own attributes."""
+    prefix: str
+    """Device names are `<prefix>-<index>` (index over the whole machine, zone by zone)."""
+    per_zone: int
+    model: str
+    capacity: Mapping[str, str] = field(default_factory=dict)
+    """Per-device capacity as quantities (`memory: 80Gi`, `bandwidth: 400G`)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,11 @@ class NodeShape:
     reserved_memory: int = 0
     max_pods: int = DEFAULT_MAX_PODS
     description: str = ""
+    dra: tuple[DraDeviceGroup, ...] = ()
+    """DRA devices (ResourceSlices) of the machine, beyond the device-plugin `resources`."""
+    pcie_roots_per_zone: int = 1
+    """Device `i` of every group on a zone sits on PCIe root `i % pcie_roots_per_zone` of that zone, so the i-th GPU
+    and the i-th NIC share a root (`resource.kubernetes.io/pcieRoot`), as on DGX-like machines."""
 
     def __post_init__(self) -> None:
         if self.zones < 1:
@@ -136,7 +156,25 @@ BUILTIN_SHAPES: dict[str, NodeShape] = {
             resources={"nvidia.com/gpu": 4},
             reserved_cpus=2,
             reserved_memory=2 * GI,
-            description="GPU server: 2 zones x 48 CPUs, 256Gi and 4 GPUs, 2 reserved CPUs",
+            description="GPU server: 2 zones x 48 CPUs, 256Gi and 4 GPUs (device plugin) and 2 DRA NICs, 2 reserved "
+            "CPUs",
+            dra=(DraDeviceGroup("nic.sim.knuma.io", "nic", 2, "cx7", {"bandwidth": "200G"}),),
+            pcie_roots_per_zone=2,
+        ),
+        NodeShape(
+            "dgx",
+            zones=2,
+            cpus=56,
+            memory=1024 * GI,
+            reserved_cpus=2,
+            reserved_memory=4 * GI,
+            description="DGX-like: 2 sockets x 56 CPUs and 1Ti; DRA: 4 GPUs and 4 NICs per socket, a GPU and a NIC on "
+            "each of 4 PCIe roots per socket",
+            dra=(
+                DraDeviceGroup("gpu.sim.knuma.io", "gpu", 4, "h100", {"memory": "80Gi"}),
+                DraDeviceGroup("nic.sim.knuma.io", "nic", 4, "cx7", {"bandwidth": "400G"}),
+            ),
+            pcie_roots_per_zone=4,
         ),
         NodeShape(
             "small",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, MEMORY, PODS, is_hugepages
-from knuma.topology.kubelet import Admission, ContainerPlacement, admit
+from knuma.topology.kubelet import Admission, ContainerPlacement, DeviceNUMA, admit
 from knuma.topology.node import NodeTopology
 
 __all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet", "freed"]
@@ -62,12 +62,13 @@ class SimKubelet:
         """Whether the node, as it is now, would admit `pod` (no state change)."""
         return not self.fits_node_level(pod) and admit(pod, self.topology).admitted
 
-    def admit(self, pod: Pod) -> AdmissionResult:
+    def admit(self, pod: Pod, dra_devices: DeviceNUMA | None = None) -> AdmissionResult:
+        """`dra_devices`: NUMA nodes of the DRA devices allocated to each container (`knuma.topology.admit`)."""
         missing = self.fits_node_level(pod)
         if missing:
             reason = "OutOfpods" if missing == PODS else f"OutOf{missing}"
             return AdmissionResult(False, reason, f"Node didn't have enough resource: {missing}")
-        admission: Admission = admit(pod, self.topology)
+        admission: Admission = admit(pod, self.topology, dra_devices)
         if not admission.admitted:
             return AdmissionResult(False, admission.reason, admission.message)
         self.topology = admission.node

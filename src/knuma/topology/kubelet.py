@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Container, ContainerKind, Pod, long_running_request
 from knuma.api.resources import CPU
-from knuma.topology.hints import Hint, HintLists, bits, merge, normalise
+from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
 from knuma.topology.managers import AllocationError, WorkingNode, exclusive_request, memory_types
 from knuma.topology.node import NodeTopology
 
 __all__ = [
+    "DRA_HINT_RESOURCE",
     "TOPOLOGY_AFFINITY_ERROR",
     "TOPOLOGY_AFFINITY_MESSAGE",
     "UNEXPECTED_ADMISSION_ERROR",
@@ -30,6 +31,12 @@ TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 TOPOLOGY_MANAGER_UNSUPPORTED = "TopologyManagerUnsupported"
+DRA_HINT_RESOURCE = "resource.k8s.io/devices"
+"""The resource name DRA devices' hints are merged under (see `dra_device_hints`)."""
+
+DeviceNUMA = Mapping[str, Mapping[str, int | None]]
+"""Container name -> {DRA device (`driver/pool/device`): its NUMA node, None without NUMA affinity}: the devices the
+scheduler allocated to the claims each container references."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +72,23 @@ class Admission:
         return next((p for p in self.placements if p.name == container), None)
 
 
-def admit(pod: Pod, node: NodeTopology) -> Admission:
-    """Admit `pod` on `node` as the kubelet's Topology Manager and resource managers would."""
+def dra_device_hints(devices: Mapping[str, int | None], numa_ids: Sequence[int]) -> list[Hint] | None:
+    """Topology hints of devices that are already allocated, as the device manager computes them for a container
+    whose devices are fixed (`GetTopologyHints` -> `generateDeviceTopologyHints(resource, allocated, {}, len)`):
+    every NUMA mask holding all the devices is a hint, preferred when it is as narrow as possible, i.e. exactly the
+    devices' NUMA nodes. knuma's model of DRA in the Topology Manager (the kubelet has no DRA hint provider yet):
+    DRA devices of a container enter the merge like device-plugin devices whose allocation is already known.
+    Devices without NUMA affinity do not constrain the merge; None (no preference) when no device has one."""
+    placed = {n for n in devices.values() if n is not None}
+    if not placed:
+        return None
+    needed = mask_of(sorted(placed))
+    return [Hint(m, m == needed) for m in iterate_masks(numa_ids) if m & needed == needed]
+
+
+def admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None = None) -> Admission:
+    """Admit `pod` on `node` as the kubelet's Topology Manager and resource managers would. `dra_devices`: the
+    NUMA nodes of the DRA devices allocated to each container (see `dra_device_hints`)."""
     config = node.config
     if config.policy is not Policy.NONE and len(node.zones) > config.max_numa_nodes:
         return Admission(
@@ -76,11 +98,12 @@ def admit(pod: Pod, node: NodeTopology) -> Admission:
             message=f"topology manager is unsupported on machines with more than {config.max_numa_nodes} NUMA nodes",
         )
     work = WorkingNode.of(node)
+    devices = dra_devices or {}
     try:
         if config.policy is not Policy.NONE and config.scope is Scope.POD:
-            placements = _admit_pod_scope(pod, work)
+            placements = _admit_pod_scope(pod, work, devices)
         else:
-            placements = _admit_container_scope(pod, work)
+            placements = _admit_container_scope(pod, work, devices)
     except _Rejected as rejected:
         return Admission(
             False,
@@ -99,12 +122,12 @@ class _Rejected(Exception):
         self.reason, self.message, self.container, self.hint = reason, message, container, hint
 
 
-def _container_hints(pod: Pod, container: Container, work: WorkingNode) -> HintLists:
+def _container_hints(pod: Pod, container: Container, work: WorkingNode, devices: DeviceNUMA) -> HintLists:
     request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
-    return _hints_for(request, work)
+    return _hints_for(request, work, devices.get(container.name) or {})
 
 
-def _hints_for(request: Mapping[str, int], work: WorkingNode) -> HintLists:
+def _hints_for(request: Mapping[str, int], work: WorkingNode, dra: Mapping[str, int | None]) -> HintLists:
     """Hints of the three providers, normalised as `filterProvidersHints` does (resources without a request from a
     provider are don't-care)."""
     lists: list[list[Hint]] = []
@@ -119,6 +142,8 @@ def _hints_for(request: Mapping[str, int], work: WorkingNode) -> HintLists:
     lists += normalise(dict.fromkeys(memory, memory_hints) if memory_hints else {})
     devices = {name: work.countable_hints(name, amount) for name, amount in request.items() if _is_countable(name)}
     lists += normalise(dict(devices))
+    if dra:
+        lists += normalise({DRA_HINT_RESOURCE: dra_device_hints(dra, work.node.numa_ids)})
     return lists
 
 
@@ -148,19 +173,20 @@ def _merge(lists: HintLists, work: WorkingNode) -> tuple[Hint, bool]:
     return merge(lists, node.numa_ids, node.config.policy, prefer_closest=node.prefer_closest, distances=node.distances)
 
 
-def _admit_container_scope(pod: Pod, work: WorkingNode) -> tuple[ContainerPlacement, ...]:
+def _admit_container_scope(pod: Pod, work: WorkingNode, devices: DeviceNUMA) -> tuple[ContainerPlacement, ...]:
     placements = []
     for container in pod.all_containers:
-        hint, admitted = _merge(_container_hints(pod, container, work), work)
+        hint, admitted = _merge(_container_hints(pod, container, work, devices), work)
         if not admitted:
             raise _Rejected(TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, container.name, hint)
         placements.append(_allocate(pod, container, work, hint))
     return tuple(placements)
 
 
-def _admit_pod_scope(pod: Pod, work: WorkingNode) -> tuple[ContainerPlacement, ...]:
+def _admit_pod_scope(pod: Pod, work: WorkingNode, devices: DeviceNUMA) -> tuple[ContainerPlacement, ...]:
     request = _pod_exclusive_request(pod, work.node)
-    hint, admitted = _merge(_hints_for(request, work), work)
+    pod_devices = {key: numa for per_container in devices.values() for key, numa in per_container.items()}
+    hint, admitted = _merge(_hints_for(request, work, pod_devices), work)
     if not admitted:
         raise _Rejected(TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, "", hint)
     return tuple(_allocate(pod, container, work, hint) for container in pod.all_containers)

@@ -37,6 +37,7 @@ from knuma.api.pod import Pod, PodError
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
+from knuma.local.nodes.claims import container_devices, waiting_reason
 from knuma.local.nodes.heartbeats import Heartbeats, check
 from knuma.local.nodes.kubeletconfig import kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
@@ -47,6 +48,7 @@ from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec
 from knuma.local.nodes.sysfs import render
 from knuma.podresources.server import PodResourcesServer
+from knuma.testbed.dra import devices_of, resource_slices
 
 __all__ = ["Fleet", "FleetSettings", "FleetStats"]
 
@@ -55,6 +57,8 @@ log = logging.getLogger("knuma.local.nodes")
 JsonObj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 class _PodEvents:
@@ -69,6 +73,20 @@ class _PodEvents:
 
     def on_delete(self, obj: JsonObj) -> None:
         self.fleet.forget(obj)
+
+
+class _ClaimEvents:
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.fleet.claim_changed(obj)
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.fleet.claim_changed(new)
+
+    def on_delete(self, obj: JsonObj) -> None:
+        pass
 
 
 class Fleet:
@@ -116,6 +134,12 @@ class Fleet:
         self.informer = Informer(
             http, "/api/v1/pods", _PodEvents(self), field_selector="spec.nodeName!=", backoff=Backoff(0.2, 5.0)
         )
+        self.claims = Informer(http, CLAIMS, _ClaimEvents(self), backoff=Backoff(0.2, 5.0))
+        self._numa_of = {
+            name: {device.key: device.numa for device in devices_of(spec.shape)} for name, spec in self.specs.items()
+        }
+        self._waiting: dict[str, str] = {}
+        """Pod key -> why it waits for its ResourceClaims (allocated and reserved for it) before admission."""
 
     # -- run -------------------------------------------------------------------------------------------------------
 
@@ -125,6 +149,7 @@ class Fleet:
             self._prepare_files()
             self._start_podresources()
             await self.heartbeats.register()
+            await self._publish_slices()
             await self._restore()
             self.ready.set()
             log.info("%d simulated nodes ready", len(self.specs))
@@ -133,6 +158,7 @@ class Fleet:
                 self._write_statuses(),
                 self._flush_changes(),
                 self.informer.run(),
+                self.claims.run(),
             ]
             for coro in loops:
                 self._spawn(coro)
@@ -258,8 +284,24 @@ class Fleet:
         except PodError as err:
             log.warning("node %s: cannot run pod %s: %s", node, key, err)
             return
+        devices = None
+        if (obj.get("spec") or {}).get("resourceClaims"):
+            namespace = str(meta.get("namespace"))
+            claims = {
+                str((c.get("metadata") or {}).get("name")): c
+                for c in self.claims.store.values()
+                if (c.get("metadata") or {}).get("namespace") == namespace
+            }
+            waiting = waiting_reason(obj, claims)
+            if waiting:
+                if self._waiting.get(key) != waiting:
+                    log.info("node %s: pod %s waits: %s", node, key, waiting)
+                self._waiting[key] = waiting
+                return
+            self._waiting.pop(key, None)
+            devices = container_devices(obj, claims, node, self._numa_of[node])
         self._decided[uid] = node
-        result = kubelet.admit(pod)
+        result = kubelet.admit(pod, devices)
         now = datetime.now(UTC)
         writes: list[tuple[str, JsonObj]] = []
         if result.admitted:
@@ -278,9 +320,41 @@ class Fleet:
             log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
         self._writes.put_nowait((key, [*writes, ("status", {"status": status})]))
 
+    def claim_changed(self, claim: JsonObj) -> None:
+        """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again."""
+        namespace = (claim.get("metadata") or {}).get("namespace")
+        for key in [k for k in self._waiting if k.partition("/")[0] == namespace]:
+            pod = self.informer.store.get(key)
+            if pod is None:
+                self._waiting.pop(key, None)
+            else:
+                self.observe(pod)
+
+    async def _publish_slices(self) -> None:
+        """The simulated DRA drivers publish their ResourceSlices (created, or replaced when they differ)."""
+        for name, spec in self.specs.items():
+            for body in resource_slices(name, spec.shape):
+                path = f"{SLICES}/{body['metadata']['name']}"
+                current = await self.http.get(path)
+                if current.status_code == 404:
+                    response = await self.http.post(SLICES, json=body)
+                elif current.status_code == 200 and current.json().get("spec") != body["spec"]:
+                    body["metadata"]["resourceVersion"] = current.json()["metadata"]["resourceVersion"]
+                    response = await self.http.put(path, json=body)
+                else:
+                    continue
+                if response.status_code >= 400:
+                    log.warning(
+                        "node %s: cannot publish ResourceSlice: HTTP %s %s",
+                        name,
+                        response.status_code,
+                        response.text[:300],
+                    )
+
     def forget(self, obj: JsonObj) -> None:
         """A pod was deleted."""
         meta = obj.get("metadata") or {}
+        self._waiting.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
         uid = str(meta.get("uid") or "")
         node = self._decided.pop(uid, None) or (obj.get("spec") or {}).get("nodeName") or ""
         kubelet = self.kubelets.get(node)

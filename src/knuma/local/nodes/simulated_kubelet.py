@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.pod import ContainerKind, Pod
@@ -28,9 +28,16 @@ from knuma.local.nodes.spec import NodeSpec
 from knuma.podresources.model import Container, Devices, Memory
 from knuma.podresources.model import Pod as PodResources
 from knuma.testbed.simkubelet import AdmissionResult, ConservationError, SimKubelet
-from knuma.topology.kubelet import ContainerPlacement
+from knuma.topology.kubelet import ContainerPlacement, DeviceNUMA
 
-__all__ = ["CHECKPOINT_VERSION", "CPUS_ANNOTATION", "NUMA_ANNOTATION", "HeldPod", "SimulatedKubelet"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "CPUS_ANNOTATION",
+    "DEVICES_ANNOTATION",
+    "NUMA_ANNOTATION",
+    "HeldPod",
+    "SimulatedKubelet",
+]
 
 CHECKPOINT_VERSION = 1
 MILLI = 1000
@@ -39,6 +46,8 @@ NUMA_ANNOTATION = "sim.knuma.io/numa"
 real kubelet keeps this in its state files and PodResources, not on the pod."""
 CPUS_ANNOTATION = "sim.knuma.io/cpus"
 """Written on admitted pods: container -> its exclusive CPU ids, in cpulist format (JSON)."""
+DEVICES_ANNOTATION = "sim.knuma.io/devices"
+"""Written on admitted pods with DRA devices: container -> {`driver/device`: NUMA node} (JSON)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,8 @@ class HeldPod:
     pod_ip: str
     placements: tuple[ContainerPlacement, ...]
     resources: PodResources
+    dra_devices: DeviceNUMA = field(default_factory=dict)
+    """DRA devices the pod's containers use (allocated by the scheduler, aligned at admission)."""
 
     def numa_ids(self) -> dict[str, tuple[int, ...]]:
         """Container name -> NUMA zones its exclusive resources are on (empty when it holds none)."""
@@ -58,10 +69,22 @@ class HeldPod:
         """`sim.knuma.io/numa` and `sim.knuma.io/cpus` for containers holding exclusive resources."""
         numa = {name: list(ids) for name, ids in self.numa_ids().items() if ids}
         cpus = {c.name: format_cpulist(set(c.cpu_ids)) for c in self.resources.containers if c.cpu_ids}
-        return {
+        out = {
             NUMA_ANNOTATION: json.dumps(numa, separators=(",", ":")),
             CPUS_ANNOTATION: json.dumps(cpus, separators=(",", ":")),
         }
+        if self.dra_devices:
+            devices = {
+                container: {_without_pool(key): numa for key, numa in sorted(per.items())}
+                for container, per in self.dra_devices.items()
+            }
+            out[DEVICES_ANNOTATION] = json.dumps(devices, separators=(",", ":"))
+        return out
+
+
+def _without_pool(key: str) -> str:
+    driver, _, rest = key.partition("/")
+    return f"{driver}/{rest.partition('/')[2]}"
 
 
 class SimulatedKubelet:
@@ -89,15 +112,17 @@ class SimulatedKubelet:
         """Bumped whenever what the node reports (allocations) changes."""
         return self.model.generation
 
-    def admit(self, pod: Pod) -> AdmissionResult:
-        """Admit `pod` (the kubelet's `canAdmitPod`), allocating its resources; a rejected pod holds nothing."""
+    def admit(self, pod: Pod, dra_devices: DeviceNUMA | None = None) -> AdmissionResult:
+        """Admit `pod` (the kubelet's `canAdmitPod`), allocating its resources; a rejected pod holds nothing.
+        `dra_devices`: the NUMA nodes of the DRA devices allocated to each container, aligned by the Topology
+        Manager with the CPUs and memory (`knuma.topology.kubelet.dra_device_hints`)."""
         if pod.key in self.held:
             self.release(pod.key)  # a new pod under the name of an old one: the old one is gone
-        result = self.model.admit(pod)
+        result = self.model.admit(pod, dra_devices)
         if result.admitted:
             placements = self.model.running[pod.key].placements
             resources = self._assign(pod, placements)
-            self.held[pod.key] = HeldPod(pod.uid, self._take_ip(pod), placements, resources)
+            self.held[pod.key] = HeldPod(pod.uid, self._take_ip(pod), placements, resources, dict(dra_devices or {}))
         return result
 
     def release(self, key: str) -> bool:

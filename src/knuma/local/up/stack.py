@@ -28,7 +28,7 @@ import yaml
 
 from knuma.api.crd import NRT_CRD
 from knuma.kube.client import async_http
-from knuma.local.apiserver.loader import read_manifests
+from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token
 from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.manager import WorkloadControllers
@@ -40,6 +40,7 @@ from knuma.local.up.lock import DataDirInUse, DataDirLock
 from knuma.local.up.options import UpError, UpOptions, save_cluster
 from knuma.local.up.summary import ClusterSummary, summarize
 from knuma.testbed.cluster import ClusterSpec
+from knuma.testbed.dra import device_classes
 
 __all__ = ["AWARE_PROFILE", "UNAWARE_PROFILE", "LocalCluster", "scheduler_configuration"]
 
@@ -120,6 +121,9 @@ class LocalCluster:
             self.lock.record(url=self.url)
         self.http = async_http(self.kubeconfig, timeout=30.0)
         await self._install_crd()
+        classes = device_classes(pool.shape for pool in self.cluster.pools)
+        if classes:  # one DeviceClass per simulated DRA driver, as a driver's Helm chart installs it
+            self.server.load([Manifest("knuma up", obj) for obj in classes])
         if self.options.load:
             for loaded in self.server.load(read_manifests(self.options.load)):
                 log.info("loaded %s: %s", loaded.manifest.describe, loaded.action)
