@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knuma.duration import DurationError, format_duration, parse_duration
+from knuma.duration import DurationError, format_duration, parse_duration, parse_interval
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,24 @@ def test_rejects_what_go_rejects(text: str) -> None:
 )
 def test_format(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("60", 60.0), ("1.5", 1.5), ("0", 0.0), (" 1m30s ", 90.0), ("500ms", 0.5)]
+)
+def test_an_interval_is_plain_seconds_or_a_go_duration(text: str, seconds: float) -> None:
+    assert parse_interval(text, "--sleep-interval") == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("soon", "expected seconds or a duration"),
+        ("-1", "must not be negative"),
+        ("-5s", "must not be negative"),
+        ("inf", "finite"),
+    ],
+)
+def test_a_bad_interval_names_the_flag(text: str, problem: str) -> None:
+    with pytest.raises(DurationError, match=f"invalid --sleep-interval '{text}': .*{problem}"):
+        parse_interval(text, "--sleep-interval")

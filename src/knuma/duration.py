@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
 from knuma.errors import InvalidInput
 
-__all__ = ["DurationError", "format_duration", "parse_duration"]
+__all__ = ["DurationError", "format_duration", "parse_duration", "parse_interval"]
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9}
 _UNITS_NS["h"] = 3600 * 10**9
@@ -38,6 +39,27 @@ def parse_duration(text: str) -> float:
     if nanos > _MAX_NS:
         raise DurationError(f"invalid duration {text!r}: out of range")
     return (-nanos if text.startswith("-") else nanos) / 1e9
+
+
+def parse_interval(text: str, what: str = "duration") -> float:
+    """Seconds from a flag or annotation that takes plain seconds (`60`, `1.5`) or a Go duration (`60s`, `1m30s`,
+    `500ms`), as RTE's and the deployer's interval flags do; `0` usually disables. Raises `DurationError` naming
+    `what` (e.g. the flag) for anything else, including negative values."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text)
+        except DurationError:
+            raise DurationError(
+                f"invalid {what} {text!r}: expected seconds or a duration such as 10s, 1m30s or 500ms"
+            ) from None
+    if not math.isfinite(seconds):
+        raise DurationError(f"invalid {what} {text!r}: expected a finite number of seconds")
+    if seconds < 0:
+        raise DurationError(f"invalid {what} {text!r}: must not be negative")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

@@ -8,12 +8,14 @@ from typing import Any
 
 import yaml
 
+from knuma.errors import InvalidInput
+
 __all__ = ["ManifestError", "load_documents", "pod_manifest"]
 
 _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 
 
-class ManifestError(ValueError):
+class ManifestError(InvalidInput):
     """A manifest file that cannot be read."""
 
 

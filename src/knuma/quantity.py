@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from knuma.errors import InvalidInput
+
 __all__ = ["Quantity", "QuantityError", "QuantityFormat", "format_quantity", "parse_quantity"]
 
 
-class QuantityError(ValueError):
+class QuantityError(InvalidInput):
     """A string that is not a valid Kubernetes quantity."""
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from knuma.scheduler.config.load import (
-    ConfigError,
+    SchedulerConfigError,
     SchedulerConfiguration,
     build_profiles,
     default_config,
@@ -521,7 +521,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("document", "message"), REJECTED, ids=[m.split(":")[0] for _, m in REJECTED])
 def test_rejected_with_the_key_path_and_the_file(document: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(SchedulerConfigError) as raised:
         parse_config(copy.deepcopy(document), "sched.yaml")
     assert str(raised.value) == f"sched.yaml: {message}"
     assert raised.value.source == "sched.yaml"
@@ -531,25 +531,25 @@ def test_profile_percentage_is_v1_only() -> None:
     v1 = parse_config(profile_doc(percentageOfNodesToScore=30))
     assert v1.profiles[0].percentage_of_nodes_to_score == 30
     beta = profile_doc(percentageOfNodesToScore=30) | {"apiVersion": "kubescheduler.config.k8s.io/v1beta3"}
-    with pytest.raises(ConfigError, match=r"profiles\[0\].percentageOfNodesToScore: unknown field"):
+    with pytest.raises(SchedulerConfigError, match=r"profiles\[0\].percentageOfNodesToScore: unknown field"):
         parse_config(beta)
 
 
 def test_file_level_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"missing.yaml: no such file"):
+    with pytest.raises(SchedulerConfigError, match=r"missing.yaml: no such file"):
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: [\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: malformed YAML at line 2"):
+    with pytest.raises(SchedulerConfigError, match=r"bad.yaml: malformed YAML at line 2"):
         load_config(bad)
     two = tmp_path / "two.yaml"
     two.write_text("apiVersion: a\n---\napiVersion: b\n")
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(SchedulerConfigError) as raised:
         load_config(two)
     assert str(raised.value) == f"{two}: expected one KubeSchedulerConfiguration document, found 2"
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text(f"apiVersion: {V1}\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: s\n  foo: 1\n")
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(SchedulerConfigError) as raised:
         load_config(unknown)
     assert str(raised.value).startswith(f"{unknown}: profiles[0].foo: unknown field")
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 
 import xxhash
 
+from knuma.errors import InvalidInput
+
 __all__ = ["PREFIX", "VERSION", "Method", "compute"]
 
 PREFIX = "pfp0"
@@ -33,7 +35,7 @@ class Method(enum.StrEnum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(
+            raise InvalidInput(
                 f"unknown pods fingerprint method {value!r}; expected all or with-exclusive-resources"
             ) from None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.resources import amount_of, format_amount
+from knuma.errors import InvalidInput
 from knuma.quantity import QuantityError, parse_quantity
 
 __all__ = [
@@ -45,7 +46,7 @@ ANNOTATION_FINGERPRINT = "topology.node.k8s.io/fingerprint"
 _ATOI = re.compile(r"[+-]?[0-9]+")
 
 
-class NRTError(ValueError):
+class NRTError(InvalidInput):
     """A NodeResourceTopology object that cannot be read."""
 
 
@@ -61,7 +62,7 @@ class Policy(enum.StrEnum):
             return cls(value)
         except ValueError:
             choices = ", ".join(p.value for p in cls)
-            raise ValueError(f"unknown Topology Manager policy {value!r}; expected one of: {choices}") from None
+            raise InvalidInput(f"unknown Topology Manager policy {value!r}; expected one of: {choices}") from None
 
 
 class Scope(enum.StrEnum):
@@ -73,7 +74,7 @@ class Scope(enum.StrEnum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(f"unknown Topology Manager scope {value!r}; expected container or pod") from None
+            raise InvalidInput(f"unknown Topology Manager scope {value!r}; expected container or pod") from None
 
 
 _LEGACY_POLICIES = {

@@ -22,6 +22,7 @@ from typing import Any
 
 from knuma.duration import DurationError, format_duration
 from knuma.duration import parse_duration as go_duration
+from knuma.errors import SpecError
 
 __all__ = [
     "ANNOTATION_NRT_API_DEFINITION",
@@ -60,10 +61,6 @@ ANNOTATION_NRT_API_DEFINITION = "config.numa-operator.openshift.io/nrt-api-defin
 POOL_ROLE_LABEL = "node-role.kubernetes.io/"
 MAX_NODE_GROUP_ANNOTATIONS = 8
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
-class SpecError(ValueError):
-    """A custom resource field the operator cannot use; the message says which one and what is accepted."""
 
 
 class LogLevel(enum.StrEnum):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from knuma.errors import InvalidInput
 from knuma.quantity import Quantity, QuantityError, QuantityFormat, format_quantity, parse_quantity
 
 __all__ = [
@@ -80,15 +81,15 @@ def parse_resource_list(raw: Mapping[str, Any] | None, where: str = "resources")
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{where}: expected a mapping of resource name to quantity, got {type(raw).__name__}")
+        raise InvalidInput(f"{where}: expected a mapping of resource name to quantity, got {type(raw).__name__}")
     result: dict[str, int] = {}
     for name, value in raw.items():
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{where}: invalid resource name {name!r}")
+            raise InvalidInput(f"{where}: invalid resource name {name!r}")
         try:
             result[name] = amount_of(name, parse_quantity(value))
         except QuantityError as err:
-            raise ValueError(f"{where}.{name}: {err}") from None
+            raise InvalidInput(f"{where}.{name}: {err}") from None
     return result
 
 

@@ -108,12 +108,12 @@ def exporter(
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
     from knuma.api.fingerprint import Method
+    from knuma.duration import parse_interval
     from knuma.exporter import logs
     from knuma.exporter.podphases import PodListError
     from knuma.exporter.settings import (
         ExporterSettings,
         default_node_name,
-        parse_duration,
         parse_reference_container,
     )
     from knuma.exporter.sysfs import SysfsError
@@ -153,7 +153,7 @@ def exporter(
             watch_namespace=watch_namespace or None,
             exclude_terminal_pods=exclude_terminal_pods,
             pods_fingerprint_status_file=pods_fingerprint_status_file,
-            sleep_interval=parse_duration(sleep_interval),
+            sleep_interval=parse_interval(sleep_interval, "--sleep-interval"),
             notify_file=notify_file,
             kubelet_state_dir=kubelet_state_dir,
             metrics_address=metrics_address,

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from knuma import __version__
-from knuma.cli import apiserver, bench, deploy, exporter, operator, schedule, scheduler, simulate, up
+from knuma.cli import apiserver, bench, deploy, errors, exporter, operator, schedule, scheduler, simulate, up
 
 app = typer.Typer(
     name="knuma",
@@ -83,6 +83,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
+errors.install(app)  # after every command is registered: errors become exit statuses in one place
 _add_version_everywhere(app)
 
 

@@ -8,6 +8,9 @@ from typing import Any
 
 import typer
 
+from knuma.cli.errors import fail
+from knuma.errors import InvalidInput
+
 # The scheduler (numpy), the manifest loader and rich are imported inside the command: every `knuma` command,
 # including the exporter daemon on each node, imports this module at start-up.
 
@@ -36,30 +39,24 @@ def schedule(
     kubelet's predicted NUMA placement of each container."""
     import yaml
 
-    from knuma.api.nrt import NRTError
-    from knuma.api.pod import Pod, PodError
+    from knuma.api.pod import Pod
     from knuma.manifests import ManifestError, load_documents, pod_manifest
-    from knuma.quantity import QuantityError
     from knuma.scheduler.explain import explain
     from knuma.scheduler.framework.profiles import default_profile
-    from knuma.scheduler.framework.snapshot import SnapshotError, node_infos_from_objects
+    from knuma.scheduler.framework.snapshot import node_infos_from_objects
     from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 
-    input_errors = (ManifestError, PodError, NRTError, SnapshotError, QuantityError, ValueError)
     if output not in ("table", "json", "yaml"):
-        _fail(f"unknown output format {output!r}; use table, json or yaml")
-    try:
-        strategy = ScoringStrategy(StrategyType.parse(scoring_strategy), _weights(weight) or None)
-        pod_docs = load_documents(pod)
-        if len(pod_docs) != 1:
-            raise ManifestError(f"{pod}: expected exactly one pod, found {len(pod_docs)} documents")
-        the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
-        objects = [doc for path in nodes for doc in load_documents(path)]
-        infos = node_infos_from_objects(objects)
-    except input_errors as err:
-        _fail(str(err))
+        fail(f"unknown output format {output!r}; use table, json or yaml")
+    strategy = ScoringStrategy(StrategyType.parse(scoring_strategy), _weights(weight) or None)
+    pod_docs = load_documents(pod)
+    if len(pod_docs) != 1:
+        raise ManifestError(f"{pod}: expected exactly one pod, found {len(pod_docs)} documents")
+    the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
+    objects = [doc for path in nodes for doc in load_documents(path)]
+    infos = node_infos_from_objects(objects)
     if not infos:
-        _fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
+        fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
     doc = explain(default_profile(strategy), the_pod, infos)
     if output == "json":
         typer.echo(json.dumps(doc, indent=2))
@@ -74,14 +71,9 @@ def _weights(pairs: list[str]) -> dict[str, int]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name or not value.lstrip("-").isdigit():
-            raise ValueError(f"invalid --weight {pair!r}; expected NAME=INTEGER, for example cpu=2")
+            raise InvalidInput(f"invalid --weight {pair!r}; expected NAME=INTEGER, for example cpu=2")
         weights[name] = int(value)
     return weights
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _print_table(doc: dict[str, Any]) -> None:

@@ -80,7 +80,7 @@ def scheduler(
     import asyncio
 
     from knuma.kube.client import KubeConfigError
-    from knuma.scheduler.config.load import ConfigError, describe_config, load_config
+    from knuma.scheduler.config.load import SchedulerConfigError, describe_config, load_config
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -93,7 +93,7 @@ def scheduler(
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     try:
         configuration = load_config(config, log_warnings=not check_config)
-    except ConfigError as err:
+    except SchedulerConfigError as err:
         typer.echo(f"error: invalid scheduler configuration: {err}", err=True)
         raise typer.Exit(2) from None
     if check_config:

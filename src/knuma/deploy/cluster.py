@@ -21,6 +21,7 @@ from lightkube.resources.core_v1 import Node
 from knuma.deploy.objects import Manifest
 from knuma.deploy.options import Component, DeployOptions
 from knuma.deploy.render import render_component
+from knuma.errors import OperationFailed
 from knuma.kube.apply import Change, Outcome, apply_object, delete_object, object_lines, stripped
 from knuma.kube.client import http_client, load_config, sync_client
 from knuma.kube.resources import RestMapper, UnknownKindError, object_ref
@@ -44,7 +45,7 @@ Report = Callable[[Outcome], None]
 ProgressFn = Callable[[str, Readiness], None]
 
 
-class ClusterError(RuntimeError):
+class ClusterError(OperationFailed):
     """Deploy or remove failed; the message names the objects and the API server's reasons."""
 
 

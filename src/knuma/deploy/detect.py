@@ -11,13 +11,14 @@ from typing import Any
 import httpx2
 
 from knuma.deploy.options import Platform, PlatformSpec
+from knuma.errors import OperationFailed
 
 __all__ = ["Detection", "detect", "discover", "server_version"]
 
 _OPENSHIFT = "/apis/config.openshift.io/v1"
 
 
-class DetectError(RuntimeError):
+class DetectError(OperationFailed):
     """The cluster could not be asked (the message carries the API server's answer)."""
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from knuma import __version__
+from knuma.errors import InvalidInput
 
 __all__ = ["DEFAULTS", "ENV", "Images", "resolve_images"]
 
@@ -53,6 +54,6 @@ def resolve_images(flags: Mapping[str, str | None], env: Mapping[str, str] | Non
         value = flags.get(key) or env.get(ENV[key]) or default
         if any(ch.isspace() for ch in value):
             source = "flag" if flags.get(key) else ENV[key]
-            raise ValueError(f"invalid image {value!r} from {source}: an image reference has no spaces")
+            raise InvalidInput(f"invalid image {value!r} from {source}: an image reference has no spaces")
         chosen[key] = value
     return Images(**chosen)

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 from knuma.deploy.images import Images
+from knuma.duration import DurationError, format_duration, parse_interval
+from knuma.errors import InvalidInput
 
 __all__ = [
     "Component",
@@ -28,11 +30,10 @@ __all__ = [
 ]
 
 DEFAULT_PROFILE = "topology-aware-scheduler"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?")
 
 
-class OptionsError(ValueError):
+class OptionsError(InvalidInput):
     """A flag value the deployer cannot use; the message names the flag and the accepted values."""
 
 
@@ -115,39 +116,12 @@ def parse_component(text: str | None) -> list[Component]:
 
 
 def parse_duration(text: str, flag: str) -> float:
-    """Seconds from a Go-style duration (`10s`, `1m30s`, `500ms`) or plain seconds; `0` is allowed."""
-    text = text.strip()
+    """Seconds from a Go-style duration (`10s`, `1m30s`, `500ms`) or plain seconds; `0` is allowed. The parser is
+    `knuma.duration.parse_interval`; this only makes its error an `OptionsError` naming the flag."""
     try:
-        value = float(text)
-    except ValueError:
-        pos, total = 0, 0.0
-        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-        for match in _DURATION.finditer(text):
-            if match.start() != pos:
-                break
-            total += float(match.group(1)) * scale[match.group(2)]
-            pos = match.end()
-        if pos != len(text) or not text:
-            raise OptionsError(f"invalid {flag} {text!r}: expected a duration such as 10s, 1m30s or 500ms") from None
-        return total
-    if value < 0:
-        raise OptionsError(f"invalid {flag} {text!r}: must not be negative")
-    return value
-
-
-def format_duration(seconds: float) -> str:
-    """Go's `time.Duration.String()` for the values the deployer writes: `10s`, `1m30s`, `500ms`, `0s`."""
-    if seconds == 0:
-        return "0s"
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = f"{hours}h" if hours else ""
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{secs}s"
+        return parse_interval(text, flag)
+    except DurationError as err:
+        raise OptionsError(str(err)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx2
 
+from knuma.errors import OperationFailed
 from knuma.kube.informer import Informer
 from knuma.podresources.model import Pod
 
@@ -135,7 +136,7 @@ class PodPhases:
         pass  # the kubelet drops a deleted pod from List by itself; it was already excluded if terminal
 
 
-class PodListError(RuntimeError):
+class PodListError(OperationFailed):
     """The pods of the node could not be listed (API server unreachable, or RBAC)."""
 
 

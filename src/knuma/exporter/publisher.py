@@ -27,6 +27,7 @@ from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
 from knuma.api.nrt import ANNOTATION_FINGERPRINT, GROUP, KIND, NodeResourceTopology
+from knuma.errors import OperationFailed
 
 __all__ = [
     "NRT",
@@ -51,7 +52,7 @@ class Outcome(enum.StrEnum):
     UNCHANGED = "unchanged"
 
 
-class PublishError(RuntimeError):
+class PublishError(OperationFailed):
     """The API server did not take the object; `retryable` is False for errors a retry cannot fix (403, 422)."""
 
     def __init__(self, message: str, *, retryable: bool = True) -> None:

@@ -6,7 +6,6 @@ Kept apart from the CLI so the daemon and the tests build an `ExporterSettings` 
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,11 +29,9 @@ __all__ = [
     "config_files",
     "default_node_name",
     "options_from",
-    "parse_duration",
     "parse_reference_container",
 ]
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,29 +113,6 @@ def default_node_name(env: Mapping[str, str] | None = None) -> str:
     """`NODE_NAME` (set from `spec.nodeName` in the DaemonSet), else the host name, as RTE does."""
     env = os.environ if env is None else env
     return env.get("NODE_NAME") or socket.gethostname()
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from `60`, `1.5`, or a Go-style duration (`60s`, `1m30s`, `500ms`); `0` disables."""
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        if value < 0:
-            raise ConfigError(f"invalid duration {text!r}: must not be negative")
-        return value
-    pos, total = 0, 0.0
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * scale[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ConfigError(f"invalid duration {text!r}: expected seconds or a duration such as 60s, 1m30s, 500ms")
-    return total
 
 
 def parse_reference_container(text: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str, str] | None:

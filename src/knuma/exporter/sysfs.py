@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from knuma.errors import InvalidInput
 from knuma.quantity import QuantityFormat, format_quantity
 
 __all__ = [
@@ -39,7 +40,7 @@ _HUGEPAGES_DIR = re.compile(r"^hugepages-(\d+)kB$")
 _MEMTOTAL = re.compile(r"^Node\s+(\d+)\s+MemTotal:\s+(\d+)\s+kB\s*$")
 
 
-class SysfsError(ValueError):
+class SysfsError(InvalidInput):
     """A sysfs tree that cannot describe a machine; the message names the offending file."""
 
 

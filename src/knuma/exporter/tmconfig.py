@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
+from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
 from knuma.topology.node import ATTR_PREFER_CLOSEST
 
@@ -46,10 +47,6 @@ __all__ = [
 
 OPTION_MAX_NUMA_NODES = "max-allowable-numa-nodes"
 OPTION_PREFER_CLOSEST = "prefer-closest-numa-nodes"
-
-
-class ConfigError(ValueError):
-    """A configuration file or value that cannot be used; the message names the file and field."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from knuma.errors import InvalidInput
+
 __all__ = ["KUBELET_STATE_FILES", "Trigger", "UpdateQueue", "prepare_notify_file", "tick", "watch_files"]
 
 log = logging.getLogger("knuma.exporter.triggers")
@@ -85,9 +87,9 @@ def prepare_notify_file(path: str | os.PathLike[str]) -> Path:
     if target.exists() or target.is_symlink():
         info = target.lstat()
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"--notify-file {target}: exists and is not a regular file")
+            raise InvalidInput(f"--notify-file {target}: exists and is not a regular file")
         if info.st_size:
-            raise ValueError(f"--notify-file {target}: exists and is not empty; refusing to use it")
+            raise InvalidInput(f"--notify-file {target}: exists and is not empty; refusing to use it")
         return target
     target.touch()
     return target

@@ -14,12 +14,14 @@ from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ConfigError
 
+import knuma.errors as knuma_errors
+
 __all__ = ["KubeConfigError", "async_client", "async_http", "http_client", "load_config", "sync_client"]
 
 DEFAULT_TIMEOUT = 10.0
 
 
-class KubeConfigError(ValueError):
+class KubeConfigError(knuma_errors.ConfigError):
     """The cluster connection cannot be configured; the message says which file or context and what to do."""
 
 

@@ -10,10 +10,12 @@ from urllib.parse import quote
 
 import httpx2
 
+from knuma.errors import OperationFailed
+
 __all__ = ["ConfigzError", "list_node_names", "read_configz", "read_configz_many"]
 
 
-class ConfigzError(RuntimeError):
+class ConfigzError(OperationFailed):
     """The node's configuration could not be read; the message is the reason, for the report."""
 
 

@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 import httpx2
 
+from knuma.errors import KnumaError
+
 __all__ = ["Backoff", "EventHandler", "Informer", "WatchExpired", "object_key"]
 
 log = logging.getLogger("knuma.kube.informer")
@@ -39,7 +41,7 @@ class EventHandler(Protocol):
     def on_delete(self, obj: JsonObj) -> None: ...
 
 
-class WatchExpired(Exception):
+class WatchExpired(KnumaError):
     """The server no longer has the requested resourceVersion (410 Gone): the informer must relist."""
 
 

@@ -14,10 +14,12 @@ from typing import Any
 import httpx2
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
 
+from knuma.errors import InvalidInput
+
 __all__ = ["ApiResource", "RestMapper", "UnknownKindError", "object_ref"]
 
 
-class UnknownKindError(LookupError):
+class UnknownKindError(InvalidInput, LookupError):
     """The cluster does not serve a kind (a CRD not installed, an OpenShift kind on Kubernetes)."""
 
 

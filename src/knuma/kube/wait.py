@@ -17,6 +17,7 @@ from typing import Any
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Event, Pod
 
+from knuma.errors import OperationFailed
 from knuma.kube.apply import get_object
 from knuma.kube.resources import RestMapper, object_ref
 
@@ -29,7 +30,7 @@ class Readiness:
     detail: str = ""
 
 
-class WaitTimeout(TimeoutError):
+class WaitTimeout(OperationFailed, TimeoutError):
     """An object did not become ready (or go away) in time; the message says which and why."""
 
 

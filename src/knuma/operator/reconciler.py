@@ -37,6 +37,7 @@ from knuma.deploy.cluster import Session, control_plane_replicas
 from knuma.deploy.images import Images
 from knuma.deploy.objects import Manifest
 from knuma.deploy.options import format_duration
+from knuma.errors import OperationFailed
 from knuma.kube.apply import Change, apply_object, delete_object, get_object
 from knuma.kube.resources import UnknownKindError, object_ref
 from knuma.kube.wait import readiness
@@ -279,5 +280,5 @@ class Reconciler:
             )
 
 
-class _ApplyError(RuntimeError):
+class _ApplyError(OperationFailed):
     pass

@@ -34,6 +34,8 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from knuma.errors import KnumaError
+
 __all__ = ["Channel", "RpcError", "StatusCode"]
 
 _WINDOW = 1024 * 1024
@@ -64,14 +66,14 @@ class StatusCode(enum.IntEnum):
     UNAUTHENTICATED = 16
 
 
-class RpcError(Exception):
+class RpcError(KnumaError):
     def __init__(self, code: StatusCode, details: str) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
 
 
-class _Unavailable(Exception):
+class _Unavailable(KnumaError):
     """The transport failed: close the connection, report UNAVAILABLE."""
 
 

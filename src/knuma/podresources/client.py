@@ -18,6 +18,7 @@ from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
 
+from knuma.errors import InvalidInput, OperationFailed
 from knuma.podresources import api_pb2
 from knuma.podresources.address import DEFAULT_SOCKET
 from knuma.podresources.channel import Channel, RpcError, StatusCode
@@ -44,7 +45,7 @@ class CallObserver(Protocol):
     def __call__(self, function: str, seconds: float, ok: bool) -> None: ...
 
 
-class PodResourcesError(RuntimeError):
+class PodResourcesError(OperationFailed):
     """The kubelet PodResources API could not answer."""
 
     def __init__(self, message: str, code: StatusCode | None = None) -> None:
@@ -63,7 +64,7 @@ def socket_path(address: str) -> str:
     if address.startswith("unix:"):
         return address[len("unix:") :]
     if "://" in address:
-        raise ValueError(f"unsupported PodResources endpoint {address!r}: expected unix:///path/to/kubelet.sock")
+        raise InvalidInput(f"unsupported PodResources endpoint {address!r}: expected unix:///path/to/kubelet.sock")
     return address
 
 

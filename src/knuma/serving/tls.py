@@ -18,6 +18,8 @@ import os
 import ssl
 from pathlib import Path
 
+from knuma.errors import ConfigError
+
 __all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version"]
 
 log = logging.getLogger("knuma.exporter.tls")
@@ -30,7 +32,7 @@ _VERSIONS = {
 }
 
 
-class TLSConfigError(ValueError):
+class TLSConfigError(ConfigError):
     """The certificate or key cannot be used; the message names the file."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.resources import CPU
+from knuma.errors import InvalidInput
 from knuma.sim.engine import RunResult, build_kubelets, run
 from knuma.sim.metrics import JSON_KEYS, compute
 from knuma.sim.optimal import DEFAULT_TIME_LIMIT, OptimalResult, OptimalUnsupported, solve
@@ -71,7 +72,7 @@ def parse_schedulers(raw: str | None, scenario: Scenario) -> list[str]:
     names = [n.strip() for n in raw.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_SCHEDULERS]
     if unknown:
-        raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; expected some of: {', '.join(ALL_SCHEDULERS)}")
+        raise InvalidInput(f"unknown scheduler(s) {', '.join(unknown)}; expected some of: {', '.join(ALL_SCHEDULERS)}")
     return list(dict.fromkeys(names))
 
 

@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, PODS
+from knuma.errors import InvalidInput
 from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.managers import exclusive_request
 
@@ -34,7 +35,7 @@ DEFAULT_TIME_LIMIT = 20.0
 MILLI = 1000
 
 
-class OptimalUnsupported(ValueError):
+class OptimalUnsupported(InvalidInput):
     """The instance uses rules the CP-SAT model does not express (a container wider than one zone, `best-effort`)."""
 
 

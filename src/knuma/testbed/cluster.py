@@ -14,13 +14,10 @@ from typing import Any
 import yaml
 
 from knuma.api.nrt import Policy, Scope
+from knuma.errors import SpecError
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
 
 __all__ = ["ClusterSpec", "NodePool", "SpecError", "cluster_from_dict", "known", "load_yaml", "mapping"]
-
-
-class SpecError(ValueError):
-    """A cluster, workload or scenario spec that cannot be simulated; the message names the field."""
 
 
 @dataclass(frozen=True)

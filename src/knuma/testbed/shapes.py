@@ -13,6 +13,7 @@ from typing import Any
 
 from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource_list
+from knuma.errors import InvalidInput
 from knuma.topology.node import NodeTopology, NUMAZone
 
 __all__ = ["BUILTIN_SHAPES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
@@ -23,7 +24,7 @@ DEFAULT_MAX_PODS = 110
 DEFAULT_EPHEMERAL_STORAGE = 100 * GI
 
 
-class ShapeError(ValueError):
+class ShapeError(InvalidInput):
     """A node shape that cannot describe a machine."""
 
 

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field, replace
 
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, MEMORY, PODS, is_hugepages
+from knuma.errors import KnumaError
 from knuma.topology.kubelet import Admission, ContainerPlacement, DeviceNUMA, admit
 from knuma.topology.node import NodeTopology
 
 __all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet", "freed"]
 
 
-class ConservationError(AssertionError):
+class ConservationError(KnumaError, AssertionError):
     """The ground truth holds more than the node has: a bug in the simulator or the kubelet model."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Container, ContainerKind, Pod, long_running_request
 from knuma.api.resources import CPU
+from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
 from knuma.topology.managers import AllocationError, WorkingNode, exclusive_request, memory_types
 from knuma.topology.node import NodeTopology
@@ -116,7 +117,7 @@ def admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None = None) -
     return Admission(True, replace(_held_after(node, placements), memory_groups=work.groups), placements)
 
 
-class _Rejected(Exception):
+class _Rejected(KnumaError):
     def __init__(self, reason: str, message: str, container: str, hint: Hint | None = None) -> None:
         super().__init__(message)
         self.reason, self.message, self.container, self.hint = reason, message, container, hint

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
+from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, bits, iterate_masks, narrower
 from knuma.topology.node import NodeTopology, is_device
 
@@ -20,7 +21,7 @@ __all__ = ["AllocationError", "WorkingNode", "exclusive_request"]
 MILLI = 1000
 
 
-class AllocationError(Exception):
+class AllocationError(KnumaError):
     """A manager could not allocate after the Topology Manager admitted (kubelet: UnexpectedAdmissionError)."""
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from knuma.errors import KnumaError
+
 JsonObj = dict[str, Any]
 
 
-class ApiError(Exception):
+class ApiError(KnumaError):
     """An error that is answered with a `kind: Status` body."""
 
     def __init__(

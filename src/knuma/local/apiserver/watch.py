@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from knuma.errors import KnumaError
 from knuma.local.apiserver import conversion, errors
 from knuma.local.apiserver.resources import ResourceType
 from knuma.local.apiserver.selectors import FieldRequirement, Requirement, fields_match, labels_match
@@ -110,7 +111,7 @@ def _encode(event: WatchEvent, rt: ResourceType, kind: str, opts: WatchOptions) 
     return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
-class _StalledClient(Exception):
+class _StalledClient(KnumaError):
     pass
 
 

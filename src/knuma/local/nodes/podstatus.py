@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from knuma.api.pod import Pod
-from knuma.exporter.settings import parse_duration
-from knuma.exporter.tmconfig import ConfigError
+from knuma.duration import DurationError, parse_interval
 
 __all__ = [
     "LIFETIME_ANNOTATION",
@@ -54,8 +53,8 @@ def lifetime_of(manifest: Mapping[str, Any]) -> float | None:
     if raw is None or str(raw).strip() == "":
         return None
     try:
-        return parse_duration(str(raw))
-    except ConfigError as err:
+        return parse_interval(str(raw))
+    except DurationError as err:
         raise ValueError(f"annotation {LIFETIME_ANNOTATION}: {err}") from None
 
 

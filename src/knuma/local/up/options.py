@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from knuma.api.nrt import Policy, Scope
+from knuma.errors import InvalidInput
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
@@ -26,7 +27,7 @@ DEFAULT_SHAPE = "two-socket"
 CLUSTER_FILE = "cluster.yaml"
 
 
-class UpError(ValueError):
+class UpError(InvalidInput):
     """Options `knuma up` cannot run with; the message says what to change."""
 
 

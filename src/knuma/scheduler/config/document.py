@@ -15,10 +15,10 @@ from knuma.scheduler.config.model import (
     KIND,
     SUPPORTED_API_VERSIONS,
     ClientConnectionConfig,
-    ConfigError,
     LeaderElectionConfig,
     NodeAffinityArgs,
     ProfileConfig,
+    SchedulerConfigError,
     SchedulerConfiguration,
 )
 from knuma.scheduler.framework.pluginsets import PluginRef, PluginSet, PluginSetError, effective_plugins
@@ -74,7 +74,7 @@ class _Reader:
         self.warnings: list[str] = []
 
     def fail(self, path: str, problem: str) -> NoReturn:
-        raise ConfigError(self.source, path, problem)
+        raise SchedulerConfigError(self.source, path, problem)
 
     def warn(self, path: str, message: str) -> None:
         self.warnings.append(

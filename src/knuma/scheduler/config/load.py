@@ -38,11 +38,11 @@ from knuma.scheduler.config.model import (
     KIND,
     SUPPORTED_API_VERSIONS,
     ClientConnectionConfig,
-    ConfigError,
     LeaderElectionConfig,
     NodeAffinityArgs,
     NumaArgs,
     ProfileConfig,
+    SchedulerConfigError,
     SchedulerConfiguration,
     num_feasible_nodes_to_find,
 )
@@ -64,11 +64,11 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "SUPPORTED_API_VERSIONS",
     "ClientConnectionConfig",
-    "ConfigError",
     "LeaderElectionConfig",
     "NodeAffinityArgs",
     "NumaArgs",
     "ProfileConfig",
+    "SchedulerConfigError",
     "SchedulerConfiguration",
     "build_nrt_cache",
     "build_profile",
@@ -84,17 +84,17 @@ log = logging.getLogger("knuma.scheduler.config.load")
 
 
 def load_config(path: str | Path | None, *, log_warnings: bool = True) -> SchedulerConfiguration:
-    """Read and validate a configuration file (None: the built-in default). Raises `ConfigError`; logs each warning
-    (what is accepted but not applied) on the `knuma.scheduler.config.load` logger."""
+    """Read and validate a configuration file (None: the built-in default). Raises `SchedulerConfigError`; logs each
+    warning (what is accepted but not applied) on the `knuma.scheduler.config.load` logger."""
     if path is None:
         return default_config()
     source = str(path)
     try:
         documents = load_documents(path)
     except ManifestError as err:
-        raise ConfigError("", "", str(err)) from None
+        raise SchedulerConfigError("", "", str(err)) from None
     if len(documents) != 1:
-        raise ConfigError(source, "", f"expected one {KIND} document, found {len(documents)}")
+        raise SchedulerConfigError(source, "", f"expected one {KIND} document, found {len(documents)}")
     config = read_configuration(documents[0], source)
     if log_warnings:
         for warning in config.warnings:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.nodeaffinity import NodeSelector, PreferredSchedulingTerms
+from knuma.errors import ConfigError
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs
 
@@ -18,11 +19,11 @@ __all__ = [
     "KIND",
     "SUPPORTED_API_VERSIONS",
     "ClientConnectionConfig",
-    "ConfigError",
     "LeaderElectionConfig",
     "NodeAffinityArgs",
     "NumaArgs",
     "ProfileConfig",
+    "SchedulerConfigError",
     "SchedulerConfiguration",
     "num_feasible_nodes_to_find",
 ]
@@ -37,8 +38,8 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
-class ConfigError(ValueError):
-    """A configuration file that cannot be used; the message names the file and the key path."""
+class SchedulerConfigError(ConfigError):
+    """A scheduler configuration file that cannot be used; the message names the file and the key path."""
 
     def __init__(self, source: str, path: str, problem: str) -> None:
         self.source, self.path, self.problem = source, path, problem

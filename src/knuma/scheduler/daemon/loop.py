@@ -27,6 +27,7 @@ import httpx2
 
 from knuma.api.nrt import GROUP
 from knuma.api.pod import Pod, PodError
+from knuma.errors import OperationFailed
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
@@ -400,7 +401,7 @@ class Scheduler:
         self.queue.move_all()
 
 
-class LeadershipLost(RuntimeError):
+class LeadershipLost(OperationFailed):
     """This replica lost the lease; it stops (its supervisor restarts it as a standby)."""
 
 

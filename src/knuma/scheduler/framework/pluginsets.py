@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from knuma.errors import InvalidInput
 from knuma.scheduler.framework.registry import DEFAULT_MULTI_POINT, EXTENSION_POINTS, PLUGINS
 
 __all__ = ["PluginRef", "PluginSet", "PluginSetError", "effective_plugins", "merge_plugin_set"]
@@ -36,7 +37,7 @@ class PluginSet:
     disabled: tuple[PluginRef, ...] = ()
 
 
-class PluginSetError(ValueError):
+class PluginSetError(InvalidInput):
     def __init__(self, path: str, problem: str) -> None:
         self.path, self.problem = path, problem
         super().__init__(f"{path}: {problem}")

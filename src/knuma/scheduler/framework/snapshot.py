@@ -8,13 +8,14 @@ from typing import Any
 from knuma.api.nrt import KIND as NRT_KIND
 from knuma.api.nrt import NodeResourceTopology
 from knuma.api.resources import parse_resource_list
+from knuma.errors import InvalidInput
 from knuma.scheduler.framework.interface import NodeInfo
 from knuma.topology.node import NodeTopology
 
 __all__ = ["SnapshotError", "node_infos_from_objects"]
 
 
-class SnapshotError(ValueError):
+class SnapshotError(InvalidInput):
     """Objects that do not describe a set of nodes."""
 
 

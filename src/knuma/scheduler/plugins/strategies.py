@@ -15,6 +15,7 @@ import numpy as np
 
 from knuma.api.pod import QOSClass
 from knuma.api.resources import CPU, is_numa_affine
+from knuma.errors import InvalidInput
 from knuma.scheduler.plugins.stranding import CPUDemand, stranding_penalty
 from knuma.topology.node import NodeTopology
 
@@ -47,7 +48,7 @@ class StrategyType(enum.StrEnum):
             return cls(value)
         except ValueError:
             choices = ", ".join(s.value for s in cls)
-            raise ValueError(
+            raise InvalidInput(
                 f"scoringStrategy.type: Invalid value: {value!r}: invalid ScoringStrategyType; "
                 f"expected one of: {choices}"
             ) from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from knuma.errors import InvalidInput
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.sim.schedulers.base import NodeLevelLeastAllocated, NodeSetup, SimScheduler
 from knuma.sim.schedulers.default import DefaultScheduler
@@ -63,6 +64,6 @@ def make_scheduler(
     try:
         factory = SCHEDULERS[name]
     except KeyError:
-        raise ValueError(f"unknown scheduler {name!r}; expected one of: {', '.join(ALL_SCHEDULERS)}") from None
+        raise InvalidInput(f"unknown scheduler {name!r}; expected one of: {', '.join(ALL_SCHEDULERS)}") from None
     strategy = ScoringStrategy(scoring) if scoring is not None else None
     return factory(nodes, scoring=strategy, resync_period=resync_period)

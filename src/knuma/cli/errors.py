@@ -1,0 +1,64 @@
+"""Errors to exit statuses, in one place: every command runs inside `reporting_errors`.
+
+A `KnumaError` that escapes a command becomes `error: MESSAGE` on stderr and an exit status chosen by its branch of
+the tree in `knuma.errors` -- 2 for `InvalidInput` (the user can fix the flags or files), 1 for everything else
+(the cluster, the kubelet or the machine failed or refused) -- never a traceback. Commands only catch an error
+themselves when they add context (`deploy failed: ...`) or need a different status (`validate` exits 3).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NoReturn, ParamSpec, TypeVar
+
+import typer
+
+from knuma.errors import InvalidInput, KnumaError
+
+__all__ = ["FAILURE", "USAGE_ERROR", "exit_status", "fail", "install", "reporting_errors"]
+
+USAGE_ERROR = 2
+"""Bad flags or input files: the message says what to change."""
+FAILURE = 1
+"""The cluster, the kubelet or the machine failed or refused."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
+    """Print `error: MESSAGE` on stderr and exit with `code`."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def exit_status(err: KnumaError) -> int:
+    """The exit status for an error, by its branch of the tree."""
+    return USAGE_ERROR if isinstance(err, InvalidInput) else FAILURE
+
+
+def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """The command, with a `KnumaError` reported as `error: ...` and its exit status instead of a traceback.
+
+    `functools.wraps` keeps the signature, so typer still sees the command's options."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except KnumaError as err:
+            fail(str(err), exit_status(err))
+
+    return run
+
+
+def install(app: typer.Typer) -> None:
+    """Wrap every command registered on `app` and its sub-apps (call once, after all commands registered
+    themselves)."""
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = reporting_errors(info.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            install(group.typer_instance)
