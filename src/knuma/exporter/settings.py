@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True, slots=True)
 class ExporterSettings:
     node_name: str
