@@ -16,6 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
+from knuma.api.types import MERGE_PATCH
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -86,7 +87,7 @@ async def _drive(api: RunningApiServer, objects: int, watchers: int, concurrency
                         assert r.status == 201, await r.text()
                 else:
                     patch = json.dumps({"data": {"n": "1"}})
-                    hdrs = {"Content-Type": "application/merge-patch+json"}
+                    hdrs = {"Content-Type": MERGE_PATCH}
                     async with session.patch(f"{CM}/bench-{n}", data=patch, headers=hdrs) as r:
                         assert r.status == 200, await r.text()
 

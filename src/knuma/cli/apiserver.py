@@ -10,20 +10,6 @@ from pathlib import Path
 import typer
 
 
-def _persistent_token(data_dir: Path) -> str:
-    """The token kept in DIR/token, so kubeconfigs written earlier keep working after a restart."""
-    from knuma.local.apiserver.server import generate_token
-
-    path = data_dir / "token"
-    if path.exists():
-        return path.read_text().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    token = generate_token()
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
-    return token
-
-
 def register(app: typer.Typer) -> None:
     app.command("apiserver")(apiserver)
 
@@ -60,7 +46,7 @@ def apiserver(
     Stop it with Ctrl-C or SIGTERM.
     """
     from knuma.local.apiserver.loader import LoadError, read_manifests
-    from knuma.local.apiserver.server import ApiServer, generate_token, serve_forever
+    from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token, serve_forever
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -72,7 +58,7 @@ def apiserver(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     if not insecure and token is None:
-        token = _persistent_token(data_dir) if data_dir is not None else generate_token()
+        token = persistent_token(data_dir) if data_dir is not None else generate_token()
     server = ApiServer(token=None if insecure else token, data_dir=data_dir, fsync=fsync)
 
     def ready(srv: ApiServer) -> None:

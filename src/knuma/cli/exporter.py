@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from knuma.cli.errors import fail
 from knuma.podresources.address import DEFAULT_SOCKET
 
 # Everything else is imported inside the command: `knuma` imports every command module at start-up.
@@ -107,78 +108,27 @@ def exporter(
 ) -> None:
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
-    from knuma.api.fingerprint import Method
-    from knuma.duration import parse_interval
     from knuma.exporter import logs
-    from knuma.exporter.podphases import PodListError
-    from knuma.exporter.settings import (
-        ExporterSettings,
-        default_node_name,
-        parse_reference_container,
-    )
-    from knuma.exporter.sysfs import SysfsError
-    from knuma.exporter.tmconfig import ConfigError
+    from knuma.exporter.commandline import CommandLine, settings_from
     from knuma.podresources.client import PodResourcesError
-    from knuma.serving.tls import ServingCertificate
 
-    input_errors = (SysfsError, ConfigError, PodResourcesError, ValueError)
     logs.configure(logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING)
-    if output not in ("yaml", "json"):
-        _fail(f"unknown output format {output!r}; use yaml or json")
-    if no_podresources and not dry_run:
-        _fail("--no-podresources only makes sense with --dry-run: a published object must come from the kubelet")
-    if metrics_mode not in ("http", "httptls", "disabled"):
-        _fail(f"unknown --metrics-mode {metrics_mode!r}; use http, httptls or disabled")
-    if no_podresources and exclude_terminal_pods:
-        _fail("--exclude-terminal-pods filters what the kubelet lists; it does nothing with --no-podresources")
-    try:
-        tls = None
-        if metrics_mode == "httptls" and not dry_run and metrics_port:
-            tls = ServingCertificate.from_flags(
-                metrics_certs_dir, metrics_cert_file, metrics_key_file, metrics_tls_min_version
-            )
-        settings = ExporterSettings(
-            node_name=node_name or default_node_name(),
-            sysfs_root=sysfs_root,
-            podresources_socket=podresources_socket,
-            podresources_timeout=podresources_timeout,
-            use_podresources=not no_podresources,
-            kubelet_config_file=kubelet_config_file,
-            config_file=config,
-            topology_manager_policy=topology_manager_policy,
-            topology_manager_scope=topology_manager_scope,
-            pods_fingerprint=pods_fingerprint,
-            pods_fingerprint_method=Method.parse(pods_fingerprint_method),
-            reference_container=parse_reference_container(reference_container),
-            watch_namespace=watch_namespace or None,
-            exclude_terminal_pods=exclude_terminal_pods,
-            pods_fingerprint_status_file=pods_fingerprint_status_file,
-            sleep_interval=parse_interval(sleep_interval, "--sleep-interval"),
-            notify_file=notify_file,
-            kubelet_state_dir=kubelet_state_dir,
-            metrics_address=metrics_address,
-            metrics_port=metrics_port if metrics_port and metrics_mode != "disabled" else None,
-            metrics_tls=tls,
-            kubeconfig=kubeconfig,
-            context=context,
-            add_owner_reference=add_nrt_owner,
-        )
-        if dry_run:
-            from knuma.exporter.once import build_once
+    flags = {name: value for name, value in locals().items() if name in CommandLine.__dataclass_fields__}
+    command = CommandLine(**flags)
+    command.check()
+    settings = settings_from(command)
+    command.check_dry_run()
+    if dry_run:
+        from knuma.exporter.once import build_once
 
-            if not once:
-                _fail("--dry-run needs --once: a dry run prints one object and exits")
-            try:
-                result = build_once(settings)
-            except PodListError as err:
-                typer.echo(f"error: {err}", err=True)
-                raise typer.Exit(1) from None
-            for warning in result.warnings:
-                typer.echo(f"warning: {warning}", err=True)
-            _print(result.nrt.to_dict(), output)
-            return
-    except input_errors as err:
-        _fail(str(err))
+        try:
+            result = build_once(settings)
+        except PodResourcesError as err:  # the socket flag (or the kubelet's mount) is what to fix: 2, as before
+            fail(str(err))
+        for warning in result.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        _print(result.nrt.to_dict(), output)
+        return
     from knuma.exporter.daemon import run
 
     raise typer.Exit(run(settings, once=once))
@@ -191,11 +141,6 @@ def _print(doc: dict[str, Any], output: str) -> None:
         import yaml
 
         typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 if __name__ == "__main__":

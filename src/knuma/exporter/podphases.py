@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.types import JsonObj
 from knuma.errors import OperationFailed
 from knuma.kube.informer import Informer
 from knuma.podresources.model import Pod
@@ -46,8 +47,6 @@ PODS_PATH = "/api/v1/pods"
 PAGE_SIZE = 50
 """Pods per list page: whole pod objects are decoded only a page at a time before being slimmed, which keeps the
 node agent's peak memory low on a node with hundreds of pods (500 per page costs about 3 MiB more)."""
-
-JsonObj = dict[str, Any]
 
 
 def field_selector(node_name: str) -> str:

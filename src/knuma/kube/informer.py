@@ -26,13 +26,12 @@ from typing import Any, Protocol
 
 import httpx2
 
+from knuma.api.types import JsonObj
 from knuma.errors import KnumaError
 
 __all__ = ["Backoff", "EventHandler", "Informer", "WatchExpired", "object_key"]
 
 log = logging.getLogger("knuma.kube.informer")
-
-JsonObj = dict[str, Any]
 
 
 class EventHandler(Protocol):

@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx2
 
+from knuma.errors import InvalidInput
+
 __all__ = ["LeaderElector", "LeaseConfig"]
 
 log = logging.getLogger("knuma.kube.leaderelection")
@@ -38,7 +40,7 @@ class LeaseConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise ValueError(
+            raise InvalidInput(
                 "leader election needs 0 < retryPeriod < renewDeadline < leaseDuration, got "
                 f"{self.retry_period}s, {self.renew_deadline}s, {self.lease_duration}s"
             )

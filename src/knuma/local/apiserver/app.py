@@ -18,17 +18,11 @@ from typing import Any, Protocol
 import yaml
 from aiohttp import web
 
+from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.local.apiserver import discovery, errors, protobuf, subresources, tables, watch
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyRequest
 from knuma.local.apiserver.resources import Registry, ResourceType
-from knuma.local.apiserver.rest import (
-    APPLY_PATCH,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_PATCH,
-    ObjectService,
-    WriteOptions,
-)
+from knuma.local.apiserver.rest import ObjectService, WriteOptions
 from knuma.local.apiserver.selectors import parse_field_selector, parse_label_selector
 from knuma.local.apiserver.store import Store
 
@@ -47,7 +41,6 @@ class ApiServer(Protocol):
     watch_write_timeout: float
 
 
-JsonObj = dict[str, Any]
 log = logging.getLogger("knuma.local.apiserver")
 
 OPENAPI_V2_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2"
@@ -329,7 +322,7 @@ class Handlers:
             )
         if request.method == "PATCH":
             ctype = request.content_type
-            if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH):
+            if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
                 raise errors.unsupported_media_type(ctype)
             try:
                 body = json.loads(await request.read())

@@ -8,11 +8,8 @@ resources convert with strategy `None` (only `apiVersion` changes); every other 
 
 from __future__ import annotations
 
-from typing import Any
-
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.resources import ResourceType
-
-JsonObj = dict[str, Any]
 
 #: events.k8s.io/v1 field -> core/v1 field.
 _EVENT_FIELDS = {

@@ -8,11 +8,9 @@ conditions in the same write that registers the resources.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.resources import ResourceType
-
-JsonObj = dict[str, Any]
 
 
 def resource_types(crd: JsonObj) -> list[ResourceType]:

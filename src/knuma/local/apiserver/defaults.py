@@ -7,11 +7,9 @@ finalizer, deployment replicas and strategy); the rest of kube-apiserver's defau
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from knuma.api.pod import Pod, PodError
-
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
 
 
 def apply_defaults(kind: str, obj: JsonObj) -> None:

@@ -8,12 +8,10 @@ the reply is plain `application/json`.
 from __future__ import annotations
 
 import platform
-from typing import Any
 
 from knuma import __version__
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.resources import Registry
-
-JsonObj = dict[str, Any]
 
 #: The Kubernetes version the server claims (the API surface follows it; kubectl skew warnings stay quiet).
 KUBE_MAJOR = "1"

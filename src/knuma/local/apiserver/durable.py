@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
+
 GroupResource = tuple[str, str]
 
 _SCHEMA = """

@@ -6,11 +6,8 @@ Clients (kubectl, lightkube, kopf) branch on `reason` and `code`, so every failu
 
 from __future__ import annotations
 
-from typing import Any
-
+from knuma.api.types import JsonObj
 from knuma.errors import KnumaError
-
-JsonObj = dict[str, Any]
 
 
 class ApiError(KnumaError):

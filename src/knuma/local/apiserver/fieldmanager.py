@@ -20,10 +20,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.patch import merge_key_for
 
-JsonObj = dict[str, Any]
 Path = tuple[str, ...]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 

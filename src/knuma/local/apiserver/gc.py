@@ -16,11 +16,11 @@ import copy
 import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.store import GroupResource, Store
 
-JsonObj = dict[str, Any]
 ObjectKey = tuple[GroupResource, str, str]
 
 NAMESPACE_GR: GroupResource = ("", "namespaces")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
 
 
 def build(url: str, token: str | None, *, ca_pem: str | None = None, name: str = "knuma") -> JsonObj:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.errors import ApiError, bad_request
-
-JsonObj = dict[str, Any]
 
 MERGE_KEYS: dict[str, tuple[str, ...]] = {
     "containers": ("name",),

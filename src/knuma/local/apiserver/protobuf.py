@@ -10,11 +10,10 @@ answer 415 with a hint to use `-f` (JSON/YAML).
 from __future__ import annotations
 
 import base64
-from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.errors import ApiError, bad_request
 
-JsonObj = dict[str, Any]
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 

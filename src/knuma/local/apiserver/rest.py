@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.local.apiserver import conversion, errors, fieldmanager, patch, schema
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
@@ -29,17 +30,11 @@ from knuma.local.apiserver.selectors import fields_match, labels_match, parse_fi
 from knuma.local.apiserver.store import GroupResource, Store
 from knuma.local.apiserver.validation import validate_object, validate_update
 
-JsonObj = dict[str, Any]
-
 CRD_GR: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACE_GR: GroupResource = ("", "namespaces")
 POD_GR: GroupResource = ("", "pods")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
 
 
@@ -421,14 +416,14 @@ class ObjectService:
             except (yaml.YAMLError, UnicodeDecodeError) as exc:
                 raise errors.bad_request(f"error decoding YAML: {exc}") from exc
             return self._server_side_apply(rt, namespace, name, config, opts, subresource)
-        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or (
-            content_type == STRATEGIC_PATCH and rt.custom
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH) or (
+            content_type == STRATEGIC_MERGE_PATCH and rt.custom
         ):
             raise errors.ApiError(
                 415,
                 "UnsupportedMediaType",
                 f"the body of the request was in an unknown format - accepted media types include: "
-                f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}" + ("" if rt.custom else f", {STRATEGIC_PATCH}"),
+                f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}" + ("" if rt.custom else f", {STRATEGIC_MERGE_PATCH}"),
             )
         try:
             body = json.loads(raw or b"null")

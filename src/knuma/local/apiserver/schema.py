@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
+
 Cause = tuple[str, str, str]
 
 _SKIP_TOP = frozenset({"apiVersion", "kind", "metadata"})

@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.errors import bad_request
-
-JsonObj = dict[str, Any]
 
 
 @dataclass(frozen=True)

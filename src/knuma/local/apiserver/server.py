@@ -39,6 +39,19 @@ def generate_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def persistent_token(data_dir: Path) -> str:
+    """The token kept in DIR/token (created, readable only by its owner, on first use), so kubeconfigs written
+    earlier keep working after a restart of `knuma apiserver --data-dir DIR` or `knuma up --data-dir DIR`."""
+    path = data_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = generate_token()
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token
+
+
 class ApiServer:
     def __init__(
         self,

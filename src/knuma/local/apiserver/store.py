@@ -11,9 +11,10 @@ import json
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
+
 GroupResource = tuple[str, str]
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from knuma.api.types import JSON_PATCH, JsonObj
 from knuma.local.apiserver import errors, fieldmanager, patch
 from knuma.local.apiserver.resources import ResourceType
-from knuma.local.apiserver.rest import JSON_PATCH, MODIFIED, POD_GR, ObjectService, WriteOptions, now
-
-JsonObj = dict[str, Any]
+from knuma.local.apiserver.rest import MODIFIED, POD_GR, ObjectService, WriteOptions, now
 
 
 def _dotted(obj: Any, path: str) -> Any:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.local.apiserver.resources import ResourceType
 
-JsonObj = dict[str, Any]
 Column = tuple[str, str, int, str, Callable[[JsonObj], Any]]  # name, type, priority, description, getter
 
 

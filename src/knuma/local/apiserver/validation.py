@@ -10,11 +10,11 @@ import re
 from typing import Any
 
 from knuma.api.podvalidation import container_name_errors
+from knuma.api.types import JsonObj
 from knuma.local.apiserver import dra_validation
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
-JsonObj = dict[str, Any]
 Cause = tuple[str, str, str]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

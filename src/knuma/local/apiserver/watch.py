@@ -14,17 +14,16 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
+from knuma.api.types import JsonObj
 from knuma.errors import KnumaError
 from knuma.local.apiserver import conversion, errors
 from knuma.local.apiserver.resources import ResourceType
 from knuma.local.apiserver.selectors import FieldRequirement, Requirement, fields_match, labels_match
 from knuma.local.apiserver.store import GroupResource, Store, WatchEvent
 
-JsonObj = dict[str, Any]
 _CLOSE = None
 log = logging.getLogger("knuma.local.apiserver")
 

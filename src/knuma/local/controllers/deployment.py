@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.types import JsonObj
+
 __all__ = ["TEMPLATE_HASH_LABEL", "DeploymentPlan", "plan_deployment", "replicaset_for", "template_hash"]
 
-JsonObj = dict[str, Any]
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 

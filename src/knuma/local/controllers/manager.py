@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.types import JsonObj
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
@@ -31,7 +32,6 @@ __all__ = ["WorkloadControllers"]
 
 log = logging.getLogger("knuma.local.controllers")
 
-JsonObj = dict[str, Any]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 EXPECTATION_TIMEOUT = 30.0
 DEPLOYMENTS = "/apis/apps/v1/deployments"

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.types import JsonObj
+
 __all__ = [
     "MAX_BACKOFF",
     "Backoff",
@@ -27,7 +29,6 @@ __all__ = [
     "ready",
 ]
 
-JsonObj = dict[str, Any]
 BURST = 500
 """kube-controller-manager's `burstReplicas`: at most this many creations or deletions per sync."""
 MAX_BACKOFF = 60.0

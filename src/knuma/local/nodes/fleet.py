@@ -34,6 +34,7 @@ import yaml
 from lightkube import AsyncClient
 
 from knuma.api.pod import Pod, PodError
+from knuma.api.types import JsonObj
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
@@ -54,7 +55,6 @@ __all__ = ["Fleet", "FleetSettings", "FleetStats"]
 
 log = logging.getLogger("knuma.local.nodes")
 
-JsonObj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"

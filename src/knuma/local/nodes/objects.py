@@ -13,10 +13,10 @@ from __future__ import annotations
 import platform
 import uuid
 from datetime import UTC, datetime
-from typing import Any
 
 from knuma import __version__
 from knuma.api.resources import format_amount
+from knuma.api.types import JsonObj
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION
 from knuma.local.nodes.podstatus import timestamp
 from knuma.local.nodes.spec import NodeSpec
@@ -35,8 +35,6 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 SIMULATED_ANNOTATION = "sim.knuma.io/simulated"
 SHAPE_LABEL = "sim.knuma.io/shape"
-
-JsonObj = dict[str, Any]
 
 
 def micro_time(when: datetime | None = None) -> str:

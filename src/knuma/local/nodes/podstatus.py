@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from knuma.api.pod import Pod
+from knuma.api.types import JsonObj
 from knuma.duration import DurationError, parse_interval
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
 LIFETIME_ANNOTATION = "sim.knuma.io/lifetime"
 REJECTED_PREFIX = "Pod was rejected: "
 RUNTIME = "containerd"
-
-JsonObj = dict[str, Any]
 
 
 def timestamp(when: datetime | None = None) -> str:

@@ -29,7 +29,7 @@ import yaml
 from knuma.api.crd import NRT_CRD
 from knuma.kube.client import async_http
 from knuma.local.apiserver.loader import Manifest, read_manifests
-from knuma.local.apiserver.server import ApiServer, generate_token
+from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.local.nodes.kubeletconfig import configz_handler
@@ -147,7 +147,7 @@ class LocalCluster:
 
     async def _start_apiserver(self) -> None:
         data_dir = self.work_dir / "apiserver" if self.persistent else None
-        token = _persistent_token(data_dir) if data_dir is not None else generate_token()
+        token = persistent_token(data_dir) if data_dir is not None else generate_token()
         self.server = ApiServer(token=token, data_dir=data_dir)
         port_file = self.work_dir / "port"
         port = self.options.port
@@ -291,18 +291,6 @@ class LocalCluster:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
-
-
-def _persistent_token(data_dir: Path) -> str:
-    """The token kept in DIR/token, so kubeconfigs written earlier keep working after a restart."""
-    path = data_dir / "token"
-    if path.exists():
-        return path.read_text().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    token = generate_token()
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
-    return token
 
 
 async def run(

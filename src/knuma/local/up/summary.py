@@ -9,16 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.table import Table
 
 from knuma.api.nrt import NodeResourceTopology, NRTError
 from knuma.api.resources import CPU
+from knuma.api.types import JsonView
 
 __all__ = ["ClusterSummary", "NodeRow", "line", "summarize", "table"]
 
-JsonObj = Mapping[str, Any]
 MAX_ROWS = 12
 
 
@@ -45,7 +44,7 @@ class ClusterSummary:
         return sum(1 for n in self.nodes if n.ready)
 
 
-def _pod_outcome(pod: JsonObj) -> str:
+def _pod_outcome(pod: JsonView) -> str:
     status = pod.get("status") or {}
     phase = str(status.get("phase") or "Pending")
     if phase == "Failed":
@@ -55,7 +54,7 @@ def _pod_outcome(pod: JsonObj) -> str:
     return phase
 
 
-def summarize(nodes: Iterable[JsonObj], pods: Iterable[JsonObj], nrts: Iterable[JsonObj]) -> ClusterSummary:
+def summarize(nodes: Iterable[JsonView], pods: Iterable[JsonView], nrts: Iterable[JsonView]) -> ClusterSummary:
     pods = list(pods)
     outcomes = Counter(_pod_outcome(p) for p in pods)
     per_node = Counter(

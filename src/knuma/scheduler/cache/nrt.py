@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
 from knuma.api.ports import pod_host_ports
 from knuma.api.resources import ResourceList, parse_resource_list
+from knuma.api.types import JsonView
 from knuma.scheduler.cache.interface import PENDING, BoundPod, NRTCache, PublishedNRT
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.framework.interface import NodeInfo
@@ -32,16 +32,15 @@ __all__ = ["ClusterCache", "pod_key", "terminal"]
 
 log = logging.getLogger("knuma.scheduler.cache.nrt")
 
-JsonObj = Mapping[str, Any]
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def pod_key(obj: JsonObj) -> str:
+def pod_key(obj: JsonView) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
-def terminal(obj: JsonObj) -> bool:
+def terminal(obj: JsonView) -> bool:
     return (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
@@ -55,7 +54,7 @@ class _PodEntry:
 @dataclass
 class _NodeEntry:
     name: str
-    manifest: JsonObj | None = None
+    manifest: JsonView | None = None
     allocatable: ResourceList | None = None
     has_nrt: bool = False
     nrt_received: float = 0.0
@@ -90,7 +89,7 @@ class ClusterCache:
             entry.info = None
         self.dirty.add(name)
 
-    def upsert_node(self, obj: JsonObj) -> None:
+    def upsert_node(self, obj: JsonView) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         if not name:
             return
@@ -98,7 +97,7 @@ class ClusterCache:
         entry.manifest, entry.allocatable = obj, None
         self._touch(name)
 
-    def delete_node(self, obj: JsonObj) -> None:
+    def delete_node(self, obj: JsonView) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         entry = self.nodes.get(name)
         if entry is None:
@@ -107,7 +106,7 @@ class ClusterCache:
         self._touch(name)
         self._drop_if_empty(name)
 
-    def upsert_nrt(self, obj: JsonObj) -> None:
+    def upsert_nrt(self, obj: JsonView) -> None:
         """A NodeResourceTopology object from the informer."""
         try:
             nrt = NodeResourceTopology.from_dict(obj)
@@ -125,7 +124,7 @@ class ClusterCache:
         self.nrt.nrt_updated(nrt)
         self._touch(nrt.node)
 
-    def delete_nrt(self, obj: JsonObj) -> None:
+    def delete_nrt(self, obj: JsonView) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         entry = self.nodes.get(name)
         if entry is None:
@@ -144,7 +143,7 @@ class ClusterCache:
 
     # -- pods ----------------------------------------------------------------------------------------------
 
-    def upsert_pod(self, obj: JsonObj) -> None:
+    def upsert_pod(self, obj: JsonView) -> None:
         """A pod event: assigned, non-terminal pods are accounted on their node; terminal ones release it."""
         key = pod_key(obj)
         spec = obj.get("spec") or {}
@@ -192,7 +191,7 @@ class ClusterCache:
             entry.pod, entry.assumed = bound.pod, False
             self._touch(bound.node)
 
-    def delete_pod(self, obj: JsonObj) -> None:
+    def delete_pod(self, obj: JsonView) -> None:
         key = pod_key(obj)
         entry = self.pods.get(key)
         node = (obj.get("spec") or {}).get("nodeName") or (entry.node if entry is not None else "")

@@ -27,7 +27,8 @@ import httpx2
 
 from knuma.api.nrt import GROUP
 from knuma.api.pod import Pod, PodError
-from knuma.errors import OperationFailed
+from knuma.api.types import JsonView
+from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
@@ -47,7 +48,6 @@ __all__ = ["DaemonSettings", "Scheduler"]
 log = logging.getLogger("knuma.scheduler")
 
 NRT_PATH = f"/apis/{GROUP}/v1alpha2/noderesourcetopologies"
-JsonObj = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Scheduler:
         """`nrt`: the NRT cache mode the profiles' NUMA plugins report to (`config.load.build_nrt_cache`); knuma's
         own when None."""
         if not profiles:
-            raise ValueError("the scheduler needs at least one profile")
+            raise InvalidInput("the scheduler needs at least one profile")
         self.http = http
         self.profiles = dict(profiles)
         self.settings = settings
@@ -290,26 +290,26 @@ class Scheduler:
 
     # -- informer handlers -----------------------------------------------------------------------------------
 
-    def _node_added(self, obj: JsonObj) -> None:
+    def _node_added(self, obj: JsonView) -> None:
         self.cache.upsert_node(obj)
         self.queue.move_all()
 
-    def _node_updated(self, old: JsonObj, new: JsonObj) -> None:
+    def _node_updated(self, old: JsonView, new: JsonView) -> None:
         self.cache.upsert_node(new)
         if _schedulable_changed(old, new):
             self.queue.move_all()
 
-    def _node_deleted(self, obj: JsonObj) -> None:
+    def _node_deleted(self, obj: JsonView) -> None:
         self.cache.delete_node(obj)
 
-    def _nrt_added(self, obj: JsonObj) -> None:
+    def _nrt_added(self, obj: JsonView) -> None:
         self._nrt_changed(obj)
 
-    def _nrt_updated(self, old: JsonObj, new: JsonObj) -> None:
+    def _nrt_updated(self, old: JsonView, new: JsonView) -> None:
         del old
         self._nrt_changed(new)
 
-    def _nrt_changed(self, obj: JsonObj) -> None:
+    def _nrt_changed(self, obj: JsonView) -> None:
         nrt = self.cache.nrt
         if not isinstance(nrt, KnumaCache):
             self.cache.upsert_nrt(obj)
@@ -324,18 +324,18 @@ class Scheduler:
             self.metrics.nrt_reconciles.labels("unmatched").inc()
         self.queue.move_all()
 
-    def _nrt_deleted(self, obj: JsonObj) -> None:
+    def _nrt_deleted(self, obj: JsonView) -> None:
         self.cache.delete_nrt(obj)
 
-    def _pod_added(self, obj: JsonObj) -> None:
+    def _pod_added(self, obj: JsonView) -> None:
         self._pod_changed(obj)
 
-    def _pod_updated(self, old: JsonObj, new: JsonObj) -> None:
+    def _pod_updated(self, old: JsonView, new: JsonView) -> None:
         self._pod_changed(new)
         if terminal(new) and not terminal(old):
             self.queue.move_all()  # a pod finished: its resources are free
 
-    def _pod_changed(self, obj: JsonObj) -> None:
+    def _pod_changed(self, obj: JsonView) -> None:
         spec = obj.get("spec") or {}
         key = pod_key(obj)
         if spec.get("nodeName") or terminal(obj):
@@ -370,7 +370,7 @@ class Scheduler:
             self._event(pod, "Warning", "UnsupportedConstraints", message)
         self.queue.add(pod)
 
-    def _refuse_invalid(self, obj: JsonObj, key: str, err: PodError) -> None:
+    def _refuse_invalid(self, obj: JsonView, key: str, err: PodError) -> None:
         """A pod knuma cannot judge (kube-apiserver would have refused it, e.g. duplicate container names; or a
         manifest the pod model cannot read): leave it pending, unscheduled, and say why once per pod, as an event
         on the pod, instead of placing it with the wrong container's verdict."""
@@ -391,7 +391,7 @@ class Scheduler:
             ref, "Warning", "FailedScheduling", f"invalid pod, not scheduled: {err}", component=component
         )
 
-    def _pod_deleted(self, obj: JsonObj) -> None:
+    def _pod_deleted(self, obj: JsonView) -> None:
         key = pod_key(obj)
         self.gated.discard(key)
         self._warned.discard(key)
@@ -405,7 +405,7 @@ class LeadershipLost(OperationFailed):
     """This replica lost the lease; it stops (its supervisor restarts it as a standby)."""
 
 
-def _schedulable_changed(old: JsonObj, new: JsonObj) -> bool:
+def _schedulable_changed(old: JsonView, new: JsonView) -> bool:
     """Node changes that can make a pod fit: allocatable, labels, taints, unschedulable, conditions."""
     return any(
         (old.get(a) or {}).get(b) != (new.get(a) or {}).get(b)

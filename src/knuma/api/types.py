@@ -1,0 +1,26 @@
+"""Kubernetes objects as decoded JSON, and the content types of the requests that change them.
+
+One definition for every layer (the product, the local API server, the simulator and the tools), so that a function
+taking a `JsonObj` means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["APPLY_PATCH", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "JsonObj", "JsonView"]
+
+JsonObj = dict[str, Any]
+"""A Kubernetes object or fragment as decoded JSON, owned by the caller (may be changed)."""
+JsonView = Mapping[str, Any]
+"""The same, read-only: what a function that only looks at an object takes."""
+
+MERGE_PATCH = "application/merge-patch+json"
+"""RFC 7386 JSON merge patch: `null` deletes a key, lists are replaced."""
+JSON_PATCH = "application/json-patch+json"
+"""RFC 6902 JSON patch: a list of operations."""
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+"""Kubernetes strategic merge patch (built-in kinds only): lists merged by their patch merge key."""
+APPLY_PATCH = "application/apply-patch+yaml"
+"""Server-side apply."""

@@ -1,0 +1,84 @@
+"""Run the scheduler daemon from a configuration and the command line's overrides, until SIGTERM.
+
+This is what `knuma scheduler` does after parsing its flags: the flags that override the configuration file
+(`CommandLine`), the daemon's settings from both (`daemon_settings`), and the process around the loop (`run`: the
+API client, the health and metrics endpoints, the exit status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from knuma.kube.client import async_http
+from knuma.kube.leaderelection import LeaseConfig
+from knuma.scheduler.config.load import build_nrt_cache, build_profiles
+from knuma.scheduler.config.model import SchedulerConfiguration
+from knuma.scheduler.daemon.health import HealthServer
+from knuma.scheduler.daemon.loop import DaemonSettings, LeadershipLost, Scheduler, serve_until_signalled
+
+__all__ = ["CommandLine", "daemon_settings", "run"]
+
+log = logging.getLogger("knuma.scheduler")
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """The flags that take precedence over the configuration file; None: the file's value."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    leader_elect: bool | None = None
+    lease_namespace: str | None = None
+    lease_name: str | None = None
+    metrics_address: str = "0.0.0.0"
+    metrics_port: int = 10251
+    explain: bool = False
+
+
+def daemon_settings(configuration: SchedulerConfiguration, flags: CommandLine) -> DaemonSettings:
+    """The daemon's settings: the configuration file, with command-line flags taking precedence."""
+    election = configuration.leader_election
+    lease = LeaseConfig(
+        namespace=flags.lease_namespace or election.resource_namespace,
+        name=flags.lease_name or election.resource_name,
+        lease_duration=election.lease_duration,
+        renew_deadline=election.renew_deadline,
+        retry_period=election.retry_period,
+    )
+    return DaemonSettings(
+        leader_elect=election.leader_elect if flags.leader_elect is None else flags.leader_elect,
+        lease=lease,
+        initial_backoff=float(configuration.pod_initial_backoff_seconds),
+        max_backoff=float(configuration.pod_max_backoff_seconds),
+        explain=flags.explain,
+    )
+
+
+def run(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
+    """Schedule until SIGTERM; the process exit status (1 when the leader Lease was lost). Raises
+    `KubeConfigError` when the cluster connection cannot be configured."""
+    return asyncio.run(_serve(configuration, flags))
+
+
+async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
+    settings = daemon_settings(configuration, flags)
+    http = async_http(flags.kubeconfig or configuration.client_connection.kubeconfig or None, flags.context)
+    nrt = build_nrt_cache(configuration)
+    daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt)
+    health = HealthServer(daemon)
+    try:
+        if flags.metrics_port:
+            port = await health.start(flags.metrics_address, flags.metrics_port)
+            log.info("serving /metrics, /healthz and /readyz on %s:%d", flags.metrics_address, port)
+        log.info("scheduling pods with schedulerName in %s", sorted(daemon.profiles))
+        await serve_until_signalled(daemon)
+        log.info("stopped after binding %d pods", daemon.scheduled)
+        return 0
+    except LeadershipLost as err:
+        log.error("%s", err)
+        return 1
+    finally:
+        await health.stop()
+        await http.aclose()

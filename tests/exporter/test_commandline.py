@@ -1,0 +1,49 @@
+"""`knuma.exporter.commandline`: the exporter's flags as values, checked, and turned into settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from knuma.cli.exporter import exporter
+from knuma.errors import InvalidInput
+from knuma.exporter.commandline import CommandLine, settings_from
+
+
+def test_every_flag_of_the_command_is_a_field() -> None:
+    """The CLI passes its parameters by name: a flag without a field would be silently dropped."""
+    flags = set(inspect.signature(exporter).parameters) - {"verbose"}
+    assert flags == {field.name for field in dataclasses.fields(CommandLine)}
+
+
+def test_durations_and_names_become_settings() -> None:
+    command = CommandLine(node_name="n1", sleep_interval="1m30s", reference_container="ns/pod/c", metrics_port=0)
+    settings = settings_from(command)
+    assert settings.node_name == "n1"
+    assert settings.sleep_interval == 90.0
+    assert settings.reference_container == ("ns", "pod", "c")
+    assert settings.metrics_port is None  # 0 turns the endpoints off
+    assert settings_from(CommandLine(node_name="n1", sleep_interval="45")).sleep_interval == 45.0
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        (CommandLine(output="xml"), "unknown output format 'xml'"),
+        (CommandLine(no_podresources=True), "only makes sense with --dry-run"),
+        (CommandLine(metrics_mode="https"), "unknown --metrics-mode 'https'"),
+        (CommandLine(no_podresources=True, dry_run=True, exclude_terminal_pods=True), "does nothing"),
+    ],
+)
+def test_combinations_that_cannot_work_are_refused(command: CommandLine, problem: str) -> None:
+    with pytest.raises(InvalidInput, match=problem):
+        command.check()
+
+
+def test_a_dry_run_needs_once_and_a_bad_interval_names_its_flag() -> None:
+    with pytest.raises(InvalidInput, match="--dry-run needs --once"):
+        CommandLine(dry_run=True).check_dry_run()
+    with pytest.raises(InvalidInput, match="invalid --sleep-interval 'soon'"):
+        settings_from(CommandLine(node_name="n", sleep_interval="soon"))
