@@ -7,6 +7,7 @@ finalizer, deployment replicas and strategy); the rest of kube-apiserver's defau
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from knuma.api.pod import Pod, PodError
 from knuma.api.types import JsonObj

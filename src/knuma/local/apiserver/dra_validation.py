@@ -28,7 +28,8 @@ from knuma.api.dra.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.devices.cel import CELError, compile_selector
 
-JsonObj = dict[str, Any]
+from knuma.api.types import JsonObj
+
 Cause = tuple[str, str, str]
 
 GROUP = "resource.k8s.io"

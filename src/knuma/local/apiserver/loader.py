@@ -21,13 +21,13 @@ from typing import Any
 
 import yaml
 
+from knuma.api.types import JsonObj
 from knuma.errors import InvalidInput
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
 
 __all__ = ["LoadError", "LoadedObject", "Manifest", "load_objects", "read_manifests"]
 
-JsonObj = dict[str, Any]
 FIELD_MANAGER = "knuma-load"
 SUFFIXES = (".yaml", ".yml", ".json")
 

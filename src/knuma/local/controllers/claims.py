@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.types import JsonObj
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.resourceclaim import FINALIZER, owning_pod, plan_claim, plan_pod
@@ -25,7 +26,6 @@ __all__ = ["ResourceClaimController"]
 
 log = logging.getLogger("knuma.local.controllers")
 
-JsonObj = dict[str, Any]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"

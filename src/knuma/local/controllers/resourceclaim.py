@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.types import JsonObj
+
 __all__ = [
     "FINALIZER",
     "POD_CLAIM_ANNOTATION",
@@ -34,7 +36,6 @@ __all__ = [
     "plan_pod",
 ]
 
-JsonObj = dict[str, Any]
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 MAX_BASE_LEN = 57  # leaves room for the API server's 5 random characters in a 63-character name
