@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+from knuma.cli.errors import FAILURE, fail
 
 if TYPE_CHECKING:
     from knuma.deploy.options import Component, DeployOptions, PlatformSpec
     from knuma.kube.apply import Outcome
     from knuma.kube.wait import Readiness
 
-USAGE_ERROR = 2
-CLUSTER_ERROR = 1
 CHECK_ERROR = 3
+"""`validate`: the cluster could not be checked (0 and 1 are its verdicts)."""
 
 # Flags shared by render, deploy and remove (names and defaults as the upstream deployer's).
 _PLATFORM = typer.Option(
@@ -71,11 +72,6 @@ def register(app: typer.Typer) -> None:
     app.command("images")(images)
 
 
-def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptions:
     from knuma.deploy.images import resolve_images
     from knuma.deploy.options import (
@@ -86,69 +82,60 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
         parse_duration,
     )
 
-    try:
-        scheduler = {v.value.lower(): v for v in SchedulerVariant}.get(flags["scheduler"].lower())
-        if scheduler is None:
-            raise OptionsError(f"invalid --scheduler {flags['scheduler']!r}: expected knuma or upstream")
-        updater = {v.value.lower(): v for v in UpdaterType}.get(flags["updater_type"].lower())
-        if updater is None:
-            raise OptionsError(f"{flags['updater_type']!r} is invalid updater type: expected knuma, RTE or NFD")
-        config = None
-        if flags["rte_config_file"]:
-            try:
-                with open(flags["rte_config_file"], encoding="utf-8") as handle:
-                    config = handle.read()
-            except OSError as err:
-                raise OptionsError(f"cannot read --rte-config-file: {err}") from None
-        images = resolve_images(
-            {
-                "knuma": flags["image"],
-                "scheduler_plugin": flags["scheduler_plugin_image"],
-                "resource_topology_exporter": flags["rte_image"],
-                "node_feature_discovery": flags["nfd_image"],
-            }
-        )
-        return DeployOptions(
-            platform=platform,
-            scheduler=scheduler,
-            updater=updater,
-            images=images,
-            replicas=replicas,
-            pull_if_not_present=flags["pull_if_not_present"],
-            profile_name=flags["sched_profile_name"],
-            resync_period=parse_duration(flags["sched_resync_period"], "--sched-resync-period"),
-            updater_sync_period=parse_duration(flags["updater_sync_period"], "--updater-sync-period"),
-            updater_pfp=flags["updater_pfp_enable"],
-            updater_notifications=flags["updater_notif_enable"],
-            updater_config=config,
-            updater_scc=flags["updater_scc"],
-            ctrlplane_affinity=flags["sched_ctrlplane_affinity"],
-            leader_elect_resource=flags["sched_leader_elect_resource"],
-            updater_verbose=flags["updater_verbose"],
-            sched_verbose=flags["sched_verbose"],
-        )
-    except ValueError as err:
-        _fail(str(err))
+    scheduler = {v.value.lower(): v for v in SchedulerVariant}.get(flags["scheduler"].lower())
+    if scheduler is None:
+        raise OptionsError(f"invalid --scheduler {flags['scheduler']!r}: expected knuma or upstream")
+    updater = {v.value.lower(): v for v in UpdaterType}.get(flags["updater_type"].lower())
+    if updater is None:
+        raise OptionsError(f"{flags['updater_type']!r} is invalid updater type: expected knuma, RTE or NFD")
+    config = None
+    if flags["rte_config_file"]:
+        try:
+            with open(flags["rte_config_file"], encoding="utf-8") as handle:
+                config = handle.read()
+        except OSError as err:
+            raise OptionsError(f"cannot read --rte-config-file: {err}") from None
+    images = resolve_images(
+        {
+            "knuma": flags["image"],
+            "scheduler_plugin": flags["scheduler_plugin_image"],
+            "resource_topology_exporter": flags["rte_image"],
+            "node_feature_discovery": flags["nfd_image"],
+        }
+    )
+    return DeployOptions(
+        platform=platform,
+        scheduler=scheduler,
+        updater=updater,
+        images=images,
+        replicas=replicas,
+        pull_if_not_present=flags["pull_if_not_present"],
+        profile_name=flags["sched_profile_name"],
+        resync_period=parse_duration(flags["sched_resync_period"], "--sched-resync-period"),
+        updater_sync_period=parse_duration(flags["updater_sync_period"], "--updater-sync-period"),
+        updater_pfp=flags["updater_pfp_enable"],
+        updater_notifications=flags["updater_notif_enable"],
+        updater_config=config,
+        updater_scc=flags["updater_scc"],
+        ctrlplane_affinity=flags["sched_ctrlplane_affinity"],
+        leader_elect_resource=flags["sched_leader_elect_resource"],
+        updater_verbose=flags["updater_verbose"],
+        sched_verbose=flags["sched_verbose"],
+    )
 
 
 def _platform_flag(text: str | None) -> PlatformSpec | None:
-    from knuma.deploy.options import OptionsError, parse_platform
+    from knuma.deploy.options import parse_platform
 
     if text is None:
         return None
-    try:
-        return parse_platform(text)
-    except OptionsError as err:
-        _fail(str(err))
+    return parse_platform(text)
 
 
 def _components(text: str | None) -> list[Component]:
-    from knuma.deploy.options import OptionsError, parse_component
+    from knuma.deploy.options import parse_component
 
-    try:
-        return parse_component(text)
-    except OptionsError as err:
-        _fail(str(err))
+    return parse_component(text)
 
 
 def render(
@@ -181,10 +168,10 @@ def render(
     from knuma.deploy.render import to_json, to_yaml
 
     if output not in ("yaml", "json"):
-        _fail(f"unknown output format {output!r}; use yaml or json")
+        fail(f"unknown output format {output!r}; use yaml or json")
     components = _components(component)
     if replicas < 1:
-        _fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")
+        fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")
     flags = {k: v for k, v in locals().items() if k not in ("component", "output", "platform", "replicas")}
     options = _options(_platform_flag(platform) or PlatformSpec(), replicas, **flags)
     objects = render_objects(components, options)
@@ -243,16 +230,12 @@ def _cluster_command(
 
     from knuma.deploy import cluster
     from knuma.deploy.detect import DetectError, detect
-    from knuma.deploy.options import OptionsError, parse_duration
-    from knuma.kube.client import KubeConfigError
+    from knuma.deploy.options import parse_duration
 
     components = _components(component)
     user_platform = _platform_flag(platform)
-    try:
-        timeout = parse_duration(wait_timeout, "--wait-timeout")
-        interval = parse_duration(wait_interval, "--wait-interval")
-    except OptionsError as err:
-        _fail(str(err))
+    timeout = parse_duration(wait_timeout, "--wait-timeout")
+    interval = parse_duration(wait_interval, "--wait-interval")
     progress = _Progress()
     try:
         with cluster.connect(kubeconfig, context) as session:
@@ -265,7 +248,7 @@ def _cluster_command(
                 replicas = cluster.control_plane_replicas(session.client)
                 typer.echo(f"replicas: {replicas} (control-plane nodes)", err=True)
             elif replicas == 0:
-                _fail("--replicas 0: the scheduler needs at least one replica (negative: one per control-plane node)")
+                fail("--replicas 0: the scheduler needs at least one replica (negative: one per control-plane node)")
             options = _options(spec, replicas, **flags)
             settings = cluster.WaitSettings(wait, timeout, interval or 0.1, progress)
             run = cluster.deploy if action == "deploy" else cluster.remove
@@ -277,15 +260,13 @@ def _cluster_command(
                 wait=settings,
                 report=lambda outcome: _print_outcome(outcome, dry_run),
             )
-    except KubeConfigError as err:
-        _fail(str(err))
     except cluster.ClusterError as err:
         progress.stop()
-        _fail(f"{action} failed:\n{err}", CLUSTER_ERROR)
+        fail(f"{action} failed:\n{err}", FAILURE)
     except (ApiError, DetectError) as err:
-        _fail(f"{action} failed: {err}", CLUSTER_ERROR)
+        fail(f"{action} failed: {err}", FAILURE)
     except httpx2.HTTPError as err:
-        _fail(f"cannot reach the API server: {err}", CLUSTER_ERROR)
+        fail(f"cannot reach the API server: {err}", FAILURE)
     finally:
         progress.stop()
 
@@ -393,28 +374,26 @@ def validate(
 
     from knuma.deploy import validate as checks
     from knuma.deploy.detect import DetectError, server_version
-    from knuma.kube.client import KubeConfigError, http_client
+    from knuma.kube.client import http_client
     from knuma.kube.configz import ConfigzError, list_node_names, read_configz_many
 
     if json_flag:
         output = "json"
     if output not in ("text", "json"):
-        _fail(f"unknown output format {output!r}; use text or json")
+        fail(f"unknown output format {output!r}; use text or json")
     valid_policies = ("none", "best-effort", "restricted", "single-numa-node")
     if topology_manager_policy not in valid_policies:
         choices = ", ".join(valid_policies)
-        _fail(f"unknown --topology-manager-policy {topology_manager_policy!r}; expected one of {choices}")
+        fail(f"unknown --topology-manager-policy {topology_manager_policy!r}; expected one of {choices}")
     try:
         with http_client(kubeconfig, context, timeout=30) as http:
             issues = checks.check_version(server_version(http))
             nodes = list_node_names(http, node_selector)
             configs = read_configz_many(http, nodes)
-    except KubeConfigError as err:
-        _fail(str(err))
     except (ConfigzError, DetectError) as err:
-        _fail(f"cannot check the cluster: {err}", CHECK_ERROR)
+        fail(f"cannot check the cluster: {err}", CHECK_ERROR)
     except httpx2.HTTPError as err:
-        _fail(f"cannot reach the API server: {err}", CHECK_ERROR)
+        fail(f"cannot reach the API server: {err}", CHECK_ERROR)
     if not nodes:
         issues.append(checks.no_worker_nodes(node_selector))
     for node in nodes:
@@ -445,12 +424,12 @@ def detect(
 
     from knuma.deploy.detect import DetectError
     from knuma.deploy.detect import detect as run_detect
-    from knuma.kube.client import KubeConfigError, http_client
+    from knuma.kube.client import http_client
 
     if json_flag:
         output = "json"
     if output not in ("text", "json"):
-        _fail(f"unknown output format {output!r}; use text or json")
+        fail(f"unknown output format {output!r}; use text or json")
     user = _platform_flag(platform)
     try:
         with http_client(kubeconfig, context, timeout=30) as http:
@@ -461,10 +440,8 @@ def detect(
                 typer.echo(json.dumps({"nodeCount": count}) if output == "json" else f"nodes={count}")
                 return
             found = run_detect(http, user)
-    except KubeConfigError as err:
-        _fail(str(err))
     except (DetectError, httpx2.HTTPError) as err:
-        _fail(f"cannot detect the platform: {err}", CLUSTER_ERROR)
+        fail(f"cannot detect the platform: {err}", FAILURE)
     typer.echo(json.dumps(found.to_json(), indent=2) if output == "json" else str(found.effective))
 
 
@@ -484,7 +461,7 @@ def images(
     from knuma.deploy.options import PlatformSpec, SchedulerVariant, UpdaterType
 
     if output not in ("text", "json"):
-        _fail(f"unknown output format {output!r}; use text or json")
+        fail(f"unknown output format {output!r}; use text or json")
     options = _options(
         PlatformSpec(),
         1,

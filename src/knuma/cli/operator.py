@@ -10,6 +10,8 @@ import sys
 
 import typer
 
+from knuma.cli.errors import fail
+
 USAGE_ERROR = 2
 CLUSTER_ERROR = 1
 
@@ -49,7 +51,7 @@ def operator(
 
     from knuma.deploy.cluster import connect
     from knuma.deploy.images import resolve_images
-    from knuma.deploy.options import OptionsError, parse_duration
+    from knuma.deploy.options import parse_duration
     from knuma.kube.client import KubeConfigError, async_http
     from knuma.operator.manager import LoopSettings, run
     from knuma.operator.reconciler import Settings
@@ -61,15 +63,10 @@ def operator(
     )
     for noisy in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        period = parse_duration(resync, "--resync-period")
-        images = resolve_images({"knuma": image})
-    except (OptionsError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(USAGE_ERROR) from None
+    period = parse_duration(resync, "--resync-period")
+    images = resolve_images({"knuma": image})
     if period <= 0:
-        typer.echo("error: --resync-period must be positive (e.g. 30s)", err=True)
-        raise typer.Exit(USAGE_ERROR)
+        fail("--resync-period must be positive (e.g. 30s)")
 
     async def main() -> None:
         stop = asyncio.Event()
