@@ -18,14 +18,15 @@ def _app() -> typer.Typer:
     demo = typer.Typer()
 
     @demo.command("bad-input")
+    @errors.reporting_errors
     def bad_input(name: str = typer.Option("x", "--name")) -> None:
         raise InvalidInput(f"invalid --name {name!r}: use a DNS label")
 
     @demo.command("cluster-down")
+    @errors.reporting_errors
     def cluster_down() -> None:
         raise OperationFailed("the API server refused: 503")
 
-    errors.install(demo)
     return demo
 
 

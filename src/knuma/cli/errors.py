@@ -1,9 +1,10 @@
-"""Errors to exit statuses, in one place: every command runs inside `reporting_errors`.
+"""Errors to exit statuses, in one place.
 
-A `KnumaError` that escapes a command becomes `error: MESSAGE` on stderr and an exit status chosen by its branch of
-the tree in `knuma.errors` -- 2 for `InvalidInput` (the user can fix the flags or files), 1 for everything else
-(the cluster, the kubelet or the machine failed or refused) -- never a traceback. Commands only catch an error
-themselves when they add context (`deploy failed: ...`) or need a different status (`validate` exits 3).
+`knuma.cli.main` wraps every command in `reporting_errors`: a `KnumaError` that escapes a command becomes
+`error: MESSAGE` on stderr and an exit status chosen by its branch of the tree in `knuma.errors` -- 2 for
+`InvalidInput` (the user can fix the flags or files), 1 for everything else (the cluster, the kubelet or the machine
+failed or refused) -- never a traceback. Commands only catch an error themselves when they add context
+(`deploy failed: ...`) or need a different status (`validate` exits 3).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import typer
 
 from knuma.errors import InvalidInput, KnumaError
 
-__all__ = ["FAILURE", "USAGE_ERROR", "exit_status", "fail", "install", "reporting_errors"]
+__all__ = ["FAILURE", "USAGE_ERROR", "exit_status", "fail", "reporting_errors"]
 
 USAGE_ERROR = 2
 """Bad flags or input files: the message says what to change."""
@@ -51,14 +52,3 @@ def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
             fail(str(err), exit_status(err))
 
     return run
-
-
-def install(app: typer.Typer) -> None:
-    """Wrap every command registered on `app` and its sub-apps (call once, after all commands registered
-    themselves)."""
-    for info in app.registered_commands:
-        if info.callback is not None:
-            info.callback = reporting_errors(info.callback)
-    for group in app.registered_groups:
-        if group.typer_instance is not None:
-            install(group.typer_instance)

@@ -68,13 +68,14 @@ def _with_version(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _add_version_everywhere(typer_app: typer.Typer) -> None:
+def _wrap_every_command(typer_app: typer.Typer, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace each command of `typer_app` and its sub-apps by `wrap(command)`."""
     for info in typer_app.registered_commands:
         if info.callback is not None:
-            info.callback = _with_version(info.callback)
+            info.callback = wrap(info.callback)
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
-            _add_version_everywhere(group.typer_instance)
+            _wrap_every_command(group.typer_instance, wrap)
 
 
 @app.command("version")
@@ -83,8 +84,9 @@ def version() -> None:
     typer.echo(__version__)
 
 
-errors.install(app)  # after every command is registered: errors become exit statuses in one place
-_add_version_everywhere(app)
+# after every command is registered: errors become exit statuses in one place, and every command takes --version
+_wrap_every_command(app, errors.reporting_errors)
+_wrap_every_command(app, _with_version)
 
 
 def main() -> None:
