@@ -16,7 +16,7 @@ from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.cache.overreserve import OverReserve
 from knuma.scheduler.cache.passthrough import Passthrough
 from knuma.scheduler.cache.select import nrt_cache
-from knuma.scheduler.config.load import ConfigError, build_nrt_cache, build_profiles, parse_config
+from knuma.scheduler.config.load import SchedulerConfigError, build_nrt_cache, build_profiles, parse_config
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import schedule_one
 from knuma.scheduler.plugins.numa import INVALID_TOPOLOGY_DATA
@@ -124,7 +124,7 @@ def test_profiles_must_agree_on_the_cache() -> None:
         "kind": "KubeSchedulerConfiguration",
         "profiles": [profile("a", 5), profile("b", 10)],
     }
-    with pytest.raises(ConfigError, match=r"profiles\[1\]\.pluginConfig: .*differ from profiles\[0\] \(a\)"):
+    with pytest.raises(SchedulerConfigError, match=r"profiles\[1\]\.pluginConfig: .*differ from profiles\[0\] \(a\)"):
         parse_config(document)
 
 

@@ -30,6 +30,7 @@ from knuma.devices.filtering import Eligible
 from knuma.devices.matching import assign
 from knuma.devices.numa import Locality, Placement, locality_of
 from knuma.devices.pools import Candidate
+from knuma.errors import KnumaError
 
 __all__ = ["STAGE_ORDER", "Found", "NotFound", "SearchSpace", "search"]
 
@@ -75,7 +76,7 @@ class SearchSpace:
             self.miss = miss
 
 
-class _Exhausted(Exception):
+class _Exhausted(KnumaError):
     pass
 
 

@@ -26,9 +26,8 @@ from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.fields import FieldError, ValidationError
 from knuma.api.dra.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from knuma.api.dra.resourceslice import ResourceSlice
-from knuma.devices.cel import CELError, compile_selector
-
 from knuma.api.types import JsonObj
+from knuma.devices.cel import CELError, compile_selector
 
 Cause = tuple[str, str, str]
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from knuma.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity, node_labels
 from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, taints_of, tolerations_of
+from knuma.api.types import JsonObj
 from knuma.local.controllers.deployment import template_hash
 from knuma.local.controllers.replicaset import ready
 
@@ -54,7 +55,6 @@ __all__ = [
     "target_node",
 ]
 
-JsonObj = dict[str, Any]
 HASH_LABEL = "controller-revision-hash"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
