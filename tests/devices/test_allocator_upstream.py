@@ -2,9 +2,9 @@
 allocator_testing.go`, `TestAllocator`), ported as a table: the same verdict on every case, and the same devices
 where upstream's answer is the only valid one or the one its device order implies.
 
-Cases where upstream returns an error (unknown class) expect `AllocationError`; cases where upstream returns an error
-that only stops this node (an incomplete pool for `All`, invalid pools, a constraint that `All` devices cannot meet)
-expect "not allocatable" with upstream's message in the reason.
+Cases where upstream returns an error (unknown class) expect `DeviceAllocationError`; cases where upstream returns an
+error that only stops this node (an incomplete pool for `All`, invalid pools, a constraint that `All` devices cannot
+meet) expect "not allocatable" with upstream's message in the reason.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.resourceclaim import ResourceClaim
 from knuma.api.dra.resourceslice import ResourceSlice
-from knuma.devices.allocator import AllocationError, Inventory, NodeView, allocate
+from knuma.devices.allocator import DeviceAllocationError, Inventory, NodeView, allocate
 from tests.devices.builders import (
     DRIVER_A,
     DRIVER_B,
@@ -513,7 +513,7 @@ def _run(case: Case) -> Any:
 def test_upstream_case(name: str) -> None:
     case = CASES[name]
     if case.error:
-        with pytest.raises(AllocationError, match=case.error):
+        with pytest.raises(DeviceAllocationError, match=case.error):
             _run(case)
         return
     outcome = _run(case)

@@ -4,7 +4,7 @@ The contract follows upstream's `Allocator.Allocate(ctx, node, claims)` (`dynami
 allocator.go`): plain data in (the node, the claims to allocate, the slices, classes and devices already in use),
 one `AllocationResult` per claim out, or "does not fit" with a reason; problems that make the claims unallocatable
 anywhere (an unknown class, a selector that does not compile, more than 32 devices in a claim) raise
-`AllocationError` / `CELError`. Beyond upstream: the devices are chosen together with the NUMA nodes the kubelet
+`DeviceAllocationError` / `CELError`. Beyond upstream: the devices are chosen together with the NUMA nodes the kubelet
 will give the pod's CPUs and memory (`alignment`), scored on the locality ladder (`numa.Locality`), the search is
 bounded and says whether it proved the claims impossible or ran out of budget (`search`), and a failure names the
 claim, the request and the stage that stopped it, with the number of devices that survived each stage.
@@ -23,7 +23,7 @@ from knuma.api.pod import Pod
 from knuma.devices.alignment import NumaPlan, plan_alignment
 from knuma.devices.cel import CELError
 from knuma.devices.constraints import constraint_values
-from knuma.devices.demand import AllocationError, ClaimDemand, resolve
+from knuma.devices.demand import ClaimDemand, DeviceAllocationError, resolve
 from knuma.devices.filtering import Eligible, SelectorCache, filter_candidates
 from knuma.devices.numa import Locality, placement_of
 from knuma.devices.pools import Candidate, DeviceID, gather_pools
@@ -32,8 +32,8 @@ from knuma.topology.hints import bits
 from knuma.topology.node import NodeTopology
 
 __all__ = [
-    "AllocationError",
     "ClaimAllocation",
+    "DeviceAllocationError",
     "Inventory",
     "NodeView",
     "Outcome",

@@ -17,10 +17,10 @@ from knuma.api.dra.resourceclaim import ALLOCATION_RESULTS_MAX, ResourceClaim
 from knuma.devices.cel import Selector, compile_selector
 from knuma.errors import InvalidInput
 
-__all__ = ["AllocationError", "Alternative", "ClaimDemand", "RequestDemand", "resolve"]
+__all__ = ["Alternative", "ClaimDemand", "DeviceAllocationError", "RequestDemand", "resolve"]
 
 
-class AllocationError(InvalidInput):
+class DeviceAllocationError(InvalidInput):
     """The claims cannot be allocated anywhere as written (upstream: `Allocate` returns an error, not "no fit")."""
 
 
@@ -68,7 +68,7 @@ def resolve(
     classes: Mapping[str, DeviceClass],
     admin_access_allowed: Callable[[str], bool],
 ) -> list[ClaimDemand]:
-    """Resolve every claim; raise `AllocationError` (or `CELError`) naming the claim and request."""
+    """Resolve every claim; raise `DeviceAllocationError` (or `CELError`) naming the claim and request."""
     out = []
     for claim in claims:
         requests = []
@@ -78,12 +78,12 @@ def resolve(
             for exact in request.alternatives:
                 cls = classes.get(exact.device_class_name)
                 if cls is None:
-                    raise AllocationError(
+                    raise DeviceAllocationError(
                         f"claim {claim.key}, request {exact.name}: could not retrieve device class "
                         f"{exact.device_class_name}: deviceclass.resource.k8s.io {exact.device_class_name!r} not found"
                     )
                 if exact.admin_access and not admin_access_allowed(claim.namespace):
-                    raise AllocationError(
+                    raise DeviceAllocationError(
                         f"claim {claim.key}, request {exact.name}: admin access to devices requires the "
                         f'`resource.kubernetes.io/admin-access: "true"` label on namespace {claim.namespace}'
                     )
@@ -99,13 +99,13 @@ def resolve(
             minimum += min(0 if a.all_devices else a.request.count for a in alternatives)
             requests.append(RequestDemand(request.name, tuple(alternatives)))
         if minimum > ALLOCATION_RESULTS_MAX:
-            raise AllocationError(
+            raise DeviceAllocationError(
                 f"claim {claim.key}: number of requested devices {minimum} exceeds the claim limit of "
                 f"{ALLOCATION_RESULTS_MAX}"
             )
         for i, constraint in enumerate(claim.spec.constraints):
             if not constraint.match_attribute:
-                raise AllocationError(
+                raise DeviceAllocationError(
                     f"claim {claim.key}, constraint #{i}: distinctAttribute is not supported by this allocator "
                     "(consumable capacity is not modelled)"
                 )
