@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from knuma.api.types import JsonObj
 from knuma.testbed.shapes import NodeShape
 
 __all__ = ["NUMA_ATTRIBUTE", "PCIE_ROOT_ATTRIBUTE", "SimDevice", "device_classes", "devices_of", "resource_slices"]
 
-JsonObj = dict[str, Any]
 NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 

@@ -16,8 +16,6 @@ from knuma.topology.kubelet import DeviceNUMA
 
 __all__ = ["claim_names", "container_devices", "waiting_reason"]
 
-JsonObj = dict[str, Any]
-
 
 def claim_names(pod: Mapping[str, Any]) -> dict[str, str | None]:
     """Pod claim name -> ResourceClaim name (None while the resourceclaim controller has not created it)."""
