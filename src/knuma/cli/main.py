@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from knuma import __version__
-from knuma.cli import apiserver, bench, deploy, errors, exporter, operator, schedule, scheduler, simulate, up
+from knuma.cli import apiserver, bench, claims, deploy, errors, exporter, operator, schedule, scheduler, simulate, up
 
 app = typer.Typer(
     name="knuma",
@@ -25,7 +25,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up, operator):
+for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up, operator, claims):
     command.register(app)
 
 VERSION_HELP = "Print the knuma version and exit."

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from knuma.api.nrt import Policy
 from knuma.api.pod import Pod
-from knuma.api.resources import CPU
+from knuma.api.resources import CPU, format_amount
 from knuma.devices.numa import sockets_from_distances
 from knuma.topology.hints import Hint, bits, iterate_masks
 from knuma.topology.managers import WorkingNode, exclusive_request, memory_types
@@ -45,6 +45,10 @@ class NumaPlan:
 
     def describe(self, mask: int | None) -> str:
         return "any NUMA node" if mask is None else "NUMA " + ",".join(str(n) for n in bits(mask))
+
+    def describe_all(self) -> str:
+        """The candidate masks, e.g. `NUMA 2 or NUMA 3`."""
+        return " or ".join(self.describe(m) for m in self.masks or ()) or "no NUMA node"
 
 
 def _pod_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
@@ -81,6 +85,12 @@ def plan_alignment(node: NodeTopology | None, pod: Pod | None) -> NumaPlan:
     request = _pod_request(pod, node) if pod is not None else {}
     lists = _hint_lists(request, node) if request else []
     preferred = [m for m in masks if all(any(h.preferred and h.mask in (m, None) for h in hints) for hints in lists)]
-    detail = ", ".join(f"{name}={amount}" for name, amount in sorted(request.items())) or "no exclusive CPUs or memory"
+    detail = (
+        ", ".join(
+            f"{name}={format_amount(name, amount * 1000 if name == CPU else amount)}"
+            for name, amount in sorted(request.items())
+        )
+        or "no exclusive CPUs or memory"
+    )
     required = policy in (Policy.SINGLE_NUMA_NODE, Policy.RESTRICTED)
     return NumaPlan(tuple(preferred), required, policy, sockets, node.numa_ids, detail)

@@ -338,11 +338,15 @@ def search(space: SearchSpace) -> Found | NotFound:
             if not any(True for _ in _value_choices(space, choice, everything)):
                 continue
             if not masks:
+                first = next(iter(choice))
+                claim = space.claims[first[0]].key
                 space.note(
                     NotFound(
-                        f"no NUMA node can hold the pod's exclusive resources ({plan.detail}) under the "
-                        f"{plan.policy.value} Topology Manager policy",
+                        f"claim {claim}: no NUMA node can hold the pod's exclusive resources ({plan.detail}) under "
+                        f"the {plan.policy.value} Topology Manager policy",
                         "NUMA alignment",
+                        claim,
+                        _alternative(space, first, choice[first]).name,
                     )
                 )
             for mask in masks:
@@ -352,21 +356,28 @@ def search(space: SearchSpace) -> Found | NotFound:
                     space.note(_joint_miss(space, choice))
                     continue
                 if fallback is None:
-                    space.note(
-                        NotFound(
-                            f"devices cannot be aligned with the pod's CPUs and memory on {plan.describe(mask)} "
-                            f"({plan.policy.value} policy; {plan.detail})",
-                            "NUMA alignment",
-                        )
-                    )
                     continue
                 for level in (Locality.PCIE_ROOT, Locality.NUMA_NODE, Locality.SOCKET):
                     better = _solve(space, choice, base, level)
                     if better is not None:
                         return _found(space, choice, better, mask)
                 return _found(space, choice, fallback, mask)
-            if masks and None not in masks and _solve(space, choice, everything, Locality.NODE) is None:
-                space.miss = _joint_miss(space, choice)  # not a NUMA problem: no allocation exists at all
+            if masks and None not in masks:
+                if _solve(space, choice, everything, Locality.NODE) is None:
+                    space.miss = _joint_miss(space, choice)  # not a NUMA problem: no allocation exists at all
+                else:
+                    first = next(iter(choice))
+                    claim = space.claims[first[0]].key
+                    space.note(
+                        NotFound(
+                            f"claim {claim}: the devices cannot be aligned with the pod's CPUs and memory: under the "
+                            f"{plan.policy.value} Topology Manager policy the kubelet can give them "
+                            f"({plan.detail}) only {plan.describe_all()}, and no allocation of the claims fits there",
+                            "NUMA alignment",
+                            claim,
+                            _alternative(space, first, choice[first]).name,
+                        )
+                    )
     except _Exhausted:
         return NotFound(
             f"search budget exhausted after {space.budget} attempts without finding an allocation "

@@ -1,0 +1,159 @@
+"""`knuma claims schedule` and `knuma claims allocate` on the bundled examples and on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from knuma.cli.main import app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "devices"
+DRA = ["-f", str(EXAMPLES / "dra-classes.yaml"), "-f", str(EXAMPLES / "dgx-nodes.yaml")]
+POD = ["-f", str(EXAMPLES / "pod-gpu-nic.yaml")]
+runner = CliRunner()
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, ["claims", *args])
+
+
+def test_prototype_table_output() -> None:
+    result = run(
+        "schedule",
+        "-f",
+        str(EXAMPLES / "claims-two-claims.yaml"),
+        "-f",
+        str(EXAMPLES / "pools-shape-foozer-barzer.yaml"),
+        "-f",
+        str(EXAMPLES / "pools-shape-zero.yaml"),
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["ALLOCATIONS", "-----------"]
+    assert "shape-foozer-barzer-00: satisfied all claims with score 100" in lines
+    assert "shape-zero-00: could not satisfy these claims: barzer-claim" in lines
+    allocations = yaml.safe_load("\n".join(lines[2 : lines.index("NODE RESULTS") - 1]))
+    assert allocations == [
+        {"deviceCount": 2, "devicePoolName": "shape-foozer-barzer-00-foozer-00"},
+        {"deviceCount": 2, "devicePoolName": "shape-foozer-barzer-00-barzer-00"},
+    ]
+
+
+def test_prototype_json_output_shape() -> None:
+    result = run(
+        "schedule",
+        "-o",
+        "json",
+        "-f",
+        str(EXAMPLES / "claims-numa-match.yaml"),
+        "-f",
+        str(EXAMPLES / "pools-shape-one.yaml"),
+        "-f",
+        str(EXAMPLES / "pools-shape-two.yaml"),
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert set(doc) == {"selected", "allocations", "nodes"}
+    assert doc["selected"] == "shape-two-00"  # first of the equally scored nodes, by name
+    assert doc["allocations"] == [{"devicePoolName": "shape-two-00-foozer-00", "deviceCount": 4}]
+    one = doc["nodes"]["shape-one-00"]
+    assert one["score"] == 0 and one["allocations"] is None
+    assert one["summary"] == "shape-one-00: could not satisfy these claims: myclaim"
+    verbose = one["verbose"]
+    assert verbose["NodeName"] == "shape-one-00"
+    results = verbose["DeviceClaimResults"][0]["poolSetResults"]
+    assert results[2]["poolResults"][1]["failureReason"] == "claim MatchAttributes constraint failed"
+
+
+def test_prototype_verbose_shows_ignored_pools_and_warnings() -> None:
+    result = run(
+        "schedule",
+        "-v",
+        "-f",
+        str(EXAMPLES / "claims-single-by-driver.yaml"),
+        "-f",
+        str(EXAMPLES / "pools-shape-three.yaml"),
+        "-f",
+        str(EXAMPLES / "classes.yaml"),
+    )
+    assert result.exit_code == 0, result.output
+    assert "failureReason: claim and pool driver do not match" in result.stdout
+    assert "ALLOCATIONS\n-----------\nnull" in result.stdout
+    assert "warning: DeviceClass 'example.com-barzer-gpu-single': unknown field spec.deviceMaxCount" in result.stderr
+
+
+def test_dra_schedule_picks_the_node_that_can_align() -> None:
+    result = run("schedule", "-o", "json", *DRA, *POD)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["pod"] == "ml/trainer" and doc["claims"] == ["ml/trainer-devices"] and doc["selected"] == "dgx-1"
+    dgx0, dgx1 = doc["nodes"]["dgx-0"], doc["nodes"]["dgx-1"]
+    assert dgx0["allocatable"] is False and dgx0["stage"] == "NUMA alignment"
+    assert "only NUMA 2 or NUMA 3" in dgx0["reason"]
+    assert dgx0["stages"]["ml/trainer-devices/gpu"]["in use"] == 4
+    assert dgx1["score"] == 100 and dgx1["locality"] == "same PCIe root" and dgx1["affinity"] == [0]
+    results = doc["allocations"][0]["allocation"]["devices"]["results"]
+    assert [(r["request"], r["device"]) for r in results] == [("gpu", "gpu-0"), ("nic", "nic-0")]
+
+
+def test_dra_table_names_the_stage() -> None:
+    result = run("schedule", "-v", *DRA, *POD)
+    assert result.exit_code == 0, result.output
+    assert "dgx-0: could not satisfy these claims: ml/trainer-devices" in result.stdout
+    assert "    NUMA alignment: claim ml/trainer-devices" in result.stdout
+    assert "    ml/trainer-devices/gpu: class 8, selector 8, in use 4, taint 4" in result.stdout
+    assert "dgx-1: satisfied all claims with score 100 (same PCIe root, NUMA 0)" in result.stdout
+
+
+def test_allocate_on_one_node() -> None:
+    result = run("allocate", "--node", "dgx-1", *DRA, *POD)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["node"] == "dgx-1" and doc["allocatable"] is True and doc["reason"] is None
+    (entry,) = doc["results"]
+    assert entry["claim"] == "ml/trainer-devices"
+    assert entry["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["dgx-1"]
+    failed = json.loads(run("allocate", "--node", "dgx-0", *DRA, *POD).stdout)
+    assert failed["allocatable"] is False and failed["results"] == [] and "NUMA 2 or NUMA 3" in failed["reason"]
+
+
+def test_allocate_claim_selection_and_nothing_to_do() -> None:
+    # The only claim of dgx-nodes.yaml is already allocated: nothing to allocate is allocatable, empty results.
+    doc = json.loads(run("allocate", "--node", "dgx-0", "--claim", "ml/training", *DRA).stdout)
+    assert doc == {"node": "dgx-0", "allocatable": True, "results": [], "reason": None}
+    doc = json.loads(run("allocate", "--node", "dgx-1", "--claim", "trainer-devices", *DRA, *POD).stdout)
+    assert doc["allocatable"] is True
+
+
+def test_bad_input_exits_2_with_a_message(tmp_path: Path) -> None:
+    result = run("allocate", "--node", "dgx-1", "--claim", "nope", *DRA)
+    assert result.exit_code == 2 and "claim 'nope' is not in the input" in result.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"
+        "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu.sim.knuma.io, count: 0}}]}}\n"
+    )
+    result = run("schedule", *DRA, "-f", str(bad))
+    assert result.exit_code == 2
+    assert 'ResourceClaim.resource.k8s.io "c" is invalid: spec.devices.requests[0].exactly.count' in result.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"
+        "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: tpu}}]}}\n"
+    )
+    result = run("allocate", "--node", "dgx-1", *DRA, "-f", str(unknown))
+    assert result.exit_code == 2 and "could not retrieve device class tpu" in result.stderr
+    cel = tmp_path / "cel.yaml"
+    cel.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"
+        "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu.sim.knuma.io, selectors: "
+        "[{cel: {expression: \"device.bandwidth = '1G'\"}}]}}]}}\n"
+    )
+    result = run("schedule", *DRA, "-f", str(cel))
+    assert result.exit_code == 2
+    assert "claim default/c, request r: selector #0: compilation failed" in result.stderr
+    result = run("schedule", "-o", "xml", *DRA)
+    assert result.exit_code == 2 and "unknown output format" in result.stderr
