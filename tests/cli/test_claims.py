@@ -16,7 +16,7 @@ POD = ["-f", str(EXAMPLES / "pod-gpu-nic.yaml")]
 runner = CliRunner()
 
 
-def run(*args: str):  # type: ignore[no-untyped-def]
+def run(*args: str):
     return runner.invoke(app, ["claims", *args])
 
 
