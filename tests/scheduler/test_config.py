@@ -31,7 +31,15 @@ CONFIGS = Path(__file__).parent / "configs"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "scheduler" / "config.yaml"
 V1 = "kubescheduler.config.k8s.io/v1"
 NRT = "NodeResourceTopologyMatch"
-KNUMA_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit")
+KNUMA_FILTERS = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "DynamicResources",
+)
 
 
 def doc(**fields: Any) -> dict[str, Any]:
@@ -101,7 +109,7 @@ def test_operator_rendered_config_runs_what_knuma_has_and_warns_about_the_rest(
     )
     assert "DynamicResources" not in profile.not_run  # disabled in multiPoint
     built = build_profiles(config)["topo-aware-scheduler"]
-    assert [p.name for p in built.filters] == [*KNUMA_FILTERS, NRT]
+    assert [p.name for p in built.filters] == [*KNUMA_FILTERS[:6], NRT]
     warning = (
         f"{path}: profiles[0] (topo-aware-scheduler): knuma does not implement VolumeRestrictions, NodeVolumeLimits, "
         "VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, KNIDebug: accepted and not run"
@@ -425,7 +433,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(plugins={"filter": {"enabled": [{"name": "Coscheduling"}]}}),
         'profiles[0].plugins.filter.enabled[0].name: plugin "Coscheduling" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, DynamicResources)",
     ),
     (
         with_profile(plugins={"filter": {"enabled": [{"name": "PrioritySort"}]}}),
@@ -468,7 +476,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(pluginConfig=[{"name": "NodeResourceTopology", "args": {}}]),
         'profiles[0].pluginConfig[0].name: plugin "NodeResourceTopology" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, DynamicResources)",
     ),
     (
         with_profile(pluginConfig=[{"name": NRT, "args": "x"}]),

@@ -39,5 +39,4 @@ def test_each_unsupported_constraint_is_named_with_its_field() -> None:
         "topology spread constraints (spec.topologySpreadConstraints)",
         "volume data (spec.volumes[0].persistentVolumeClaim): volume topology and binding",
         "volume scratch (spec.volumes[1].ephemeral): volume topology and binding",
-        "resource claims (spec.resourceClaims)",
-    ]
+    ]  # resource claims are supported (DynamicResources)

@@ -49,6 +49,8 @@ from knuma.scheduler.config.model import (
 from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
 from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY
 from knuma.scheduler.framework.registry import PLUGINS
+from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName
 from knuma.scheduler.plugins.node_ports import NodePorts
@@ -143,14 +145,17 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
 Reserve (the cache's reservations) are the daemon's."""
 
 
-def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None) -> Profile:
+def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: DeviceState | None = None) -> Profile:
     """The framework profile: filters and weighted scorers in the configuration's order, one plugin instance per
     name (so the NUMA plugin's Filter and Score share it), and the PreEnqueue gates. `nrt`: the NRT cache the NUMA
-    plugin reports to (`build_nrt_cache`)."""
+    plugin reports to (`build_nrt_cache`); `devices`: the DRA state DynamicResources reads (the daemon's informers;
+    an empty one offline)."""
     instances: dict[str, object] = {}
+    device_state = devices if devices is not None else DeviceState()
     factories: dict[str, Callable[[ProfileConfig], object]] = {
         **_FACTORIES,
         NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(p.numa.scoring_strategy(), cache=nrt),
+        DRA_PLUGIN: lambda _: DynamicResources(device_state),
     }
 
     def plugin(name: str) -> object:
@@ -168,9 +173,12 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None) -> Profil
     return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates))
 
 
-def build_profiles(config: SchedulerConfiguration, nrt: NRTCache | None = None) -> dict[str, Profile]:
-    """schedulerName → framework profile, for every profile of the configuration; the NUMA plugins report to `nrt`."""
-    return {p.scheduler_name: build_profile(p, nrt) for p in config.profiles}
+def build_profiles(
+    config: SchedulerConfiguration, nrt: NRTCache | None = None, devices: DeviceState | None = None
+) -> dict[str, Profile]:
+    """schedulerName → framework profile, for every profile of the configuration; the NUMA plugins report to `nrt`,
+    the DynamicResources plugins read `devices`."""
+    return {p.scheduler_name: build_profile(p, nrt, devices) for p in config.profiles}
 
 
 def build_nrt_cache(config: SchedulerConfiguration) -> NRTCache:

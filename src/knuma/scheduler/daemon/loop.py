@@ -36,12 +36,14 @@ from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.cache.nrt import ClusterCache, pod_key, terminal
+from knuma.scheduler.daemon.claims import DeviceInformers, pre_bind, unreserve_claims
 from knuma.scheduler.daemon.metrics import SchedulerMetrics
 from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
 from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 
 __all__ = ["DaemonSettings", "Scheduler"]
 
@@ -110,6 +112,13 @@ class Scheduler:
         self.nodes = Informer(http, "/api/v1/nodes", _Handler(self._node_added, self._node_updated, self._node_deleted))
         self.nrts = Informer(http, NRT_PATH, _Handler(self._nrt_added, self._nrt_updated, self._nrt_deleted))
         self.pods = Informer(http, "/api/v1/pods", _Handler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.devices = DeviceState()
+        """ResourceClaims, slices, classes and in-flight allocations, shared by every profile's DynamicResources."""
+        for profile in self.profiles.values():
+            for plugin in profile.filters:
+                if isinstance(plugin, DynamicResources):
+                    plugin.state = self.devices
+        self.device_informers = DeviceInformers(http, self.devices, self.queue.move_all)
         self._binds = asyncio.Semaphore(settings.bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
@@ -122,7 +131,8 @@ class Scheduler:
         """Run until `stop` is set (or the task is cancelled); release the lease on the way out."""
         stop = stop or asyncio.Event()
         informers = [
-            asyncio.create_task(i.run(), name=f"informer {i.path}") for i in (self.nodes, self.nrts, self.pods)
+            asyncio.create_task(i.run(), name=f"informer {i.path}")
+            for i in (self.nodes, self.nrts, self.pods, *self.device_informers.all)
         ]
         work: list[asyncio.Task[Any]] = []
         try:
@@ -173,6 +183,8 @@ class Scheduler:
         # that appear later are picked up by the informer's retries (upstream issue #967).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.nrts.synced.wait(), timeout=5.0)
+        with contextlib.suppress(TimeoutError):  # a cluster without resource.k8s.io still schedules other pods
+            await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.device_informers.all)), timeout=5.0)
 
     async def _resync_forever(self, period: float) -> None:
         """The NRT cache's resync (upstream: `wait.Forever(nrtCache.Resync, resyncPeriod)`); nodes it flushed may
@@ -217,11 +229,35 @@ class Scheduler:
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
             return outcome
+        claims: dict[str, Any] | None = None
+        if pod.spec.get("resourceClaims"):
+            claims, problem = self._reserve_claims(profile, pod, outcome.node)
+            if problem:
+                self.metrics.attempts.labels("unschedulable", profile.name).inc()
+                log.info("pod %s: Reserve on %s failed: %s", pod.key, outcome.node, problem)
+                self.queue.unschedulable(queued)
+                self._event(pod, "Warning", "FailedScheduling", f"running Reserve plugin DynamicResources: {problem}")
+                return Outcome(None, message=problem)
         self.metrics.attempts.labels("scheduled", profile.name).inc()
         self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
         self.cache.assume(pod, outcome.node)
-        self._spawn(self._bind(queued, outcome.node, annotations))
+        self._spawn(self._bind(queued, outcome.node, annotations, claims))
         return outcome
+
+    def _reserve_claims(self, profile: Profile, pod: Pod, node: str) -> tuple[dict[str, Any] | None, str]:
+        """DynamicResources' Reserve: the allocation for the chosen node, held in flight so that the next cycles do
+        not hand out its devices before PreBind writes it. Returns (claim key -> allocation or None when already
+        allocated, problem)."""
+        plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+        info = next((n for n in self.cache.node_infos() if n.name == node), None)
+        if plugin is None or info is None:
+            return None, ""
+        result, claims = plugin.allocations(pod, info)
+        if not result.allocatable:
+            return None, f"cannot allocate all claims: {result.reason}"
+        chosen = {c.claim: c.allocation for c in result.results}
+        self.devices.reserve(pod, chosen)
+        return {claim.key: chosen.get(claim.key) for claim in claims}, ""
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -245,10 +281,26 @@ class Scheduler:
         except (httpx2.HTTPError, OSError) as err:
             log.warning("annotating %s: %s", pod.key, err)
 
-    async def _bind(self, queued: QueuedPod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+    async def _bind(
+        self,
+        queued: QueuedPod,
+        node: str,
+        annotations: Mapping[str, str] | None = None,
+        claims: Mapping[str, Any] | None = None,
+    ) -> None:
         pod = queued.pod
         if annotations:
             await self._annotate(pod, annotations)
+        if claims:
+            problem = await pre_bind(self.http, pod, claims)
+            if problem:
+                log.warning("pod %s: PreBind on %s failed: %s", pod.key, node, problem)
+                self.devices.unreserve(pod)
+                await unreserve_claims(self.http, pod, list(claims))
+                self.cache.forget(pod.key)
+                self.queue.error(queued)
+                self._event(pod, "Warning", "FailedScheduling", f"running PreBind plugin DynamicResources: {problem}")
+                return
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -273,6 +325,9 @@ class Scheduler:
             self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}")
             return
         self.cache.forget(pod.key)
+        if claims:
+            self.devices.unreserve(pod)
+            await unreserve_claims(self.http, pod, list(claims))
         if status in (404, 409):
             # Deleted meanwhile, or already bound (by another scheduler or a previous attempt): nothing to retry;
             # the informer brings the pod's real state.
@@ -338,6 +393,8 @@ class Scheduler:
     def _pod_changed(self, obj: JsonView) -> None:
         spec = obj.get("spec") or {}
         key = pod_key(obj)
+        if spec.get("resourceClaims") and self.devices.set_pod(obj):
+            self.queue.move_all()  # its generated claims are known now
         if spec.get("nodeName") or terminal(obj):
             if not self.cache.is_assumed(key) or spec.get("nodeName"):
                 self.cache.upsert_pod(obj)
@@ -397,6 +454,7 @@ class Scheduler:
         self._warned.discard(key)
         self._invalid.discard(key)
         self.cache.delete_pod(obj)
+        self.devices.delete_pod(obj)
         self.queue.delete(key)
         self.queue.move_all()
 

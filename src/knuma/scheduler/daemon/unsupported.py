@@ -21,8 +21,9 @@ def unsupported_constraints(pod: Pod) -> list[str]:
     - pod affinity and anti-affinity (InterPodAffinity),
     - topology spread constraints (PodTopologySpread),
     - persistent volume claims, also generic ephemeral volumes (VolumeBinding, VolumeZone, NodeVolumeLimits: volume
-      topology is not checked and `WaitForFirstConsumer` claims are not bound by knuma),
-    - resource claims (DynamicResources).
+      topology is not checked and `WaitForFirstConsumer` claims are not bound by knuma).
+
+    Resource claims are supported (DynamicResources).
     """
     spec = pod.spec
     found: list[str] = []
@@ -43,6 +44,4 @@ def unsupported_constraints(pod: Pod) -> list[str]:
                 if volume.get(kind):
                     name = volume.get("name", index)
                     found.append(f"volume {name} (spec.volumes[{index}].{kind}): volume topology and binding")
-    if spec.get("resourceClaims"):
-        found.append("resource claims (spec.resourceClaims)")
     return found

@@ -46,6 +46,9 @@ BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
 
 NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts"})
+POD_SKIPPED = frozenset({"DynamicResources"})
+"""Plugins with nothing to check for a pod without ResourceClaims (their PreFilter skips): such pods stay on the fast
+path; a pod with claims takes the exact path."""
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
@@ -123,7 +126,7 @@ class FastPath:
 
     def decide(self, profile: Profile, pod: Pod) -> Outcome:
         plan = self.plan(profile)
-        if plan is None:
+        if plan is None or (pod.spec.get("resourceClaims") and any(p.name in POD_SKIPPED for p in profile.filters)):
             return decide(profile, pod, self.cache.node_infos())
         self.sync()
         if not self._names:
@@ -207,7 +210,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
     if numa is None or not fit:
         return None
     local_filters = tuple(p for p in profile.filters if p.name in NODE_LOCAL)
-    if len(local_filters) + 2 != len(profile.filters):
+    skipped = sum(1 for p in profile.filters if p.name in POD_SKIPPED)
+    if len(local_filters) + 2 + skipped != len(profile.filters):
         return None
     numa_weight = fit_weight = 0
     local_scorers: list[tuple[ScorePlugin, int]] = []
@@ -218,7 +222,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
             fit_weight = weight
         elif scorer.name in NODE_LOCAL:
             local_scorers.append((scorer, weight))
-        else:
+        elif scorer.name not in POD_SKIPPED:  # scores 0 on every node for a pod without claims
             return None
     return _Plan(numa, local_filters, tuple(local_scorers), numa_weight, fit_weight)
 

@@ -2,8 +2,9 @@
 them knuma runs, and kube-scheduler's default plugin set.
 
 A configuration may name any plugin listed here. Plugins knuma runs are built into profiles; the others (volume,
-inter-pod and topology-spread plugins, preemption, DRA, image locality) are accepted so that configuration files
-written for kube-scheduler load unchanged, and are reported as not run.
+inter-pod and topology-spread plugins, preemption, image locality) are accepted so that configuration files
+written for kube-scheduler load unchanged, and are reported as not run. DynamicResources runs on knuma's
+NUMA-aligned device allocator (`knuma.scheduler.plugins.dynamic_resources`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,12 @@ PLUGINS: dict[str, PluginInfo] = {
         _info("VolumeZone", "preFilter filter", False, "volume zones"),
         _info("PodTopologySpread", "preFilter filter preScore score", False, "topology spread constraints"),
         _info("InterPodAffinity", "preFilter filter preScore score", False, "pod affinity and anti-affinity"),
-        _info("DynamicResources", "preEnqueue preFilter filter postFilter reserve preBind", False, "resource claims"),
+        _info(
+            "DynamicResources",
+            "preEnqueue preFilter filter postFilter preScore score reserve preBind",
+            True,
+            "resource claims (DRA), allocated NUMA-aligned",
+        ),
         _info("DefaultPreemption", "postFilter", False, "preemption"),
         _info("NodeResourcesBalancedAllocation", "preScore score", False, "balanced node-level allocation"),
         _info("ImageLocality", "score", False, "images already on the node"),

@@ -1,0 +1,135 @@
+"""The daemon's side of DynamicResources: informers that keep `DeviceState` current, and PreBind / Unreserve,
+which write to ResourceClaims through the API server.
+
+PreBind follows upstream's `bindClaim` (`dynamicresources.go`): for a claim this cycle allocated, add the
+`resource.kubernetes.io/delete-protection` finalizer (so the claim cannot vanish while allocated), then write
+`status.allocation` and `status.reservedFor` with the pod as consumer; for a claim already allocated (shared), add
+the pod to `reservedFor`. Every write carries the resourceVersion it read, so a concurrent writer makes it fail
+(409) instead of being overwritten; the pod is then retried. Unreserve after a failed bind takes the pod out of
+`reservedFor` again and clears an allocation nobody else uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx2
+
+from knuma.api.dra.resourceclaim import AllocationResult
+from knuma.api.pod import Pod
+from knuma.kube.informer import Informer
+from knuma.scheduler.plugins.dynamic_resources import DeviceState
+
+__all__ = ["FINALIZER", "DeviceInformers", "pre_bind", "unreserve_claims"]
+
+log = logging.getLogger("knuma.scheduler")
+
+JsonObj = dict[str, Any]
+FINALIZER = "resource.kubernetes.io/delete-protection"
+API = "/apis/resource.k8s.io/v1"
+
+
+class _Handler:
+    def __init__(
+        self, upsert: Callable[[JsonObj], None], delete: Callable[[JsonObj], None], changed: Callable[[], None]
+    ):
+        self.upsert, self.delete, self.changed = upsert, delete, changed
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.upsert(obj)
+        self.changed()
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.upsert(new)
+        self.changed()
+
+    def on_delete(self, obj: JsonObj) -> None:
+        self.delete(obj)
+        self.changed()
+
+
+class DeviceInformers:
+    """ResourceClaims, ResourceSlices and DeviceClasses into `state`; `changed` after each event (the daemon moves
+    unschedulable pods back to the active queue: a freed device or a new slice can make them fit)."""
+
+    def __init__(self, http: httpx2.AsyncClient, state: DeviceState, changed: Callable[[], None]) -> None:
+        self.claims = Informer(http, f"{API}/resourceclaims", _Handler(state.set_claim, state.delete_claim, changed))
+        self.slices = Informer(http, f"{API}/resourceslices", _Handler(state.set_slice, state.delete_slice, changed))
+        self.classes = Informer(http, f"{API}/deviceclasses", _Handler(state.set_class, state.delete_class, changed))
+
+    @property
+    def all(self) -> tuple[Informer, ...]:
+        return (self.claims, self.slices, self.classes)
+
+
+def _claim_path(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return f"{API}/namespaces/{namespace}/resourceclaims/{name}"
+
+
+def _message(response: httpx2.Response) -> str:
+    try:
+        return str(response.json().get("message") or response.text[:300])
+    except ValueError:
+        return response.text[:300]
+
+
+async def pre_bind(http: httpx2.AsyncClient, pod: Pod, claims: Mapping[str, AllocationResult | None]) -> str:
+    """Write every claim of `pod` before binding. `claims`: claim key -> the allocation this cycle chose (None for a
+    claim already allocated). Returns "" on success, else what failed (for `FailedScheduling`)."""
+    consumer = {"resource": "pods", "name": pod.name, "uid": pod.uid}
+    for key, allocation in claims.items():
+        path = _claim_path(key)
+        try:
+            response = await http.get(path)
+            if response.status_code != 200:
+                return f"resourceclaim {key}: {_message(response)}"
+            claim = response.json()
+            metadata = claim.setdefault("metadata", {})
+            status = claim.setdefault("status", {})
+            if allocation is not None and not status.get("allocation"):
+                if FINALIZER not in (metadata.get("finalizers") or []):
+                    metadata["finalizers"] = [*(metadata.get("finalizers") or []), FINALIZER]
+                    response = await http.put(path, json=claim)
+                    if response.status_code != 200:
+                        return f"resourceclaim {key}: adding finalizer: {_message(response)}"
+                    claim = response.json()
+                    status = claim.setdefault("status", {})
+                status["allocation"] = allocation.to_dict()
+            elif not status.get("allocation"):
+                return f"resourceclaim {key} is not allocated any more"
+            reserved = list(status.get("reservedFor") or [])
+            if not any(r.get("uid") == pod.uid for r in reserved):
+                status["reservedFor"] = [*reserved, consumer]
+            response = await http.put(f"{path}/status", json=claim)
+            if response.status_code != 200:
+                return f"resourceclaim {key}: writing the allocation: {_message(response)}"
+        except (httpx2.HTTPError, OSError) as err:
+            return f"resourceclaim {key}: {err}"
+    return ""
+
+
+async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) -> None:
+    """Take `pod` out of the claims' `reservedFor`; clear an allocation no other consumer holds (best effort: the
+    resourceclaim controller does the same for pods that are gone)."""
+    for key in keys:
+        path = _claim_path(key)
+        try:
+            response = await http.get(path)
+            if response.status_code != 200:
+                continue
+            claim = response.json()
+            status = claim.setdefault("status", {})
+            reserved = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
+            if reserved == list(status.get("reservedFor") or []):
+                continue
+            status["reservedFor"] = reserved or None
+            if not reserved:
+                status.pop("allocation", None)
+            response = await http.put(f"{path}/status", json=claim)
+            if response.status_code != 200:
+                log.warning("unreserving %s for %s: HTTP %d", key, pod.key, response.status_code)
+        except (httpx2.HTTPError, OSError) as err:
+            log.warning("unreserving %s for %s: %s", key, pod.key, err)

@@ -1,0 +1,286 @@
+"""DynamicResources: schedule pods with ResourceClaims on `knuma.devices`' NUMA-aligned allocator.
+
+kube-scheduler's plugin (`pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`) with its extension
+points, and what knuma adds:
+
+- **PreFilter** finds the pod's claims (`spec.resourceClaims`, names from `status.resourceClaimStatuses` for claims
+  from templates). A missing claim, a claim being deleted, a claim naming an unknown DeviceClass or a selector that
+  does not compile reject the pod on every node with a message naming the claim (UnschedulableAndUnresolvable:
+  nothing on a node can fix it). An already allocated claim (shared with another pod) restricts the nodes to the
+  one its allocation is pinned to.
+- **Filter** runs the allocator for the pod's unallocated claims on the node, with the node's NUMA zones and Topology
+  Manager policy from its NRT and the pod's CPU and memory request, so the devices are chosen on the NUMA node the
+  kubelet will give the CPUs. Devices of allocated claims and of allocations in flight are in use. A failure names
+  the claim, the request and the stage (`cannot allocate all claims: claim default/x, request gpu: ...`), where
+  upstream says only `cannot allocate all claims`.
+- **Score** is the locality ladder of the chosen devices (same PCIe root 100, NUMA node 75, socket 50, node 25);
+  upstream scores only which `firstAvailable` entry was taken.
+- **Reserve** holds the chosen allocation in `DeviceState` (in flight) so the next cycle, before the claim is
+  written, never hands out the same device; **Unreserve** drops it. **PreBind** is the daemon's: it writes
+  `status.allocation` and `reservedFor` (and the `resource.kubernetes.io/delete-protection` finalizer) before the
+  pod is bound (`knuma.scheduler.daemon.claims`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from knuma.api.dra.deviceclass import DeviceClass
+from knuma.api.dra.fields import ValidationError
+from knuma.api.dra.resourceclaim import AllocationResult, ResourceClaim
+from knuma.api.dra.resourceslice import ResourceSlice
+from knuma.api.pod import Pod
+from knuma.devices.allocator import AllocationError, Inventory, NodeView, Outcome, allocate, allocated_devices
+from knuma.devices.cel import CELError
+from knuma.devices.demand import resolve
+from knuma.devices.filtering import SelectorCache
+from knuma.devices.pools import DeviceID
+from knuma.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeInfo,
+    PreFilterResult,
+    Status,
+)
+
+__all__ = ["NAME", "DeviceState", "DynamicResources", "PodClaims", "pod_claims"]
+
+NAME = "DynamicResources"
+JsonObj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    claims: tuple[ResourceClaim, ...] = ()
+    problem: str = ""
+    """Why the pod cannot be scheduled anywhere now (empty: none)."""
+
+
+@dataclass
+class DeviceState:
+    """The DRA objects the scheduler knows (from informers) and the allocations it has made but not yet seen
+    written (in flight). Shared by every profile's plugin and the daemon; updated only on the daemon's loop."""
+
+    claims: dict[str, JsonObj] = field(default_factory=dict)
+    """`namespace/name` -> ResourceClaim as the informer has it."""
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    in_flight: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
+    """Claim key -> (pod key, allocation) chosen in Reserve, until the claim informer shows the allocation."""
+    generated: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Pod key -> its `status.resourceClaimStatuses` (pod claim -> generated claim name), from the pod informer."""
+    invalid: dict[str, str] = field(default_factory=dict)
+    """Slices or classes that failed to parse (the API server validates them; this is for safety)."""
+    cache: SelectorCache = field(default_factory=SelectorCache)
+    version: int = 0
+
+    def set_claim(self, obj: JsonObj) -> None:
+        key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
+        self.claims[key] = obj
+        if ((obj.get("status") or {}).get("allocation")) and key in self.in_flight:
+            del self.in_flight[key]  # written: the informer's copy holds the allocation now
+        self.version += 1
+
+    def set_pod(self, obj: JsonObj) -> bool:
+        """Remember a pod's generated claim names; True when they changed (the pod may be schedulable now)."""
+        md = obj.get("metadata") or {}
+        key = f"{md.get('namespace')}/{md.get('name')}"
+        names = {
+            str(s.get("name")): str(s.get("resourceClaimName"))
+            for s in (obj.get("status") or {}).get("resourceClaimStatuses") or []
+            if s.get("resourceClaimName")
+        }
+        if self.generated.get(key, {}) == names:
+            return False
+        if names:
+            self.generated[key] = names
+        else:
+            self.generated.pop(key, None)
+        return True
+
+    def delete_pod(self, obj: JsonObj) -> None:
+        md = obj.get("metadata") or {}
+        key = f"{md.get('namespace')}/{md.get('name')}"
+        self.generated.pop(key, None)
+        for claim in [k for k, (owner, _) in self.in_flight.items() if owner == key]:
+            del self.in_flight[claim]
+
+    def delete_claim(self, obj: JsonObj) -> None:
+        key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
+        self.claims.pop(key, None)
+        self.in_flight.pop(key, None)
+        self.version += 1
+
+    def set_slice(self, obj: JsonObj) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        try:
+            self.slices[name] = ResourceSlice.from_dict(obj)
+            self.invalid.pop(f"slice/{name}", None)
+        except ValidationError as err:
+            self.slices.pop(name, None)
+            self.invalid[f"slice/{name}"] = str(err)
+        self.version += 1
+
+    def delete_slice(self, obj: JsonObj) -> None:
+        self.slices.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.version += 1
+
+    def set_class(self, obj: JsonObj) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        try:
+            self.classes[name] = DeviceClass.from_dict(obj)
+            self.invalid.pop(f"class/{name}", None)
+        except ValidationError as err:
+            self.classes.pop(name, None)
+            self.invalid[f"class/{name}"] = str(err)
+        self.version += 1
+
+    def delete_class(self, obj: JsonObj) -> None:
+        self.classes.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.version += 1
+
+    def parsed_claim(self, key: str) -> ResourceClaim | None:
+        obj = self.claims.get(key)
+        if obj is None:
+            return None
+        claim = ResourceClaim.from_dict(obj)
+        flight = self.in_flight.get(key)
+        if flight is not None and claim.allocation is None:
+            claim = _with_allocation(claim, flight[1])
+        return claim
+
+    def inventory(self) -> Inventory:
+        parsed = [c for key in self.claims if (c := self.parsed_claim(key)) is not None]
+        in_use: set[DeviceID] = set(allocated_devices(parsed))
+        for key, (_, allocation) in self.in_flight.items():
+            if key not in self.claims:
+                in_use.update(r.device_id for r in allocation.results if not r.admin_access)
+        return Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
+
+    def reserve(self, pod: Pod, allocations: Mapping[str, AllocationResult]) -> None:
+        for key, allocation in allocations.items():
+            self.in_flight[key] = (pod.key, allocation)
+        self.version += 1
+
+    def unreserve(self, pod: Pod) -> None:
+        for key in [k for k, (owner, _) in self.in_flight.items() if owner == pod.key]:
+            del self.in_flight[key]
+        self.version += 1
+
+
+def _with_allocation(claim: ResourceClaim, allocation: AllocationResult) -> ResourceClaim:
+    return replace(claim, allocation=allocation)
+
+
+def pod_claims(pod: Pod, state: DeviceState) -> PodClaims:
+    """The pod's claims, or why it cannot be scheduled yet (upstream PreFilter's `foreachPodResourceClaim`)."""
+    spec = pod.spec
+    statuses = state.generated.get(pod.key, {})
+    found: list[ResourceClaim] = []
+    for entry in spec.get("resourceClaims") or []:
+        pod_claim = str(entry.get("name") or "")
+        name = entry.get("resourceClaimName") or statuses.get(pod_claim)
+        if not name:
+            if entry.get("resourceClaimTemplateName"):
+                return PodClaims(problem=f'waiting for the resource claim of "{pod_claim}" to be created')
+            return PodClaims(problem=f'pod claim "{pod_claim}" names neither a claim nor a template')
+        key = f"{pod.namespace}/{name}"
+        obj = state.claims.get(key)
+        if obj is None:
+            return PodClaims(problem=f'resourceclaim "{name}" not found')
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return PodClaims(problem=f'resourceclaim "{name}" is being deleted')
+        if entry.get("resourceClaimTemplateName"):
+            owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+            if not any(o.get("kind") == "Pod" and o.get("uid") == pod.uid for o in owners) and pod.uid:
+                return PodClaims(problem=f'resourceclaim "{name}" was not created for pod {pod.key}')
+        try:
+            claim = state.parsed_claim(key)
+        except ValidationError as err:
+            return PodClaims(problem=f"resourceclaim {key} is invalid: {err}")
+        if claim is not None:
+            found.append(claim)
+    return PodClaims(tuple(found))
+
+
+def _pinned_node(allocation: AllocationResult) -> str | None:
+    for term in (allocation.node_selector or {}).get("nodeSelectorTerms") or []:
+        for requirement in term.get("matchFields") or []:
+            if requirement.get("key") == "metadata.name" and requirement.get("operator") == "In":
+                values = requirement.get("values") or []
+                if len(values) == 1:
+                    return str(values[0])
+    return None
+
+
+class DynamicResources:
+    """The framework plugin (PreFilter, Filter, Score); Reserve / Unreserve through `DeviceState`, PreBind in the
+    daemon."""
+
+    name = NAME
+
+    def __init__(self, state: DeviceState) -> None:
+        self.state = state
+
+    def _claims(self, cycle: CycleState, pod: Pod) -> PodClaims:
+        return cycle.pod_data(NAME, pod, lambda p: pod_claims(p, self.state))
+
+    def pre_filter(self, cycle: CycleState, pod: Pod) -> PreFilterResult:
+        if not pod.spec.get("resourceClaims"):
+            return PreFilterResult(skip=True)
+        found = self._claims(cycle, pod)
+        if found.problem:
+            return PreFilterResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME))
+        pending = [c for c in found.claims if c.allocation is None]
+        try:
+            resolve(pending, self.state.classes, lambda namespace: True)
+        except (AllocationError, CELError) as err:
+            return PreFilterResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err), NAME))
+        nodes: frozenset[str] | None = None
+        for claim in found.claims:
+            if claim.allocation is not None and (pinned := _pinned_node(claim.allocation)) is not None:
+                nodes = frozenset({pinned}) if nodes is None else nodes & {pinned}
+        return PreFilterResult(node_names=nodes)
+
+    def outcome(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Outcome:
+        """The allocator's verdict for `pod` on `node`, computed once per cycle and node."""
+        cached = cycle.get((NAME, node.name))
+        if cached is not None and cached[0] is pod:
+            return cached[1]  # type: ignore[no-any-return]
+        found = self._claims(cycle, pod)
+        try:
+            result = allocate(
+                NodeView(node.name, node.labels, node.numa), found.claims, self.state.inventory(), pod=pod
+            )
+        except (AllocationError, CELError) as err:
+            result = Outcome(node.name, False, reason=str(err), stage="class")
+        cycle[NAME, node.name] = (pod, result)
+        return result
+
+    def filter(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not pod.spec.get("resourceClaims"):
+            return SUCCESS
+        found = self._claims(cycle, pod)
+        if found.problem:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME)
+        result = self.outcome(cycle, pod, node)
+        if result.allocatable:
+            return SUCCESS
+        reason = f"cannot allocate all claims: {result.reason}" if result.reason else "cannot allocate all claims"
+        return Status(Code.UNSCHEDULABLE, reason, NAME, detail=f"stage {result.stage}")
+
+    def score(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> int:
+        if not pod.spec.get("resourceClaims"):
+            return 0
+        result = self.outcome(cycle, pod, node)
+        return min(MAX_NODE_SCORE, result.score)
+
+    def allocations(self, pod: Pod, node: NodeInfo) -> tuple[Outcome, Sequence[ResourceClaim]]:
+        """Reserve's input: the allocation for `pod` on the chosen `node` (computed afresh on the current state)."""
+        cycle = CycleState()
+        found = self._claims(cycle, pod)
+        return self.outcome(cycle, pod, node), found.claims

@@ -1,0 +1,181 @@
+"""DynamicResources in the daemon against a real `knuma apiserver`: claims allocated NUMA-aligned and written
+(allocation, reservedFor, finalizer) before the pod is bound; a burst never hands one device out twice; a claim shared
+by two pods; FailedScheduling names the claim, request and stage; an unknown DeviceClass is reported, not a crash."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knuma.scheduler.config.load import build_profiles, default_config
+from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+
+from .daemon_env import SCHEDULER_NAME, Cluster, cluster, running_scheduler
+
+pytestmark = pytest.mark.slow
+
+RES = "/apis/resource.k8s.io/v1"
+CLAIMS = f"{RES}/namespaces/default/resourceclaims"
+# A DGX-like node as its NRT shows it: 2 NUMA nodes of 56 CPUs (2 reserved on NUMA 0 and 1), 1Ti each.
+ZONES = {0: {"cpu": "55", "memory": "1020Gi"}, 1: {"cpu": "55", "memory": "1020Gi"}}
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[RunningApiServer]:
+    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
+        yield running
+
+
+async def dgx(c: Cluster, name: str, free: dict[int, dict[str, str]] | None = None) -> None:
+    await c.add_node(name, free or ZONES)
+    for body in resource_slices(name, BUILTIN_SHAPES["dgx"]):
+        await c.request("POST", f"{RES}/resourceslices", body)
+
+
+async def classes(c: Cluster) -> None:
+    for body in device_classes([BUILTIN_SHAPES["dgx"]]):
+        await c.request("POST", f"{RES}/deviceclasses", body)
+
+
+async def gpu_nic_claim(c: Cluster, name: str, gpus: int = 1, device_class: str = "gpu.sim.knuma.io") -> None:
+    requests = [
+        {"name": "gpu", "exactly": {"deviceClassName": device_class, "count": gpus}},
+        {"name": "nic", "exactly": {"deviceClassName": "nic.sim.knuma.io"}},
+    ]
+    constraints = [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": {"requests": requests, "constraints": constraints if gpus == 1 else []}},
+    }
+    await c.request("POST", CLAIMS, body)
+
+
+async def claimed_pod(c: Cluster, name: str, claim: str, cpu: str = "8") -> None:
+    containers = [
+        {
+            "name": "c",
+            "image": "busybox",
+            "resources": {"limits": {"cpu": cpu, "memory": "8Gi"}, "claims": [{"name": "devices"}]},
+        }
+    ]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": containers,
+            "resourceClaims": [{"name": "devices", "resourceClaimName": claim}],
+        },
+    }
+    await c.request("POST", "/api/v1/namespaces/default/pods", body)
+
+
+def daemon_profiles() -> dict[str, Any]:
+    return build_profiles(default_config())
+
+
+def numa_of(device: str) -> int:
+    return int(device.split("-")[1]) // 4  # dgx: devices 0-3 on NUMA 0, 4-7 on NUMA 1
+
+
+async def test_claims_are_allocated_aligned_and_written_before_binding(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await classes(c)
+        # NUMA 0 has only 4 CPUs left: an 8-CPU pod's devices must come from NUMA 1.
+        await dgx(c, "dgx-0", {0: {"cpu": "4", "memory": "1020Gi"}, 1: ZONES[1]})
+        await gpu_nic_claim(c, "train")
+        async with running_scheduler(api, daemon_profiles()):
+            await claimed_pod(c, "trainer", "train")
+            assert await c.bound("trainer") == "dgx-0"
+            claim = await c.request("GET", f"{CLAIMS}/train")
+            results = claim["status"]["allocation"]["devices"]["results"]
+            devices = {r["request"]: r["device"] for r in results}
+            assert {numa_of(d) for d in devices.values()} == {1}
+            assert devices["gpu"].split("-")[1] == devices["nic"].split("-")[1]  # same PCIe root
+            pod = await c.pod("trainer")
+            assert claim["status"]["reservedFor"] == [
+                {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
+            ]
+            assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+            assert claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
+                "values"
+            ] == ["dgx-0"]
+
+
+async def test_a_burst_never_hands_out_one_device_twice(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-0")
+        for i in range(10):  # 8 GPUs: eight pods fit, two wait
+            await gpu_nic_claim(c, f"c{i}")
+        async with running_scheduler(api, daemon_profiles()) as daemon:
+            for i in range(10):
+                await claimed_pod(c, f"p{i}", f"c{i}", cpu="2")
+
+            async def settled() -> bool:
+                return daemon.scheduled == 8 and daemon.queue.counts()["unschedulable"] == 2
+
+            await c.wait_for(settled, timeout=20, what="8 bound, 2 unschedulable")
+            taken: list[str] = []
+            for i in range(10):
+                claim = await c.request("GET", f"{CLAIMS}/c{i}")
+                allocation = (claim.get("status") or {}).get("allocation")
+                if allocation:
+                    taken += [r["driver"] + "/" + r["device"] for r in allocation["devices"]["results"]]
+            assert len(taken) == 16 and len(set(taken)) == 16
+            waiting = [i for i in range(10) if not await c.node_of(f"p{i}")]
+            events = [e for e in await c.events(f"p{waiting[0]}") if e["reason"] == "FailedScheduling"]
+            assert events, "no FailedScheduling event"
+            message = events[-1]["message"]
+            assert message.startswith("0/1 nodes are available: 1 cannot allocate all claims: claim default/c")
+            assert re.search(r"request (gpu|nic): needs 1 device\(s\), 0 left after the in use stage", message)
+
+
+async def test_a_claim_shared_by_two_pods_is_allocated_once(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-0")
+        await dgx(c, "dgx-1")
+        await gpu_nic_claim(c, "shared")
+        async with running_scheduler(api, daemon_profiles()):
+            await claimed_pod(c, "a", "shared", cpu="2")
+            first = await c.bound("a")
+            await claimed_pod(c, "b", "shared", cpu="2")
+            assert await c.bound("b") == first  # the allocation pins the claim to that node
+            claim = await c.request("GET", f"{CLAIMS}/shared")
+            assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["a", "b"]
+            assert len(claim["status"]["allocation"]["devices"]["results"]) == 2
+
+
+async def test_unknown_device_class_is_reported_and_the_daemon_goes_on(api: RunningApiServer) -> None:
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-0")
+        await gpu_nic_claim(c, "typo", device_class="gpu.sim.knuma.io.typo")
+        await gpu_nic_claim(c, "fine")
+        async with running_scheduler(api, daemon_profiles()):
+            await claimed_pod(c, "bad", "typo")
+
+            async def failed() -> list[dict[str, Any]]:
+                return [e for e in await c.events("bad") if e["reason"] == "FailedScheduling"]
+
+            events = await c.wait_for(failed, what="FailedScheduling for the unknown class")
+            assert "typo" in events[0]["message"] and "gpu.sim.knuma.io.typo" in events[0]["message"]
+            await claimed_pod(c, "good", "fine")
+            assert await c.bound("good") == "dgx-0"
+            await claimed_pod(c, "orphan", "no-such-claim")
+
+            async def missing() -> list[dict[str, Any]]:
+                return [e for e in await c.events("orphan") if e["reason"] == "FailedScheduling"]
+
+            events = await c.wait_for(missing, what="FailedScheduling for a missing claim")
+            assert events[0]["message"] == '0/1 nodes are available: resourceclaim "no-such-claim" not found.'
