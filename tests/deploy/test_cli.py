@@ -21,6 +21,7 @@ from lightkube.types import PatchType
 from typer.testing import CliRunner
 
 from knuma.cli.main import app
+from knuma.exporter.publisher import NRT
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 BIN = Path(sys.executable).parent
@@ -213,3 +214,25 @@ def test_kubectl_numa_plugin(api: RunningApiServer) -> None:
     assert yaml.safe_load(render.stdout)["kind"] == "CustomResourceDefinition"
     detect = subprocess.run([kubectl, "numa", "detect"], env=env, capture_output=True, text=True, timeout=60)
     assert detect.returncode == 0 and detect.stdout.startswith("Kubernetes:v1."), detect.stderr
+
+
+def test_remove_keeps_the_nrt_crd_while_nrt_objects_exist(api: RunningApiServer) -> None:
+    kubeconfig = ["--kubeconfig", str(api.kubeconfig)]
+    assert invoke("deploy", *kubeconfig, "api").exit_code == 0
+    nrt = {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": "in-use"},
+        "zones": [],
+    }
+    with Client(KubeConfig.from_file(api.kubeconfig), trust_env=False) as client:
+        client.create(NRT.from_dict(nrt))
+    kept = invoke("remove", *kubeconfig)
+    assert kept.exit_code == 0, kept.output
+    assert "CustomResourceDefinition noderesourcetopologies.topology.node.k8s.io kept" in kept.stdout
+    assert "1 NodeResourceTopology object(s) exist" in kept.stderr and "--all" in kept.stderr
+    refused = invoke("remove", *kubeconfig, "api")
+    assert refused.exit_code == 1 and "pass --all to delete it anyway" in refused.output
+    forced = invoke("remove", *kubeconfig, "api", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "CustomResourceDefinition noderesourcetopologies.topology.node.k8s.io deleted" in forced.stdout

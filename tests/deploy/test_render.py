@@ -164,6 +164,9 @@ def test_knuma_exporter_rbac_is_exactly_what_it_uses() -> None:
         ("topology.node.k8s.io", "noderesourcetopologies", "create", ""),
         ("topology.node.k8s.io", "noderesourcetopologies", "get", ""),
         ("topology.node.k8s.io", "noderesourcetopologies", "patch", ""),
+        # list and watch: a deleted object, or a re-created CRD, is republished at once (knuma.exporter.objectwatch)
+        ("topology.node.k8s.io", "noderesourcetopologies", "list", ""),
+        ("topology.node.k8s.io", "noderesourcetopologies", "watch", ""),
         ("", "nodes", "get", ""),
     }
 

@@ -7,6 +7,7 @@ errors on stderr). Exit status: 0 success, 1 the cluster refused or is misconfig
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,12 @@ _WAIT = typer.Option(False, "-W", "--wait", help="Wait until the workloads are r
 _WAIT_TIMEOUT = typer.Option("2m", "-T", "--wait-timeout", help="How long --wait waits.")
 _WAIT_INTERVAL = typer.Option("2s", "-E", "--wait-interval", help="How often --wait polls.")
 _DRY_RUN = typer.Option(False, "--dry-run", help="Show what would change (server-side dry run) and change nothing.")
+_ALL = typer.Option(
+    False,
+    "--all",
+    "--force",
+    help="Also delete the NodeResourceTopology CRD while NRT objects exist (by default it is kept, with a warning).",
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -224,6 +231,7 @@ def _cluster_command(
     wait_interval: str,
     dry_run: bool,
     flags: dict[str, Any],
+    delete_crd_in_use: bool = False,
 ) -> None:
     import httpx2
     from lightkube import ApiError
@@ -251,15 +259,20 @@ def _cluster_command(
                 fail("--replicas 0: the scheduler needs at least one replica (negative: one per control-plane node)")
             options = _options(spec, replicas, **flags)
             settings = cluster.WaitSettings(wait, timeout, interval or 0.1, progress)
-            run = cluster.deploy if action == "deploy" else cluster.remove
-            run(
-                session,
-                components,
-                options,
-                dry_run=dry_run,
-                wait=settings,
-                report=lambda outcome: _print_outcome(outcome, dry_run),
-            )
+            report = functools.partial(_print_outcome, dry_run=dry_run)
+            if action == "deploy":
+                cluster.deploy(session, components, options, dry_run=dry_run, wait=settings, report=report)
+            else:
+                cluster.remove(
+                    session,
+                    components,
+                    options,
+                    dry_run=dry_run,
+                    wait=settings,
+                    report=report,
+                    delete_crd_in_use=delete_crd_in_use,
+                    warn=lambda message: typer.echo(f"warning: {message}", err=True),
+                )
     except cluster.ClusterError as err:
         progress.stop()
         fail(f"{action} failed:\n{err}", FAILURE)
@@ -315,6 +328,7 @@ def remove(
     wait_timeout: str = _WAIT_TIMEOUT,
     wait_interval: str = _WAIT_INTERVAL,
     dry_run: bool = _DRY_RUN,
+    delete_crd_in_use: bool = _ALL,
     platform: str | None = _PLATFORM,
     scheduler: str = _SCHEDULER,
     updater_type: str = _UPDATER,
@@ -336,10 +350,22 @@ def remove(
     rte_image: str | None = _RTE_IMAGE,
     nfd_image: str | None = _NFD_IMAGE,
 ) -> None:
-    """Delete the stack (or one component) in reverse order; what is already gone is not an error."""
+    """Delete the stack (or one component) in reverse order; what is already gone is not an error. The
+    NodeResourceTopology CRD is kept while NRT objects exist, unless --all."""
     flags = {k: v for k, v in locals().items() if k not in _CLUSTER_PARAMS}
     _cluster_command(
-        "remove", component, kubeconfig, context, platform, replicas, wait, wait_timeout, wait_interval, dry_run, flags
+        "remove",
+        component,
+        kubeconfig,
+        context,
+        platform,
+        replicas,
+        wait,
+        wait_timeout,
+        wait_interval,
+        dry_run,
+        flags,
+        delete_crd_in_use,
     )
 
 
@@ -353,6 +379,7 @@ _CLUSTER_PARAMS = (
     "dry_run",
     "platform",
     "replicas",
+    "delete_crd_in_use",
 )
 
 

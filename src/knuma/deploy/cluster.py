@@ -4,7 +4,9 @@ Deploy applies every object in order with server-side apply (field manager `knum
 Established before anything else, and with `wait` for each component's workloads before the next component. It stops
 at the first failure, saying which object failed and why; since apply is idempotent, running it again converges.
 Remove deletes in reverse order, keeps going after a failure (to remove as much as possible) and reports every
-failure at the end; objects that are not there are `absent`, not errors.
+failure at the end; objects that are not there are `absent`, not errors. It keeps the NodeResourceTopology CRD while
+NRT objects exist (deleting the CRD deletes them all, under whatever publishes them: other exporters, `knuma up`'s
+nodes) unless `delete_crd_in_use`; the upstream deployer deletes it unconditionally.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ __all__ = [
 ]
 
 FIELD_MANAGER = "knuma"
+NRT_CRD = "noderesourcetopologies.topology.node.k8s.io"
+NRT_LIST = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 _WORKLOADS = ("DaemonSet", "Deployment")
 
 Report = Callable[[Outcome], None]
@@ -158,6 +162,25 @@ def _wait(session: Session, objects: list[dict[str, Any]], wait: WaitSettings, *
         raise ClusterError(str(err)) from err
 
 
+def nrt_objects(session: Session) -> int:
+    """How many NodeResourceTopology objects the cluster holds (0 when the CRD is not served)."""
+    reply = session.http.get(NRT_LIST, params={"limit": "500"}, headers={"Accept": "application/json"})
+    if reply.status_code == 404:
+        return 0
+    reply.raise_for_status()
+    body = reply.json()
+    remaining = (body.get("metadata") or {}).get("remainingItemCount") or 0
+    return len(body.get("items") or []) + int(remaining)
+
+
+def crd_in_use_warning(count: int) -> str:
+    return (
+        f"kept CustomResourceDefinition {NRT_CRD}: {count} NodeResourceTopology object(s) exist, published by "
+        "exporters that still run (another deployment, the operator, or `knuma up`'s nodes), and deleting the CRD "
+        "deletes them all. Stop those first, or pass --all to delete it anyway"
+    )
+
+
 def remove(
     session: Session,
     components: list[Component],
@@ -166,7 +189,11 @@ def remove(
     dry_run: bool = False,
     wait: WaitSettings = WaitSettings(),
     report: Report = lambda outcome: None,
+    delete_crd_in_use: bool = False,
+    warn: Callable[[str], None] = lambda message: None,
 ) -> list[Outcome]:
+    """Delete `components` in reverse order. The NRT CRD is kept (`Change.KEPT`, with a `warn`ing) while NRT objects
+    exist, unless `delete_crd_in_use`; when the API component alone was asked for, keeping it is a `ClusterError`."""
     outcomes: list[Outcome] = []
     failures: list[str] = []
     for component in reversed(Component):
@@ -175,6 +202,19 @@ def remove(
         objects = render_component(component, options)
         deleted: list[Manifest] = []
         for obj in reversed(objects):
+            is_nrt_crd = obj["kind"] == "CustomResourceDefinition" and obj["metadata"]["name"] == NRT_CRD
+            if is_nrt_crd and not delete_crd_in_use:
+                in_use = nrt_objects(session)
+                if in_use:
+                    message = crd_in_use_warning(in_use)
+                    if components == [component]:
+                        failures.append(message)
+                        continue
+                    warn(message)
+                    outcome = Outcome(object_ref(obj), Change.KEPT)
+                    outcomes.append(outcome)
+                    report(outcome)
+                    continue
             try:
                 outcome = delete_object(session.client, session.mapper, obj, dry_run=dry_run)
             except UnknownKindError:

@@ -120,7 +120,7 @@ def render_knuma_exporter(options: DeployOptions) -> list[Manifest]:
             NAME,
             COMPONENT,
             [
-                rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "patch"]),
+                rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "list", "patch", "watch"]),
                 rule([""], ["nodes"], ["get"]),
             ],
         ),

@@ -26,6 +26,7 @@ from lightkube import AsyncClient
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.exporter.metrics import ExporterMetrics
+from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.podphases import PodPhases, drop_terminal, terminal_names
 from knuma.exporter.podset import status_document, write_status
 from knuma.exporter.publisher import Outcome, Publisher, PublishError
@@ -265,6 +266,10 @@ class Exporter:
             await self._own_http.aclose()
             self._own_http = None
 
+    def _object_gone(self, _name: str | None) -> None:
+        self.publisher.forget()
+        self.queue.notify(Trigger.DELETED)
+
     def _schedule_retry(self) -> None:
         delay = min(BACKOFF_MAX, BACKOFF_START * 2**self._failures)
         self._failures += 1
@@ -288,6 +293,17 @@ class Exporter:
             tasks.append(
                 asyncio.create_task(watch_files(self.queue, configs, trigger=Trigger.CONFIG), name="watch config")
             )
+        tasks.append(
+            asyncio.create_task(
+                watch_for_deletion(
+                    self.publisher.client,
+                    self._object_gone,
+                    names=[self.settings.node_name],
+                    field_name=self.settings.node_name,
+                ),
+                name="watch own object",
+            )
+        )
         self.queue.notify(Trigger.INITIAL)
         stopping = asyncio.create_task(stop.wait())
         try:

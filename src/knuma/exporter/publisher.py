@@ -117,6 +117,10 @@ class Publisher:
         self._current: dict[str, Any] | None = None
         """The object as the server last returned it (None until read or created)."""
 
+    def forget(self) -> None:
+        """The object may be gone (deleted, or its CRD re-created): read it again before the next publish."""
+        self._current = None
+
     async def publish(self, nrt: NodeResourceTopology) -> Outcome:
         if nrt.name != self.node_name:
             raise ValueError(f"NRT object {nrt.name!r} does not belong to node {self.node_name!r}")

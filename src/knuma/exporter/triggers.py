@@ -37,6 +37,8 @@ class Trigger(enum.StrEnum):
     RETRY = "retry"
     CONFIG = "config"
     """The kubelet config file or the exporter's config file changed: re-read them before the update."""
+    DELETED = "deleted"
+    """The published object was deleted, or its CRD re-created: publish it again at once."""
 
 
 class UpdateQueue:

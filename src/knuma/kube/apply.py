@@ -33,6 +33,8 @@ class Change(enum.StrEnum):
     DELETED = "deleted"
     ABSENT = "absent"
     """Remove of an object that is not there: not an error."""
+    KEPT = "kept"
+    """Remove left the object in place on purpose (the NRT CRD while NodeResourceTopology objects exist)."""
 
 
 @dataclass(frozen=True, slots=True)

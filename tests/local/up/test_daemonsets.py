@@ -2,8 +2,9 @@
 
 `knuma deploy --wait` and `knuma remove --wait` succeed (the DaemonSet controller runs one exporter pod per node and
 reports status as kube-controller-manager does); a template change rolls out (`kubectl rollout status`); a NoExecute
-taint evicts the daemon pod and its removal brings it back; `knuma operator` reaches Available on its own, without a
-test playing the controllers.
+taint evicts the daemon pod and its removal brings it back; `knuma remove` keeps the NRT CRD the nodes publish to
+unless `--all`, and a re-created CRD gets its objects back at once; `knuma operator` reaches Available on its own,
+without a test playing the controllers.
 """
 
 from __future__ import annotations
@@ -84,9 +85,20 @@ def test_deploy_rollout_taints_and_remove_with_wait(start: Callable[..., Up]) ->
     up.kubectl("taint", "node", "worker-001", "dedicated=db:NoExecute-")
     eventually(lambda: sorted(daemon_pods(up)) == ["worker-000", "worker-001"])
 
+    # remove keeps the NRT CRD the nodes publish to, and says so; --all deletes it
     removed = knuma(up, "remove", "--wait", "-T", "90s")
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert up.kubectl("get", "ds", "-A", "-o", "name").strip() == ""
+    assert "CustomResourceDefinition noderesourcetopologies.topology.node.k8s.io kept" in removed.stdout
+    assert "warning: kept CustomResourceDefinition" in removed.stderr and "--all" in removed.stderr
+    assert len(up.get("noderesourcetopologies")["items"]) == 2
+    all_removed = knuma(up, "remove", "api", "--all", "--wait", "-T", "90s")
+    assert all_removed.returncode == 0, all_removed.stdout + all_removed.stderr
+    assert "noderesourcetopologies" not in up.kubectl("api-resources", "-o", "name")
+
+    # the CRD created again: the nodes publish their NRT objects again at once, not at their next resync
+    assert knuma(up, "deploy", "api").returncode == 0
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 2, timeout=5)
     assert up.stop() == 0
 
 

@@ -35,6 +35,7 @@ from lightkube import AsyncClient
 
 from knuma.api.pod import Pod, PodError
 from knuma.api.types import JsonObj
+from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
@@ -160,6 +161,9 @@ class Fleet:
                 self.informer.run(),
                 self.claims.run(),
             ]
+            if self.settings.nrt == "in-process":
+                assert self.client is not None
+                loops.append(watch_for_deletion(self.client, self._nrt_gone, names=list(self.specs)))
             for coro in loops:
                 self._spawn(coro)
             await stop.wait()
@@ -464,6 +468,14 @@ class Fleet:
                 dirty = set(self.specs)
                 last_resync = loop.time()
             await self._publish_all(dirty, limit)
+
+    def _nrt_gone(self, name: str | None) -> None:
+        """A published NRT object was deleted (None: all of them, the CRD was re-created): publish again."""
+        for node in self.specs if name is None else [name] if name in self.specs else []:
+            publisher = self._publishers.get(node)
+            if publisher is not None:
+                publisher.forget()
+            self._dirty.add(node)
 
     async def _publish_all(self, names: Iterable[str], limit: asyncio.Semaphore) -> None:
         async def one(name: str) -> None:
