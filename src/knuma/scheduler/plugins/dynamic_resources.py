@@ -32,7 +32,7 @@ from knuma.api.dra.fields import ValidationError
 from knuma.api.dra.resourceclaim import AllocationResult, ResourceClaim
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.pod import Pod
-from knuma.devices.allocator import AllocationError, Inventory, NodeView, Outcome, allocate, allocated_devices
+from knuma.devices.allocator import DeviceAllocationError, Inventory, NodeView, Outcome, allocate, allocated_devices
 from knuma.devices.cel import CELError
 from knuma.devices.demand import resolve
 from knuma.devices.filtering import SelectorCache
@@ -238,7 +238,7 @@ class DynamicResources:
         pending = [c for c in found.claims if c.allocation is None]
         try:
             resolve(pending, self.state.classes, lambda namespace: True)
-        except (AllocationError, CELError) as err:
+        except (DeviceAllocationError, CELError) as err:
             return PreFilterResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err), NAME))
         nodes: frozenset[str] | None = None
         for claim in found.claims:
@@ -256,7 +256,7 @@ class DynamicResources:
             result = allocate(
                 NodeView(node.name, node.labels, node.numa), found.claims, self.state.inventory(), pod=pod
             )
-        except (AllocationError, CELError) as err:
+        except (DeviceAllocationError, CELError) as err:
             result = Outcome(node.name, False, reason=str(err), stage="class")
         cycle[NAME, node.name] = (pod, result)
         return result
