@@ -14,6 +14,7 @@ from knuma.exporter.sysfs import MachineTopology, NUMANode, discover
 from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
 from knuma.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
 from knuma.podresources.server import PodResourcesServer
+from knuma.topology.cpumanager import CPUManagerOptions
 from knuma.topology.node import NodeTopology
 
 from .sysfs_trees import NodeSpec, write_tree
@@ -292,6 +293,24 @@ def test_pod_and_resource_exclusion(machine: MachineTopology) -> None:
     assert got["node-1"]["cpu"] == (8000, 8000, 8000)
     assert "hugepages-1Gi" not in got["node-1"]
     assert result.pods == 3
+
+
+def test_cpu_manager_options_are_published_with_the_machine_facts_they_need(xeon_sysfs: Path) -> None:
+    """`full-pcpus-only` needs the threads per core (CPUs 0 and 12 share a core on the Xeon) and the siblings of
+    the reserved CPUs 0 and 1 (12 and 13), which the kubelet keeps out of exclusive allocations."""
+    machine = discover(xeon_sysfs)
+    tm = TopologyManagerSettings(Policy.SINGLE_NUMA_NODE, Scope.CONTAINER)
+    options = BuildOptions(
+        "n", tm, reserved_cpus=frozenset({0, 1}), cpu_manager=CPUManagerOptions.parse({"full-pcpus-only": "true"})
+    )
+    nrt = build(machine, KubeletState(xeon_allocatable(), []), options).nrt
+    assert nrt.attributes["cpuManagerPolicyOptionFullPCPUsOnly"] == "true"
+    assert nrt.attributes["cpuManagerCPUsPerCore"] == "2"
+    assert nrt.attributes["cpuManagerReservedCoreSiblings"] == "2"
+    topology = NodeTopology.from_nrt(nrt)
+    assert topology.cpu_manager.full_pcpus_only and topology.cpu_manager.cpu_group_size == 2
+    without = build(machine, KubeletState(xeon_allocatable(), []), BuildOptions("n", tm)).nrt
+    assert not any(name.startswith("cpuManager") for name in without.attributes)
 
 
 def test_without_kubelet(xeon_sysfs: Path) -> None:

@@ -118,3 +118,42 @@ def test_errors_name_the_file_and_field(tmp_path: Path) -> None:
         load_config_file(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="--topology-manager-scope"):
         resolve_topology_manager(scope_flag="node")
+
+
+def test_cpu_manager_policy_options_are_read_from_the_kubelet_configuration(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        KUBELET_YAML + 'cpuManagerPolicyOptions:\n  full-pcpus-only: "true"\n  distribute-cpus-across-numa: "false"\n'
+    )
+    options = load_kubelet_config(path).cpu_manager_options
+    assert options is not None
+    assert (options.full_pcpus_only, options.distribute_cpus_across_numa) == (True, False)
+    assert load_kubelet_config(tmp_path / "config.yaml").cpu_manager_options == options
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(KUBELET_YAML)
+    assert load_kubelet_config(plain).cpu_manager_options is not None  # static, no options
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('cpuManagerPolicyOptions:\n  full-cores: "true"\n', "unknown CPU Manager Policy option 'full-cores'"),
+        ('cpuManagerPolicyOptions:\n  full-pcpus-only: "maybe"\n', "full-pcpus-only: bad value 'maybe'"),
+        ("cpuManagerPolicyOptions: [full-pcpus-only]\n", "cpuManagerPolicyOptions must be a mapping"),
+    ],
+)
+def test_bad_cpu_manager_policy_options_name_the_file_and_option(tmp_path: Path, extra: str, message: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(KUBELET_YAML + extra)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_kubelet_config(path)
+    assert str(path) in str(caught.value)
+
+
+def test_cpu_manager_policy_options_need_the_static_policy(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text('cpuManagerPolicy: none\ncpuManagerPolicyOptions:\n  full-pcpus-only: "true"\n')
+    with pytest.raises(ConfigError, match="need cpuManagerPolicy: static"):
+        load_kubelet_config(path)
+    path.write_text("cpuManagerPolicy: none\n")
+    assert load_kubelet_config(path).cpu_manager_options is None

@@ -18,6 +18,7 @@ from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
+from knuma.topology.cpumanager import CPUManagerOptions
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 
@@ -41,6 +42,11 @@ def random_cluster(rng: random.Random, count: int) -> list[NodeInfo]:
                 resources[DEVICE] = rng.choice([1, 2])
             allocatable[z] = resources
         topology = NodeTopology.build(f"n{index}", allocatable, policy, scope)
+        if rng.random() < 0.25:  # the CPU manager's options: SMTAlignmentError, distributed multi-NUMA CPUs
+            options = CPUManagerOptions(
+                full_pcpus_only=True, distribute_cpus_across_numa=rng.random() < 0.5, cpus_per_core=2
+            )
+            topology = replace(topology, cpu_manager=options)
         if rng.random() < 0.15:
             nodes.append(NodeInfo(name=f"plain{index}", allocatable={"cpu": 16000, "memory": 64 * GI, "pods": 110}))
             continue

@@ -232,3 +232,14 @@ def test_knuma_packs_the_fragmented_scenario_within_two_percent_of_the_optimum()
     placed = sum(1 for r in result.pods.values() if r.admitted_at is not None)
     assert placed >= 0.98 * 239
     assert not any(r.failure for r in result.pods.values())
+
+
+def test_smt_scenario_topology_only_schedulers_lose_pods_to_smt_alignment_errors_knuma_does_not() -> None:
+    """Half the nodes run `full-pcpus-only`: upstream's filter checks only NUMA fit, so pods with 3 or 5 CPUs landing
+    there fail with SMTAlignmentError; knuma predicts the rejection and puts them on the other half."""
+    results = compare(builtin_scenario("smt"), ("nrt-passthrough", "knuma"), seed=0).results
+    upstream, knuma = results["nrt-passthrough"], results["knuma"]
+    assert upstream["smt_alignment_errors"] > 20
+    assert knuma["smt_alignment_errors"] == 0
+    assert knuma["topology_affinity_errors"] == 0
+    assert knuma["placed"] > upstream["placed"]

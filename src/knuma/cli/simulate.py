@@ -27,6 +27,7 @@ ROWS: list[tuple[str, str]] = [
     ("placed", "placed"),
     ("running", "running"),
     ("topology_affinity_errors", "TopologyAffinityError"),
+    ("smt_alignment_errors", "SMTAlignmentError"),
     ("other_admission_errors", "other admission errors"),
     ("pending", "pending"),
     ("false_negative_pending", "false-negative pending"),

@@ -41,6 +41,7 @@ from knuma.exporter.podset import select_pods
 from knuma.exporter.sysfs import MachineTopology, hugepages_resource_name
 from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
 from knuma.podresources.model import Allocatable, Container, Memory, Pod
+from knuma.topology.cpumanager import CPUManagerOptions
 
 __all__ = ["BuildOptions", "BuildResult", "KubeletState", "build", "zone_name"]
 
@@ -66,6 +67,9 @@ class BuildOptions:
     resource_exclude: frozenset[str] = frozenset()
     reserved_cpus: frozenset[int] = frozenset()
     """Only without the kubelet (`--no-podresources`): CPUs to leave out of allocatable (`reservedSystemCPUs`)."""
+    cpu_manager: CPUManagerOptions | None = None
+    """The static CPU manager's options from the kubelet configuration; published with the CPU topology facts they
+    need (threads per core, siblings of reserved CPUs)."""
     namespace: str | None = None
     """`--watch-namespace`: only pods of this namespace are subtracted from allocatable. As in RTE, the fingerprint
     still covers the pods of every namespace: the scheduler computes it over all pods of the node."""
@@ -84,6 +88,17 @@ class BuildResult:
         return len(self.fingerprinted)
 
 
+def cpu_manager_facts(
+    machine: MachineTopology, options: CPUManagerOptions, reserved: frozenset[int]
+) -> CPUManagerOptions:
+    """`options` with what the machine says: `CPUsPerCore` (threads of the widest core, as cadvisor's topology gives
+    the kubelet) and the CPUs that share a core with a reserved CPU without being reserved (`reservedPhysicalCPUs`
+    minus the reserved set of `NewStaticPolicy`)."""
+    per_core = max((len(siblings) for siblings in machine.thread_siblings.values()), default=1)
+    siblings = {cpu for r in reserved for cpu in machine.thread_siblings.get(r, frozenset({r}))} - reserved
+    return replace(options, cpus_per_core=per_core, reserved_core_siblings=len(siblings))
+
+
 def zone_name(numa_id: int) -> str:
     return f"node-{numa_id}"
 
@@ -92,6 +107,8 @@ def build(machine: MachineTopology, kubelet: KubeletState | None, options: Build
     """The NRT object to publish; `kubelet=None` describes the bare machine (allocatable = available = capacity)."""
     warnings: list[str] = []
     attributes = options.topology_manager.attributes()
+    if options.cpu_manager is not None:
+        attributes |= cpu_manager_facts(machine, options.cpu_manager, options.reserved_cpus).attributes()
     annotations: dict[str, str] = {}
     fingerprinted: tuple[tuple[str, str], ...] = ()
     if kubelet is None:

@@ -99,6 +99,7 @@ def options_from(
         pod_exclude=config.pod_exclude if config else (),
         resource_exclude=config.excluded_resources(settings.node_name) if config else frozenset(),
         reserved_cpus=kubelet.reserved_cpus if kubelet else frozenset(),
+        cpu_manager=kubelet.cpu_manager_options if kubelet else None,
         namespace=settings.watch_namespace or None,
     )
 

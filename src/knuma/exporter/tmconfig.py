@@ -12,7 +12,8 @@ the kubelet defaults):
        resourceExclude: {"*": [device/exampleC], worker-1: [memory]}
 
 3. the kubelet's own `KubeletConfiguration` file (`--kubelet-config-file`, YAML or JSON, also the `/configz`
-   wrapper `{"kubeletconfig": {...}}`), which also gives `topologyManagerPolicyOptions` and `reservedSystemCPUs`.
+   wrapper `{"kubeletconfig": {...}}`), which also gives `topologyManagerPolicyOptions`, `reservedSystemCPUs` and
+   the static CPU manager's `cpuManagerPolicyOptions` (published as `cpuManagerPolicyOption*` attributes).
 
 Unlike RTE, a half-specified source (policy without scope) is fine, and the kubelet defaults apply instead of `""`.
 Errors name the file and the field.
@@ -32,6 +33,7 @@ import yaml
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
 from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
+from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import ATTR_PREFER_CLOSEST
 
 __all__ = [
@@ -90,6 +92,8 @@ class KubeletConfigFile:
     reserved_cpus: frozenset[int] = frozenset()
     cpu_manager_policy: str = ""
     memory_manager_policy: str = ""
+    cpu_manager_options: CPUManagerOptions | None = None
+    """`cpuManagerPolicyOptions` of a `static` CPU manager (None with policy `none`, which takes no options)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +169,21 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
         if text not in ("true", "false"):
             raise ConfigError(f"{path}: topologyManagerPolicyOptions.{OPTION_PREFER_CLOSEST} must be true or false")
         prefer = text == "true"
+    cpu_policy = str(raw.get("cpuManagerPolicy") or "")
+    cpu_options_raw = raw.get("cpuManagerPolicyOptions") or {}
+    if not isinstance(cpu_options_raw, Mapping):
+        raise ConfigError(f"{path}: cpuManagerPolicyOptions must be a mapping of option name to value")
+    cpu_options: CPUManagerOptions | None = None
+    if cpu_policy.lower() == "static":
+        try:
+            cpu_options = CPUManagerOptions.parse(cpu_options_raw, f"{path}: cpuManagerPolicyOptions")
+        except CPUManagerOptionsError as err:
+            raise ConfigError(str(err)) from None
+    elif cpu_options_raw:
+        raise ConfigError(
+            f"{path}: cpuManagerPolicyOptions need cpuManagerPolicy: static (the kubelet refuses to start with "
+            f"options and policy {cpu_policy or 'none'!r})"
+        )
     try:
         reserved = parse_cpulist(str(raw.get("reservedSystemCPUs") or ""), f"{path}: reservedSystemCPUs")
     except SysfsError as err:
@@ -176,8 +195,9 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
         max_numa_nodes=max_numa,
         prefer_closest_numa_nodes=prefer,
         reserved_cpus=reserved,
-        cpu_manager_policy=str(raw.get("cpuManagerPolicy") or ""),
+        cpu_manager_policy=cpu_policy,
         memory_manager_policy=str(raw.get("memoryManagerPolicy") or ""),
+        cpu_manager_options=cpu_options,
     )
 
 

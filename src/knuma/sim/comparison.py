@@ -129,6 +129,7 @@ def _optimal(comparison: Comparison, time_limit: float) -> None:
         "placed": result.placed,
         "running": result.placed,
         "topology_affinity_errors": 0,
+        "smt_alignment_errors": 0,
         "pending": result.total - result.placed,
         "false_negative_pending": 0,
         "cpu_utilization": round(result.cpu_used / cpu_total, 4) if cpu_total else 0.0,

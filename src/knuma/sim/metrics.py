@@ -1,7 +1,8 @@
 """Metrics of one simulation run, computed from the ground truth at the end and from the samples taken on the way.
 
 - `placed`: pods a kubelet admitted (at any time); `running`: pods running at the end.
-- `topology_affinity_errors`: kubelet rejections with `TopologyAffinityError`; `other_admission_errors`: the
+- `topology_affinity_errors`: kubelet rejections with `TopologyAffinityError`; `smt_alignment_errors`: with
+  `SMTAlignmentError` (the CPU manager's `full-pcpus-only`); `other_admission_errors`: the rest, e.g. the
   kubelet's node-level rejections (`OutOfcpu`, ...).
 - `pending`: pods never bound at the end; `false_negative_pending`: how many of those fresh data would place now
   (admitted one after the other, first fit, by the kubelet model on the ground truth).
@@ -27,7 +28,7 @@ from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
 from knuma.sim.engine import PodRecord, RunResult
 from knuma.testbed.simkubelet import SimKubelet
-from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_AFFINITY_ERROR
 
 __all__ = ["JSON_KEYS", "compute", "percentiles"]
 
@@ -55,7 +56,8 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
     kubelets = list(result.kubelets.values())
     pending = [r for r in records if r.bound_at is None]
     tae = sum(1 for r in records if r.failure == TOPOLOGY_AFFINITY_ERROR)
-    other = sum(1 for r in records if r.failure and r.failure != TOPOLOGY_AFFINITY_ERROR)
+    smt = sum(1 for r in records if r.failure == SMT_ALIGNMENT_ERROR)
+    other = sum(1 for r in records if r.failure and r.failure not in (TOPOLOGY_AFFINITY_ERROR, SMT_ALIGNMENT_ERROR))
     latencies = result.latencies
     spent = sum(latencies)
     p50, p90, p99 = percentiles([1000 * x for x in latencies])
@@ -63,6 +65,7 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         "placed": sum(1 for r in records if r.admitted_at is not None),
         "running": sum(len(k.running) for k in kubelets),
         "topology_affinity_errors": tae,
+        "smt_alignment_errors": smt,
         "pending": len(pending),
         "false_negative_pending": _false_negatives(result, [r.pod for r in pending], _in_flight(records)),
         "cpu_utilization": _late_mean(result, "cpu_utilization"),

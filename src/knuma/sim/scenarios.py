@@ -8,6 +8,7 @@
 | `fragmented` | 8-NUMA machines with small zones and awkward pod sizes |
 | `devices` | GPU nodes: CPUs, memory and GPUs aligned on one NUMA zone |
 | `restricted` | `restricted` policy, pod scope: wide pods span zones, the others must fit one zone |
+| `smt` | half the nodes have the CPU manager's `full-pcpus-only`: odd CPU counts fail there (`SMTAlignmentError`) |
 """
 
 from __future__ import annotations
@@ -198,6 +199,42 @@ BUILTIN: dict[str, dict[str, Any]] = {
             ],
         },
         "duration": 900,
+        "optimal": False,
+    },
+    "smt": {
+        "description": (
+            "24 two-socket nodes, half with the CPU manager's full-pcpus-only (OpenShift performance profiles): pods "
+            "with an odd number of CPUs are rejected there with SMTAlignmentError unless the scheduler knows"
+        ),
+        "cluster": {
+            "shapes": {
+                "two-socket-smt": {
+                    "numaZones": 2,
+                    "cpusPerZone": 32,
+                    "memoryPerZone": "128Gi",
+                    "reservedCPUs": 2,
+                    "reservedMemoryPerZone": "2Gi",
+                    "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+                    "description": "two-socket with full-pcpus-only: exclusive CPUs in whole cores only",
+                }
+            },
+            "pools": [
+                {"name": "smt", "shape": "two-socket-smt", "count": 12},
+                {"name": "plain", "shape": "two-socket", "count": 12},
+            ],
+        },
+        "workload": {
+            "pods": 300,
+            "arrival": {"process": "poisson", "rate": 2},
+            "templates": [
+                _g("g2", 2, "4Gi", 3),
+                _g("g3", 3, "6Gi", 2),
+                _g("g4", 4, "8Gi", 3),
+                _g("g5", 5, "10Gi", 1.5),
+                _g("g8", 8, "16Gi", 1.5),
+                _BURSTABLE,
+            ],
+        },
         "optimal": False,
     },
 }

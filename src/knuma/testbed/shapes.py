@@ -8,12 +8,13 @@ node-level `status.allocatable` kube-scheduler sees.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource_list
 from knuma.errors import InvalidInput
+from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import NodeTopology, NUMAZone
 
 __all__ = ["BUILTIN_SHAPES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
@@ -63,6 +64,9 @@ class NodeShape:
     pcie_roots_per_zone: int = 1
     """Device `i` of every group on a zone sits on PCIe root `i % pcie_roots_per_zone` of that zone, so the i-th GPU
     and the i-th NIC share a root (`resource.kubernetes.io/pcieRoot`), as on DGX-like machines."""
+    cpu_manager: CPUManagerOptions = field(default_factory=CPUManagerOptions)
+    """The kubelet's `cpuManagerPolicyOptions` on this machine type (e.g. `full-pcpus-only`); the CPU topology facts
+    (threads per core, siblings of reserved CPUs) are filled in by `topology()` from the machine's numbering."""
 
     def __post_init__(self) -> None:
         if self.zones < 1:
@@ -80,6 +84,26 @@ class NodeShape:
         for index in range(self.reserved_cpus):
             per_zone[index % self.zones] += 1
         return per_zone
+
+    @property
+    def threads_per_core(self) -> int:
+        """Two hardware threads per core when a zone has an even number of CPUs, else one (as
+        `knuma.local.nodes.machine.Machine` numbers them: CPU c and c + total/2 share a core)."""
+        return 1 if self.cpus % 2 else 2
+
+    def reserved_core_siblings(self) -> int:
+        """CPUs that share a core with one of the reserved CPUs `0..reserved-1` without being reserved."""
+        if self.threads_per_core == 1:
+            return 0
+        half = self.zones * self.cpus // 2
+        reserved = set(range(self.reserved_cpus))
+        return len({cpu % half + offset for cpu in reserved for offset in (0, half)} - reserved)
+
+    def cpu_manager_options(self) -> CPUManagerOptions:
+        """The shape's CPU manager options with its CPU topology facts."""
+        return replace(
+            self.cpu_manager, cpus_per_core=self.threads_per_core, reserved_core_siblings=self.reserved_core_siblings()
+        )
 
     def zone_capacity(self) -> dict[str, int]:
         return {CPU: self.cpus * MILLI, MEMORY: self.memory, **self.resources}
@@ -108,7 +132,8 @@ class NodeShape:
             distances = {other: 10 if other == numa_id else _distance(numa_id, other) for other in range(self.zones)}
             zones.append(NUMAZone(numa_id, self.zone_capacity(), allocatable, dict(allocatable), distances))
         max_numa = max(8, self.zones)  # `max-allowable-numa-nodes` raised when the machine needs it
-        return NodeTopology(node_name, tuple(zones), TopologyManagerConfig(policy, scope, max_numa))
+        config = TopologyManagerConfig(policy, scope, max_numa)
+        return NodeTopology(node_name, tuple(zones), config, cpu_manager=self.cpu_manager_options())
 
 
 def _distance(a: int, b: int) -> int:
@@ -202,6 +227,7 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         reservedCPUs: 2
         reservedMemoryPerZone: 1Gi
         maxPods: 110
+        cpuManagerPolicyOptions: {full-pcpus-only: "true"}
     ```
     """
     where = f"shapes.{name}"
@@ -216,6 +242,7 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         "reservedMemoryPerZone",
         "maxPods",
         "description",
+        "cpuManagerPolicyOptions",
     }
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -237,10 +264,22 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
             reserved_memory=reserved_memory,
             max_pods=_int(raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods"),
             description=str(raw.get("description", "")),
+            cpu_manager=_cpu_manager(raw.get("cpuManagerPolicyOptions"), f"{where}.cpuManagerPolicyOptions"),
         )
     except ShapeError:
         raise
     except ValueError as err:
+        raise ShapeError(str(err)) from None
+
+
+def _cpu_manager(raw: Any, where: str) -> CPUManagerOptions:
+    if raw is None:
+        return CPUManagerOptions()
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f'{where}: expected a mapping of option name to "true"/"false"')
+    try:
+        return CPUManagerOptions.parse(raw, where)
+    except CPUManagerOptionsError as err:
         raise ShapeError(str(err)) from None
 
 

@@ -20,6 +20,7 @@ from knuma.topology.node import NodeTopology
 
 __all__ = [
     "DRA_HINT_RESOURCE",
+    "SMT_ALIGNMENT_ERROR",
     "TOPOLOGY_AFFINITY_ERROR",
     "TOPOLOGY_AFFINITY_MESSAGE",
     "UNEXPECTED_ADMISSION_ERROR",
@@ -31,6 +32,8 @@ __all__ = [
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+SMT_ALIGNMENT_ERROR = "SMTAlignmentError"
+"""`cpumanager.ErrorSMTAlignment`: the admission failure reason `full-pcpus-only` gives (`SMTAlignmentError.Type`)."""
 TOPOLOGY_MANAGER_UNSUPPORTED = "TopologyManagerUnsupported"
 DRA_HINT_RESOURCE = "resource.k8s.io/devices"
 """The resource name DRA devices' hints are merged under (see `dra_device_hints`)."""
@@ -155,6 +158,13 @@ def _is_countable(name: str) -> bool:
 def _allocate(pod: Pod, container: Container, work: WorkingNode, hint: Hint) -> ContainerPlacement:
     request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
     reusable_after = container.kind is ContainerKind.INIT
+    if CPU in request:
+        # staticPolicy.Allocate checks full-pcpus-only before taking any CPU; the free count is the default set
+        # minus reserved CPUs, which does not hold CPUs the pod's init containers left reusable.
+        free = sum(work.free[n].get(CPU, 0) // 1000 for n in work.node.numa_ids)
+        smt = work.node.cpu_manager.smt_alignment_error(request[CPU], free)
+        if smt:
+            raise _Rejected(SMT_ALIGNMENT_ERROR, smt, container.name, hint)
     allocated: dict[str, dict[int, int]] = {}
     try:
         for name, amount in request.items():

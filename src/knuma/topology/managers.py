@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.errors import KnumaError
+from knuma.topology.cpumanager import distribute_across_numa
 from knuma.topology.hints import Hint, bits, iterate_masks, narrower
 from knuma.topology.node import NodeTopology, is_device
 
@@ -95,6 +96,12 @@ class WorkingNode:
             matching = sum(reusable.values()) + sum(self._units(name, n) for n in ids)
             if matching >= request:
                 found.append(mask)
+        options = self.node.cpu_manager
+        if name == CPU and options.align_by_socket:
+            count = len(self.node.numa_ids)
+            return [
+                Hint(m, options.socket_aligned(bits(m), min_width, count) or m.bit_count() == min_width) for m in found
+            ]
         return [Hint(mask, mask.bit_count() == min_width) for mask in found]
 
     def allocate_countable(
@@ -110,10 +117,16 @@ class WorkingNode:
         init container got the node's lowest free cores, which is what packing gives it."""
         ids = self.node.numa_ids
         inside = [n for n in ids if affinity is None or affinity >> n & 1]
+        options = self.node.cpu_manager
+        if name == CPU and options.align_by_socket and affinity is not None and options.numa_sockets:
+            sockets = {options.numa_sockets.get(n, n) for n in inside}  # getAlignedCPUs: the hint's whole sockets
+            inside = [n for n in ids if options.numa_sockets.get(n, n) in sockets]
         outside = [n for n in ids if n not in inside]
         reusable = self.reusable.setdefault(name, {})
         taken: dict[int, int] = {}
         remaining = request
+        if name == CPU and options.distribute_cpus_across_numa and affinity is not None:
+            remaining = self._take_distributed(inside, request, reusable, taken)
         if name == CPU:
             order = [(inside, "reusable"), (inside, "free"), (outside, "reusable"), (outside, "free")]
         else:
@@ -138,6 +151,28 @@ class WorkingNode:
             for numa_id, count in taken.items():
                 reusable[numa_id] = reusable.get(numa_id, 0) + count
         return {n: c * (MILLI if name == CPU else 1) for n, c in taken.items()}
+
+    def _take_distributed(
+        self, inside: list[int], request: int, reusable: dict[int, int], taken: dict[int, int]
+    ) -> int:
+        """`distribute-cpus-across-numa`: the aligned part of `allocateCPUs` through `takeByTopologyNUMADistributed`
+        (reusable CPUs of a node first); returns what is left to take the usual way (0, or all of it when the
+        kubelet falls back to packing)."""
+        pool = {n: reusable.get(n, 0) + self._units(CPU, n) for n in inside}
+        aligned = min(request, sum(pool.values()))
+        total_cpus = sum(self._all_units(CPU, n) for n in self.node.numa_ids)
+        split = distribute_across_numa(
+            pool, aligned, self.node.cpu_manager.cpu_group_size, total_cpus, len(self.node.numa_ids)
+        )
+        if split is None:
+            return request
+        for numa_id, count in split.items():
+            from_reusable = min(reusable.get(numa_id, 0), count)
+            if from_reusable:
+                reusable[numa_id] -= from_reusable
+            self.free[numa_id][CPU] -= (count - from_reusable) * MILLI
+            taken[numa_id] = count
+        return request - aligned
 
     # -- memory manager ----------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from functools import cached_property
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, MEMORY, is_hugepages, is_native
+from knuma.topology.cpumanager import CPUManagerOptions
 
 __all__ = ["NUMAZone", "NodeTopology", "is_device"]
 
@@ -49,6 +50,8 @@ class NodeTopology:
     prefer_closest: bool = False
     memory_groups: Mapping[int, frozenset[int]] = field(default_factory=dict)
     """NUMA id -> the multi-NUMA group the memory manager already used it in (its `Cells`)."""
+    cpu_manager: CPUManagerOptions = field(default_factory=CPUManagerOptions)
+    """The static CPU manager's policy options and the CPU topology facts they need."""
 
     @cached_property
     def numa_ids(self) -> tuple[int, ...]:
@@ -101,7 +104,8 @@ class NodeTopology:
                 )
             )
         prefer_closest = nrt.attributes.get(ATTR_PREFER_CLOSEST, "").lower() == "true"
-        return cls(nrt.name, tuple(zones), nrt.topology_manager, prefer_closest)
+        cpu_manager = CPUManagerOptions.from_attributes(nrt.attributes)
+        return cls(nrt.name, tuple(zones), nrt.topology_manager, prefer_closest, cpu_manager=cpu_manager)
 
     @classmethod
     def build(
@@ -113,6 +117,7 @@ class NodeTopology:
         *,
         available: Mapping[int, Mapping[str, int]] | None = None,
         distances: Mapping[int, Mapping[int, int]] | None = None,
+        cpu_manager: CPUManagerOptions | None = None,
     ) -> NodeTopology:
         """A node from per-zone allocatable amounts (tests and simulated shapes): capacity = allocatable, and
         available = allocatable unless given."""
@@ -126,4 +131,4 @@ class NodeTopology:
             )
             for numa_id, resources in sorted(zones.items())
         )
-        return cls(name, built, TopologyManagerConfig(policy, scope))
+        return cls(name, built, TopologyManagerConfig(policy, scope), cpu_manager=cpu_manager or CPUManagerOptions())

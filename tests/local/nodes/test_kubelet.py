@@ -11,7 +11,8 @@ from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
-from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
+from knuma.topology.cpumanager import CPUManagerOptions
+from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_AFFINITY_ERROR
 from knuma.topology.node import NodeTopology
 
 from .builders import guaranteed
@@ -38,6 +39,16 @@ def test_admitted_pod_gets_whole_cores_on_one_zone() -> None:
     assert [(m.memory_type, m.size, m.numa_ids) for m in container.memory] == [("memory", 2 * GI, (0,))]
     assert held.numa_ids() == {"app": (0,)}
     assert held.pod_ip == "127.128.0.2"
+
+
+def test_full_pcpus_only_shape_rejects_odd_cpus_with_smt_alignment_error() -> None:
+    shape = replace(BUILTIN_SHAPES["small"], cpu_manager=CPUManagerOptions(full_pcpus_only=True))
+    k = SimulatedKubelet(NodeSpec("n0", 0, shape, "pool"))
+    result = k.admit(guaranteed("odd", 3))
+    assert (result.admitted, result.reason) == (False, SMT_ALIGNMENT_ERROR)
+    assert result.message == "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
+    assert k.admit(guaranteed("even", 4)).admitted
+    assert len(k.held["default/even"].resources.containers[0].cpu_ids) == 4
 
 
 def test_rejected_pod_holds_nothing() -> None:

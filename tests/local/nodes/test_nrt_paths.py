@@ -22,6 +22,16 @@ from knuma.testbed.shapes import BUILTIN_SHAPES, shape_from_dict
 
 from .builders import guaranteed
 
+SMT = shape_from_dict(
+    "smt",
+    {
+        "numaZones": 2,
+        "cpusPerZone": 8,
+        "memoryPerZone": "16Gi",
+        "reservedCPUs": 2,
+        "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+    },
+)
 TEN_ZONES = shape_from_dict(
     "ten", {"numaZones": 10, "cpusPerZone": 4, "memoryPerZone": "8Gi", "resourcesPerZone": {"example.com/nic": 1}}
 )
@@ -33,14 +43,15 @@ TEN_ZONES = shape_from_dict(
         (BUILTIN_SHAPES["gpu"], Policy.SINGLE_NUMA_NODE, Scope.CONTAINER),
         (BUILTIN_SHAPES["two-socket"], Policy.RESTRICTED, Scope.POD),
         (TEN_ZONES, Policy.BEST_EFFORT, Scope.CONTAINER),
+        (SMT, Policy.SINGLE_NUMA_NODE, Scope.CONTAINER),
     ],
-    ids=["gpu", "two-socket-restricted-pod", "ten-zones"],
+    ids=["gpu", "two-socket-restricted-pod", "ten-zones", "full-pcpus-only"],
 )
 def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, scope, tmp_path: Path) -> None:
     node = NodeSpec("n-0", 0, shape, "pool", policy, scope)
     kubelet = SimulatedKubelet(node)
     extra = {"nvidia.com/gpu": "1"} if "nvidia.com/gpu" in shape.resources else {}
-    for i, cpus in enumerate([3, 2, 1]):
+    for i, cpus in enumerate([4, 2, 2] if shape.cpu_manager.full_pcpus_only else [3, 2, 1]):
         assert kubelet.admit(guaranteed(f"p{i}", cpus, "2Gi", extra=extra)).admitted
     sysfs = render(node.machine.topology(), tmp_path / "sys")
     config = tmp_path / "kubelet-config.yaml"
@@ -69,3 +80,7 @@ def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, 
     built = node_resource_topology(kubelet).to_dict()
     assert exported["zones"] == built["zones"]
     assert exported["attributes"] == built["attributes"]
+    if shape.cpu_manager.full_pcpus_only:  # CPUs 0,1 reserved; their siblings 8,9 are not handed out
+        attributes = {a["name"]: a["value"] for a in built["attributes"]}
+        assert attributes["cpuManagerPolicyOptionFullPCPUsOnly"] == "true"
+        assert (attributes["cpuManagerCPUsPerCore"], attributes["cpuManagerReservedCoreSiblings"]) == ("2", "2")

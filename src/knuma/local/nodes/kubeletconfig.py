@@ -48,6 +48,9 @@ def kubelet_configuration(node: NodeSpec) -> dict[str, Any]:
             "TopologyManagerPolicyOptions": True,
         },
     }
+    options = shape.cpu_manager.enabled()
+    if options:
+        config["cpuManagerPolicyOptions"] = dict.fromkeys(options, "true")
     if shape.zones > DEFAULT_MAX_NUMA_NODES:
         config["topologyManagerPolicyOptions"] = {"max-allowable-numa-nodes": str(shape.zones)}
     if shape.reserved_cpus:

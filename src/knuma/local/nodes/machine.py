@@ -57,7 +57,7 @@ class Machine:
 
     def siblings(self, cpu: int) -> frozenset[int]:
         """The hardware threads of `cpu`'s core (two when the zone has an even number of CPUs, else one)."""
-        if self.shape.cpus % 2:
+        if self.shape.threads_per_core == 1:
             return frozenset({cpu})
         half = self.total_cpus // 2
         return frozenset({cpu % half, cpu % half + half})

@@ -26,7 +26,12 @@ def build_options(node: NodeSpec) -> BuildOptions:
         scope=node.scope,
         max_numa_nodes=zones if zones > DEFAULT_MAX_NUMA_NODES else None,
     )
-    return BuildOptions(node_name=node.name, topology_manager=settings, reserved_cpus=node.machine.reserved_cpus)
+    return BuildOptions(
+        node_name=node.name,
+        topology_manager=settings,
+        reserved_cpus=node.machine.reserved_cpus,
+        cpu_manager=node.shape.cpu_manager,
+    )
 
 
 def node_resource_topology(kubelet: SimulatedKubelet, options: BuildOptions | None = None) -> NodeResourceTopology:

@@ -35,7 +35,8 @@ A cold shape is evaluated on every row at once:
 
 - NodeResourcesFit is a comparison of `[nodes, resources]` arrays, and its LeastAllocated score a few more.
 - For pods and nodes where the kubelet's decision reduces to "some NUMA zone holds every exclusive request"
-  (single-numa-node nodes; Guaranteed or device-requesting pods without init containers), NodeResourceTopologyMatch's
+  (single-numa-node nodes without the CPU manager's `full-pcpus-only`; Guaranteed or device-requesting pods without
+  init containers), NodeResourceTopologyMatch's
   filter is a comparison of `[nodes, zones, resources]` arrays (whole CPUs precomputed) and the LeastAllocated /
   MostAllocated scores a few more. Everything else (other policies, init and sidecar containers, memory-manager
   groups, the other strategies) goes through the plugin itself, row by row.
@@ -666,6 +667,7 @@ class VectorizedScheduler:
             topology.config.policy is Policy.SINGLE_NUMA_NODE
             and not topology.memory_groups
             and len(topology.zones) <= topology.config.max_numa_nodes
+            and not topology.cpu_manager.full_pcpus_only  # SMTAlignmentError: the plugin decides
         )
         free = np.zeros(len(self.resources), dtype=np.int64)
         known = np.zeros(len(self.resources), dtype=np.bool_)

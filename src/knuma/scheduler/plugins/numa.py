@@ -32,7 +32,7 @@ from knuma.scheduler.plugins.strategies import (
     normalize_numa_count,
     numa_score,
 )
-from knuma.topology.kubelet import TOPOLOGY_MANAGER_UNSUPPORTED, Admission, admit
+from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_MANAGER_UNSUPPORTED, Admission, admit
 from knuma.topology.node import NodeTopology
 
 NAME = "NodeResourceTopologyMatch"
@@ -42,6 +42,10 @@ CANNOT_ALIGN_CONTAINER = "cannot align container"
 CANNOT_ALIGN_INIT_CONTAINER = "cannot align init container"
 CANNOT_ALIGN_SIDECAR_CONTAINER = "cannot align sidecar container"
 UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager supports"
+SMT_NOT_MULTIPLE = "cpus not a multiple of the node's CPUs per core (SMTAlignmentError)"
+"""The kubelet's `full-pcpus-only` rejects a container whose exclusive CPUs are not whole physical cores; no
+preemption changes that, so the status is UnschedulableAndUnresolvable."""
+SMT_NO_FREE_CORES = "not enough free physical cores (SMTAlignmentError)"
 INVALID_TOPOLOGY_DATA = "invalid node topology data"
 
 
@@ -99,6 +103,12 @@ class NodeResourceTopologyMatch:
             return SUCCESS
         if admission.reason == TOPOLOGY_MANAGER_UNSUPPORTED:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED_TOPOLOGY, NAME, admission.message)
+        if admission.reason == SMT_ALIGNMENT_ERROR:
+            detail = f"{admission.message} (container {admission.container})"
+            if "not multiple" in admission.message:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, SMT_NOT_MULTIPLE, NAME, detail)
+            self.rejected((node.name,))
+            return Status(Code.UNSCHEDULABLE, SMT_NO_FREE_CORES, NAME, detail)
         self.rejected((node.name,))
         kind = next((c.kind for c in pod.all_containers if c.name == admission.container), ContainerKind.APP)
         detail = f"{admission.reason}: {admission.message}"
