@@ -31,9 +31,19 @@ class SelectorCache:
     verdicts: dict[tuple[str, tuple[str, tuple[object, ...]]], bool] = field(default_factory=dict)
     environments: dict[tuple[str, tuple[object, ...]], dict[str, object]] = field(default_factory=dict)
     evaluations: int = 0
+    contents: dict[int, tuple[object, tuple[str, tuple[object, ...]]]] = field(default_factory=dict)
+    """id(device) -> (device, content key): the key is computed once per published device."""
+
+    def content(self, candidate: Candidate) -> tuple[str, tuple[object, ...]]:
+        known = self.contents.get(id(candidate.device))
+        if known is not None and known[0] is candidate.device:
+            return known[1]
+        key = (candidate.driver, _content_key(candidate))
+        self.contents[id(candidate.device)] = (candidate.device, key)
+        return key
 
     def matches(self, selector: Selector, candidate: Candidate, where: str) -> bool:
-        content = (candidate.driver, _content_key(candidate))
+        content = self.content(candidate)
         key = (selector.expression, content)
         verdict = self.verdicts.get(key)
         if verdict is None:

@@ -69,10 +69,19 @@ class SearchSpace:
     budget: int = 20_000
     leaves: int = 0
     miss: NotFound | None = field(default=None)
+    _values: dict[tuple[tuple[str, str, str], str], frozenset[object]] = field(default_factory=dict)
+
+    def values(self, candidate: Candidate, name: str) -> frozenset[object]:
+        """`constraint_values`, memoised for this search."""
+        key = (candidate.id, name)
+        found = self._values.get(key)
+        if found is None:
+            found = self._values[key] = constraint_values(candidate, name)
+        return found
 
     def note(self, miss: NotFound) -> None:
         """Keep the nearest miss: the failure that got furthest through the stages."""
-        if self.miss is None or STAGE_ORDER.index(miss.stage) >= STAGE_ORDER.index(self.miss.stage):
+        if self.miss is None or STAGE_ORDER.index(miss.stage) > STAGE_ORDER.index(self.miss.stage):
             self.miss = miss
 
 
@@ -213,15 +222,15 @@ def _value_choices(
             values: dict[object, None] = {}
             for slot in affected:
                 for c in pools[slot]:
-                    values.update(dict.fromkeys(sorted(constraint_values(c, name), key=repr)))
+                    values.update(dict.fromkeys(sorted(space.values(c, name), key=repr)))
             viable = []
             needed = sum(_needed(space, slot, choice[slot]) for slot in affected)
             for value in values:
-                union = {c.id for slot in affected for c in pools[slot] if value in constraint_values(c, name)}
+                union = {c.id for slot in affected for c in pools[slot] if value in space.values(c, name)}
                 if len(union) < needed:
                     continue
                 if all(
-                    _enough(space, slot, choice[slot], [c for c in pools[slot] if value in constraint_values(c, name)])
+                    _enough(space, slot, choice[slot], [c for c in pools[slot] if value in space.values(c, name)])
                     for slot in affected
                 ):
                     viable.append(value)
@@ -238,13 +247,51 @@ def _value_choices(
                 )
                 return
             per_constraint.append((i, affected, name, viable))
-    for assignment in itertools.product(*(viable for *_, viable in per_constraint)):
-        filtered: dict[Slot, list[Candidate]] = {slot: list(p) for slot, p in pools.items()}
-        for (_, affected, name, _), value in zip(per_constraint, assignment, strict=True):
-            for slot in affected:
-                filtered[slot] = [c for c in filtered[slot] if value in constraint_values(c, name)]
-        if all(_enough(space, slot, choice[slot], filtered[slot]) for slot in filtered):
-            yield filtered
+    # Devices whose value no constraint can use are out: sound, and often enough to prove infeasibility.
+    base: dict[Slot, list[Candidate]] = {slot: list(p) for slot, p in pools.items()}
+    for _, affected, name, viable in per_constraint:
+        keep = set(viable)
+        for slot in affected:
+            base[slot] = [c for c in base[slot] if space.values(c, name) & keep]
+    if not all(_enough(space, slot, choice[slot], base[slot]) for slot in base):
+        return
+    if len(per_constraint) > 1:  # with one constraint the leaf's own flow is this check
+        _spend(space)
+        if _flow(space, choice, base) is None:
+            return
+    yield from _assign(space, choice, per_constraint, 0, base)
+
+
+def _spend(space: SearchSpace) -> None:
+    space.leaves += 1
+    if space.leaves > space.budget:
+        raise _Exhausted
+
+
+def _assign(
+    space: SearchSpace,
+    choice: Mapping[Slot, int],
+    per_constraint: Sequence[tuple[int, list[Slot], str, list[object]]],
+    index: int,
+    current: dict[Slot, list[Candidate]],
+) -> Iterator[dict[Slot, list[Candidate]]]:
+    """Constraint values one constraint at a time, with forward checking: after each choice the remaining requests
+    must still fit together (a flow with the later constraints relaxed to their viable values)."""
+    if index == len(per_constraint):
+        yield current
+        return
+    _, affected, name, viable = per_constraint[index]
+    for value in viable:
+        filtered = dict(current)
+        for slot in affected:
+            filtered[slot] = [c for c in current[slot] if value in space.values(c, name)]
+        if not all(_enough(space, slot, choice[slot], filtered[slot]) for slot in affected):
+            continue
+        if index + 1 < len(per_constraint):
+            _spend(space)
+            if _flow(space, choice, filtered) is None:
+                continue
+        yield from _assign(space, choice, per_constraint, index + 1, filtered)
 
 
 def _needed(space: SearchSpace, slot: Slot, k: int) -> int:
@@ -297,6 +344,9 @@ def _solve(
             }
             if not all(_enough(space, slot, choice[slot], pools[slot]) for slot in pools):
                 continue
+            _spend(space)
+            if _flow(space, choice, pools) is None:
+                continue
         for filtered in _value_choices(space, choice, pools):
             space.leaves += 1
             if space.leaves > space.budget:
@@ -335,8 +385,6 @@ def search(space: SearchSpace) -> Found | NotFound:
                     NotFound(f"requests {names} together need more distinct devices than the node offers", "capacity")
                 )
                 continue
-            if not any(True for _ in _value_choices(space, choice, everything)):
-                continue
             if not masks:
                 first = next(iter(choice))
                 claim = space.claims[first[0]].key
@@ -351,20 +399,24 @@ def search(space: SearchSpace) -> Found | NotFound:
                 )
             for mask in masks:
                 base = {slot: [c for c in p if _in_mask(c, space, mask)] for slot, p in everything.items()}
+                best = _solve(space, choice, base, Locality.PCIE_ROOT)
+                if best is not None:
+                    return _found(space, choice, best, mask)
                 fallback = _solve(space, choice, base, Locality.NODE)
                 if fallback is None and mask is None:
                     space.note(_joint_miss(space, choice))
                     continue
                 if fallback is None:
                     continue
-                for level in (Locality.PCIE_ROOT, Locality.NUMA_NODE, Locality.SOCKET):
+                for level in (Locality.NUMA_NODE, Locality.SOCKET):
                     better = _solve(space, choice, base, level)
                     if better is not None:
                         return _found(space, choice, better, mask)
                 return _found(space, choice, fallback, mask)
             if masks and None not in masks:
                 if _solve(space, choice, everything, Locality.NODE) is None:
-                    space.miss = _joint_miss(space, choice)  # not a NUMA problem: no allocation exists at all
+                    if space.miss is None or space.miss.stage != "constraint":
+                        space.miss = _joint_miss(space, choice)  # not a NUMA problem: no allocation exists at all
                 else:
                     first = next(iter(choice))
                     claim = space.claims[first[0]].key
