@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from knuma.api.fingerprint import Method, compute
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope
+from knuma.api.pod import Pod as PodModel
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.exporter.scan import scan
 from knuma.exporter.sysfs import MachineTopology, NUMANode, discover
@@ -15,6 +16,7 @@ from knuma.exporter.tmconfig import PodPattern, TopologyManagerSettings
 from knuma.podresources import Allocatable, Container, Devices, Memory, Pod, PodResourcesClient
 from knuma.podresources.server import PodResourcesServer
 from knuma.topology.cpumanager import CPUManagerOptions
+from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 
 from .sysfs_trees import NodeSpec, write_tree
@@ -311,6 +313,36 @@ def test_cpu_manager_options_are_published_with_the_machine_facts_they_need(xeon
     assert topology.cpu_manager.full_pcpus_only and topology.cpu_manager.cpu_group_size == 2
     without = build(machine, KubeletState(xeon_allocatable(), []), BuildOptions("n", tm)).nrt
     assert not any(name.startswith("cpuManager") for name in without.attributes)
+
+
+def test_devices_without_numa_information_never_count_toward_a_zone(xeon_sysfs: Path) -> None:
+    """devicemanager `generateDeviceTopologyHints` counts a device in a mask only through its NUMA nodes, so devices
+    the plugin reports without topology never help a hint (and a resource with no NUMA device at all gets no hint:
+    `deviceHasTopologyAlignment` is false). The exporter leaves them out of the zones; the model then agrees."""
+    allocatable = Allocatable(
+        cpu_ids=tuple(range(2, 24)),
+        devices=(
+            Devices("example.com/fpga", ("f0", "f1"), (0,)),
+            Devices("example.com/fpga", ("f2", "f3"), ()),
+            Devices("example.com/dongle", ("d0",), ()),
+        ),
+    )
+    tm = TopologyManagerSettings(Policy.SINGLE_NUMA_NODE, Scope.CONTAINER)
+    nrt = build(discover(xeon_sysfs), KubeletState(allocatable, []), BuildOptions("n", tm)).nrt
+    got = resources(nrt)
+    assert got["node-0"]["example.com/fpga"] == (2, 2, 2)
+    assert "example.com/fpga" not in got["node-1"]
+    assert all("example.com/dongle" not in zone for zone in got.values())
+    topology = NodeTopology.from_nrt(nrt)
+
+    def pod(**limits: str) -> PodModel:
+        spec = {"containers": [{"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi", **limits}}}]}
+        return PodModel.from_manifest({"metadata": {"name": "p"}, "spec": spec})
+
+    two = admit(pod(**{"example.com/fpga": "2"}), topology)
+    assert two.admitted and two.placements[0].numa_ids == (0,)
+    assert admit(pod(**{"example.com/fpga": "3"}), topology).reason == "TopologyAffinityError"
+    assert admit(pod(**{"example.com/dongle": "1"}), topology).admitted  # no NUMA device: no hint, no constraint
 
 
 def test_without_kubelet(xeon_sysfs: Path) -> None:

@@ -157,3 +157,12 @@ def test_cpu_manager_policy_options_need_the_static_policy(tmp_path: Path) -> No
         load_kubelet_config(path)
     path.write_text("cpuManagerPolicy: none\n")
     assert load_kubelet_config(path).cpu_manager_options is None
+
+
+def test_max_allowable_numa_nodes_below_eight_is_refused_as_the_kubelet_does(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text('topologyManagerPolicyOptions: {max-allowable-numa-nodes: "4"}\n')
+    with pytest.raises(ConfigError, match='the minimum value of "max-allowable-numa-nodes" should not be less than 8'):
+        load_kubelet_config(path)
+    path.write_text('topologyManagerPolicyOptions: {max-allowable-numa-nodes: "8"}\n')
+    assert load_kubelet_config(path).max_numa_nodes == 8

@@ -758,3 +758,39 @@ def test_pod_scope_memory_without_any_hint_is_allocated_per_container():
     result = admit(p, node(zones, SNN, Scope.POD, available=free))
     assert result.admitted
     assert placement_ids(result) == {"proxy": (1,), "app": (0,)}
+
+
+def test_pod_scope_leaves_hugepages_only_init_containers_request_out_of_the_pod_hint():
+    """memorymanager `getPodRequestedResources` ranges over the app containers' resources: hugepages requested only
+    by an init container do not steer the pod's hint. The init container's `Allocate` then gets a hint (zone 0, the
+    lower of two preferred single-zone hints) without hugepages; extending it needs {0,1}, not preferred while the
+    Topology Manager's hint was: `failed to find the extended preferred hint`, UnexpectedAdmissionError. Counting
+    the init hugepages in the pod hint (zone 1) would have predicted an admission the kubelet does not make."""
+    zones = {0: {"cpu": cpus(8), "memory": 8 * Gi}, 1: {"cpu": cpus(8), "memory": 8 * Gi, "hugepages-1Gi": 4 * Gi}}
+    p = make_pod(gu("app", "2", "1Gi"), init=(gu("setup", "1", "1Gi", hugepages_1Gi="2Gi"),))
+    result = admit(p, node(zones, SNN, Scope.POD))
+    assert not result.admitted
+    assert result.reason == UNEXPECTED_ADMISSION_ERROR
+    assert "extended preferred hint" in result.message
+    # container scope: the init container's own hints include its hugepages, so it goes to zone 1, and its reusable
+    # CPU pulls the app container there too
+    contained = admit(p, node(zones, SNN, Scope.CONTAINER))
+    assert placement_ids(contained) == {"setup": (1,), "app": (1,)}
+    # an app container asking for hugepages brings them into the pod hint
+    both = make_pod(gu("app", "2", "1Gi", hugepages_1Gi="1Gi"), init=(gu("setup", "1", "1Gi", hugepages_1Gi="2Gi"),))
+    assert placement_ids(admit(both, node(zones, SNN, Scope.POD))) == {"setup": (1,), "app": (1,)}
+
+
+def test_more_than_eight_numa_nodes_with_max_allowable_numa_nodes_are_modelled_in_full():
+    """`max-allowable-numa-nodes` > 8 (beta 1.31, GA 1.35): the Topology Manager starts and merges as usual; knuma's
+    set-based merge handles the 2^12 masks of a 12-NUMA machine, and restricted admits a pod that needs two nodes
+    only on two that are free (the narrowest width), here the lowest pair."""
+    zones = {i: {"cpu": cpus(4)} for i in range(12)}
+    free = {i: {"cpu": cpus(4 if i in (5, 9) else 1)} for i in range(12)}
+    n = replace(node(zones, RESTRICTED, available=free), config=TopologyManagerConfig(RESTRICTED, Scope.CONTAINER, 12))
+    result = admit(make_pod(gu("app", "8")), n)
+    assert result.admitted
+    assert placement_ids(result) == {"app": (5, 9)}
+    assert admit(make_pod(gu("app", "8")), replace(n, config=TopologyManagerConfig(RESTRICTED))).reason == (
+        TOPOLOGY_MANAGER_UNSUPPORTED
+    )

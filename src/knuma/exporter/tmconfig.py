@@ -162,6 +162,11 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
             raise ConfigError(
                 f"{path}: topologyManagerPolicyOptions.{OPTION_MAX_NUMA_NODES} must be a positive integer, got {text!r}"
             )
+        if int(text) < 8:  # topologymanager NewPolicyOptions refuses to start below the default
+            raise ConfigError(
+                f'{path}: topologyManagerPolicyOptions: the minimum value of "{OPTION_MAX_NUMA_NODES}" should not be '
+                f"less than 8, got {text} (the kubelet refuses to start)"
+            )
         max_numa = int(text)
     prefer: bool | None = None
     if OPTION_PREFER_CLOSEST in options:

@@ -205,14 +205,22 @@ def _admit_pod_scope(pod: Pod, work: WorkingNode, devices: DeviceNUMA) -> tuple[
 
 def _pod_exclusive_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
     """Pod-scope requests (`GetPodTopologyHints`): each manager's per-container amounts combined with the sidecar
-    rules; the CPU manager counts only exclusive CPUs, and overhead is not included."""
+    rules; the CPU manager counts only exclusive CPUs, the memory manager only memory types some app container
+    requests, and overhead is not included."""
     per_container = {
         c.name: exclusive_request(node, c.requests, pod.exclusive_cpus(c), pod.is_guaranteed)
         for c in pod.all_containers
     }
     init = [replace(c, requests=per_container[c.name]) for c in pod.init_containers]
     apps = [replace(c, requests=per_container[c.name]) for c in pod.containers]
-    return {name: amount for name, amount in long_running_request(init, apps).items() if amount}
+    in_apps = {name for c in apps for name in c.requests}
+    return {
+        name: amount
+        for name, amount in long_running_request(init, apps).items()
+        # memorymanager getPodRequestedResources ranges over the app containers' resources only: hugepages that
+        # only init or sidecar containers request are left out of the pod's hint (1.21 to 1.33 alike)
+        if amount and (name in in_apps or not memory_types({name: amount}))
+    }
 
 
 def _held_after(node: NodeTopology, placements: Sequence[ContainerPlacement]) -> NodeTopology:

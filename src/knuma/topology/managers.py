@@ -22,6 +22,10 @@ __all__ = ["AllocationError", "WorkingNode", "exclusive_request"]
 MILLI = 1000
 
 
+_NO_DEFAULT = "get the default NUMA affinity, no NUMA nodes with enough memory is available"
+"""`getDefaultHint`'s error after `[memorymanager] failed to `."""
+
+
 class AllocationError(KnumaError):
     """A manager could not allocate after the Topology Manager admitted (kubelet: UnexpectedAdmissionError)."""
 
@@ -222,15 +226,20 @@ class WorkingNode:
         """Static memory manager `Allocate`: default or extend the hint when it does not hold the request, then
         fill the hint's NUMA nodes in id order."""
         chosen = Hint(affinity, preferred)
+        # getDefaultHint and extendTopologyManagerHint call calculateHints, which walks every mask whatever the
+        # Topology Manager policy: the single-NUMA shortcut of `_masks` does not apply here
+        every_mask = iterate_masks(self.node.numa_ids)
         if affinity is None:
-            chosen = self._narrowest(self.memory_hints(requested), lambda m: True, "find the default hint")
+            chosen = self._narrowest(self._memory_hints(requested, every_mask), lambda m: True, _NO_DEFAULT)
             if not chosen.preferred and preferred:
                 raise AllocationError("[memorymanager] failed to find the default preferred hint")
         assert chosen.mask is not None
         if not self._satisfies(chosen.mask, requested):
             current = chosen.mask
             extended = self._narrowest(
-                self.memory_hints(requested), lambda m: m & current == current, "extend the current topology hint"
+                self._memory_hints(requested, every_mask),
+                lambda m: m & current == current,
+                "find NUMA nodes to extend the current topology hint",
             )
             if not extended.preferred and chosen.preferred:
                 raise AllocationError("[memorymanager] failed to find the extended preferred hint")

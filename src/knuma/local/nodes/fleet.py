@@ -41,7 +41,7 @@ from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
 from knuma.local.nodes.claims import container_devices, waiting_reason
 from knuma.local.nodes.heartbeats import Heartbeats, check
-from knuma.local.nodes.kubeletconfig import kubelet_configuration
+from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.nrt import build_options, node_resource_topology
 from knuma.local.nodes.podstatus import lifetime_of, rejected_status, running_status, succeeded_status
@@ -317,7 +317,7 @@ class Fleet:
             self._schedule_completion(obj, pod, node, started=now)
             log.debug("node %s admitted %s on NUMA %s", node, key, held.numa_ids())
         else:
-            status = rejected_status(obj, pod, result.reason, result.message, now)
+            status = rejected_status(obj, pod, result.reason, result.message, now, KUBELET_VERSION)
             self.stats.rejected += 1
             ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
             self._events.record(ref, "Warning", result.reason, result.message)

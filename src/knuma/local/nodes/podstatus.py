@@ -7,7 +7,7 @@ checked against what a real kubelet reports:
   scheduler's `PodScheduled`), `hostIP(s)`, `podIP(s)`, `startTime`, `qosClass`, a running `containerStatuses` entry
   per container, init containers `Completed` and sidecars running in `initContainerStatuses`.
 - **Rejected at admission** (`rejectPod`): phase `Failed`, `reason` (e.g. `TopologyAffinityError`), and the message
-  kubelets since 1.27 write, `Pod was rejected: <message>`; no container ever started.
+  with the prefix of the kubelet's version (`rejection_message`); no container ever started.
 - **Succeeded**: containers terminated with exit code 0 (`Completed`), `Ready`/`ContainersReady` false with reason
   `PodCompleted`.
 
@@ -31,6 +31,7 @@ __all__ = [
     "REJECTED_PREFIX",
     "lifetime_of",
     "rejected_status",
+    "rejection_message",
     "running_status",
     "succeeded_status",
     "timestamp",
@@ -38,6 +39,8 @@ __all__ = [
 
 LIFETIME_ANNOTATION = "sim.knuma.io/lifetime"
 REJECTED_PREFIX = "Pod was rejected: "
+"""`rejectPod`'s status message prefix since kubelet 1.26 (kubernetes#112644); before, `"Pod " + message`."""
+LEGACY_REJECTED_PREFIX = "Pod "
 RUNTIME = "containerd"
 
 
@@ -139,15 +142,36 @@ def running_status(manifest: Mapping[str, Any], pod: Pod, host_ip: str, pod_ip: 
     return status
 
 
-def rejected_status(manifest: Mapping[str, Any], pod: Pod, reason: str, message: str, now: datetime) -> JsonObj:
-    """The status `rejectPod` writes: Failed with the admission error; the scheduler's condition is kept."""
-    return {
+def _minor(kubelet_version: str) -> int:
+    """The minor version of `v1.32.0` (`1.25.3-gke.1` too); an unreadable version counts as current."""
+    parts = kubelet_version.lstrip("v").split(".")
+    if len(parts) >= 2 and parts[0] == "1" and parts[1].isdigit():
+        return int(parts[1])
+    return 10**6
+
+
+def rejection_message(message: str, kubelet_version: str = "v1.32.0") -> str:
+    """The status message `kubelet.rejectPod` writes for an admission failure: `Pod was rejected: <message>` since
+    1.26 (kubernetes#112644, merged for 1.26), `Pod <message>` before (e.g. `Pod Resources cannot be allocated with
+    Topology locality` on 1.25)."""
+    prefix = REJECTED_PREFIX if _minor(kubelet_version) >= 26 else LEGACY_REJECTED_PREFIX
+    return prefix + message
+
+
+def rejected_status(
+    manifest: Mapping[str, Any], pod: Pod, reason: str, message: str, now: datetime, kubelet_version: str = "v1.32.0"
+) -> JsonObj:
+    """The status `rejectPod` writes: Failed with the admission error; the scheduler's condition is kept. The QoS
+    class stays set since 1.32 (kubernetes#128083); older kubelets wrote the status without it."""
+    status: JsonObj = {
         "phase": "Failed",
         "reason": reason,
-        "message": REJECTED_PREFIX + message,
-        "qosClass": pod.qos.value,
+        "message": rejection_message(message, kubelet_version),
         "conditions": [_scheduled(manifest, timestamp(now))],
     }
+    if _minor(kubelet_version) >= 32:
+        status["qosClass"] = pod.qos.value
+    return status
 
 
 def succeeded_status(manifest: Mapping[str, Any], pod: Pod, now: datetime) -> JsonObj:
