@@ -143,3 +143,57 @@ def test_installed_console_scripts() -> None:
     assert json.loads(out.stdout)["selected"] == "worker-a"
     help_text = subprocess.run([kubectl_numa, "--help"], capture_output=True, text=True, timeout=60, check=True)
     assert "kubectl numa" in help_text.stdout
+
+
+KUBELET_EXAMPLES = ROOT / "examples" / "schedule" / "kubelet"
+
+
+def test_explain_hints_prints_each_providers_hints_and_the_merge_as_the_kubelet_logs_them() -> None:
+    result = run(
+        "--pod",
+        str(KUBELET_EXAMPLES / "init-reuse-pod.yaml"),
+        "--nodes",
+        str(KUBELET_EXAMPLES / "nodes.yaml"),
+        "--explain-hints",
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "node worker-a (single-numa-node/container): Topology Manager hints" in out
+    assert (
+        '"TopologyHints" provider="cpu manager" resource="cpu" hints=[{11 false}] pod="default/init-reuse" '
+        'containerName="b"' in out
+    )
+    assert (
+        '"ContainerTopologyHint" bestHint={<nil> false} admit=false pod="default/init-reuse" containerName="b"' in out
+    )
+    assert "=> rejected: TopologyAffinityError: Resources cannot be allocated with Topology locality" in out
+    plain = run("--pod", str(KUBELET_EXAMPLES / "init-reuse-pod.yaml"), "--nodes", str(KUBELET_EXAMPLES / "nodes.yaml"))
+    assert "TopologyHints" not in plain.stdout
+
+
+def test_explain_hints_in_json_and_the_smt_alignment_reason() -> None:
+    result = run(
+        "--pod",
+        str(KUBELET_EXAMPLES / "odd-cpus-pod.yaml"),
+        "--nodes",
+        str(KUBELET_EXAMPLES / "nodes.yaml"),
+        "--explain-hints",
+        "-o",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    nodes = {n["name"]: n for n in json.loads(result.stdout)["nodes"]}
+    assert nodes["worker-smt"]["filter"] == {
+        "status": "UnschedulableAndUnresolvable",
+        "reason": "cpus not a multiple of the node's CPUs per core (SMTAlignmentError)",
+        "detail": "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2 (container app)",
+    }
+    smt = nodes["worker-smt"]["hints"]
+    assert smt["steps"][0]["bestHint"] == "{01 true}" and smt["steps"][0]["admit"] is True  # merged fine...
+    assert smt["result"]["reason"] == "SMTAlignmentError"  # ...then the CPU manager's Allocate refuses
+    assert nodes["worker-a"]["hints"]["result"]["admitted"] is True
+    assert nodes["worker-a"]["hints"]["steps"][0]["providers"][0] == {
+        "provider": "cpu manager",
+        "resource": "cpu",
+        "hints": "[{01 true} {10 true} {11 false}]",
+    }

@@ -34,6 +34,12 @@ def schedule(
         [], "--weight", help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable."
     ),
     output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    explain_hints: bool = typer.Option(
+        False,
+        "--explain-hints",
+        help="Also show, per node, each hint provider's hints and the Topology Manager's merge, as the kubelet "
+        "logs them at high verbosity (`hints` in json/yaml).",
+    ),
 ) -> None:
     """Explain one pod against a set of nodes: per-node, per-plugin filter results and scores, and the
     kubelet's predicted NUMA placement of each container."""
@@ -57,13 +63,15 @@ def schedule(
     infos = node_infos_from_objects(objects)
     if not infos:
         fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
-    doc = explain(default_profile(strategy), the_pod, infos)
+    doc = explain(default_profile(strategy), the_pod, infos, hints=explain_hints)
     if output == "json":
         typer.echo(json.dumps(doc, indent=2))
     elif output == "yaml":
         typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
     else:
         _print_table(doc)
+        if explain_hints:
+            _print_hints(doc)
 
 
 def _weights(pairs: list[str]) -> dict[str, int]:
@@ -128,3 +136,18 @@ def _rejection(node: dict[str, Any]) -> str:
     if kubelet and not kubelet["admitted"]:
         return str(kubelet["reason"])
     return ""
+
+
+def _print_hints(doc: dict[str, Any]) -> None:
+    """Per node with NUMA data: the kubelet's log lines for this pod, then the verdict."""
+    for node in doc["nodes"]:
+        trace = node.get("hints")
+        if trace is None:
+            continue
+        tm = node["topologyManager"]
+        typer.echo(f"\nnode {node['name']} ({tm['policy']}/{tm['scope']}): Topology Manager hints")
+        for line in trace["log"]:
+            typer.echo(f"  {line}")
+        result = trace["result"]
+        verdict = "admitted" if result["admitted"] else f"rejected: {result['reason']}: {result['message']}"
+        typer.echo(f"  => {verdict}")

@@ -9,8 +9,18 @@ from typing import Any
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import NodeInfo, Profile, ScheduleResult, Status, schedule_one
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.topology.kubelet import admit
+from knuma.topology.node import NodeTopology
+from knuma.topology.trace import HintStep, format_hint, format_hints, log_lines
 
-__all__ = ["NUMA_PLACEMENT_ANNOTATION", "SIMULATOR_PREFIX", "explain", "explain_result", "simulator_annotations"]
+__all__ = [
+    "NUMA_PLACEMENT_ANNOTATION",
+    "SIMULATOR_PREFIX",
+    "explain",
+    "explain_result",
+    "hint_trace",
+    "simulator_annotations",
+]
 
 
 def _status(status: Status | None) -> dict[str, str] | None:
@@ -22,9 +32,41 @@ def _status(status: Status | None) -> dict[str, str] | None:
     return out
 
 
-def explain(profile: Profile, pod: Pod, nodes: list[NodeInfo]) -> dict[str, Any]:
+def explain(profile: Profile, pod: Pod, nodes: list[NodeInfo], *, hints: bool = False) -> dict[str, Any]:
+    """`hints`: add each node's Topology Manager trace (`hints`: the providers' hints and every merge, and `log`: the
+    same as the kubelet's log lines)."""
     result = schedule_one(profile, pod, nodes, explain=True)
-    return explain_result(profile, result, nodes)
+    doc = explain_result(profile, result, nodes)
+    if hints:
+        by_name = {n.name: n for n in nodes}
+        for entry in doc["nodes"]:
+            topology = by_name[entry["name"]].numa
+            if topology is not None:
+                entry["hints"] = hint_trace(pod, topology)
+    return doc
+
+
+def hint_trace(pod: Pod, topology: NodeTopology) -> dict[str, Any]:
+    """The kubelet model's admission of `pod` on `topology`, step by step (`knuma.topology.trace`)."""
+    steps: list[HintStep] = []
+    admission = admit(pod, topology, trace=steps)
+    return {
+        "steps": [
+            {
+                "container": step.container or None,
+                "kind": step.kind,
+                "providers": [
+                    {"provider": p.provider, "resource": p.resource, "hints": format_hints(p.hints)}
+                    for p in step.providers
+                ],
+                "bestHint": format_hint(step.best),
+                "admit": step.admitted,
+            }
+            for step in steps
+        ],
+        "result": {"admitted": admission.admitted, "reason": admission.reason, "message": admission.message},
+        "log": log_lines(pod.key, steps),
+    }
 
 
 def explain_result(profile: Profile, result: ScheduleResult, nodes: list[NodeInfo]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
 from knuma.topology.managers import AllocationError, WorkingNode, exclusive_request, memory_types
 from knuma.topology.node import NodeTopology
+from knuma.topology.trace import HintStep, ProviderHints
 
 __all__ = [
     "DRA_HINT_RESOURCE",
@@ -90,9 +91,12 @@ def dra_device_hints(devices: Mapping[str, int | None], numa_ids: Sequence[int])
     return [Hint(m, m == needed) for m in iterate_masks(numa_ids) if m & needed == needed]
 
 
-def admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None = None) -> Admission:
+def admit(
+    pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None = None, *, trace: list[HintStep] | None = None
+) -> Admission:
     """Admit `pod` on `node` as the kubelet's Topology Manager and resource managers would. `dra_devices`: the
-    NUMA nodes of the DRA devices allocated to each container (see `dra_device_hints`)."""
+    NUMA nodes of the DRA devices allocated to each container (see `dra_device_hints`). `trace`: receives every
+    provider's full hint lists and each merge (`knuma.topology.trace`)."""
     config = node.config
     if config.policy is not Policy.NONE and len(node.zones) > config.max_numa_nodes:
         return Admission(
@@ -102,12 +106,13 @@ def admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None = None) -
             message=f"topology manager is unsupported on machines with more than {config.max_numa_nodes} NUMA nodes",
         )
     work = WorkingNode.of(node)
+    work.full_hints = trace is not None
     devices = dra_devices or {}
     try:
         if config.policy is not Policy.NONE and config.scope is Scope.POD:
-            placements = _admit_pod_scope(pod, work, devices)
+            placements = _admit_pod_scope(pod, work, devices, trace)
         else:
-            placements = _admit_container_scope(pod, work, devices)
+            placements = _admit_container_scope(pod, work, devices, trace)
     except _Rejected as rejected:
         return Admission(
             False,
@@ -126,14 +131,21 @@ class _Rejected(KnumaError):
         self.reason, self.message, self.container, self.hint = reason, message, container, hint
 
 
-def _container_hints(pod: Pod, container: Container, work: WorkingNode, devices: DeviceNUMA) -> HintLists:
+def _container_hints(
+    pod: Pod, container: Container, work: WorkingNode, devices: DeviceNUMA, record: list[ProviderHints] | None
+) -> HintLists:
     request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
-    return _hints_for(request, work, devices.get(container.name) or {})
+    return _hints_for(request, work, devices.get(container.name) or {}, record)
 
 
-def _hints_for(request: Mapping[str, int], work: WorkingNode, dra: Mapping[str, int | None]) -> HintLists:
+def _hints_for(
+    request: Mapping[str, int],
+    work: WorkingNode,
+    dra: Mapping[str, int | None],
+    record: list[ProviderHints] | None = None,
+) -> HintLists:
     """Hints of the three providers, normalised as `filterProvidersHints` does (resources without a request from a
-    provider are don't-care)."""
+    provider are don't-care); `record` receives them as each provider returned them."""
     lists: list[list[Hint]] = []
     cpu: dict[str, list[Hint] | None] = {}
     if CPU in request:
@@ -143,11 +155,23 @@ def _hints_for(request: Mapping[str, int], work: WorkingNode, dra: Mapping[str, 
     memory_hints = work.memory_hints(memory) if memory else []
     # calculateHints returns an empty map when no mask fits: the Topology Manager reads "no preference", and the
     # memory manager's Allocate fails afterwards (UnexpectedAdmissionError, not TopologyAffinityError).
-    lists += normalise(dict.fromkeys(memory, memory_hints) if memory_hints else {})
+    memory_map: dict[str, list[Hint] | None] = dict.fromkeys(memory, memory_hints) if memory_hints else {}
+    lists += normalise(memory_map)
     devices = {name: work.countable_hints(name, amount) for name, amount in request.items() if _is_countable(name)}
     lists += normalise(dict(devices))
+    dra_hints: dict[str, list[Hint] | None] = {}
     if dra:
-        lists += normalise({DRA_HINT_RESOURCE: dra_device_hints(dra, work.node.numa_ids)})
+        dra_hints[DRA_HINT_RESOURCE] = dra_device_hints(dra, work.node.numa_ids)
+        lists += normalise(dra_hints)
+    if record is not None:
+        for provider, by_resource in (
+            ("cpu manager", cpu),
+            ("memory manager", memory_map),
+            ("device manager", dict(devices)),
+            ("dra", dra_hints),
+        ):
+            for resource, hints in by_resource.items():
+                record.append(ProviderHints(provider, resource, None if hints is None else tuple(hints)))
     return lists
 
 
@@ -184,20 +208,30 @@ def _merge(lists: HintLists, work: WorkingNode) -> tuple[Hint, bool]:
     return merge(lists, node.numa_ids, node.config.policy, prefer_closest=node.prefer_closest, distances=node.distances)
 
 
-def _admit_container_scope(pod: Pod, work: WorkingNode, devices: DeviceNUMA) -> tuple[ContainerPlacement, ...]:
+def _admit_container_scope(
+    pod: Pod, work: WorkingNode, devices: DeviceNUMA, trace: list[HintStep] | None
+) -> tuple[ContainerPlacement, ...]:
     placements = []
     for container in pod.all_containers:
-        hint, admitted = _merge(_container_hints(pod, container, work, devices), work)
+        record: list[ProviderHints] | None = [] if trace is not None else None
+        hint, admitted = _merge(_container_hints(pod, container, work, devices, record), work)
+        if trace is not None and record is not None:
+            trace.append(HintStep(container.name, container.kind.value, tuple(record), hint, admitted))
         if not admitted:
             raise _Rejected(TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, container.name, hint)
         placements.append(_allocate(pod, container, work, hint))
     return tuple(placements)
 
 
-def _admit_pod_scope(pod: Pod, work: WorkingNode, devices: DeviceNUMA) -> tuple[ContainerPlacement, ...]:
+def _admit_pod_scope(
+    pod: Pod, work: WorkingNode, devices: DeviceNUMA, trace: list[HintStep] | None
+) -> tuple[ContainerPlacement, ...]:
     request = _pod_exclusive_request(pod, work.node)
     pod_devices = {key: numa for per_container in devices.values() for key, numa in per_container.items()}
-    hint, admitted = _merge(_hints_for(request, work, pod_devices), work)
+    record: list[ProviderHints] | None = [] if trace is not None else None
+    hint, admitted = _merge(_hints_for(request, work, pod_devices, record), work)
+    if trace is not None and record is not None:
+        trace.append(HintStep("", "pod", tuple(record), hint, admitted))
     if not admitted:
         raise _Rejected(TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, "", hint)
     return tuple(_allocate(pod, container, work, hint) for container in pod.all_containers)

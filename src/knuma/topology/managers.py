@@ -42,6 +42,8 @@ class WorkingNode:
     groups: dict[int, frozenset[int]] = field(default_factory=dict)
     used_memory: set[int] = field(default_factory=set)
     """NUMA ids with memory-manager assignments (`NumberOfAssignments > 0`)."""
+    full_hints: bool = False
+    """Generate hints over every mask even under single-numa-node (for traces: the lists the kubelet logs)."""
 
     @classmethod
     def of(cls, node: NodeTopology) -> WorkingNode:
@@ -63,7 +65,7 @@ class WorkingNode:
         NUMA node, and a one-node hint is preferred exactly when some single node could hold the request on an empty
         machine, so single-node masks give the same merge result at a fraction of the cost (8 instead of 255 masks on
         an 8-NUMA machine)."""
-        if self.node.config.policy is Policy.SINGLE_NUMA_NODE:
+        if self.node.config.policy is Policy.SINGLE_NUMA_NODE and not self.full_hints:
             return [1 << n for n in self.node.numa_ids]
         return iterate_masks(self.node.numa_ids)
 
