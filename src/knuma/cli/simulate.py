@@ -92,6 +92,9 @@ def simulate(
     if list_scenarios:
         _list(out)
         return
+    if scenario == "dra":
+        _dra(out, err, seed, schedulers, output)
+        return
     try:
         chosen = _scenario(scenario, cluster, workload, nrt_period)
         names = parse_schedulers(schedulers, chosen)
@@ -111,6 +114,41 @@ def simulate(
         sys.stdout.write(json.dumps(comparison.to_json(), indent=2) + "\n")
         return
     _table(out, comparison)
+
+
+def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: Output) -> None:
+    """Scenario `dra` (`knuma.sim.dra`): devices, CPUs and memory per pod, knuma vs upstream vs the optimum."""
+    from rich.table import Table
+
+    from knuma.sim.dra import DraScenario, run_dra
+
+    scenario = DraScenario()
+    names = [s.strip() for s in (schedulers or "knuma,upstream,optimal").split(",") if s.strip()]
+    try:
+        runs = run_dra(scenario, seed, names)
+    except ValueError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        raise typer.Exit(2) from None
+    if output is Output.json:
+        document = {"scenario": "dra", "seed": seed, "nodes": scenario.nodes, "pods": scenario.pods}
+        sys.stdout.write(json.dumps({**document, "results": [r.to_json() for r in runs]}, indent=2) + "\n")
+        return
+    title = (
+        f"knuma simulate — scenario dra: {scenario.nodes}x {scenario.shape} ({scenario.policy.value}); "
+        f"{scenario.pods} GPU/NIC/CPU pods; seed {seed}"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    for run in runs:
+        table.add_column(run.scheduler + (" (proven)" if run.optimal_proven else ""), justify="right")
+    for key, label in (
+        ("placed", "placed (admitted)"),
+        ("topology_affinity_errors", "TopologyAffinityError"),
+        ("misaligned", "misaligned (devices off the CPUs' NUMA node)"),
+        ("pending", "pending (no node fits)"),
+    ):
+        table.add_row(label, *(str(r.to_json()[key]) for r in runs))
+    out.print(table)
 
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
@@ -172,6 +210,14 @@ def _list(out: Console) -> None:
             "yes" if scenario.optimal_supported else "no",
             scenario.description,
         )
+    table.add_row(
+        "dra",
+        "8",
+        "40",
+        "yes",
+        "GPU + NIC + CPU pods on DGX-like nodes (DRA): knuma vs an upstream-like allocator (first solution, no "
+        "topology) vs the CP-SAT optimum",
+    )
     out.print(table)
 
 

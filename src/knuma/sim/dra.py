@@ -1,0 +1,262 @@
+"""Scenario `dra`: GPU + NIC + CPU pods on DGX-like nodes, placed by knuma, by an upstream-like scheduler and by the
+CP-SAT optimum, with the kubelet's admission as the judge.
+
+The cluster is `nodes` DGX-like nodes (`knuma.testbed.shapes` `dgx`: 2 NUMA nodes, each with 55 allocatable CPUs,
+4 GPUs and 4 NICs, GPU *i* and NIC *i* on one PCIe root) under the `single-numa-node` Topology Manager policy (or
+another one). Pods arrive one by one (seeded mix of templates) and never leave, so the question is purely how many
+fit and how many the kubelet rejects:
+
+- **knuma**: the scheduler daemon's plugins (NodeResourcesFit, NodeResourceTopologyMatch, DynamicResources on
+  `knuma.devices`) decide the node and the devices with the node's true NUMA state (no exporter lag: this scenario
+  isolates the device choice);
+- **upstream**: kube-scheduler without NUMA awareness (NodeResourcesFit LeastAllocated) and DRA's allocator as
+  upstream runs it: the first solution of a depth-first search over the devices in slice order, no topology
+  (`dynamic-resource-allocation/structured/allocator.go`);
+- **optimal**: CP-SAT, every pod's devices, CPUs and memory on one NUMA node, as many pods as possible (it knows
+  all pods in advance: an upper bound, not a scheduler).
+
+Every bound pod goes through `knuma.testbed.simkubelet` with its devices (`knuma.topology.kubelet.dra_device_hints`):
+`TopologyAffinityError` when the devices and the CPUs cannot share the NUMA node(s) the policy demands. A pod is
+*misaligned* when its devices span NUMA nodes or sit on another NUMA node than its CPUs (counted among bound pods).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.nrt import Policy, Scope
+from knuma.api.pod import Pod
+from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, Profile, Status, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.sim.schedulers.base import NodeLevelLeastAllocated
+from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
+from knuma.testbed.simkubelet import SimKubelet
+
+__all__ = ["DRA_TEMPLATES", "DraRun", "DraScenario", "DraTemplate", "pods_of", "run_dra"]
+
+GPU, NIC = "gpu.sim.knuma.io", "nic.sim.knuma.io"
+ROOT = "resource.kubernetes.io/pcieRoot"
+
+
+@dataclass(frozen=True)
+class DraTemplate:
+    name: str
+    gpus: int
+    nics: int
+    same_root: bool
+    """GPU and NIC with `matchAttribute: resource.kubernetes.io/pcieRoot`."""
+    cpus: int
+    memory_gi: int
+    weight: int
+
+
+DRA_TEMPLATES = (
+    DraTemplate("gpu1-nic1-root", 1, 1, True, 8, 64, 4),
+    DraTemplate("gpu2-nic1", 2, 1, False, 20, 128, 3),
+    DraTemplate("gpu4-nic2", 4, 2, False, 24, 256, 1),
+    DraTemplate("cpu16", 0, 0, False, 16, 32, 2),
+)
+
+
+@dataclass(frozen=True)
+class DraScenario:
+    nodes: int = 8
+    pods: int = 40
+    policy: Policy = Policy.SINGLE_NUMA_NODE
+    templates: tuple[DraTemplate, ...] = DRA_TEMPLATES
+    shape: str = "dgx"
+
+
+@dataclass
+class DraRun:
+    scheduler: str
+    placed: int = 0
+    topology_affinity_errors: int = 0
+    misaligned: int = 0
+    pending: int = 0
+    other_admission_errors: int = 0
+    placements: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Pod -> (node, devices) for admitted pods."""
+    optimal_proven: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scheduler": self.scheduler,
+            "placed": self.placed,
+            "topology_affinity_errors": self.topology_affinity_errors,
+            "misaligned": self.misaligned,
+            "pending": self.pending,
+            "other_admission_errors": self.other_admission_errors,
+            **({"proven_optimal": self.optimal_proven} if self.optimal_proven is not None else {}),
+        }
+
+
+def pods_of(scenario: DraScenario, seed: int) -> list[tuple[Pod, DraTemplate, dict[str, Any]]]:
+    """The arriving pods (with their template and their ResourceClaim), in arrival order."""
+    rng = random.Random(seed)
+    weights = [t.weight for t in scenario.templates]
+    out = []
+    for i in range(scenario.pods):
+        template = rng.choices(scenario.templates, weights)[0]
+        name = f"{template.name}-{i:03d}"
+        container: dict[str, Any] = {
+            "name": "main",
+            "image": "x",
+            "resources": {"limits": {"cpu": str(template.cpus), "memory": f"{template.memory_gi}Gi"}},
+        }
+        spec: dict[str, Any] = {"containers": [container]}
+        claim: dict[str, Any] = {}
+        if template.gpus or template.nics:
+            container["resources"]["claims"] = [{"name": "devices"}]
+            spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": f"{name}-devices"}]
+            requests = [
+                {"name": "gpu", "exactly": {"deviceClassName": GPU, "count": template.gpus}},
+                {"name": "nic", "exactly": {"deviceClassName": NIC, "count": template.nics}},
+            ]
+            devices: dict[str, Any] = {"requests": requests}
+            if template.same_root:
+                devices["constraints"] = [{"requests": ["gpu", "nic"], "matchAttribute": ROOT}]
+            claim = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"{name}-devices", "namespace": "default", "uid": f"claim-{i}"},
+                "spec": {"devices": devices},
+            }
+        manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{i}"}, "spec": spec}
+        out.append((Pod.from_manifest(manifest), template, claim))
+    return out
+
+
+class _Cluster:
+    """Ground truth: one simulated kubelet per node, and which devices are taken."""
+
+    def __init__(self, scenario: DraScenario) -> None:
+        self.shape: NodeShape = BUILTIN_SHAPES[scenario.shape]
+        self.names = [f"dgx-{i:03d}" for i in range(scenario.nodes)]
+        self.kubelets = {
+            n: SimKubelet(n, self.shape.allocatable(), self.shape.topology(n, scenario.policy, Scope.CONTAINER))
+            for n in self.names
+        }
+        self.devices: dict[str, SimDevice] = {d.key: d for d in devices_of(self.shape)}
+        self.taken: dict[str, set[str]] = {n: set() for n in self.names}
+
+    def infos(self) -> list[NodeInfo]:
+        return [
+            NodeInfo(n, k.allocatable, dict(k.requested), len(k.running), topology=k.topology)
+            for n, k in self.kubelets.items()
+        ]
+
+    def admit(self, run: DraRun, pod: Pod, node: str, devices: Sequence[str]) -> bool:
+        """The kubelet decides; devices of a rejected pod are freed (its claim is deallocated once it failed)."""
+        numa = {self.devices[d].numa for d in devices}
+        kubelet = self.kubelets[node]
+        result = kubelet.admit(pod, {"main": {f"{d}": self.devices[d].numa for d in devices}} if devices else None)
+        misaligned = len(numa) > 1
+        if result.admitted:
+            held = {n for p in kubelet.running[pod.key].placements for n in p.numa_ids}
+            misaligned = misaligned or bool(numa and held and held != numa)
+            self.taken[node].update(devices)
+            run.placed += 1
+            run.placements[pod.name] = (node, tuple(devices))
+        elif result.reason == "TopologyAffinityError":
+            run.topology_affinity_errors += 1
+        else:
+            run.other_admission_errors += 1
+        run.misaligned += int(misaligned)
+        return result.admitted
+
+
+def _run_knuma(scenario: DraScenario, seed: int) -> DraRun:
+    cluster = _Cluster(scenario)
+    state = DeviceState()
+    for name in cluster.names:
+        for body in resource_slices(name, cluster.shape):
+            state.set_slice(body)
+    for body in device_classes([cluster.shape]):
+        state.set_class(body)
+    dra = DynamicResources(state)
+    base = default_profile()
+    profile = Profile("knuma", (*base.filters, dra), (*base.scorers, (dra, 1)))
+    run = DraRun("knuma")
+    for pod, _, claim in pods_of(scenario, seed):
+        if claim:
+            state.set_claim(claim)
+        infos = cluster.infos()
+        result = schedule_one(profile, pod, infos, explain=False)
+        if result.selected is None:
+            run.pending += 1
+            continue
+        devices: list[str] = []
+        if claim:
+            outcome, _ = dra.allocations(pod, next(i for i in infos if i.name == result.selected))
+            allocation = outcome.results[0].allocation
+            devices = [f"{r.driver}/{r.device}" for r in allocation.results]
+        if cluster.admit(run, pod, result.selected, devices) and claim:
+            state.set_claim({**claim, "status": {"allocation": allocation.to_dict()}})
+    return run
+
+
+class _FirstFitDevices:
+    """DynamicResources as upstream allocates: the first solution of a depth-first search in slice order."""
+
+    name = "DynamicResources"
+
+    def __init__(self, cluster: _Cluster, templates: Mapping[str, DraTemplate]) -> None:
+        self.cluster, self.templates = cluster, templates
+
+    def choose(self, pod: Pod, node: str) -> list[str] | None:
+        template = self.templates[pod.name]
+        free = [d for key, d in self.cluster.devices.items() if key not in self.cluster.taken[node]]
+        gpus = [d for d in free if d.driver == GPU]
+        nics = [d for d in free if d.driver == NIC]
+        for chosen_gpus in itertools.combinations(gpus, template.gpus):
+            for chosen_nics in itertools.combinations(nics, template.nics):
+                chosen = (*chosen_gpus, *chosen_nics)
+                if template.same_root and len({d.pcie_root for d in chosen}) > 1:
+                    continue
+                return [d.key for d in chosen]
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if self.choose(pod, node.name) is None:
+            return Status(Code.UNSCHEDULABLE, "cannot allocate all claims", self.name)
+        return Status()
+
+
+def _run_upstream(scenario: DraScenario, seed: int) -> DraRun:
+    cluster = _Cluster(scenario)
+    arrivals = pods_of(scenario, seed)
+    devices = _FirstFitDevices(cluster, {p.name: t for p, t, _ in arrivals})
+    fit = NodeResourcesFit()
+    profile = Profile("upstream", (fit, devices), ((NodeLevelLeastAllocated(), 1),))
+    run = DraRun("upstream")
+    for pod, template, _ in arrivals:
+        result = schedule_one(profile, pod, cluster.infos(), explain=False)
+        if result.selected is None:
+            run.pending += 1
+            continue
+        chosen = devices.choose(pod, result.selected) if template.gpus or template.nics else []
+        cluster.admit(run, pod, result.selected, chosen or [])
+    return run
+
+
+def run_dra(
+    scenario: DraScenario, seed: int = 0, schedulers: Sequence[str] = ("knuma", "upstream", "optimal")
+) -> list[DraRun]:
+    """Run the chosen schedulers on the same arrivals."""
+    from knuma.sim.dra_optimal import optimal_dra
+
+    runners = {"knuma": _run_knuma, "upstream": _run_upstream, "optimal": optimal_dra}
+    unknown = [s for s in schedulers if s not in runners]
+    if unknown:
+        raise ValueError(
+            f"unknown scheduler(s) for scenario dra: {', '.join(unknown)}; choose from knuma, upstream, optimal"
+        )
+    return [runners[name](scenario, seed) for name in schedulers]

@@ -1,0 +1,51 @@
+"""Scenario `dra`: knuma places GPU + NIC + CPU pods NUMA-aligned where an upstream-like allocator (first solution,
+no topology) gets TopologyAffinityErrors; the CP-SAT optimum bounds both."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from knuma.api.nrt import Policy
+from knuma.cli.main import app
+from knuma.sim.dra import DraScenario, pods_of, run_dra
+
+SMALL = DraScenario(nodes=4, pods=20)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_knuma_is_never_rejected_and_places_as_many_as_the_optimum(seed: int) -> None:
+    knuma, upstream, optimal = run_dra(SMALL, seed)
+    assert knuma.topology_affinity_errors == 0 and knuma.misaligned == 0
+    assert upstream.topology_affinity_errors >= 4  # devices picked in slice order, blind to the CPUs' NUMA node
+    assert optimal.optimal_proven
+    assert upstream.placed < knuma.placed == optimal.placed
+    assert knuma.placed + knuma.pending == SMALL.pods
+    # every admitted knuma pod holds distinct devices
+    held = [d for _, devices in knuma.placements.values() for d in devices]
+    taken = [(node, d) for node, devices in knuma.placements.values() for d in devices]
+    assert len(taken) == len(set(taken)) and held
+
+
+def test_best_effort_admits_misaligned_pods_that_knuma_aligns() -> None:
+    scenario = DraScenario(nodes=4, pods=20, policy=Policy.BEST_EFFORT)
+    knuma, upstream = run_dra(scenario, 0, ("knuma", "upstream"))
+    assert upstream.topology_affinity_errors == knuma.topology_affinity_errors == 0
+    assert upstream.misaligned > knuma.misaligned
+
+
+def test_arrivals_are_deterministic_per_seed() -> None:
+    assert [p.name for p, _, _ in pods_of(SMALL, 3)] == [p.name for p, _, _ in pods_of(SMALL, 3)]
+    assert [p.name for p, _, _ in pods_of(SMALL, 3)] != [p.name for p, _, _ in pods_of(SMALL, 4)]
+
+
+def test_cli_json_and_bad_scheduler() -> None:
+    result = CliRunner().invoke(app, ["simulate", "--scenario", "dra", "--schedulers", "knuma,upstream", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert [r["scheduler"] for r in document["results"]] == ["knuma", "upstream"]
+    assert document["results"][0]["topology_affinity_errors"] == 0
+    bad = CliRunner().invoke(app, ["simulate", "--scenario", "dra", "--schedulers", "knuma,nope"])
+    assert bad.exit_code == 2 and "unknown scheduler(s) for scenario dra: nope" in bad.output
