@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from knuma.api.nrt import Policy
 from knuma.cli.main import app
-from knuma.sim.dra import DraScenario, pods_of, run_dra
+from knuma.sim.dra import DraScenario, pods_of
+from knuma.sim.dra_comparison import run_dra
 
 SMALL = DraScenario(nodes=4, pods=20)
 

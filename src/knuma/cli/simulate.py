@@ -120,7 +120,8 @@ def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: 
     """Scenario `dra` (`knuma.sim.dra`): devices, CPUs and memory per pod, knuma vs upstream vs the optimum."""
     from rich.table import Table
 
-    from knuma.sim.dra import DraScenario, run_dra
+    from knuma.sim.dra import DraScenario
+    from knuma.sim.dra_comparison import run_dra
 
     scenario = DraScenario()
     names = [s.strip() for s in (schedulers or "knuma,upstream,optimal").split(",") if s.strip()]

@@ -39,7 +39,7 @@ from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_sl
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
 from knuma.testbed.simkubelet import SimKubelet
 
-__all__ = ["DRA_TEMPLATES", "DraRun", "DraScenario", "DraTemplate", "pods_of", "run_dra"]
+__all__ = ["DRA_TEMPLATES", "DraRun", "DraScenario", "DraTemplate", "pods_of", "run_knuma", "run_upstream"]
 
 GPU, NIC = "gpu.sim.knuma.io", "nic.sim.knuma.io"
 ROOT = "resource.kubernetes.io/pcieRoot"
@@ -173,7 +173,7 @@ class _Cluster:
         return result.admitted
 
 
-def _run_knuma(scenario: DraScenario, seed: int) -> DraRun:
+def run_knuma(scenario: DraScenario, seed: int) -> DraRun:
     cluster = _Cluster(scenario)
     state = DeviceState()
     for name in cluster.names:
@@ -230,7 +230,7 @@ class _FirstFitDevices:
         return Status()
 
 
-def _run_upstream(scenario: DraScenario, seed: int) -> DraRun:
+def run_upstream(scenario: DraScenario, seed: int) -> DraRun:
     cluster = _Cluster(scenario)
     arrivals = pods_of(scenario, seed)
     devices = _FirstFitDevices(cluster, {p.name: t for p, t, _ in arrivals})
@@ -245,18 +245,3 @@ def _run_upstream(scenario: DraScenario, seed: int) -> DraRun:
         chosen = devices.choose(pod, result.selected) if template.gpus or template.nics else []
         cluster.admit(run, pod, result.selected, chosen or [])
     return run
-
-
-def run_dra(
-    scenario: DraScenario, seed: int = 0, schedulers: Sequence[str] = ("knuma", "upstream", "optimal")
-) -> list[DraRun]:
-    """Run the chosen schedulers on the same arrivals."""
-    from knuma.sim.dra_optimal import optimal_dra
-
-    runners = {"knuma": _run_knuma, "upstream": _run_upstream, "optimal": optimal_dra}
-    unknown = [s for s in schedulers if s not in runners]
-    if unknown:
-        raise ValueError(
-            f"unknown scheduler(s) for scenario dra: {', '.join(unknown)}; choose from knuma, upstream, optimal"
-        )
-    return [runners[name](scenario, seed) for name in schedulers]
