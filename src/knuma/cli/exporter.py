@@ -72,6 +72,13 @@ def exporter(
         help="Ask the API server which pods of the node are Succeeded/Failed and do not count them (kubelets < 1.34 "
         "list them); needs list and watch on pods.",
     ),
+    dra_devices: bool = typer.Option(
+        False,
+        "--dra-devices/--no-dra-devices",
+        help="knuma extension: list the node's DRA devices (ResourceSlices) per NUMA zone, as `<driver>/devices` "
+        "resources and a `knuma.io/dra-devices` zone attribute; needs list and watch on resourceslices and "
+        "resourceclaims.",
+    ),
     once: bool = typer.Option(False, "--once", "--oneshot", help="Build (and publish) once, then exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the object instead of publishing it."),
     output: str = typer.Option("yaml", "-o", "--output", help="With --dry-run: yaml or json."),

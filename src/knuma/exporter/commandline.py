@@ -41,6 +41,7 @@ class CommandLine:
     reference_container: str | None = None
     watch_namespace: str | None = None
     exclude_terminal_pods: bool = False
+    dra_devices: bool = False
     once: bool = False
     dry_run: bool = False
     output: str = "yaml"
@@ -102,6 +103,7 @@ def settings_from(command: CommandLine) -> ExporterSettings:
         reference_container=parse_reference_container(command.reference_container),
         watch_namespace=command.watch_namespace or None,
         exclude_terminal_pods=command.exclude_terminal_pods,
+        dra_devices=command.dra_devices,
         pods_fingerprint_status_file=command.pods_fingerprint_status_file,
         sleep_interval=parse_interval(command.sleep_interval, "--sleep-interval"),
         notify_file=command.notify_file,

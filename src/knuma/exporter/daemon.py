@@ -18,13 +18,15 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx2
 from lightkube import AsyncClient
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
+from knuma.exporter.dra import with_dra_devices
+from knuma.exporter.drawatch import DraSources
 from knuma.exporter.metrics import ExporterMetrics
 from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.podphases import PodPhases, drop_terminal, terminal_names
@@ -114,6 +116,12 @@ class Exporter:
             if http is None:
                 http = self._own_http = async_http(settings.kubeconfig, settings.context)
             self.pod_phases = PodPhases(http, settings.node_name, lambda: self.queue.notify(Trigger.REACTIVE))
+        self.dra: DraSources | None = None
+        self._dra_tasks: list[asyncio.Task[None]] = []
+        if settings.dra_devices:
+            if http is None:
+                http = self._own_http = async_http(settings.kubeconfig, settings.context)
+            self.dra = DraSources(http, settings.node_name, lambda: self.queue.notify(Trigger.REACTIVE))
         self._version_checked = False
         self._env = env
         # the last usable version of each configuration file, kept when a new version cannot be read
@@ -143,6 +151,12 @@ class Exporter:
             if len(state.pods) != listed:
                 log.debug("not counting %d terminal pods listed by the kubelet", listed - len(state.pods))
         result = build(self.machine, state, self.options)
+        if self.dra is not None:
+            if not self._dra_tasks:
+                self._dra_tasks = [asyncio.create_task(i.run(), name="DRA informer") for i in self.dra.informers]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.dra.informers)), SYNC_WAIT)
+            result = replace(result, nrt=with_dra_devices(result.nrt, self.dra.zones()))
         for warning in result.warnings:
             log.warning("%s", warning)
         self._dump_fingerprint(result.nrt.fingerprint, result.fingerprinted)
@@ -262,6 +276,10 @@ class Exporter:
             self._phases_task.cancel()
             await asyncio.gather(self._phases_task, return_exceptions=True)
             self._phases_task = None
+        for task in self._dra_tasks:
+            task.cancel()
+        await asyncio.gather(*self._dra_tasks, return_exceptions=True)
+        self._dra_tasks = []
         if self._own_http is not None:
             await self._own_http.aclose()
             self._own_http = None

@@ -52,6 +52,9 @@ class ExporterSettings:
     exclude_terminal_pods: bool = False
     """Drop pods the API server reports Succeeded/Failed from `List` (kubelets < 1.34 list them); needs the API
     server, and RBAC to list and watch pods."""
+    dra_devices: bool = False
+    """knuma's NRT extension: the node's DRA devices per zone (`knuma.exporter.dra`); needs the API server, and RBAC
+    to list and watch resourceslices and resourceclaims."""
     # daemon only
     pods_fingerprint_status_file: str | None = None
     sleep_interval: float = 60.0

@@ -121,6 +121,16 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
             return (await phase(http, name)).get("phase") == "Running"
 
         await eventually(lambda: running("aligned"))
+
+        async def nrt_gpus_free() -> list[int]:
+            nrt = await get(http, "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/dgx-000")
+            zones = sorted(nrt["zones"], key=lambda z: z["name"])
+            return [
+                int(next(r["available"] for r in z["resources"] if r["name"] == "gpu.sim.knuma.io/devices"))
+                for z in zones
+            ]
+
+        assert await eventually(lambda: _equal(nrt_gpus_free(), [4, 3]))
         annotations = (await get(http, "/api/v1/namespaces/default/pods/aligned"))["metadata"]["annotations"]
         assert json.loads(annotations["sim.knuma.io/numa"]) == {"app": [1]}
         assert json.loads(annotations["sim.knuma.io/devices"]) == {
@@ -145,3 +155,8 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
         assert (await phase(http, "later")).get("phase") == "Pending"
         await claim_with(http, "later", [("gpu.sim.knuma.io", "gpu-1"), ("nic.sim.knuma.io", "nic-1")])
         await eventually(lambda: running("later"))
+
+
+async def _equal(value: Any, expected: Any) -> Any:
+    got = await value
+    return got if got == expected else None

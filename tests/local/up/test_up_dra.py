@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "dra"
 
 
 def test_dra_session_on_dgx_nodes(start: Callable[..., Up]) -> None:
-    up = start("--nodes", "1", "--shape", "dgx", "--exporters", "in-process")
+    up = start("--nodes", "1", "--shape", "dgx", "--exporters", "process")
     assert up.kubectl("get", "deviceclasses", "-o", "name").split() == [
         "deviceclass.resource.k8s.io/gpu.sim.knuma.io",
         "deviceclass.resource.k8s.io/nic.sim.knuma.io",
@@ -32,6 +32,15 @@ def test_dra_session_on_dgx_nodes(start: Callable[..., Up]) -> None:
     devices = json.loads(annotations["sim.knuma.io/devices"])["train"]
     numa = json.loads(annotations["sim.knuma.io/numa"])["train"]
     assert len(devices) == 2 and set(devices.values()) == set(numa) and len(numa) == 1
+
+    # the exporter process (--dra-devices) lists the devices per NUMA zone, the two taken ones not free
+    def free_devices() -> int:
+        zones = up.get("noderesourcetopologies", "worker-000")["zones"]
+        return sum(
+            int(r["available"]) for z in zones for r in z["resources"] if r["name"].endswith(".sim.knuma.io/devices")
+        )
+
+    eventually(lambda: free_devices() == 14)
     (claim,) = up.get("resourceclaims")["items"]
     assert claim["metadata"]["name"].startswith("trainer-devices-")
     results = claim["status"]["allocation"]["devices"]["results"]

@@ -35,6 +35,7 @@ from lightkube import AsyncClient
 
 from knuma.api.pod import Pod, PodError
 from knuma.api.types import JsonObj
+from knuma.exporter.dra import with_dra_devices, zone_devices
 from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube.events import EventRecorder, ObjectReference
@@ -87,7 +88,7 @@ class _ClaimEvents:
         self.fleet.claim_changed(new)
 
     def on_delete(self, obj: JsonObj) -> None:
-        pass
+        self.fleet.claim_changed({"metadata": obj.get("metadata") or {}})
 
 
 class Fleet:
@@ -139,6 +140,9 @@ class Fleet:
         self._numa_of = {
             name: {device.key: device.numa for device in devices_of(spec.shape)} for name, spec in self.specs.items()
         }
+        self._slices = {name: resource_slices(name, spec.shape) for name, spec in self.specs.items() if spec.shape.dra}
+        self._claim_pools: dict[str, set[str]] = {}
+        """Claim key -> the pools (nodes) its allocation used, to republish their NRT when it is freed."""
         self._waiting: dict[str, str] = {}
         """Pod key -> why it waits for its ResourceClaims (allocated and reserved for it) before admission."""
 
@@ -325,7 +329,15 @@ class Fleet:
         self._writes.put_nowait((key, [*writes, ("status", {"status": status})]))
 
     def claim_changed(self, claim: JsonObj) -> None:
-        """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again."""
+        """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again; the NRT of
+        nodes whose devices it holds (or held) is published again (its DRA devices, see `knuma.exporter.dra`)."""
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        key = f"{(claim.get('metadata') or {}).get('namespace')}/{(claim.get('metadata') or {}).get('name')}"
+        pools = {str(r.get("pool")) for r in results}
+        for node in (pools | self._claim_pools.pop(key, set())) & set(self._slices):
+            self._mark(node)
+        if pools:
+            self._claim_pools[key] = pools
         namespace = (claim.get("metadata") or {}).get("namespace")
         for key in [k for k in self._waiting if k.partition("/")[0] == namespace]:
             pod = self.informer.store.get(key)
@@ -490,6 +502,8 @@ class Fleet:
         if publisher is None:
             publisher = self._publishers[name] = Publisher(self.client, name)
         nrt = node_resource_topology(self.kubelets[name], self._options[name])
+        if self._slices.get(name):  # knuma's NRT extension: DRA devices per zone, free or allocated
+            nrt = with_dra_devices(nrt, zone_devices(self._slices[name], self.claims.store.values(), name))
         try:
             await publisher.publish(nrt)
             self.stats.nrt_publishes += 1

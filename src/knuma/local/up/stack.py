@@ -232,6 +232,8 @@ class LocalCluster:
                 "--metrics-port",
                 "0",
             ]
+            if node.shape.dra:
+                args.append("--dra-devices")  # knuma's NRT extension: DRA devices per NUMA zone
             self.exporters.append(Child(f"exporter {node.name}", args, self.logs / f"exporter-{node.name}.log").start())
 
     def _start_scheduler(self) -> None:

@@ -1,0 +1,42 @@
+"""knuma's NRT extension: DRA devices per NUMA zone (`<driver>/devices` resources and a `knuma.io/dra-devices`
+zone attribute), free or allocated, from ResourceSlices and ResourceClaims."""
+
+from __future__ import annotations
+
+from knuma.api.nrt import NodeResourceTopology, ResourceInfo, Zone
+from knuma.exporter.dra import ZONE_ATTRIBUTE, ZoneDevice, with_dra_devices, zone_devices
+from knuma.testbed.dra import resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES
+
+SLICES = resource_slices("dgx-0", BUILTIN_SHAPES["dgx"])
+
+
+def allocated(*devices: tuple[str, str]) -> dict[str, object]:
+    results = [{"request": "r", "driver": d, "pool": "dgx-0", "device": n} for d, n in devices]
+    return {"status": {"allocation": {"devices": {"results": results}}}}
+
+
+def test_devices_are_grouped_by_numa_node_and_allocated_ones_are_not_free() -> None:
+    zones = zone_devices(SLICES, [allocated(("gpu.sim.knuma.io", "gpu-5")), {"status": {}}], "dgx-0")
+    assert sorted(zones) == [0, 1]
+    assert len(zones[0]) == len(zones[1]) == 8
+    assert ZoneDevice("gpu.sim.knuma.io", "gpu-5", False) in zones[1]
+    assert sum(1 for d in zones[1] if not d.free) == 1
+    assert zone_devices(SLICES, [], "another-node") == {}
+
+
+def test_the_nrt_gets_resources_and_an_attribute_per_zone() -> None:
+    cpu = ResourceInfo("cpu", 56000, 55000, 55000)
+    nrt = NodeResourceTopology("dgx-0", (Zone("node-0", resources=(cpu,)), Zone("node-1", resources=(cpu,))))
+    out = with_dra_devices(nrt, zone_devices(SLICES, [allocated(("gpu.sim.knuma.io", "gpu-5"))], "dgx-0"))
+    one = {r.name: r for r in out.zones[1].resources}
+    assert one["gpu.sim.knuma.io/devices"] == ResourceInfo("gpu.sim.knuma.io/devices", 4, 4, 3)
+    assert one["nic.sim.knuma.io/devices"] == ResourceInfo("nic.sim.knuma.io/devices", 4, 4, 4)
+    assert one["cpu"] == cpu
+    free = out.zones[1].attributes[ZONE_ATTRIBUTE].split(",")
+    assert "gpu.sim.knuma.io/gpu-4" in free and "gpu.sim.knuma.io/gpu-5" not in free and len(free) == 7
+    document = out.to_dict()
+    assert {"name": ZONE_ATTRIBUTE, "value": out.zones[0].attributes[ZONE_ATTRIBUTE]} in document["zones"][0][
+        "attributes"
+    ]
+    assert with_dra_devices(nrt, {}) is nrt
