@@ -14,7 +14,20 @@ from typing import Any
 import typer
 
 from knuma import __version__
-from knuma.cli import apiserver, bench, claims, deploy, errors, exporter, operator, schedule, scheduler, simulate, up
+from knuma.cli import (
+    apiserver,
+    bench,
+    check,
+    claims,
+    deploy,
+    errors,
+    exporter,
+    operator,
+    schedule,
+    scheduler,
+    simulate,
+    up,
+)
 
 app = typer.Typer(
     name="knuma",
@@ -25,7 +38,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, up, operator, claims):
+for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, check, up, operator, claims):
     command.register(app)
 
 VERSION_HELP = "Print the knuma version and exit."

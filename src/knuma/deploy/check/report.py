@@ -1,0 +1,117 @@
+"""`knuma check`'s verdict and its two renderings: a table for people, JSON for scripts.
+
+The problem lines keep the deployer's / nrovalidate's `ERROR#NNN: Incorrect configuration of ...` format
+(`knuma.deploy.validate.format_issue`), each followed by a `fix:` line, and the last line is upstream's
+`PASSED>>` / `FAILED>>` verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from knuma.deploy.check.nodes import NodeRow, check_nodes
+from knuma.deploy.check.scheduling import (
+    FailedPod,
+    PendingPod,
+    SchedulerStatus,
+    check_admission_failures,
+    check_pending,
+    check_scheduler,
+)
+from knuma.deploy.check.state import ClusterState
+from knuma.deploy.validate import FAILED, PASSED, Issue, format_issue
+
+__all__ = ["Diagnosis", "diagnose", "render_json", "render_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    scheduler_name: str
+    nodes: list[NodeRow]
+    scheduler: SchedulerStatus
+    pending: list[PendingPod]
+    pending_reasons: Counter[str]
+    failed: list[FailedPod]
+    issues: list[Issue]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.issues
+
+
+def diagnose(state: ClusterState, scheduler_name: str) -> Diagnosis:
+    """Every check over one snapshot, problems in a stable order: nodes, scheduler, pending pods, rejected pods."""
+    rows, issues = check_nodes(state)
+    scheduler, scheduler_issues = check_scheduler(state, scheduler_name)
+    pending, reasons, pending_issues = check_pending(state, scheduler_name)
+    failed, failed_issues = check_admission_failures(state, scheduler_name)
+    return Diagnosis(
+        scheduler_name,
+        rows,
+        scheduler,
+        pending,
+        reasons,
+        failed,
+        [*issues, *scheduler_issues, *pending_issues, *failed_issues],
+    )
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
+def render_text(diagnosis: Diagnosis) -> str:
+    lines = _table(
+        ["NODE", "NRT", "FRESH", "TOPOLOGY MANAGER", "EXPORTER"],
+        [[r.node, r.nrt, r.fresh, r.topology_manager, r.exporter] for r in diagnosis.nodes],
+    )
+    lines.append("")
+    sched = diagnosis.scheduler
+    if sched.deployment:
+        plugin = "NodeResourceTopologyMatch enabled" if sched.plugin else "NodeResourceTopologyMatch NOT enabled"
+        lines.append(
+            f"scheduler {diagnosis.scheduler_name}: Deployment {sched.deployment}, {sched.ready} ready, {plugin}"
+        )
+    else:
+        lines.append(f"scheduler {diagnosis.scheduler_name}: no Deployment runs this profile")
+    lines.append(f"pending pods of {diagnosis.scheduler_name}: {len(diagnosis.pending)}")
+    if diagnosis.pending_reasons:
+        lines += [
+            "  " + line
+            for line in _table(
+                ["REASON", "NODES (summed over pods)"],
+                [[reason, str(n)] for reason, n in diagnosis.pending_reasons.most_common()],
+            )
+        ]
+    lines.append(f"pods rejected at admission: {len(diagnosis.failed)}")
+    if diagnosis.failed:
+        lines += [
+            "  " + line
+            for line in _table(
+                ["POD", "NODE", "REASON", "PLACED BY"],
+                [[f.pod, f.node, f.reason, f.scheduler] for f in diagnosis.failed],
+            )
+        ]
+    lines.append("")
+    for index, issue in enumerate(diagnosis.issues):
+        lines += [format_issue(index, issue), f"  fix: {issue.fix}"]
+    lines.append(PASSED if diagnosis.healthy else FAILED)
+    return "\n".join(lines) + "\n"
+
+
+def render_json(diagnosis: Diagnosis) -> dict[str, Any]:
+    """nrovalidate's `succeeded` and the deployer's `success` (both), `errors[]` in the validate shape plus `fix`,
+    and what was seen."""
+    return {
+        "success": diagnosis.healthy,
+        "succeeded": diagnosis.healthy,
+        "errors": [asdict(i) for i in diagnosis.issues],
+        "nodes": [asdict(r) for r in diagnosis.nodes],
+        "scheduler": {"name": diagnosis.scheduler_name, **asdict(diagnosis.scheduler)},
+        "pending": [asdict(p) for p in diagnosis.pending],
+        "pendingReasons": dict(diagnosis.pending_reasons.most_common()),
+        "rejected": [asdict(f) for f in diagnosis.failed],
+    }
