@@ -68,7 +68,12 @@ class Cluster:
             await self.publish_nrt(name, zones, policy=policy)
 
     async def publish_nrt(
-        self, name: str, zones: Mapping[int, Mapping[str, str]], *, policy: str = "single-numa-node", **attrs: str
+        self,
+        name: str,
+        zones: Mapping[int, Mapping[str, tuple[str, str] | str]],
+        *,
+        policy: str = "single-numa-node",
+        **attrs: str,
     ) -> None:
         body = nrt_manifest(name, zones, policy=policy, **attrs)
         response = await self.http.get(f"{NRTS}/{name}")

@@ -112,7 +112,7 @@ def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> No
     assert placed > 0
 
 
-@pytest.mark.parametrize("mode", ["overreserve", "discardreserved", "passthrough"])
+@pytest.mark.parametrize("mode", ["overreserve", "discardreserved", "passthrough", "knuma"])
 @pytest.mark.parametrize("seed", range(3))
 def test_fast_path_decides_as_the_exact_path_with_every_cache_mode(seed: int, mode: str) -> None:
     """Stale nodes (overreserve's foreign pods, discardreserved's reservations) are rejected by both paths alike,

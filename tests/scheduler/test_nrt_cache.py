@@ -328,18 +328,70 @@ def test_discardreserved_holds_the_node_from_reserve_to_post_bind() -> None:
 # -- knuma ---------------------------------------------------------------------------------------------------------
 
 
-def test_knuma_reserves_on_the_predicted_zone_and_reconciles_with_the_fingerprint() -> None:
+def used(cpu: str, memory: str = "7Gi") -> dict[str, tuple[str, str]]:
+    """A zone of 4 CPUs and 8Gi with `cpu` / `memory` available."""
+    return {"cpu": ("4", cpu), "memory": ("8Gi", memory)}
+
+
+def fingerprint(*pods: Pod) -> str:
+    return compute((p.namespace, p.name) for p in pods)
+
+
+def test_knuma_follows_each_pod_from_reserve_to_admission_to_release() -> None:
+    knuma = KnumaCache()
+    cache = cluster(knuma)
+    a, b = two_cpu("a"), two_cpu("b")
+    cache.assume(a, "n1")
+    cache.assume(b, "n1")
+    assert cpus(cache) == [0, 4000]  # both on zone 0, where the kubelet's lowest-zone choice puts them
+    assert knuma.reserved("n1") == 2
+    cache.pod_bound(bound(a))  # the kubelet admitted a: the shadow takes zone 0 for real
+    assert knuma.reserved("n1") == 1 and cpus(cache) == [0, 4000]
+    cache.pod_removed(a.key, "n1")  # a terminated: its zone is free at once, before any NRT
+    assert cpus(cache) == [2000, 4000]
+
+
+def test_knuma_checks_the_shadow_against_nrts_that_count_the_same_pods() -> None:
     knuma = KnumaCache()
     cache = cluster(knuma)
     a = two_cpu("a")
     cache.assume(a, "n1")
-    assert cpus(cache) == [2000, 4000]
-    cache.upsert_nrt(
-        nrt(
-            "n1",
-            {0: {"cpu": "2", "memory": "7Gi"}, 1: ZONES[1]},
-            nodeTopologyPodsFingerprint=compute([(a.namespace, a.name)]),
-        )
-    )
-    assert cpus(cache) == [2000, 4000]  # reflected once, not subtracted twice
-    assert knuma.pending("n1") == [] and knuma.stats.reconciled == 1
+    cache.pod_bound(bound(a))
+    # An NRT that does not count a yet (published before the admission) changes nothing.
+    cache.upsert_nrt(nrt("n1", ZONES, nodeTopologyPodsFingerprint=fingerprint()))
+    assert cpus(cache) == [2000, 4000] and knuma.stats.unmatched == 1
+    # One that counts a and agrees is a consistency check.
+    cache.upsert_nrt(nrt("n1", {0: used("2"), 1: ZONES[1]}, nodeTopologyPodsFingerprint=fingerprint(a)))
+    assert cpus(cache) == [2000, 4000] and (knuma.stats.reconciled, knuma.stats.drift) == (1, 0)
+    # One that counts a but shows it elsewhere (the kubelet chose differently): the NRT wins.
+    cache.upsert_nrt(nrt("n1", {0: ZONES[0], 1: used("2")}, nodeTopologyPodsFingerprint=fingerprint(a)))
+    assert cpus(cache) == [4000, 2000] and knuma.stats.drift == 1
+    cache.pod_removed(a.key, "n1")
+    assert cpus(cache) == [4000, 2000], "after drift, a's zones are unknown: its release frees nothing"
+
+
+def test_knuma_seeds_from_the_nrt_after_a_restart_and_replays_what_it_does_not_reflect() -> None:
+    """A daemon starting on a running cluster: the NRT reflects a (running before) but not b (admitted since); c is
+    bound and not admitted yet. The shadow holds a where the NRT shows it and admits b and c on top."""
+    knuma = KnumaCache(wait_for_sync=True)
+    cache = ClusterCache(knuma)
+    cache.upsert_node(node_manifest("n1"))
+    a, b, c = two_cpu("a"), two_cpu("b"), two_cpu("c")
+    cache.upsert_nrt(nrt("n1", {0: used("2"), 1: ZONES[1]}, nodeTopologyPodsFingerprint=fingerprint(a)))
+    cache.pod_bound(bound(a))
+    cache.pod_bound(bound(b))
+    cache.pod_bound(bound(c, phase="Pending"))
+    assert cache.node_info("n1").topology is None  # type: ignore[union-attr]
+    knuma.informers_synced()
+    assert cpus(cache) == [0, 2000]
+    assert knuma.reserved("n1") == 1
+
+
+def test_knuma_reseeds_when_the_node_is_reconfigured() -> None:
+    knuma = KnumaCache()
+    cache = cluster(knuma)
+    a = two_cpu("a")
+    cache.assume(a, "n1")
+    cache.pod_bound(bound(a))
+    cache.upsert_nrt(nrt("n1", {0: {"cpu": ("8", "6"), "memory": "8Gi"}, 1: ZONES[1]}))  # more CPUs, no fingerprint
+    assert cpus(cache) == [6000, 4000]

@@ -26,7 +26,14 @@ def test_json_shape(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert set(data) == {"scenario", "results"}
     assert data["scenario"] == "tiny"
-    assert set(data["results"]) == {"default", "nrt-passthrough", "nrt-overreserve", "knuma", "optimal"}
+    assert set(data["results"]) == {
+        "default",
+        "nrt-passthrough",
+        "nrt-overreserve",
+        "nrt-discardreserved",
+        "knuma",
+        "optimal",
+    }
     types = {
         "placed": int,
         "running": int,

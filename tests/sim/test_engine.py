@@ -5,12 +5,15 @@ import itertools
 
 import pytest
 
+from knuma.api.pod import Pod
+from knuma.scheduler.cache.knuma import KnumaCache
+from knuma.scheduler.cache.overreserve import OverReserve
 from knuma.sim.comparison import compare
 from knuma.sim.engine import run
 from knuma.sim.exporter import fingerprint
 from knuma.sim.metrics import JSON_KEYS, compute
 from knuma.sim.scenarios import builtin_scenario
-from knuma.sim.schedulers import KnumaScheduler, NodeSetup, PassthroughScheduler
+from knuma.sim.schedulers import NodeSetup, ProductScheduler, make_scheduler
 from knuma.sim.spec import Scenario, scenario_from_dict
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
@@ -86,19 +89,19 @@ def test_fresh_nrt_removes_passthrough_errors(tiny: Scenario) -> None:
 
 def test_exporter_publishes_every_period(tiny: Scenario) -> None:
     seen: list[tuple[str, float]] = []
-    original = PassthroughScheduler.nrt_published
+    original = ProductScheduler.nrt_published
 
-    def spy(self: PassthroughScheduler, snapshot, now: float) -> bool:
+    def spy(self: ProductScheduler, snapshot, now: float) -> bool:
         seen.append((snapshot.node, now))
         assert snapshot.time == now
         return original(self, snapshot, now)
 
-    PassthroughScheduler.nrt_published = spy  # type: ignore[method-assign]
+    ProductScheduler.nrt_published = spy  # type: ignore[method-assign]
     try:
         scenario = dataclasses.replace(tiny, nrt_period=30.0, duration=200.0)
         run(scenario, "nrt-passthrough", seed=0)
     finally:
-        PassthroughScheduler.nrt_published = original  # type: ignore[method-assign]
+        ProductScheduler.nrt_published = original  # type: ignore[method-assign]
     by_node: dict[str, list[float]] = {}
     for node, when in seen:
         by_node.setdefault(node, []).append(when)
@@ -125,11 +128,10 @@ def test_overreserve_is_pessimistic_and_knuma_has_fewer_false_negatives(tiny: Sc
 
 def test_overreserve_subtracts_reserved_pods_from_every_zone(tiny: Scenario) -> None:
     from knuma.sim.engine import build_kubelets, snapshot
-    from knuma.sim.schedulers import OverreserveScheduler
 
     kubelets = build_kubelets(tiny)
     setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
-    scheduler = OverreserveScheduler(setups)
+    scheduler = make_scheduler("nrt-overreserve", setups)
     pod = tiny.workload.templates[2].pod  # 5 CPUs
     node = scheduler.schedule(pod, 0.0)
     assert node is not None
@@ -137,7 +139,7 @@ def test_overreserve_subtracts_reserved_pods_from_every_zone(tiny: Scenario) -> 
     assert view is not None
     assert [z.available["cpu"] for z in view.zones] == [3000, 3000]  # 8 - 5 on *both* zones
     # a second 5-CPU pod no longer fits that node (it would on the real kubelet: zone 1 is free)
-    assert scheduler.schedule(pod, 0.0) != node or len(setups) == 1
+    assert scheduler.schedule(tiny.workload.templates[2].instance(1), 0.0) != node or len(setups) == 1
 
 
 def test_knuma_reserves_on_predicted_zone_and_reconciles(tiny: Scenario) -> None:
@@ -145,7 +147,8 @@ def test_knuma_reserves_on_predicted_zone_and_reconciles(tiny: Scenario) -> None
 
     kubelets = build_kubelets(tiny)
     setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
-    scheduler = KnumaScheduler(setups)
+    scheduler = make_scheduler("knuma", setups)
+    assert isinstance(scheduler, ProductScheduler) and isinstance(scheduler.nrt, KnumaCache)
     pod = tiny.workload.templates[2].pod  # 5 CPUs
     node = scheduler.schedule(pod, 0.0)
     assert node is not None
@@ -158,21 +161,9 @@ def test_knuma_reserves_on_predicted_zone_and_reconciles(tiny: Scenario) -> None
     published = snapshot(kubelet, 2.0)
     assert published.fingerprint == fingerprint([pod.key])
     assert scheduler.nrt_published(published, 2.0) is False  # the shadow already equals the NRT
-    assert [z.available for z in scheduler.models[node].shadow.topology.zones] == [
-        z.available for z in kubelet.topology.zones
-    ]
-
-
-def test_upstream_does_not_filter_restricted_nodes_knuma_does() -> None:
-    """Upstream's filter passes every node whose policy is not single-numa-node (issue #885): on restricted nodes
-    even fresh NRT does not prevent TopologyAffinityError; knuma's filter is the kubelet model for every policy."""
-    raw = small_scenario(nrtEventDelay=0.0, bindDelay=0.1)
-    raw["cluster"]["pools"][0]["policy"] = "restricted"
-    raw["workload"]["arrival"] = {"process": "poisson", "rate": 0.2}
-    scenario = scenario_from_dict(raw)
-    results = compare(scenario, ("nrt-passthrough", "knuma"), seed=0).results
-    assert results["nrt-passthrough"]["topology_affinity_errors"] > 0
-    assert results["knuma"]["topology_affinity_errors"] == 0
+    shadow = scheduler.nrt.nodes[node].shadow
+    assert shadow is not None
+    assert [z.available for z in shadow.topology.zones] == [z.available for z in kubelet.topology.zones]
 
 
 @pytest.mark.parametrize("status_delay", [0.0, 5.0])
@@ -191,13 +182,13 @@ def test_knuma_shadow_stays_exact_with_late_status(status_delay: float) -> None:
 
 def test_knuma_adopts_nrt_on_drift_and_overreserve_flushes_on_fingerprint(tiny: Scenario) -> None:
     from knuma.sim.engine import build_kubelets, snapshot
-    from knuma.sim.schedulers import OverreserveScheduler
 
     kubelets = build_kubelets(tiny)
     setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in kubelets.values()]
-    pod = tiny.workload.templates[2].pod  # 5 CPUs
+    template = tiny.workload.templates[2]  # 5 CPUs
     # knuma: an NRT that counts the same pods (none) but shows less room is drift: the NRT wins.
-    knuma = KnumaScheduler(setups)
+    knuma = make_scheduler("knuma", setups)
+    assert isinstance(knuma, ProductScheduler) and isinstance(knuma.nrt, KnumaCache)
     node = setups[0].name
     foreign = kubelets[node]
     assert foreign.admit(tiny.workload.templates[0].instance(99)).admitted  # a pod knuma never saw, 2 CPUs
@@ -206,23 +197,26 @@ def test_knuma_adopts_nrt_on_drift_and_overreserve_flushes_on_fingerprint(tiny: 
     assert knuma.nrt_published(drifted, 1.0) is True
     view = knuma.topology(node)
     assert view is not None and [z.available["cpu"] for z in view.zones] == [6000, 8000]
-    assert knuma.drift == 1
+    assert knuma.nrt.stats.drift == 1
     # overreserve: a rejected node is dirty; a resync flushes it once the NRT counts the running pods.
-    over = OverreserveScheduler(setups)
-    for _ in range(2):
-        assert over.schedule(pod, 0.0) is not None
-    chosen = {n for n, s in over.nodes.items() if s.pods}
-    target = next(iter(chosen))
-    while over.schedule(pod, 0.0) is not None:
-        pass
-    assert target in over.dirty
+    over = make_scheduler("nrt-overreserve", setups)
+    assert isinstance(over, ProductScheduler) and isinstance(over.nrt, OverReserve)
+    placed: dict[str, list[Pod]] = {}
+    for index in range(100):
+        pod = template.instance(index)
+        chosen = over.schedule(pod, 0.0)
+        if chosen is None:
+            break
+        placed.setdefault(chosen, []).append(pod)
+    target = next(iter(placed))
+    assert target in over.nrt.maybe_over_reserved
     truth = kubelets[target] if target != node else build_kubelets(tiny)[target]
-    for key in list(over.nodes[target].pods):
-        assert truth.admit(over.nodes[target].pods[key]).admitted
-        over.pod_running(key, target, 1.0)
+    for pod in placed[target]:
+        assert truth.admit(pod).admitted
+        over.pod_running(pod.key, target, 1.0)
     over.nrt_published(snapshot(truth, 2.0), 2.0)
     assert over.tick(5.0) is True
-    assert target not in over.dirty and over.assumed[target] == {}
+    assert target not in over.nrt.maybe_over_reserved and over.nrt.reserved(target) == 0
 
 
 def test_knuma_packs_the_fragmented_scenario_within_two_percent_of_the_optimum() -> None:

@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import CycleState
+from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
 from knuma.sim.engine import PodRecord, RunResult, snapshot
 from knuma.sim.metrics import compute
-from knuma.sim.schedulers import KnumaScheduler, NodeSetup
+from knuma.sim.schedulers import NodeSetup, ProductScheduler, make_scheduler
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
@@ -60,12 +61,16 @@ def test_admission_is_not_monotonic_and_knuma_guards_against_it() -> None:
     after.release("default/b")  # zone 0: 3 free -> init takes 2 there, app needs 4 on zone 0: 2 + 1
     assert not after.would_admit(fragile)
 
-    scheduler = KnumaScheduler([NodeSetup("n0", kubelet.allocatable, snapshot(_node(), 0.0))])
+    scheduler = make_scheduler("knuma", [NodeSetup("n0", kubelet.allocatable, snapshot(_node(), 0.0))])
+    assert isinstance(scheduler, ProductScheduler)
+    stable = next(p for p in scheduler.profile.filters if isinstance(p, StableUnderRelease))
     for key in ("default/a", "default/b"):
         pod = kubelet.running[key].pod
         assert scheduler.schedule(pod, 0.0) == "n0"
         scheduler.pod_running(key, "n0", 1.0)
-    status = scheduler.stable.filter(CycleState(), fragile, scheduler.node_info("n0"))
+    info = scheduler.cache.node_info("n0")
+    assert info is not None
+    status = stable.filter(CycleState(), fragile, info)
     assert not status.ok and "default/b" in status.detail
     assert scheduler.schedule(fragile, 2.0) is None
     assert scheduler.schedule(_guaranteed("plain", 4), 2.0) == "n0"  # no init container: not fragile

@@ -14,7 +14,7 @@ from knuma.errors import InvalidInput
 from knuma.sim.engine import RunResult, build_kubelets, run
 from knuma.sim.metrics import JSON_KEYS, compute
 from knuma.sim.optimal import DEFAULT_TIME_LIMIT, OptimalResult, OptimalUnsupported, solve
-from knuma.sim.schedulers import ALL_SCHEDULERS, SCHEDULERS
+from knuma.sim.schedulers import ALL_SCHEDULERS, PRODUCT
 from knuma.sim.spec import Scenario
 
 __all__ = ["Comparison", "compare", "parse_schedulers"]
@@ -65,7 +65,7 @@ class Comparison:
 def parse_schedulers(raw: str | None, scenario: Scenario) -> list[str]:
     """`a,b,...` -> names; default: every online scheduler, plus `optimal` when the scenario supports it."""
     if not raw:
-        names = list(SCHEDULERS)
+        names = list(PRODUCT)
         if scenario.optimal_supported:
             names.append(OPTIMAL)
         return names

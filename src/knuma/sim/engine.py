@@ -31,7 +31,7 @@ from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
 from knuma.scheduler.plugins.strategies import StrategyType
 from knuma.sim.exporter import NRTSnapshot, fingerprint
-from knuma.sim.schedulers import NodeSetup, SimScheduler, make_scheduler
+from knuma.sim.schedulers import NodeSetup, ProductScheduler, make_scheduler
 from knuma.sim.spec import PodArrival, Scenario
 from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
@@ -130,7 +130,7 @@ class _Engine:
         setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in self.kubelets.values()]
         if scenario.scoring is not None:
             options = {"scoring": StrategyType.parse(scenario.scoring), **options}
-        self.scheduler: SimScheduler = make_scheduler(
+        self.scheduler: ProductScheduler = make_scheduler(
             scheduler_name, setups, resync_period=scenario.resync_period, **options
         )
         self.arrivals = scenario.workload.generate(seed)
@@ -183,14 +183,7 @@ class _Engine:
                 self.progress(now / self.horizon)
         if self.progress is not None:
             self.progress(1.0)
-        stats = {
-            "recreated": self.recreated,
-            "nrt_reconciled": getattr(self.scheduler, "reconciled", None),
-            "nrt_unmatched": getattr(self.scheduler, "unmatched", None),
-            "overreserve_flushes": getattr(self.scheduler, "flushes", None),
-            "model_drift": getattr(self.scheduler, "drift", None),
-            "unstable_rejections": getattr(getattr(self.scheduler, "stable", None), "rejected", None),
-        }
+        stats = {**self.scheduler.stats(), "recreated": self.recreated}
         return RunResult(
             self.scheduler.name,
             self.scenario.name,
@@ -199,7 +192,7 @@ class _Engine:
             self.kubelets,
             self.latencies,
             self.samples,
-            {k: v for k, v in stats.items() if v is not None},
+            stats,
         )
 
     # -- handlers ----------------------------------------------------------------------------------------------

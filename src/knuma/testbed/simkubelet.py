@@ -7,12 +7,13 @@ concrete NUMA zones until it terminates. A rejected pod is `Failed` and never re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from knuma.api.pod import ContainerKind, Pod
-from knuma.api.resources import CPU, MEMORY, PODS, is_hugepages
+from knuma.api.pod import Pod
+from knuma.api.resources import CPU, PODS
 from knuma.errors import KnumaError
+from knuma.topology.allocations import Allocations, RunningPod, freed
 from knuma.topology.kubelet import Admission, ContainerPlacement, DeviceNUMA, admit
 from knuma.topology.node import NodeTopology
 
@@ -31,13 +32,9 @@ class AdmissionResult:
 
 
 @dataclass
-class RunningPod:
-    pod: Pod
-    placements: tuple[ContainerPlacement, ...]
+class SimKubelet(Allocations):
+    """A node's kubelet: the allocation ledger (`knuma.topology.allocations`) plus node-level requests."""
 
-
-@dataclass
-class SimKubelet:
     name: str
     allocatable: Mapping[str, int]
     topology: NodeTopology
@@ -69,62 +66,34 @@ class SimKubelet:
         if missing:
             reason = "OutOfpods" if missing == PODS else f"OutOf{missing}"
             return AdmissionResult(False, reason, f"Node didn't have enough resource: {missing}")
-        admission: Admission = admit(pod, self.topology, dra_devices)
+        admission: Admission = self.allocate(pod, dra_devices)
         if not admission.admitted:
             return AdmissionResult(False, admission.reason, admission.message)
-        self.topology = admission.node
         for name, amount in pod.effective_request.items():
             self.requested[name] = self.requested.get(name, 0) + amount
-        self.running[pod.key] = RunningPod(pod, admission.placements)
         self.generation += 1
         return AdmissionResult(True)
 
     def restore(self, pod: Pod, placements: tuple[ContainerPlacement, ...]) -> None:
         """Take back a pod admitted before a restart with the placements it held (the kubelet reading its CPU and
         memory manager checkpoints), without deciding admission again."""
-        available = {z.id: dict(z.available) for z in self.topology.zones}
-        for placement in placements:
-            if placement.kind is ContainerKind.INIT:
-                continue
-            for name, per_numa in placement.allocated.items():
-                for numa_id, amount in per_numa.items():
-                    available[numa_id][name] = available[numa_id].get(name, 0) - amount
+        self.hold(pod, placements)
         for name, amount in pod.effective_request.items():
             self.requested[name] = self.requested.get(name, 0) + amount
-        self.running[pod.key] = RunningPod(pod, placements)
-        self.topology = _with_groups(self.topology.with_available(available), self._memory_groups())
         self.generation += 1
 
     def release(self, key: str) -> Pod | None:
         """The pod terminated: give its exclusive resources back to their zones."""
-        entry = self.running.pop(key, None)
-        if entry is None:
+        pod = super().release(key)
+        if pod is None:
             return None
-        for name, amount in entry.pod.effective_request.items():
+        for name, amount in pod.effective_request.items():
             self.requested[name] = self.requested.get(name, 0) - amount
-        self.topology = _with_groups(freed(self.topology, entry.placements), self._memory_groups())
         self.generation += 1
-        return entry.pod
-
-    def _memory_groups(self) -> dict[int, frozenset[int]]:
-        """Multi-NUMA memory groups still held by running pods (the memory manager forgets a group when its last
-        user leaves)."""
-        groups: dict[int, frozenset[int]] = {}
-        for entry in self.running.values():
-            for placement in entry.placements:
-                for name, per_numa in placement.allocated.items():
-                    ids = frozenset(n for n, amount in per_numa.items() if amount)
-                    if (name == MEMORY or is_hugepages(name)) and len(ids) > 1:
-                        for numa_id in ids:
-                            groups[numa_id] = ids
-        return groups
+        return pod
 
     def adopt(self, topology: NodeTopology) -> None:
-        """Take zone availability from a published NRT (a model of a kubelet correcting its drift): which zones each
-        running pod holds is then unknown, so later releases free nothing per zone until the next NRT."""
-        self.topology = self.topology.with_available({z.id: z.available for z in topology.zones})
-        for key, entry in self.running.items():
-            self.running[key] = RunningPod(entry.pod, ())
+        super().adopt(topology)
         self.generation += 1
 
     def check(self) -> None:
@@ -145,19 +114,3 @@ class SimKubelet:
             (z.allocatable.get(CPU, 0) - z.available.get(CPU, 0), z.allocatable.get(CPU, 0))
             for z in self.topology.zones
         ]
-
-
-def freed(topology: NodeTopology, placements: Sequence[ContainerPlacement]) -> NodeTopology:
-    """`topology` with the exclusive resources held by `placements` (app and sidecar containers) given back."""
-    available = {z.id: dict(z.available) for z in topology.zones}
-    for placement in placements:
-        if placement.kind is ContainerKind.INIT:
-            continue
-        for name, per_numa in placement.allocated.items():
-            for numa_id, amount in per_numa.items():
-                available[numa_id][name] = available[numa_id].get(name, 0) + amount
-    return topology.with_available(available)
-
-
-def _with_groups(topology: NodeTopology, groups: dict[int, frozenset[int]]) -> NodeTopology:
-    return replace(topology, memory_groups=groups)

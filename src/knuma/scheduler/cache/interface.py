@@ -114,6 +114,11 @@ class NRTCache(Protocol):
 
     def post_bind(self, node: str, pod: Pod) -> None: ...
 
+    def informers_synced(self) -> None:
+        """The informers have listed every object (a daemon's start): modes that seed state from the initial lists do
+        it now."""
+        ...
+
     def resync(self) -> bool:
         """One resync pass; True if some node's view changed."""
         ...

@@ -1,27 +1,39 @@
-"""`knuma`: knuma's NRT cache, the default when the plugin's arguments name no upstream mode.
+"""`knuma`: knuma's NRT cache, the default when the plugin's arguments name no upstream mode: a shadow of each node's
+kubelet.
 
-It differs from upstream's overreserve cache in two ways (see `knuma.scheduler.cache.reservation`):
+Per node, an allocation ledger (`knuma.topology.allocations`, the same kubelet model the Filter runs) starts from the
+node's NRT. Reserve puts a pod on the zones the model predicts; when the pod's status shows the kubelet admitted it
+(`status.startTime` is set at admission, before images are pulled), the shadow admits it for real, in the order the
+kubelet did (status updates arrive late but in order), so the shadow picks the zones the kubelet picked; when a pod
+terminates or is deleted, the shadow frees exactly its zones. The view is the shadow plus the pods bound and not yet
+admitted, replayed in bind order. Pods bound by other schedulers are followed the same way.
 
-- A pod the NRT does not account for yet is reserved on the zones the kubelet model predicts, not on every zone, so a
-  node is not blocked by pessimism while the exporter catches up.
-- Every published NRT is used at once: its pod fingerprint says which pods it reflects (the reflected ones, plus a
-  prefix of the pending ones in bind order, with or without the pods deleted since); those drop their reservations
-  and the others stay reserved on top of the new zones. When no plausible pod set produces the fingerprint, the
-  reservations stay and the zones are taken as published. No resync loop, no dirty marks.
+Published NRTs are a consistency check: when an NRT's pod fingerprint (`nodeTopologyPodsFingerprint`) equals the
+fingerprint of the shadow's pods and its zones differ (drift: the model and the kubelet disagreed), the NRT wins and
+the zones of the pods already running become unknown (their release frees nothing until the next such NRT). An NRT
+that counts other pods (some in flight) changes nothing.
 
-Pods bound by other schedulers are accounted for like this daemon's own (they are reserved until an NRT reflects
-them), so foreign pods never make a node unusable.
+Seeding: a daemon starts with pods already running. The shadow of a node starts from its NRT once the informers
+have listed everything (`informers_synced`); the running pods the NRT reflects (the largest plausible set whose
+fingerprint matches, `reservation.reconcile`) are held where the NRT shows them, the others are admitted on top.
+
+Measured against the fingerprint reconcile alone (the view = the last NRT plus every pod it does not reflect yet,
+replayed) on the simulator's built-in scenarios: the shadow has no TopologyAffinityError where the reconcile has some
+(lag60: 3 on seed 0) and places more pods (restricted: 633 against 581), because it knows which pod frees which zone
+without waiting for the exporter.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from knuma.api.fingerprint import Method
+from knuma.api.fingerprint import Method, compute
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.interface import NO_DATA, BoundPod, NRTView, OnChange, PublishedNRT
 from knuma.scheduler.cache.reservation import apply_pod, fingerprint_method, holds_exclusive_resources, reconcile
+from knuma.topology.allocations import Allocations, RunningPod, freed
 from knuma.topology.node import NodeTopology
 
 __all__ = ["KnumaCache"]
@@ -30,33 +42,23 @@ log = logging.getLogger("knuma.scheduler.cache.knuma")
 
 
 @dataclass
-class _Pod:
-    pod: Pod
-    started: bool
-    assumed: bool
-
-
-@dataclass
 class _Node:
     nrt: PublishedNRT | None = None
-    pods: dict[str, _Pod] = field(default_factory=dict)
-    reflected: set[str] = field(default_factory=set)
-    """Pods the latest matched NRT accounts for."""
-    pending: list[str] = field(default_factory=list)
-    """Pods holding NUMA resources that no NRT accounts for yet, in bind order: reserved on the view."""
-    gone: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Reflected pods deleted since: the kubelet may still list them in the next NRT."""
+    shadow: Allocations | None = None
+    reserved: list[Pod] = field(default_factory=list)
+    """Bound here, not yet admitted by the kubelet (as far as the informers said), in bind order."""
+    early: dict[str, BoundPod] = field(default_factory=dict)
+    """Pods seen before the shadow was seeded."""
     view: NRTView | None = None
-
-    @property
-    def base(self) -> NodeTopology | None:
-        return self.nrt.topology if self.nrt is not None else None
 
 
 @dataclass
-class ReconcileStats:
+class ShadowStats:
     reconciled: int = 0
+    """NRTs whose fingerprint matched the shadow's pods (a consistency check ran)."""
     unmatched: int = 0
+    drift: int = 0
+    """Times the shadow disagreed with the kubelet (an admission it did not predict, or zones an NRT corrected)."""
 
 
 class KnumaCache:
@@ -64,12 +66,21 @@ class KnumaCache:
     resync_period: float | None = None
     tracks_rejections = False
 
-    def __init__(self, on_change: OnChange = lambda _: None) -> None:
+    def __init__(self, on_change: OnChange = lambda _: None, *, wait_for_sync: bool = False) -> None:
+        """`wait_for_sync`: seed shadows only at `informers_synced` (a daemon listing a running cluster); otherwise
+        each node's shadow starts at its first NRT."""
         self.on_change = on_change
         self.nodes: dict[str, _Node] = {}
         self.where: dict[str, str] = {}
-        """pod key → node."""
-        self.stats = ReconcileStats()
+        """pod key → node, for every pod the cache follows."""
+        self.synced = not wait_for_sync
+        self.stats = ShadowStats()
+
+    def _entry(self, node: str) -> _Node:
+        entry = self.nodes.get(node)
+        if entry is None:
+            entry = self.nodes[node] = _Node()
+        return entry
 
     def _changed(self, node: str) -> None:
         entry = self.nodes.get(node)
@@ -81,107 +92,181 @@ class KnumaCache:
 
     def view(self, node: str) -> NRTView:
         entry = self.nodes.get(node)
-        if entry is None or entry.nrt is None:
+        if entry is None or entry.shadow is None:
             return NO_DATA
         if entry.view is None:
-            topology = entry.nrt.topology
-            for key in entry.pending:
-                topology = apply_pod(entry.pods[key].pod, topology)
+            topology = entry.shadow.topology
+            for pod in entry.reserved:
+                topology = apply_pod(pod, topology)
             entry.view = NRTView(topology)
         return entry.view
 
     def reserved(self, node: str) -> int:
         entry = self.nodes.get(node)
-        return len(entry.pending) if entry is not None else 0
+        return len(entry.reserved) if entry is not None else 0
 
-    def pending(self, node: str) -> list[str]:
+    def single_releases(self, node: str) -> Iterator[tuple[str, NodeTopology]]:
+        """The node as the kubelet may see it when the next pod arrives, if exactly one pod terminates first: a running
+        pod, or a pod bound here that the kubelet admits and that ends at once. The release happens before the kubelet
+        admits the pods bound here and not yet admitted, which may then take other zones (the lowest that fits) than
+        the model predicted, so they are replayed after it (for `StableUnderRelease`)."""
         entry = self.nodes.get(node)
-        return list(entry.pending) if entry is not None else []
+        if entry is None or entry.shadow is None:
+            return
+        shadow = entry.shadow
+        for running in shadow.running.values():
+            if running.placements:
+                topology = freed(shadow.topology, running.placements)
+                for reserved in entry.reserved:
+                    topology = apply_pod(reserved, topology)
+                yield running.pod.key, topology
+        for index, gone in enumerate(entry.reserved):
+            topology = shadow.topology
+            for reserved in entry.reserved[:index] + entry.reserved[index + 1 :]:
+                topology = apply_pod(reserved, topology)
+            yield gone.key, topology
 
     # -- NRT events ----------------------------------------------------------------------------------------------
 
     def nrt_updated(self, nrt: PublishedNRT) -> None:
-        entry = self.nodes.setdefault(nrt.node, _Node())
+        entry = self._entry(nrt.node)
         entry.nrt = nrt
-        self._reconcile(entry)
+        shadow = entry.shadow
+        if shadow is None:
+            if self.synced:
+                self._seed(nrt.node, entry)
+            return
+        if _hardware(shadow.topology) != _hardware(nrt.topology):
+            self.stats.drift += 1
+            self._reseed(nrt.node, entry, nrt.topology)
+            return
+        if not nrt.fingerprint or _fingerprint(shadow, nrt) != nrt.fingerprint:
+            self.stats.unmatched += 1
+            return  # the NRT counts other pods than the shadow (some in flight): wait for the next one
+        self.stats.reconciled += 1
+        published = {z.id: z.available for z in nrt.topology.zones}
+        if all(published.get(z.id) == z.available for z in shadow.topology.zones):
+            return
+        self.stats.drift += 1
+        shadow.adopt(nrt.topology)
         self._changed(nrt.node)
 
     def nrt_deleted(self, node: str) -> None:
         entry = self.nodes.get(node)
-        if entry is not None and entry.nrt is not None:
-            entry.nrt = None
-            self._changed(node)
+        if entry is None or entry.nrt is None:
+            return
+        entry.nrt = None
+        if entry.shadow is not None:
+            for key, running in entry.shadow.running.items():
+                entry.early[key] = _as_bound(running.pod, node, started=True)
+            for pod in entry.reserved:
+                entry.early[pod.key] = _as_bound(pod, node, started=False)
+            entry.shadow, entry.reserved = None, []
+        self._changed(node)
 
-    def _reconcile(self, entry: _Node) -> None:
-        """Decide which pods the fresh NRT reflects; the others stay reserved on the view."""
+    def informers_synced(self) -> None:
+        """Every object has been listed: seed the shadows of the nodes that have an NRT."""
+        if self.synced:
+            return
+        self.synced = True
+        for name, entry in self.nodes.items():
+            if entry.nrt is not None and entry.shadow is None:
+                self._seed(name, entry)
+
+    def _seed(self, node: str, entry: _Node) -> None:
+        """Start the shadow from the NRT: the running pods it reflects are held where it shows them (placements
+        unknown), the other running pods are admitted on top, the pods not yet admitted are reserved."""
         nrt = entry.nrt
         assert nrt is not None
-        method = fingerprint_method(nrt.fingerprint_method)
-        if method is Method.ALL:
-            counted = list(entry.pods)
-        else:
-            counted = [k for k, p in entry.pods.items() if holds_exclusive_resources(p.pod, entry.base)]
-        if not nrt.fingerprint:
-            # No fingerprint (an exporter without pfp support): trust that a pod the kubelet has started is listed.
-            entry.reflected = {k for k in counted if entry.pods[k].started}
-            entry.pending = [k for k in entry.pending if k not in entry.reflected and k in entry.pods]
-            entry.gone.clear()
-            return
-        names = {k: (p.pod.namespace, p.pod.name) for k, p in entry.pods.items()}
-        names.update(entry.gone)
-        pending = [k for k in entry.pending if k in counted]
-        pending += [k for k in counted if k not in entry.reflected and k not in pending]
-        outcome = reconcile(
-            nrt.fingerprint,
-            reflected=[k for k in entry.reflected if k in entry.pods],
-            pending=pending,
-            started=[k for k in pending if entry.pods[k].started],
-            gone=entry.gone,
-            names=names,
-        )
-        if outcome is None:
-            self.stats.unmatched += 1
-            log.debug(
-                "NRT %s: fingerprint %s matches no known pod set; keeping reservations", nrt.node, nrt.fingerprint
-            )
-            entry.pending = pending
-            return
-        self.stats.reconciled += 1
-        entry.reflected = set(outcome.reflected)
-        entry.pending = list(outcome.pending)
-        entry.gone.clear()
+        shadow = entry.shadow = Allocations(nrt.topology)
+        early, entry.early = entry.early, {}
+        started = [b for b in early.values() if b.started and b.pod is not None]
+        reflected = {b.key for b in started}
+        if nrt.fingerprint and started:
+            counted = [b for b in started if _counted(b.pod, nrt)]
+            names = {b.key: (b.namespace, b.name) for b in counted}
+            outcome = reconcile(nrt.fingerprint, reflected=[], pending=list(names), started=list(names), names=names)
+            if outcome is None:
+                self.stats.unmatched += 1  # trust the NRT for every running pod
+            else:
+                reflected = set(outcome.reflected) | {b.key for b in started if b.key not in names}
+        for bound in started:
+            assert bound.pod is not None
+            if bound.key in reflected:
+                shadow.hold(bound.pod, ())
+            else:
+                self._admit(shadow, bound.pod)
+        entry.reserved = [b.pod for b in early.values() if not b.started and b.pod is not None]
+        self._changed(node)
+
+    def _reseed(self, node: str, entry: _Node, topology: NodeTopology) -> None:
+        """The node's Topology Manager configuration, zones or allocatable changed: start over from the NRT, every
+        running pod held where it shows them."""
+        old = entry.shadow
+        assert old is not None
+        shadow = entry.shadow = Allocations(topology)
+        for running in old.running.values():
+            shadow.hold(running.pod, ())
+        self._changed(node)
 
     # -- pods ----------------------------------------------------------------------------------------------------
 
     def pod_updated(self, pod: BoundPod) -> None:
         if pod.terminal or pod.pod is None:
-            self._remove(pod.key)
+            self._gone(pod.key)
             return
         node = self.where.get(pod.key)
         if node is not None and node != pod.node:
-            self._remove(pod.key)
+            self._gone(pod.key)
             node = None
-        if node is None:
-            self._add(pod.node, pod.key, _Pod(pod.pod, pod.started, assumed=False))
+        entry = self._entry(pod.node)
+        self.where[pod.key] = pod.node
+        shadow = entry.shadow
+        if shadow is None:
+            entry.early[pod.key] = pod
             return
-        entry = self.nodes[node].pods[pod.key]
-        if entry.started != pod.started or entry.assumed:
-            entry.pod, entry.started, entry.assumed = pod.pod, pod.started, False
+        if pod.key in shadow.running:
+            return
+        if not pod.started:
+            if all(p.key != pod.key for p in entry.reserved):
+                entry.reserved.append(pod.pod)  # bound by someone else, or seen before our own assume
+                self._changed(pod.node)
+            return
+        # The kubelet admitted the pod: replay the admission on the shadow, in the order the kubelet made them.
+        entry.reserved = [p for p in entry.reserved if p.key != pod.key]
+        self._admit(shadow, pod.pod)
+        self._changed(pod.node)
+
+    def _admit(self, shadow: Allocations, pod: Pod) -> None:
+        if not shadow.allocate(pod).admitted:
+            # The kubelet admitted what the model would not: the model has drifted. Hold the pod pessimistically (its
+            # request taken from every zone that lists it) until an NRT corrects the zones.
+            shadow.topology = apply_pod(pod, shadow.topology)
+            shadow.running[pod.key] = RunningPod(pod, ())
+            self.stats.drift += 1
 
     def pod_deleted(self, key: str, node: str) -> None:
         del node
-        self._remove(key)
+        self._gone(key)
 
     def reserve(self, node: str, pod: Pod) -> None:
-        if pod.key in self.where:
-            self._remove(pod.key)
-        self._add(node, pod.key, _Pod(pod, started=False, assumed=True))
+        if self.where.get(pod.key) is not None:
+            self._gone(pod.key)
+        entry = self._entry(node)
+        self.where[pod.key] = node
+        if entry.shadow is None:
+            entry.early[pod.key] = _as_bound(pod, node, started=False)
+            return
+        view = entry.view
+        entry.reserved.append(pod)
+        self._changed(node)
+        if view is not None:
+            entry.view = NRTView(apply_pod(pod, view.topology)) if view.topology is not None else None
 
     def unreserve(self, node: str, pod: Pod) -> None:
-        del node
-        entry = self._entry(pod.key)
-        if entry is not None and entry.assumed:
-            self._remove(pod.key)
+        entry = self.nodes.get(node)
+        if entry is not None and any(p.key == pod.key for p in entry.reserved):
+            self._gone(pod.key)
 
     def post_bind(self, node: str, pod: Pod) -> None:
         del node, pod
@@ -192,29 +277,36 @@ class KnumaCache:
     def resync(self) -> bool:
         return False
 
-    def _entry(self, key: str) -> _Pod | None:
-        node = self.where.get(key)
-        return self.nodes[node].pods.get(key) if node is not None else None
-
-    def _add(self, node: str, key: str, pod: _Pod) -> None:
-        entry = self.nodes.setdefault(node, _Node())
-        self.where[key] = node
-        entry.pods[key] = pod
-        entry.gone.pop(key, None)
-        if key not in entry.reflected and holds_exclusive_resources(pod.pod, entry.base):
-            entry.pending.append(key)
-            self._changed(node)
-
-    def _remove(self, key: str) -> None:
+    def _gone(self, key: str) -> None:
         node = self.where.pop(key, None)
         if node is None:
             return
         entry = self.nodes[node]
-        gone = entry.pods.pop(key)
-        if key in entry.pending:
-            entry.pending.remove(key)
+        entry.early.pop(key, None)
+        before = len(entry.reserved)
+        entry.reserved = [p for p in entry.reserved if p.key != key]
+        released = entry.shadow.release(key) if entry.shadow is not None else None
+        if released is not None or len(entry.reserved) != before:
             self._changed(node)
-        if key in entry.reflected:
-            entry.reflected.discard(key)
-            entry.gone[key] = (gone.pod.namespace, gone.pod.name)
-            self._changed(node)
+
+
+def _hardware(topology: NodeTopology) -> tuple[object, ...]:
+    """What only a reconfiguration changes: the Topology Manager configuration, the zones and their allocatable."""
+    return (topology.config, tuple((z.id, tuple(sorted(z.allocatable.items()))) for z in topology.zones))
+
+
+def _counted(pod: Pod | None, nrt: PublishedNRT) -> bool:
+    """Whether the exporter's fingerprint counts `pod` (all pods, or those holding exclusive resources)."""
+    if pod is None:
+        return False
+    if fingerprint_method(nrt.fingerprint_method) is Method.ALL:
+        return True
+    return holds_exclusive_resources(pod, nrt.topology)
+
+
+def _fingerprint(shadow: Allocations, nrt: PublishedNRT) -> str:
+    return compute((r.pod.namespace, r.pod.name) for r in shadow.running.values() if _counted(r.pod, nrt))
+
+
+def _as_bound(pod: Pod, node: str, *, started: bool) -> BoundPod:
+    return BoundPod(pod.key, pod.namespace, pod.name, node, "Running" if started else "Pending", started, "", pod)

@@ -97,6 +97,13 @@ class ClusterCache:
         entry.manifest, entry.allocatable = obj, None
         self._touch(name)
 
+    def node_known(self, name: str, allocatable: ResourceList) -> None:
+        """A Node object with this allocatable and nothing else (typed form of `upsert_node`, for the simulator)."""
+        entry = self._node(name)
+        entry.manifest = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+        entry.allocatable = dict(allocatable)
+        self._touch(name)
+
     def delete_node(self, obj: JsonView) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         entry = self.nodes.get(name)

@@ -176,6 +176,9 @@ class OverReserve:
 
     # -- Resync ----------------------------------------------------------------------------------------------------
 
+    def informers_synced(self) -> None:
+        return None
+
     def resync(self) -> bool:
         """One resync pass; True if a node was flushed (its view changed)."""
         before = self.flushes

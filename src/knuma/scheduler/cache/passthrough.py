@@ -52,6 +52,9 @@ class Passthrough:
     def post_bind(self, node: str, pod: Pod) -> None:
         del node, pod
 
+    def informers_synced(self) -> None:
+        return None
+
     def resync(self) -> bool:
         return False
 

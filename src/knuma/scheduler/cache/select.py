@@ -24,12 +24,19 @@ __all__ = ["MODES", "make_nrt_cache", "nrt_cache"]
 MODES = ("knuma", "passthrough", "overreserve", "discardreserved")
 
 
-def nrt_cache(args: NumaArgs, on_change: OnChange = lambda _: None, *, profile_names: Collection[str] = ()) -> NRTCache:
+def nrt_cache(
+    args: NumaArgs,
+    on_change: OnChange = lambda _: None,
+    *,
+    profile_names: Collection[str] = (),
+    wait_for_sync: bool = False,
+) -> NRTCache:
     """The cache these arguments select. `profile_names`: the scheduler names of this daemon's profiles (pods bound
-    under any other name are foreign to the overreserve cache)."""
+    under any other name are foreign to the overreserve cache); `wait_for_sync`: see `make_nrt_cache`."""
     return make_nrt_cache(
         args.cache_mode,
         on_change,
+        wait_for_sync=wait_for_sync,
         resync_period=float(args.cache_resync_period_seconds or 0),
         profile_names=profile_names,
         foreign_pods_detect=args.foreign_pods_detect,
@@ -49,10 +56,12 @@ def make_nrt_cache(
     resync_method: str = "Autodetect",
     informer_mode: str = "Dedicated",
     resync_scope: str = "All",
+    wait_for_sync: bool = False,
 ) -> NRTCache:
-    """A cache by mode name (one of `MODES`)."""
+    """A cache by mode name (one of `MODES`). `wait_for_sync`: knuma's cache seeds its shadows only when the daemon
+    calls `informers_synced` (a daemon starting on a running cluster); otherwise at each node's first NRT."""
     if mode == "knuma":
-        return KnumaCache(on_change)
+        return KnumaCache(on_change, wait_for_sync=wait_for_sync)
     if mode == "passthrough":
         return Passthrough(on_change)
     if mode == "discardreserved":

@@ -47,7 +47,7 @@ from knuma.scheduler.config.model import (
     num_feasible_nodes_to_find,
 )
 from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
-from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY
+from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
 from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
@@ -164,6 +164,8 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
         return instances[name]
 
     filters = [p for n in profile.filters if n in factories and isinstance(p := plugin(n), FilterPlugin)]
+    if profile.topology_aware:
+        filters.extend(cache_filters(nrt))
     scorers = [(p, w) for n, w in profile.scorers if n in factories and isinstance(p := plugin(n), ScorePlugin)]
     gates = [
         p
@@ -184,7 +186,7 @@ def build_profiles(
 def build_nrt_cache(config: SchedulerConfiguration) -> NRTCache:
     """The daemon's one NRT cache, selected by the topology-aware profiles' NodeResourceTopologyMatch args as
     upstream selects it (`knuma.scheduler.cache.select`); pods bound under any other scheduler name are foreign."""
-    return nrt_cache(config.nrt_cache_args, profile_names=config.scheduler_names)
+    return nrt_cache(config.nrt_cache_args, profile_names=config.scheduler_names, wait_for_sync=True)
 
 
 # -- the human summary (`knuma scheduler --check-config`) ------------------------------------------------------

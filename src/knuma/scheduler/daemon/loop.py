@@ -143,6 +143,7 @@ class Scheduler:
             if stop.is_set():
                 return
             log.info("caches synced: %d nodes, %d pods", len(self.nodes.store), len(self.pods.store))
+            self.cache.nrt.informers_synced()
             if self.elector is not None:
                 acquire = asyncio.create_task(self.elector.acquire())
                 await asyncio.wait({waiter, acquire}, return_when=asyncio.FIRST_COMPLETED)

@@ -9,18 +9,26 @@ A profile splits in two:
   pod's placement fields and the Node object (NodePorts also on the ports in use). Their verdicts and raw scores are
   computed node by node once per (profile, placement signature) and reused until a Node object changes: pods of one
   Deployment share one signature, so a burst pays for it once. Pods with host ports skip the cache.
+- **Plugins that only act on some pods** (DynamicResources: pods with ResourceClaims) send those pods to the exact
+  path; the others stay here.
+- **Feasible-row filters** (StableUnderRelease) reject only the pods they select (`applies_to`): for those, they run
+  node by node on the nodes still feasible after the others.
+
+Which part a plugin belongs to is what the plugin declares (`fast_path`, a `FastPathKind`), not its name: a profile
+with a plugin that declares nothing runs on the exact path, and the daemon logs which plugin caused it.
 
 Scores are combined as kube-scheduler does: normalized per plugin over the feasible nodes, weighted, summed; the
 highest total wins, ties to the first node in name order. When nothing fits, the exact path runs on every node to
-produce kube-scheduler's `FailedScheduling` message. Profiles with plugins this path does not know fall back to the
-exact path entirely.
+produce kube-scheduler's `FailedScheduling` message.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -31,13 +39,14 @@ from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import (
     CycleState,
+    FastPathKind,
     FilterPlugin,
     NodeInfo,
     Profile,
     ScoreNormalizer,
     ScorePlugin,
+    Status,
 )
-from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["FastPath"]
@@ -45,10 +54,20 @@ __all__ = ["FastPath"]
 BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
 
-NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts"})
-POD_SKIPPED = frozenset({"DynamicResources"})
-"""Plugins with nothing to check for a pod without ResourceClaims (their PreFilter skips): such pods stay on the fast
-path; a pod with claims takes the exact path."""
+log = logging.getLogger("knuma.scheduler.fast.path")
+
+
+@runtime_checkable
+class RowFilter(Protocol):
+    """A `FastPathKind.FEASIBLE_ROWS` filter."""
+
+    name: str
+
+    def applies_to(self, pod: Pod) -> bool: ...
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status: ...
+
+
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
@@ -63,8 +82,12 @@ class _Local:
 class _Plan:
     """How one profile runs on the fast path."""
 
-    numa: NodeResourceTopologyMatch
+    numa: NodeResourceTopologyMatch | None
+    """None: the profile has no NUMA plugin (node-level fit only)."""
     local_filters: tuple[FilterPlugin, ...]
+    row_filters: tuple[RowFilter, ...]
+    exact_when: tuple[RowFilter, ...]
+    """`EXACT_WHEN_APPLIES` plugins: a pod one of them selects takes the exact path."""
     local_scorers: tuple[tuple[ScorePlugin, int], ...]
     numa_weight: int
     fit_weight: int
@@ -74,12 +97,13 @@ class FastPath:
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
         self._vectors: dict[tuple[int, int, int], VectorizedScheduler] = {}
+        """Keyed by (id of the NUMA plugin or 0, NUMA weight, fit weight)."""
         self._plans: dict[str, _Plan | None] = {}
         self._local: dict[tuple[str, str], _Local] = {}
         self._generation = 0
         self._names: list[str] = []
         self._row: dict[str, int] = {}
-        self._numa_by_key: dict[tuple[int, int, int], NodeResourceTopologyMatch] = {}
+        self._numa_by_key: dict[tuple[int, int, int], NodeResourceTopologyMatch | None] = {}
         self._manifests: dict[str, int | None] = {}
 
     # -- keeping the arrays in step with the cache ----------------------------------------------------------------
@@ -120,13 +144,15 @@ class FastPath:
 
     def _new_vector(self, key: tuple[int, int, int], infos: Sequence[NodeInfo]) -> VectorizedScheduler:
         numa = self._numa_by_key[key]
+        if numa is None:
+            return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False)
         return VectorizedScheduler(infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand)
 
     # -- one decision ----------------------------------------------------------------------------------------
 
     def decide(self, profile: Profile, pod: Pod) -> Outcome:
         plan = self.plan(profile)
-        if plan is None or (pod.spec.get("resourceClaims") and any(p.name in POD_SKIPPED for p in profile.filters)):
+        if plan is None or any(plugin.applies_to(pod) for plugin in plan.exact_when):
             return decide(profile, pod, self.cache.node_infos())
         self.sync()
         if not self._names:
@@ -134,9 +160,16 @@ class FastPath:
         vector = self._vector(plan)
         local = self._local_results(profile, plan, pod)
         feasible, scores = vector.filter_and_score(pod, local.feasible)
-        if plan.numa.reports_rejections and not feasible.all():
+        if plan.numa is not None and plan.numa.reports_rejections and not feasible.all():
             rejected = vector.numa_rejected(pod, feasible, local.feasible)
             plan.numa.rejected(vector.names[r] for r in np.flatnonzero(rejected).tolist())
+        for row_filter in plan.row_filters:
+            if row_filter.applies_to(pod):
+                state = CycleState()
+                for row in np.flatnonzero(feasible).tolist():
+                    info = self.cache.node_info(vector.names[row])
+                    if info is None or not row_filter.filter(state, pod, info).ok:
+                        feasible[row] = False
         if not feasible.any():
             return decide(profile, pod, self.cache.node_infos())
         total = scores.astype(np.int64)
@@ -155,7 +188,7 @@ class FastPath:
         return plan
 
     def _vector(self, plan: _Plan) -> VectorizedScheduler:
-        key = (id(plan.numa), plan.numa_weight, plan.fit_weight)
+        key = (id(plan.numa) if plan.numa is not None else 0, plan.numa_weight, plan.fit_weight)
         vector = self._vectors.get(key)
         if vector is None:
             self._numa_by_key[key] = plan.numa
@@ -204,27 +237,59 @@ class FastPath:
 
 
 def _make_plan(profile: Profile) -> _Plan | None:
-    """The fast plan for a profile, or None when it has a plugin this path does not evaluate."""
-    numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
-    fit = any(isinstance(p, NodeResourcesFit) for p in profile.filters)
-    if numa is None or not fit:
-        return None
-    local_filters = tuple(p for p in profile.filters if p.name in NODE_LOCAL)
-    skipped = sum(1 for p in profile.filters if p.name in POD_SKIPPED)
-    if len(local_filters) + 2 + skipped != len(profile.filters):
+    """The fast plan for a profile, from the `fast_path` each plugin declares; None when a plugin declares nothing
+    this path can evaluate (the exact path runs the profile; the reason is logged once)."""
+    numa: NodeResourceTopologyMatch | None = None
+    fit = False
+    local_filters: list[FilterPlugin] = []
+    row_filters: list[RowFilter] = []
+    exact_when: list[RowFilter] = []
+    for plugin in profile.filters:
+        kind = getattr(plugin, "fast_path", None)
+        if kind is FastPathKind.NUMA and isinstance(plugin, NodeResourceTopologyMatch):
+            numa = plugin
+        elif kind is FastPathKind.NODE_RESOURCES:
+            fit = True
+        elif kind is FastPathKind.NODE_LOCAL:
+            local_filters.append(plugin)
+        elif kind is FastPathKind.FEASIBLE_ROWS and isinstance(plugin, RowFilter):
+            row_filters.append(plugin)
+        elif kind is FastPathKind.EXACT_WHEN_APPLIES and isinstance(plugin, RowFilter):
+            exact_when.append(plugin)
+        else:
+            _slow(profile, plugin.name, "filter")
+            return None
+    if not fit:
+        _slow(profile, "NodeResourcesFit", "filter (absent)")
         return None
     numa_weight = fit_weight = 0
     local_scorers: list[tuple[ScorePlugin, int]] = []
     for scorer, weight in profile.scorers:
+        kind = getattr(scorer, "fast_path", None)
         if scorer is numa:
             numa_weight = weight
-        elif isinstance(scorer, NodeResourcesFit):
+        elif kind is FastPathKind.NODE_RESOURCES:
             fit_weight = weight
-        elif scorer.name in NODE_LOCAL:
+        elif kind is FastPathKind.NODE_LOCAL:
             local_scorers.append((scorer, weight))
-        elif scorer.name not in POD_SKIPPED:  # scores 0 on every node for a pod without claims
+        elif kind is FastPathKind.EXACT_WHEN_APPLIES:
+            continue  # 0 on every node for the pods that stay on this path
+        else:
+            _slow(profile, scorer.name, "score")
             return None
-    return _Plan(numa, local_filters, tuple(local_scorers), numa_weight, fit_weight)
+    return _Plan(
+        numa, tuple(local_filters), tuple(row_filters), tuple(exact_when), tuple(local_scorers), numa_weight, fit_weight
+    )
+
+
+def _slow(profile: Profile, plugin: str, point: str) -> None:
+    log.info(
+        "profile %s runs on the exact path (every node, one by one): plugin %s (%s) declares no fast-path capability",
+        profile.name,
+        plugin,
+        point,
+    )
+    return
 
 
 def _placement_signature(pod: Pod) -> str | None:

@@ -147,7 +147,10 @@ class VectorizedScheduler:
         numa_weight: int = NUMA_WEIGHT,
         fit_weight: int = FIT_WEIGHT,
         demand: CPUDemand | None = None,
+        numa: bool = True,
     ) -> None:
+        self.numa_enabled = numa
+        """False: a profile without NodeResourceTopologyMatch (NodeResourcesFit alone; NUMA data is not read)."""
         self.scoring = scoring or default_scoring()
         self.demand = demand or CPUDemand()
         """The pod sizes KnumaBinPacking's stranding term reads (pass the profile plugin's to share it)."""
@@ -278,7 +281,7 @@ class VectorizedScheduler:
                 f"candidates must be a bool array with one entry per node ({n}), in `names` order; "
                 f"got {candidates.dtype} of shape {candidates.shape}"
             )
-        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+        if self.numa_enabled and self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             self.demand.observe(pod)
             if self.demand.version != self._demand_version:
                 self._demand_version = self.demand.version
@@ -388,6 +391,9 @@ class VectorizedScheduler:
     def _evaluate(self, pod: Pod, shape: _Shape, rows: Rows) -> Int64Array:
         """The profile on `rows`: total score where feasible, -1 where not."""
         feasible = self._node_fit(shape, rows)
+        if not self.numa_enabled:
+            fit_only = self._fit_scores(shape, rows) * self.fit_weight
+            return np.where(feasible, fit_only, -1)
         if not shape.numa_exempt:
             feasible &= ~self.nrt_stale[rows]
         count = len(feasible)

@@ -33,6 +33,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "Code",
     "CycleState",
+    "FastPathKind",
     "FilterPlugin",
     "NodeInfo",
     "NodeResult",
@@ -147,6 +148,27 @@ class FilterPlugin(Protocol):
     name: str
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status: ...
+
+
+class FastPathKind(enum.StrEnum):
+    """How the daemon's fast path (`knuma.scheduler.fast.path`) can evaluate a plugin, as the plugin declares it in a
+    `fast_path` class attribute. A profile with a plugin that declares nothing runs on the exact path, node by node
+    (and the daemon logs which plugin caused it)."""
+
+    NODE_LOCAL = "node-local"
+    """Filter and score depend only on the pod's placement fields (nodeName, nodeSelector, affinity, tolerations),
+    the Node object and the host ports in use: results are cached per placement signature."""
+    NODE_RESOURCES = "node-resources"
+    """NodeResourcesFit: node-level requests against allocatable, in arrays."""
+    NUMA = "numa"
+    """NodeResourceTopologyMatch: NUMA zones in arrays, the kubelet model where arrays do not reach."""
+    EXACT_WHEN_APPLIES = "exact-when-applies"
+    """Nothing to check for a pod its `applies_to(pod)` does not select (PreFilter skips it, Score gives 0 on every
+    node): those pods stay on the fast path; a pod it selects takes the exact path (DynamicResources: pods with
+    ResourceClaims)."""
+    FEASIBLE_ROWS = "feasible-rows"
+    """A filter that rejects only the pods its `applies_to(pod)` selects: run node by node on the nodes still
+    feasible after the others, for those pods only."""
 
 
 @runtime_checkable

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from knuma.scheduler.framework.interface import Profile
+from knuma.scheduler.cache.interface import NRTCache
+from knuma.scheduler.framework.interface import FilterPlugin, Profile
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.stable_under_release import ReleaseScenarios, StableUnderRelease
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 
@@ -25,13 +27,25 @@ def default_scoring() -> ScoringStrategy:
 
 
 def default_profile(
-    scoring: ScoringStrategy | None = None, name: str = DEFAULT_PROFILE_NAME, demand: CPUDemand | None = None
+    scoring: ScoringStrategy | None = None,
+    name: str = DEFAULT_PROFILE_NAME,
+    demand: CPUDemand | None = None,
+    cache: NRTCache | None = None,
 ) -> Profile:
     """Node-level fit, then the NUMA plugin; both score, as in a kube-scheduler profile that enables
     NodeResourceTopologyMatch next to the default plugins: NodeResourcesFit (LeastAllocated) spreads pods that the NUMA
     plugin scores alike (every non-Guaranteed pod scores 100 there). Without `scoring`, the NUMA plugin uses knuma's
     default strategy, `KnumaBinPacking`. `demand`: the pod sizes its stranding term reads (a new, empty one if None;
-    pass one to share it, e.g. with a `VectorizedScheduler`)."""
+    pass one to share it, e.g. with a `VectorizedScheduler`). `cache`: the NRT cache the NUMA plugin reports to."""
     fit = NodeResourcesFit()
-    numa = NodeResourceTopologyMatch(scoring or default_scoring(), demand)
-    return Profile(name=name, filters=(fit, numa), scorers=((numa, NUMA_WEIGHT), (fit, FIT_WEIGHT)))
+    numa = NodeResourceTopologyMatch(scoring or default_scoring(), demand, cache)
+    filters: tuple[FilterPlugin, ...] = (fit, numa, *cache_filters(cache))
+    return Profile(name=name, filters=filters, scorers=((numa, NUMA_WEIGHT), (fit, FIT_WEIGHT)))
+
+
+def cache_filters(cache: NRTCache | None) -> tuple[FilterPlugin, ...]:
+    """Filters the NRT cache makes possible, after NodeResourceTopologyMatch: StableUnderRelease with knuma's cache
+    (it needs to know which pod holds which zones)."""
+    if isinstance(cache, ReleaseScenarios):
+        return (StableUnderRelease(cache),)
+    return ()

@@ -42,6 +42,7 @@ from knuma.scheduler.framework.interface import (
     SUCCESS,
     Code,
     CycleState,
+    FastPathKind,
     NodeInfo,
     PreFilterResult,
     Status,
@@ -222,9 +223,14 @@ class DynamicResources:
     daemon."""
 
     name = NAME
+    fast_path = FastPathKind.EXACT_WHEN_APPLIES
 
     def __init__(self, state: DeviceState) -> None:
         self.state = state
+
+    def applies_to(self, pod: Pod) -> bool:
+        """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
+        return bool(pod.spec.get("resourceClaims"))
 
     def _claims(self, cycle: CycleState, pod: Pod) -> PodClaims:
         return cycle.pod_data(NAME, pod, lambda p: pod_claims(p, self.state))

@@ -20,7 +20,15 @@ from knuma.api.nodeaffinity import (
     required_node_names,
 )
 from knuma.api.pod import Pod
-from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
+from knuma.scheduler.framework.interface import (
+    SUCCESS,
+    Code,
+    CycleState,
+    FastPathKind,
+    NodeInfo,
+    PreFilterResult,
+    Status,
+)
 from knuma.scheduler.plugins.normalize import default_normalize_score
 
 __all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_ENFORCED", "ERR_REASON_POD", "NAME", "NodeAffinity"]
@@ -49,6 +57,7 @@ def _pod_affinity(pod: Pod) -> _PodAffinity:
 
 class NodeAffinity:
     name = NAME
+    fast_path = FastPathKind.NODE_LOCAL
 
     def __init__(
         self, added_required: NodeSelector | None = None, added_preferred: PreferredSchedulingTerms | None = None

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from knuma.api.pod import Pod
 from knuma.api.ports import HostPort, conflicts, pod_host_ports
-from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, PreFilterResult, Status
+from knuma.scheduler.framework.interface import (
+    SUCCESS,
+    Code,
+    CycleState,
+    FastPathKind,
+    NodeInfo,
+    PreFilterResult,
+    Status,
+)
 
 __all__ = ["ERR_REASON", "NAME", "NodePorts"]
 
@@ -22,6 +30,7 @@ def _wanted(pod: Pod) -> tuple[HostPort, ...]:
 
 class NodePorts:
     name = NAME
+    fast_path = FastPathKind.NODE_LOCAL
 
     def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult:
         return PreFilterResult(skip=not state.pod_data(NAME, pod, _wanted))

@@ -15,7 +15,15 @@ from dataclasses import replace
 
 from knuma.api.pod import Container, Pod, long_running_request
 from knuma.api.resources import CPU, MEMORY, PODS, add
-from knuma.scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    FastPathKind,
+    NodeInfo,
+    Status,
+)
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -72,6 +80,7 @@ def least_allocated(allocatable: Mapping[str, int], requested: Mapping[str, int]
 
 class NodeResourcesFit:
     name = NAME
+    fast_path = FastPathKind.NODE_RESOURCES
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not node.allocatable:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from knuma.api.pod import Pod
 from knuma.api.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Taint, tolerations_of, tolerations_tolerate_taint
-from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, FastPathKind, NodeInfo, Status
 
 __all__ = ["ERR_REASON", "NAME", "NodeUnschedulable"]
 
@@ -23,6 +23,7 @@ def _tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+    fast_path = FastPathKind.NODE_LOCAL
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not node.unschedulable or state.pod_data(NAME, pod, _tolerates_unschedulable):

@@ -19,6 +19,7 @@ from knuma.scheduler.framework.interface import (
     SUCCESS,
     Code,
     CycleState,
+    FastPathKind,
     NodeInfo,
     Status,
 )
@@ -51,6 +52,7 @@ INVALID_TOPOLOGY_DATA = "invalid node topology data"
 
 class NodeResourceTopologyMatch:
     name = NAME
+    fast_path = FastPathKind.NUMA
 
     def __init__(
         self, scoring: ScoringStrategy | None = None, demand: CPUDemand | None = None, cache: NRTCache | None = None

@@ -21,7 +21,7 @@ from knuma.api.taints import (
     tolerations_of,
     tolerations_tolerate_taint,
 )
-from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, NodeInfo, Status
+from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, FastPathKind, NodeInfo, Status
 from knuma.scheduler.plugins.normalize import default_normalize_score
 
 __all__ = ["NAME", "TaintToleration"]
@@ -44,6 +44,7 @@ def _tolerations(pod: Pod) -> _Tolerations:
 
 class TaintToleration:
     name = NAME
+    fast_path = FastPathKind.NODE_LOCAL
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         taints = node.taints

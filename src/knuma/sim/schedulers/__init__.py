@@ -1,57 +1,28 @@
-"""The schedulers the simulator compares, each with its own view of the cluster.
+"""The schedulers the simulator compares: each is a product profile plus an NRT cache mode
+(`knuma.sim.schedulers.product`), deciding through the daemon's own cache and fast path.
 
-Every scheduler keeps kube-scheduler's node-level cache (pods it bound, their requests, removed when they terminate)
-and differs in what it knows about NUMA zones:
+- `default`: kube-scheduler's node-level fit, no NUMA plugin (what a topology-unaware scheduler does).
+- `nrt-passthrough`, `nrt-overreserve`, `nrt-discardreserved`: the NUMA plugin with upstream's caches
+  (`cacheResyncPeriodSeconds: 0`, `> 0`, `discardReservedNodes: true`), scoring with upstream's default
+  LeastAllocated.
+- `knuma`: the NUMA plugin with knuma's cache (a shadow kubelet per node) and the StableUnderRelease filter, scoring
+  with KnumaBinPacking.
 
-- `default`: nothing (NodeResourcesFit and a node-level LeastAllocated score; what kube-scheduler does).
-- `nrt-passthrough`: upstream NodeResourceTopologyMatch on the last published NRT, no reservation (the default
-  `cacheResyncPeriodSeconds: 0`).
-- `nrt-overreserve`: upstream's overreserve cache: the NRT store is read once, each reserved pod's effective request is
-  subtracted from every zone, and a node is refreshed only after a Filter rejection marks it dirty and a resync finds
-  the published pod fingerprint equal to the pods the scheduler sees running there.
-- `knuma`: the knuma profile (the kubelet model as Filter) plus a reservation on the zones the model predicts, a
-  shadow kubelet per node fed by pod status events, and NRT as a drift check.
-
-One module per scheduler; this package maps names to them.
+`optimal` is offline (`knuma.sim.optimal`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from knuma.errors import InvalidInput
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
-from knuma.sim.schedulers.base import NodeLevelLeastAllocated, NodeSetup, SimScheduler
-from knuma.sim.schedulers.default import DefaultScheduler
-from knuma.sim.schedulers.knuma import KnumaScheduler, StableUnderRelease
-from knuma.sim.schedulers.upstream import OverreserveScheduler, PassthroughScheduler
+from knuma.sim.schedulers.base import NodeSetup
+from knuma.sim.schedulers.product import PRODUCT, ProductScheduler, product_scheduler
 
-__all__ = [
-    "ALL_SCHEDULERS",
-    "SCHEDULERS",
-    "DefaultScheduler",
-    "KnumaScheduler",
-    "NodeLevelLeastAllocated",
-    "NodeSetup",
-    "OverreserveScheduler",
-    "PassthroughScheduler",
-    "SimScheduler",
-    "StableUnderRelease",
-    "make_scheduler",
-]
+__all__ = ["ALL_SCHEDULERS", "PRODUCT", "NodeSetup", "ProductScheduler", "make_scheduler"]
 
-
-Factory = Callable[..., SimScheduler]
-
-SCHEDULERS: dict[str, Factory] = {
-    DefaultScheduler.name: DefaultScheduler,
-    PassthroughScheduler.name: PassthroughScheduler,
-    OverreserveScheduler.name: OverreserveScheduler,
-    KnumaScheduler.name: KnumaScheduler,
-}
-"""Online schedulers by name; `optimal` is offline (`knuma.sim.optimal`)."""
-
-ALL_SCHEDULERS = (*SCHEDULERS, "optimal")
+ALL_SCHEDULERS = (*PRODUCT, "optimal")
 
 
 def make_scheduler(
@@ -60,10 +31,8 @@ def make_scheduler(
     *,
     resync_period: float = 5.0,
     scoring: StrategyType | None = None,
-) -> SimScheduler:
-    try:
-        factory = SCHEDULERS[name]
-    except KeyError:
-        raise InvalidInput(f"unknown scheduler {name!r}; expected one of: {', '.join(ALL_SCHEDULERS)}") from None
+) -> ProductScheduler:
+    if name not in PRODUCT:
+        raise InvalidInput(f"unknown scheduler {name!r}; expected one of: {', '.join(ALL_SCHEDULERS)}")
     strategy = ScoringStrategy(scoring) if scoring is not None else None
-    return factory(nodes, scoring=strategy, resync_period=resync_period)
+    return product_scheduler(name, nodes, scoring=strategy, resync_period=resync_period)

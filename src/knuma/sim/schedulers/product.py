@@ -1,0 +1,146 @@
+"""The simulator's schedulers are the product's: a profile and an NRT cache mode, deciding through the daemon's own
+objects (`knuma.scheduler.cache.nrt.ClusterCache` fed with the events a daemon's informers would see, and
+`knuma.scheduler.fast.path.FastPath`). The simulator only plays the cluster.
+
+Events map onto what the daemon does:
+
+- a scheduling attempt: `FastPath.decide`, then `ClusterCache.assume` (Reserve) and `bound` (PostBind; binding is
+  instant here);
+- the kubelet admitted a pod (heard `status_delay` later): a pod informer update, `Running` with `status.startTime`;
+- the pod terminated or was rejected (heard late): a pod informer delete (a recreated pod has a new name);
+- an exporter published: an NRT informer update, fingerprint method `all` (the simulated exporter counts every pod);
+- the periodic tick: the NRT cache's resync loop (`cacheResyncPeriodSeconds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.scheduler.cache.interface import RUNNING, BoundPod, NRTCache, PublishedNRT
+from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.cache.select import make_nrt_cache
+from knuma.scheduler.fast.path import FastPath
+from knuma.scheduler.framework.interface import Profile
+from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
+from knuma.sim.exporter import NRTSnapshot
+from knuma.sim.schedulers.base import NodeSetup
+from knuma.topology.node import NodeTopology
+
+__all__ = ["PRODUCT", "ProductScheduler", "product_scheduler"]
+
+FINGERPRINT_METHOD = "all"
+
+
+class ProductScheduler:
+    """One compared scheduler: a product profile plus an NRT cache mode."""
+
+    def __init__(self, name: str, nodes: Sequence[NodeSetup], profile: Profile, nrt: NRTCache, uses_nrt: bool) -> None:
+        self.name = name
+        self.profile = profile
+        self.uses_nrt = uses_nrt
+        self.cache = ClusterCache(nrt)
+        self.fast = FastPath(self.cache)
+        self.tick_period: float | None = nrt.resync_period
+        self.pods: dict[str, Pod] = {}
+        for setup in nodes:
+            self.cache.node_known(setup.name, setup.allocatable)
+            if uses_nrt:
+                self.cache.nrt_published(self._published(setup.nrt))
+
+    @property
+    def nrt(self) -> NRTCache:
+        return self.cache.nrt
+
+    # -- the scheduling cycle ------------------------------------------------------------------------------------
+
+    def schedule(self, pod: Pod, now: float) -> str | None:
+        outcome = self.fast.decide(self.profile, pod)
+        if outcome.node is None:
+            return None
+        self.cache.assume(pod, outcome.node)
+        self.cache.bound(pod, outcome.node)
+        self.pods[pod.key] = pod
+        return outcome.node
+
+    def topology(self, node: str) -> NodeTopology | None:
+        """The NUMA view the next cycle sees for `node` (for tests and reports)."""
+        return self.nrt.view(node).topology
+
+    # -- informer events -----------------------------------------------------------------------------------------
+
+    def pod_running(self, key: str, node: str, now: float) -> None:
+        pod = self.pods.get(key)
+        if pod is not None:
+            self.cache.pod_bound(BoundPod(key, pod.namespace, pod.name, node, RUNNING, True, self.profile.name, pod))
+
+    def pod_terminated(self, key: str, node: str, now: float) -> bool:
+        if self.pods.pop(key, None) is None:
+            return False
+        self.cache.pod_removed(key, node)
+        return True
+
+    def nrt_published(self, snapshot: NRTSnapshot, now: float) -> bool:
+        before = self.nrt.view(snapshot.node)
+        self.cache.nrt_published(self._published(snapshot))
+        return self.nrt.view(snapshot.node) != before
+
+    def tick(self, now: float) -> bool:
+        return self.nrt.resync()
+
+    @staticmethod
+    def _published(snapshot: NRTSnapshot) -> PublishedNRT:
+        return PublishedNRT(snapshot.node, snapshot.topology, snapshot.fingerprint, FINGERPRINT_METHOD)
+
+    # -- statistics the reports show ---------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        nrt = self.nrt
+        out: dict[str, Any] = {"nrt_cache": nrt.mode}
+        stats = getattr(nrt, "stats", None)
+        if stats is not None:
+            out["nrt_reconciled"], out["nrt_unmatched"] = stats.reconciled, stats.unmatched
+            out["model_drift"] = stats.drift
+        for plugin in self.profile.filters:
+            if isinstance(plugin, StableUnderRelease):
+                out["unstable_rejections"] = plugin.rejected
+        flushes = getattr(nrt, "flushes", None)
+        if flushes is not None:
+            out["overreserve_flushes"] = flushes
+        return out
+
+
+UPSTREAM_STRATEGY = StrategyType.LEAST_ALLOCATED
+"""scheduler-plugins' default `scoringStrategy` (the `nrt-*` baselines model its users)."""
+
+PRODUCT = ("default", "nrt-passthrough", "nrt-overreserve", "nrt-discardreserved", "knuma")
+
+CACHE_OF = {
+    "nrt-passthrough": "passthrough",
+    "nrt-overreserve": "overreserve",
+    "nrt-discardreserved": "discardreserved",
+    "knuma": "knuma",
+}
+
+
+def product_scheduler(
+    name: str,
+    nodes: Sequence[NodeSetup],
+    *,
+    scoring: ScoringStrategy | None = None,
+    resync_period: float = 5.0,
+) -> ProductScheduler:
+    """`default` (kube-scheduler's node-level fit, no NUMA plugin), or the NUMA profile with a cache mode."""
+    if name == "default":
+        fit = NodeResourcesFit()
+        profile = Profile("default-scheduler", (fit,), ((fit, 1),))
+        return ProductScheduler(name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False)
+    mode = CACHE_OF[name]
+    nrt = make_nrt_cache(mode, resync_period=resync_period, profile_names={name})
+    if scoring is None and name != "knuma":
+        scoring = ScoringStrategy(UPSTREAM_STRATEGY)
+    return ProductScheduler(name, nodes, default_profile(scoring, name=name, cache=nrt), nrt, uses_nrt=True)
