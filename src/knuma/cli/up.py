@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -50,6 +51,13 @@ def up(
         "--load",
         help="Create the objects of FILE or DIR at start (CRDs first), before the nodes start. Repeatable.",
     ),
+    nrt_period: str | None = typer.Option(
+        None,
+        "--nrt-period",
+        metavar="DURATION",
+        help="Exporters publish NRT only every DURATION (e.g. 30s), never on a change, as RTE's periodic mode: "
+        "stale NRT on purpose.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
 ) -> None:
     """Start a local cluster: API server, simulated NUMA nodes, exporters and the scheduler; Ctrl-C stops it.
@@ -64,9 +72,10 @@ def up(
     from rich.live import Live
     from rich.logging import RichHandler
 
+    from knuma.duration import format_duration
     from knuma.local.apiserver.loader import LoadError, read_manifests
     from knuma.local.up.lock import DataDirInUse
-    from knuma.local.up.options import UpError, UpOptions, resolve_cluster
+    from knuma.local.up.options import UpError, UpOptions, nrt_period_seconds, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import ClusterSummary, line, table
 
@@ -86,6 +95,8 @@ def up(
     )
     err = Console(stderr=True)
     try:
+        if nrt_period is not None:
+            options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
         if exporters not in ("auto", "process", "in-process"):
             raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
         spec, document = resolve_cluster(options)
@@ -110,6 +121,8 @@ def up(
 
     def announce(local: LocalCluster) -> None:
         exporter = f"{len(local.nodes)} processes" if local.exporter_mode == "process" else "in-process"
+        if options.nrt_period is not None:
+            exporter += f", NRT every {format_duration(options.nrt_period)} only"
         profiles = ", ".join(local.scheduler_profiles) or "none (--no-scheduler)"
         typer.echo(f"knuma up: {len(local.nodes)} nodes ({spec.describe()}); API server {local.url}")
         typer.echo(f"  exporters: {exporter}; scheduler profiles: {profiles}")

@@ -38,6 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sockets-dir", type=Path, help="serve PodResources per node on DIR/<node>.sock")
     parser.add_argument("--nrt", choices=("in-process", "external"), default="in-process")
     parser.add_argument("--lease-renew-interval", type=float, default=10.0)
+    parser.add_argument(
+        "--nrt-period", type=float, help="publish NRT only every SECONDS (in-process), never on a change"
+    )
     parser.add_argument("--ready-file", type=Path)
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     return parser.parse_args(argv)
@@ -57,6 +60,7 @@ async def run(args: argparse.Namespace) -> int:
         sockets_dir=args.sockets_dir,
         nrt=args.nrt,
         lease_renew_interval=args.lease_renew_interval,
+        **({"nrt_resync_interval": args.nrt_period, "nrt_periodic_only": True} if args.nrt_period else {}),
     )
     fleet = Fleet(http, client, nodes, settings)
     stop = asyncio.Event()

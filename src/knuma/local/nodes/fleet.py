@@ -479,6 +479,8 @@ class Fleet:
             if loop.time() - last_resync >= self.settings.nrt_resync_interval:
                 dirty = set(self.specs)
                 last_resync = loop.time()
+            elif self.settings.nrt_periodic_only:
+                continue
             await self._publish_all(dirty, limit)
 
     def _nrt_gone(self, name: str | None) -> None:

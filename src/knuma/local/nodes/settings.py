@@ -23,6 +23,8 @@ class FleetSettings:
     node_status_interval: float = 300.0
     nrt_min_interval: float = 1.0
     nrt_resync_interval: float = 60.0
+    nrt_periodic_only: bool = False
+    """Publish NRT (in-process) only every `nrt_resync_interval`, never on a change (RTE's periodic mode)."""
     write_concurrency: int = 32
     batch_interval: float = 0.05
     """Heartbeats due within this window go out together."""

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from knuma.api.nrt import Policy, Scope
+from knuma.duration import DurationError, parse_duration
 from knuma.errors import InvalidInput
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
 from knuma.testbed.shapes import BUILTIN_SHAPES
@@ -47,6 +48,9 @@ class UpOptions:
     lease_renew_interval: float = 10.0
     load: tuple[Path, ...] = ()
     """Manifests (files or directories) created once the API server is up, before the nodes start."""
+    nrt_period: float | None = None
+    """Seconds: every exporter publishes only on this period, never on a node change (RTE's periodic mode), so the
+    NRT the scheduler sees is up to that old. None: publish within a second of every change."""
 
     @property
     def describes_cluster(self) -> bool:
@@ -128,3 +132,14 @@ def save_cluster(data_dir: Path, document: dict[str, Any]) -> Path:
     path = data_dir / CLUSTER_FILE
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
+
+
+def nrt_period_seconds(raw: str) -> float:
+    """`--nrt-period`: a Go duration of at least one second."""
+    try:
+        seconds = parse_duration(raw)
+    except DurationError as err:
+        raise UpError(f"--nrt-period: {err}") from None
+    if seconds < 1:
+        raise UpError(f"--nrt-period must be at least 1s, got {raw!r}")
+    return seconds

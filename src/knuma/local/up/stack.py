@@ -27,6 +27,7 @@ import httpx2
 import yaml
 
 from knuma.api.crd import NRT_CRD
+from knuma.duration import format_duration
 from knuma.kube.client import async_http
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
@@ -195,6 +196,8 @@ class LocalCluster:
         ]
         if self.exporter_mode == "process":
             args += ["--sockets-dir", str(self.sockets_dir)]
+        if self.options.nrt_period is not None:
+            args += ["--nrt-period", str(self.options.nrt_period)]
         self.node_process = Child("simulated nodes", args, self.logs / "nodes.log").start()
         timeout = 60.0 + len(self.nodes) * 0.1
         loop = asyncio.get_running_loop()
@@ -225,8 +228,7 @@ class LocalCluster:
                 files.podresources_address,
                 "--kubelet-config-file",
                 str(files.kubelet_config),
-                "--notify-file",
-                str(files.notify),
+                *self._exporter_triggers(files),
                 "--kubeconfig",
                 str(self.kubeconfig),
                 "--metrics-port",
@@ -235,6 +237,12 @@ class LocalCluster:
             if node.shape.dra:
                 args.append("--dra-devices")  # knuma's NRT extension: DRA devices per NUMA zone
             self.exporters.append(Child(f"exporter {node.name}", args, self.logs / f"exporter-{node.name}.log").start())
+
+    def _exporter_triggers(self, files: NodeFiles) -> list[str]:
+        """On every change (the node process touches the notify file), or only periodically (`--nrt-period`)."""
+        if self.options.nrt_period is None:
+            return ["--notify-file", str(files.notify)]
+        return ["--sleep-interval", format_duration(self.options.nrt_period)]
 
     def _start_scheduler(self) -> None:
         args = [

@@ -1,0 +1,109 @@
+"""End-to-end: stale NRT on purpose (`knuma up --nrt-period 30s`: exporters publish only every 30 s, as RTE's
+periodic mode) with churn, the real `knuma scheduler` against its topology-unaware profile.
+
+Four `small` nodes (2 zones x 8 CPUs); two Deployments of 5-CPU Guaranteed pods that complete after 15 s
+(`sim.knuma.io/lifetime`) and are replaced by their ReplicaSet, each pinned to two of the nodes: one scheduled by
+`topology-aware-scheduler`, one by `default-scheduler`. A node holds two such pods NUMA-aligned (one per zone) but
+has room for three at node level. Between two NRT publications the aware profile sees NRT up to 30 s old: its cache
+must still place every pod where the kubelet admits it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.local.up.test_up import Up, eventually
+
+pytestmark = pytest.mark.slow
+
+RUN_SECONDS = 75.0
+
+
+def deployment(name: str, scheduler: str, nodes: list[str]) -> str:
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}
+                ]
+            }
+        }
+    }
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 6,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}, "annotations": {"sim.knuma.io/lifetime": "15s"}},
+                    "spec": {
+                        "schedulerName": scheduler,
+                        "affinity": affinity,
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"limits": {"cpu": "5", "memory": "1Gi"}},
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    )
+
+
+@pytest.fixture
+def up(tmp_path: Path) -> Iterator[Up]:
+    home = tmp_path / "home"
+    home.mkdir()
+    running = Up(tmp_path / "cluster", home, "--nodes", "4", "--shape", "small", "--nrt-period", "30s")
+    yield running
+    running.kill()
+
+
+def test_stale_nrt_with_churn_no_topology_affinity_error_for_knuma(up: Up) -> None:
+    assert "NRT every 30s only" in up.stdout.read_text()
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 4, timeout=60)
+    up.kubectl("apply", "-f", "-", stdin=deployment("aware", "topology-aware-scheduler", ["worker-000", "worker-001"]))
+    up.kubectl("apply", "-f", "-", stdin=deployment("unaware", "default-scheduler", ["worker-002", "worker-003"]))
+    rejected: dict[str, set[str]] = {"aware": set(), "unaware": set()}
+    started: dict[str, set[str]] = {"aware": set(), "unaware": set()}
+    deadline = time.monotonic() + RUN_SECONDS
+    while time.monotonic() < deadline:
+        pods: list[dict[str, Any]] = up.get("pods")["items"]
+        for pod in pods:
+            app = pod["metadata"].get("labels", {}).get("app")
+            if app not in rejected:
+                continue
+            status = pod.get("status") or {}
+            if status.get("reason") == "TopologyAffinityError":
+                rejected[app].add(pod["metadata"]["name"])
+            elif status.get("startTime") and status.get("phase") in ("Running", "Succeeded"):
+                started[app].add(pod["metadata"]["name"])
+        time.sleep(1.0)
+    assert not rejected["aware"], f"topology-aware-scheduler: TopologyAffinityError for {sorted(rejected['aware'])}"
+    assert rejected["unaware"], "default-scheduler should have produced TopologyAffinityErrors on these nodes"
+    # 4 zones, 15 s lifetimes, 75 s: the aware profile keeps the zones busy despite 30 s old NRT.
+    assert len(started["aware"]) >= 12, f"only {len(started['aware'])} aware pods ran"
+    assert up.stop() == 0
+
+
+def test_bad_nrt_period_exits_2() -> None:
+    from typer.testing import CliRunner
+
+    from knuma.cli.main import app
+
+    result = CliRunner().invoke(app, ["up", "--nrt-period", "30"])
+    assert result.exit_code == 2 and "--nrt-period: invalid duration '30'" in result.output
+    result = CliRunner().invoke(app, ["up", "--nrt-period", "200ms"])
+    assert result.exit_code == 2 and "--nrt-period must be at least 1s" in result.output
