@@ -1,11 +1,11 @@
 """End-to-end: stale NRT on purpose (`knuma up --nrt-period 30s`: exporters publish only every 30 s, as RTE's
 periodic mode) with churn, the real `knuma scheduler` against its topology-unaware profile.
 
-Four `small` nodes (2 zones x 8 CPUs); two Deployments of 5-CPU Guaranteed pods that complete after 15 s
-(`sim.knuma.io/lifetime`) and are replaced by their ReplicaSet, each pinned to two of the nodes: one scheduled by
-`topology-aware-scheduler`, one by `default-scheduler`. A node holds two such pods NUMA-aligned (one per zone) but
-has room for three at node level. Between two NRT publications the aware profile sees NRT up to 30 s old: its cache
-must still place every pod where the kubelet admits it.
+Four `small` nodes (2 zones x 8 CPUs) and `examples/up/stale-nrt.yaml`: two Deployments of 5-CPU Guaranteed pods
+that complete after 15 s (`sim.knuma.io/lifetime`) and are replaced by their ReplicaSet, each pinned to two of the
+nodes: one scheduled by `topology-aware-scheduler`, one by `default-scheduler`. A node holds two such pods
+NUMA-aligned (one per zone) but has room for three at node level. Between two NRT publications the aware profile sees
+NRT up to 30 s old: its cache must still place every pod where the kubelet admits it.
 """
 
 from __future__ import annotations
@@ -16,50 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.local.up.test_up import Up, eventually
+from tests.local.up.test_up import EXAMPLES, Up, eventually
 
 pytestmark = pytest.mark.slow
 
 RUN_SECONDS = 75.0
-
-
-def deployment(name: str, scheduler: str, nodes: list[str]) -> str:
-    affinity = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}
-                ]
-            }
-        }
-    }
-    return yaml.safe_dump(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": 6,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}, "annotations": {"sim.knuma.io/lifetime": "15s"}},
-                    "spec": {
-                        "schedulerName": scheduler,
-                        "affinity": affinity,
-                        "containers": [
-                            {
-                                "name": "app",
-                                "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"limits": {"cpu": "5", "memory": "1Gi"}},
-                            }
-                        ],
-                    },
-                },
-            },
-        }
-    )
 
 
 @pytest.fixture
@@ -74,8 +36,7 @@ def up(tmp_path: Path) -> Iterator[Up]:
 def test_stale_nrt_with_churn_no_topology_affinity_error_for_knuma(up: Up) -> None:
     assert "NRT every 30s only" in up.stdout.read_text()
     eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 4, timeout=60)
-    up.kubectl("apply", "-f", "-", stdin=deployment("aware", "topology-aware-scheduler", ["worker-000", "worker-001"]))
-    up.kubectl("apply", "-f", "-", stdin=deployment("unaware", "default-scheduler", ["worker-002", "worker-003"]))
+    up.kubectl("apply", "-f", str(EXAMPLES / "stale-nrt.yaml"))
     rejected: dict[str, set[str]] = {"aware": set(), "unaware": set()}
     started: dict[str, set[str]] = {"aware": set(), "unaware": set()}
     deadline = time.monotonic() + RUN_SECONDS
