@@ -34,7 +34,6 @@ from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, Prof
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from knuma.sim.schedulers.base import NodeLevelLeastAllocated
 from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
 from knuma.testbed.simkubelet import SimKubelet
@@ -235,7 +234,7 @@ def run_upstream(scenario: DraScenario, seed: int) -> DraRun:
     arrivals = pods_of(scenario, seed)
     devices = _FirstFitDevices(cluster, {p.name: t for p, t, _ in arrivals})
     fit = NodeResourcesFit()
-    profile = Profile("upstream", (fit, devices), ((NodeLevelLeastAllocated(), 1),))
+    profile = Profile("upstream", (fit, devices), ((fit, 1),))  # kube-scheduler's NodeResourcesFit score
     run = DraRun("upstream")
     for pod, template, _ in arrivals:
         result = schedule_one(profile, pod, cluster.infos(), explain=False)
