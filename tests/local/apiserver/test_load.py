@@ -9,12 +9,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
+from knuma.api.devmgmt.crd import prototype_crds
 from knuma.local.apiserver.loader import LoadError, read_manifests
 from knuma.testing.apiserver import apiserver_process
-from tests.local.apiserver.conftest import MANIFESTS, Kubectl
+from tests.local.apiserver.conftest import Kubectl
 
-DEVICES = MANIFESTS / "devices"
+DEVICES = Path(__file__).resolve().parents[3] / "examples" / "devices"
 
 
 def test_crds_come_first_then_namespaces_then_file_order(tmp_path: Path) -> None:
@@ -27,14 +29,22 @@ def test_crds_come_first_then_namespaces_then_file_order(tmp_path: Path) -> None
         '"kind": "ConfigMap", "metadata": {"name": "d"}}]}'
     )
     (tmp_path / "notes.txt").write_text("ignored")
-    found = read_manifests([tmp_path, DEVICES / "crd-devicedrivers.yaml"])
+    found = read_manifests([tmp_path, DEVICES / "crds.yaml"])
     assert [(m.obj["kind"], m.obj["metadata"]["name"]) for m in found] == [
         ("CustomResourceDefinition", "devicedrivers.devmgmtproto.k8s.io"),
+        ("CustomResourceDefinition", "deviceclasses.devmgmtproto.k8s.io"),
+        ("CustomResourceDefinition", "deviceclaims.devmgmtproto.k8s.io"),
+        ("CustomResourceDefinition", "deviceprivilegedclaims.devmgmtproto.k8s.io"),
+        ("CustomResourceDefinition", "devicepools.devmgmtproto.k8s.io"),
         ("Namespace", "team"),
         ("ConfigMap", "c"),
         ("ConfigMap", "d"),
     ]
-    assert found[2].source.endswith("a.yaml#1")
+    assert found[6].source.endswith("a.yaml#1")
+
+
+def test_the_example_crds_are_the_generated_ones() -> None:
+    assert list(yaml.safe_load_all((DEVICES / "crds.yaml").read_text())) == prototype_crds()
 
 
 def test_unreadable_input_names_the_file(tmp_path: Path) -> None:
@@ -50,18 +60,22 @@ def test_unreadable_input_names_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_prototype_crd_and_drivers_then_kubectl_get_devicedrivers(tmp_path: Path) -> None:
-    args = ["--load", str(DEVICES / "crd-devicedrivers.yaml"), "--load", str(DEVICES / "drivers.yaml")]
+    args = ["--load", str(DEVICES / "crds.yaml"), "--load", str(DEVICES / "drivers.yaml")]
     with apiserver_process(tmp_path, extra_args=args) as api, tempfile.TemporaryDirectory() as home:
         kubectl = Kubectl(api, Path(home))
         out = kubectl("get", "devicedrivers").stdout.splitlines()
-        assert out[0].split() == ["NAME", "DEVICE", "TYPES", "AGE"]
-        rows = {line.split()[0]: line.split()[1] for line in out[1:]}
-        assert rows == {
-            "example.com-barzer": "gpu,sriov-nic",
-            "example.com-foozer": "gpu",
-            "sriov-nic": "sriov-nic",
-            "vlan": "vlan",
-        }
+        assert out[0].split() == ["NAME", "AGE"]
+        assert sorted(line.split()[0] for line in out[1:]) == [
+            "example.com-barzer",
+            "example.com-foozer",
+            "sriov-nic",
+            "vlan",
+        ]
+        types = kubectl("get", "devicedriver", "example.com-barzer", "-o", "jsonpath={.deviceTypes}").stdout
+        assert types == '["gpu","sriov-nic"]'
+        # kubectl apply of the same files again: unchanged
+        again = kubectl("apply", "-f", str(DEVICES / "drivers.yaml")).stdout
+        assert again.count("configured") + again.count("unchanged") == 4
 
 
 @pytest.mark.slow
