@@ -19,6 +19,7 @@ from knuma.devices.constraints import AttributeKey, constraint_values
 from knuma.devices.demand import Alternative, ClaimDemand, resolve
 from knuma.devices.filtering import filter_candidates
 from knuma.devices.pools import Candidate, DeviceID, gather_pools
+from knuma.errors import KnumaError
 
 __all__ = ["ReferenceResult", "reference_allocate"]
 
@@ -32,8 +33,8 @@ class ReferenceResult:
     timed_out: bool = False
 
 
-class _Limit(Exception):
-    pass
+class _ReferenceStepLimit(KnumaError):
+    """The reference search ran past its step limit (upstream would hit its filter timeout)."""
 
 
 @dataclass
@@ -94,7 +95,7 @@ class _Search:
     def one(self, claim: int, request: int, sub: int | None, slot: int) -> bool:
         self.steps += 1
         if self.steps > self.limit:
-            raise _Limit
+            raise _ReferenceStepLimit
         if claim >= len(self.demands):
             return True
         demand = self.demands[claim]
@@ -162,7 +163,7 @@ def reference_allocate(
     search = _Search(demands, eligible, forced, limit)
     try:
         done = search.one(0, 0, None, 0)
-    except _Limit:
+    except _ReferenceStepLimit:
         return ReferenceResult(False, steps=search.steps, timed_out=True)
     if not done:
         return ReferenceResult(False, steps=search.steps)
