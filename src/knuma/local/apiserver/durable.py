@@ -8,12 +8,15 @@ transactions, and `--fsync` switches to `synchronous=FULL` for that).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 from knuma.api.types import JsonObj
 
 GroupResource = tuple[str, str]
+log = logging.getLogger("knuma.local.apiserver")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -22,6 +25,10 @@ CREATE TABLE IF NOT EXISTS objects (
     PRIMARY KEY (grp, resource, namespace, name)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS set_aside (
+    grp TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    rv INTEGER NOT NULL, body TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
+);
 """
 
 
@@ -35,13 +42,49 @@ class SqliteBackend:
         self._db.executescript(_SCHEMA)
 
     def load(self) -> tuple[int, list[tuple[GroupResource, JsonObj]]]:
+        """The resourceVersion counter and every stored object; a row whose body is not a JSON object is set
+        aside (see `set_aside`) instead of stopping the server."""
         row = self._db.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
         rv = int(row[0]) if row else 0
-        objects = [
-            ((grp, resource), json.loads(body))
-            for grp, resource, body in self._db.execute("SELECT grp, resource, body FROM objects ORDER BY rv")
-        ]
+        objects: list[tuple[GroupResource, JsonObj]] = []
+        rows = self._db.execute("SELECT grp, resource, namespace, name, body FROM objects ORDER BY rv").fetchall()
+        for grp, resource, namespace, name, body in rows:
+            try:
+                obj = json.loads(body)
+            except ValueError as exc:
+                self.set_aside((grp, resource), namespace, name, f"the stored body is not JSON: {exc}")
+                continue
+            if not isinstance(obj, dict):
+                self.set_aside((grp, resource), namespace, name, "the stored body is not a JSON object")
+                continue
+            objects.append(((grp, resource), obj))
         return rv, objects
+
+    def set_aside(self, gr: GroupResource, namespace: str, name: str, reason: str) -> None:
+        """Move one stored row out of the way (into table `set_aside`, with the reason), so that an object the
+        server cannot serve never stops it from starting and can still be inspected or repaired by hand."""
+        log.error(
+            "set aside stored object %s/%s %s/%s: %s (kept in table set_aside of %s)",
+            gr[0] or "core",
+            gr[1],
+            namespace or "-",
+            name,
+            reason,
+            self.path,
+        )
+        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute(
+                "INSERT INTO set_aside (grp, resource, namespace, name, rv, body, reason, at) "
+                "SELECT grp, resource, namespace, name, rv, body, ?, ? FROM objects "
+                "WHERE grp = ? AND resource = ? AND namespace = ? AND name = ?",
+                (reason, at, gr[0], gr[1], namespace, name),
+            )
+            self._db.execute(
+                "DELETE FROM objects WHERE grp = ? AND resource = ? AND namespace = ? AND name = ?",
+                (gr[0], gr[1], namespace, name),
+            )
 
     def put(self, gr: GroupResource, obj: JsonObj, rv: int) -> None:
         md = obj["metadata"]

@@ -165,6 +165,9 @@ BUILTIN: tuple[ResourceType, ...] = (
     ),
 )
 
+#: The (group, plural) pairs served by the server itself, which a CRD may never replace.
+BUILTIN_RESOURCES: frozenset[tuple[str, str]] = frozenset(rt.group_resource for rt in BUILTIN)
+
 
 @dataclass
 class Registry:

@@ -21,11 +21,11 @@ from typing import Any
 import yaml
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import conversion, errors, fieldmanager, patch, schema
+from knuma.local.apiserver import conversion, crdvalidation, errors, fieldmanager, metadata, patch, schema
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
 from knuma.local.apiserver.gc import GarbageCollector
-from knuma.local.apiserver.resources import Registry, ResourceType
+from knuma.local.apiserver.resources import BUILTIN_RESOURCES, Registry, ResourceType
 from knuma.local.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from knuma.local.apiserver.store import GroupResource, Store
 from knuma.local.apiserver.validation import validate_object, validate_update
@@ -83,10 +83,22 @@ class ObjectService:
         self.store = store
         self.registry = registry
         self.gc = GarbageCollector(store, self, defer)
-        for gr, obj in store.iter_all():
+        self._load_stored()
+
+    def _load_stored(self) -> None:
+        """Index the stored objects and serve the stored CRDs. An object the server could not serve (written by an
+        older version that validated less, or edited by hand) is reported and set aside, never fatal: one bad row
+        must not keep the whole cluster's API down."""
+        for gr, obj in list(self.store.iter_all()):
+            problems = metadata.causes(obj["metadata"])
+            if gr == CRD_GR and not problems:
+                problems = crdvalidation.causes(obj, obj, BUILTIN_RESOURCES, approval=False)
+            if problems:
+                self.store.set_aside(gr, obj, "; ".join(f"{f}: {m}" for _, f, m in problems))
+                continue
             self.gc.index(gr, obj)
-        for _, crd in list(store.iter_all()):
-            if crd.get("kind") == "CustomResourceDefinition":
+        for gr, crd in list(self.store.iter_all()):
+            if gr == CRD_GR:
                 self._register_crd(crd)
 
     # -- bootstrap -----------------------------------------------------------------------------------------------
@@ -165,6 +177,10 @@ class ObjectService:
         md = obj.setdefault("metadata", {})
         if not isinstance(md, dict):
             raise errors.bad_request("metadata must be an object")
+        md_causes = metadata.causes(md)
+        if md_causes:
+            shown = md.get("name")
+            raise errors.invalid(rt.kind, rt.group, shown if isinstance(shown, str) else "", md_causes)
         if rt.namespaced:
             if md.get("namespace") and md["namespace"] != namespace:
                 raise errors.bad_request(
@@ -176,9 +192,13 @@ class ObjectService:
         obj["apiVersion"] = rt.api_version
         return obj
 
-    def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
+    def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions, old: JsonObj | None = None) -> JsonObj:
         apply_dra_defaults(rt.kind if rt.group == "resource.k8s.io" and not rt.custom else "", obj)
         validate_object(rt, obj)
+        if rt.group_resource == CRD_GR:
+            crd_causes = crdvalidation.causes(obj, old, BUILTIN_RESOURCES)
+            if crd_causes:
+                raise errors.invalid(rt.kind, rt.group, str(_meta(obj).get("name", "")), crd_causes)
         if rt.schema is not None:
             if opts.field_validation == "Strict":
                 unknown = schema.unknown_fields(rt.schema, obj)
@@ -378,7 +398,7 @@ class ObjectService:
         if rt.group_resource == CRD_GR:
             new["status"] = crds.established_status(new)
         new["apiVersion"] = existing.get("apiVersion", rt.api_version)
-        new = self._validate(rt, new, opts)
+        new = self._validate(rt, new, opts, existing)
         validate_update(rt, existing, new)
         md = new["metadata"]
         if operation == "Update":
@@ -545,6 +565,8 @@ class ObjectService:
 
     def _register_crd(self, crd: JsonObj) -> None:
         spec = crd.get("spec") or {}
+        if (spec.get("group"), (spec.get("names") or {}).get("plural")) in BUILTIN_RESOURCES:
+            return
         self.registry.remove_group_resource(spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
         for rt in crds.resource_types(crd):
             self.registry.add(rt)
@@ -554,6 +576,8 @@ class ObjectService:
         group = spec.get("group", "")
         plural = (spec.get("names") or {}).get("plural", "")
         gr = (group, plural)
+        if gr in BUILTIN_RESOURCES:
+            return  # never registered (see `crdvalidation`): the built-in type and its objects stay
         for obj in list(self.store.scan(gr)):
             self.remove(gr, obj)
         self.registry.remove_group_resource(group, plural)

@@ -8,10 +8,10 @@ kube-apiserver (`spec.zones: Required value`, `spec.x: Invalid value: "string": 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from knuma.api.types import JsonObj
+from knuma.local.apiserver import patterns
 
 Cause = tuple[str, str, str]
 
@@ -91,7 +91,7 @@ def validate(schema: JsonObj, value: Any, path: str = "", *, top: bool = True) -
             )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             causes.append(("FieldValueTooLong", label, f"Too long: may not be more than {schema['maxLength']} bytes"))
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        if "pattern" in schema and not patterns.search(schema["pattern"], value):
             causes.append(
                 (
                     "FieldValueInvalid",

@@ -61,6 +61,8 @@ class Backend(Protocol):
 
     def delete(self, gr: GroupResource, namespace: str, name: str, rv: int) -> None: ...
 
+    def set_aside(self, gr: GroupResource, namespace: str, name: str, reason: str) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -78,7 +80,15 @@ class Store:
             self.rv = rv
             self.compacted_rv = rv
             for gr, obj in objects:
-                md = obj["metadata"]
+                md = obj.get("metadata")
+                if not isinstance(md, dict) or not isinstance(md.get("name"), str) or not md["name"]:
+                    name = md.get("name") if isinstance(md, dict) else None
+                    namespace = md.get("namespace") if isinstance(md, dict) else None
+                    backend.set_aside(gr, str(namespace or ""), str(name), "metadata.name is not a non-empty string")
+                    continue
+                if not isinstance(md.get("namespace") or "", str):
+                    backend.set_aside(gr, str(md["namespace"]), md["name"], "metadata.namespace is not a string")
+                    continue
                 self._objects.setdefault(gr, {})[(md.get("namespace") or "", md["name"])] = obj
 
     # -- reads ---------------------------------------------------------------------------------------------------
@@ -130,6 +140,15 @@ class Store:
         final = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
         self._publish(WatchEvent("DELETED", rv, gr, final, old))
         return final
+
+    def set_aside(self, gr: GroupResource, obj: JsonObj, reason: str) -> None:
+        """Take a stored object the server cannot serve out of service (at start-up, before anyone watches): it
+        leaves the served objects without an event and, when durable, moves to the backend's set-aside table."""
+        md = obj["metadata"]
+        key = (md.get("namespace") or "", md["name"])
+        self._objects.get(gr, {}).pop(key, None)
+        if self._backend is not None:
+            self._backend.set_aside(gr, key[0], key[1], reason)
 
     def drop_group_resource(self, gr: GroupResource) -> None:
         """Forget every object of a resource whose CRD went away (its objects were deleted first)."""

@@ -97,6 +97,18 @@ def update_scale(
 def bind(service: ObjectService, namespace: str, name: str, body: Any, opts: WriteOptions) -> JsonObj:
     if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or not body["target"].get("name"):
         raise errors.invalid("Binding", "", name, [("FieldValueRequired", "target.name", "Required value")])
+    target = body["target"]
+    if not isinstance(target["name"], str):
+        raise errors.invalid(
+            "Binding", "", name, [("FieldValueTypeInvalid", "target.name", "Invalid value: must be a string")]
+        )
+    if target.get("kind") not in (None, "", "Node"):
+        raise errors.invalid(
+            "Binding",
+            "",
+            name,
+            [("FieldValueNotSupported", "target.kind", 'Unsupported value: supported values: "Node"')],
+        )
     pods = service.rt_for(POD_GR)
     existing = service.existing(pods, namespace, name)
     node = body["target"]["name"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from knuma.api.podvalidation import container_name_errors
 from knuma.api.types import JsonObj
-from knuma.local.apiserver import dra_validation
+from knuma.local.apiserver import dra_validation, metadata
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -65,29 +65,6 @@ def _required(obj: JsonObj, path: str) -> list[Cause]:
     return []
 
 
-def _labels_causes(obj: JsonObj) -> list[Cause]:
-    causes: list[Cause] = []
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if not isinstance(labels, dict):
-        return [("FieldValueInvalid", "metadata.labels", "Invalid value: labels must be a map of strings")]
-    for key, value in labels.items():
-        if not isinstance(value, str):
-            causes.append(("FieldValueInvalid", "metadata.labels", f"Invalid value: {value!r}: must be a string"))
-        elif len(value) > 63 or not re.match(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$", value):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    "metadata.labels",
-                    f'Invalid value: "{value}": a valid label must be an empty string or consist of alphanumeric '
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                )
-            )
-        name = key.rsplit("/", 1)[-1]
-        if not name or len(name) > 63 or not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", name):
-            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": name part must be valid'))
-    return causes
-
-
 def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
     causes: list[Cause] = []
     if kind == "Pod":
@@ -109,43 +86,48 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
         causes.append(("FieldValueRequired", "value", "Required value"))
     elif kind in ("RoleBinding", "ClusterRoleBinding"):
         causes += _required(obj, "roleRef.name")
-    elif kind == "CustomResourceDefinition":
-        causes += _required(obj, "spec.group")
-        causes += _required(obj, "spec.names.plural")
-        causes += _required(obj, "spec.names.kind")
-        causes += _required(obj, "spec.versions")
-        spec = obj.get("spec") or {}
-        names = spec.get("names") or {}
-        expected = f"{names.get('plural')}.{spec.get('group')}"
-        if (obj.get("metadata") or {}).get("name") != expected:
-            causes.append(
-                ("FieldValueInvalid", "metadata.name", 'Invalid value: must be spec.names.plural+"."+spec.group')
-            )
-        if spec.get("scope") not in ("Namespaced", "Cluster"):
-            causes.append(
-                ("FieldValueNotSupported", "spec.scope", 'Unsupported value: supported values: "Cluster", "Namespaced"')
-            )
-        versions = spec.get("versions") or []
-        if versions and sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    "spec.versions",
-                    "Invalid value: must have exactly one version marked as storage version",
-                )
-            )
+    return causes
+
+
+def _shape_causes(rt: ResourceType, obj: JsonObj) -> list[Cause]:
+    """The top-level shape the kind-specific checks (and every reader of the object) rely on: a built-in kind's
+    `spec` and `status` are objects, a Pod's container lists are lists of objects."""
+    if rt.custom:
+        return []
+    causes: list[Cause] = []
+    for key in ("spec", "status"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, dict):
+            causes.append(("FieldValueTypeInvalid", key, f"Invalid value: {value!r}: must be an object"))
+    spec = obj.get("spec")
+    if rt.kind == "Pod" and isinstance(spec, dict):
+        for key in ("containers", "initContainers", "ephemeralContainers"):
+            value = spec.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                causes.append(("FieldValueTypeInvalid", f"spec.{key}", f"Invalid value: {value!r}: must be a list"))
+                continue
+            causes += [
+                ("FieldValueTypeInvalid", f"spec.{key}[{n}]", f"Invalid value: {item!r}: must be an object")
+                for n, item in enumerate(value)
+                if not isinstance(item, dict)
+            ]
     return causes
 
 
 def validate_object(rt: ResourceType, obj: JsonObj) -> None:
     """Raise a 422 Invalid error listing every problem found."""
     name = str((obj.get("metadata") or {}).get("name") or "")
+    shape = _shape_causes(rt, obj)
+    if shape:
+        raise invalid(rt.kind, rt.group, name, shape)
     causes = (
         name_causes(rt.kind, name)
         if name
         else [("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")]
     )
-    causes += _labels_causes(obj)
+    causes += metadata.causes(obj.get("metadata"))
     causes += _kind_causes(rt.kind, obj)
     if rt.group == dra_validation.GROUP and not rt.custom:
         causes += dra_validation.object_causes(rt.kind, obj)
