@@ -29,6 +29,9 @@ from knuma.quantity import Quantity
 
 __all__ = ["prototype_crds"]
 
+#: The group is under k8s.io, which needs API review; like upstream's experimental CRDs, these say they are not approved.
+APPROVAL = "api-approved.kubernetes.io"
+UNAPPROVED = "unapproved, experimental-only (the k8srm-prototype's kinds)"
 _WIRE_NAMES = {"semver_value": "semVerValue", "api_version": "apiVersion"}
 _QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
 _ALLOCATIONS = {
@@ -172,7 +175,8 @@ def prototype_crds() -> list[dict[str, Any]]:
             {
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.{GROUP}"},
+                # A *.k8s.io group: kube-apiserver (and knuma's) refuse the CRD without this annotation.
+                "metadata": {"name": f"{plural}.{GROUP}", "annotations": {APPROVAL: UNAPPROVED}},
                 "spec": {
                     "group": GROUP,
                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
