@@ -29,7 +29,7 @@ from knuma.quantity import Quantity
 
 __all__ = ["prototype_crds"]
 
-#: The group is under k8s.io, which needs API review; like upstream's experimental CRDs, these say they are not approved.
+#: The group is under k8s.io, which needs API review; like upstream's experimental CRDs, these say they are unapproved.
 APPROVAL = "api-approved.kubernetes.io"
 UNAPPROVED = "unapproved, experimental-only (the k8srm-prototype's kinds)"
 _WIRE_NAMES = {"semver_value": "semVerValue", "api_version": "apiVersion"}
