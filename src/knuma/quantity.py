@@ -39,6 +39,9 @@ _GRAMMAR = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[num
 _NANO = 10**9
 _MAX_EXPONENT = 30  # far beyond any real resource; keeps arithmetic bounded on hostile input
 _MAX_INT64_NANOS = (2**63 - 1) * _NANO  # resource.Quantity's `maxAllowed`
+#: Longest quantity text accepted: far beyond any real one (int64 nanos need 29 digits); keeps `Fraction` (and
+#: Python's 4,300-digit int conversion limit) away from hostile input.
+MAX_QUANTITY_LENGTH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,11 @@ def _parse(text: str | int | float) -> Quantity:
         return _capped(-nanos if exact < 0 else nanos, QuantityFormat.DECIMAL_SI)
     if not isinstance(text, str):
         raise QuantityError(f"invalid quantity {text!r}: expected a string such as '500m' or '1Gi'")
+    if len(text) > MAX_QUANTITY_LENGTH:
+        raise QuantityError(
+            f"invalid quantity {text[:20]!r}... ({len(text)} characters): a quantity has at most "
+            f"{MAX_QUANTITY_LENGTH} characters"
+        )
     match = _GRAMMAR.fullmatch(text)  # ASCII digits only, no trailing newline: Go's parser accepts nothing else
     if not match:
         raise QuantityError(

@@ -35,6 +35,8 @@ ZONE_TYPE_NUMA = "Node"
 MAX_NUMA_ID = 64
 DEFAULT_MAX_NUMA_NODES = 8
 MAX_NUMA_NODES_CAP = 1024
+#: Costs are NUMA distances (10 local, at most 255 in an ACPI SLIT), int64 on the wire: negative or wider is corrupt.
+MAX_COST = 2**63 - 1
 
 ATTR_POLICY = "topologyManagerPolicy"
 ATTR_SCOPE = "topologyManagerScope"
@@ -47,7 +49,7 @@ _ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 class NRTError(InvalidInput):
-    """A NodeResourceTopology object that cannot be read."""
+    """A NodeResourceTopology object that cannot be read; the message names the object and the field."""
 
 
 class Policy(enum.StrEnum):
@@ -205,9 +207,11 @@ class NodeResourceTopology:
                 f"unsupported apiVersion {api_version!r} for NodeResourceTopology; expected {GROUP}/v1alpha2"
             )
         metadata = obj.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise NRTError("NodeResourceTopology: metadata must be a mapping")
         name = metadata.get("name")
-        if not name:
-            raise NRTError("NodeResourceTopology without metadata.name (it must be the node name)")
+        if not name or not isinstance(name, str):
+            raise NRTError("NodeResourceTopology without metadata.name (it must be the node name, a string)")
         where = f"NodeResourceTopology {name}"
         raw_zones = obj.get("zones")
         if raw_zones is None:
@@ -215,14 +219,14 @@ class NodeResourceTopology:
         if not isinstance(raw_zones, Sequence) or isinstance(raw_zones, str):
             raise NRTError(f"{where}: zones must be a list")
         zones = tuple(_zone_from_dict(z, f"{where}: zones[{i}]") for i, z in enumerate(raw_zones))
-        policies = obj.get("topologyPolicies") or []
+        policies = _list(obj.get("topologyPolicies"), f"{where}: topologyPolicies")
         return cls(
             name=name,
             zones=zones,
             attributes=_attributes(obj.get("attributes"), f"{where}: attributes"),
             topology_policies=tuple(str(p) for p in policies),
-            annotations=dict(metadata.get("annotations") or {}),
-            labels=dict(metadata.get("labels") or {}),
+            annotations=_string_map(metadata.get("annotations"), f"{where}: metadata.annotations"),
+            labels=_string_map(metadata.get("labels"), f"{where}: metadata.labels"),
             resource_version=str(metadata.get("resourceVersion") or ""),
         )
 
@@ -253,10 +257,27 @@ def _zone_sort_key(item: tuple[str, int]) -> tuple[int, int, str]:
     return (0, numa_id, "") if numa_id is not None else (1, 0, item[0])
 
 
+def _list(raw: Any, where: str) -> Sequence[Any]:
+    """A list field (None reads as empty); anything else is an error naming the field."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, str | bytes):
+        raise NRTError(f"{where}: must be a list, got {type(raw).__name__}")
+    return raw
+
+
+def _string_map(raw: Any, where: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise NRTError(f"{where}: must be a map of strings")
+    return dict(raw)
+
+
 def _attributes(raw: Any, where: str) -> dict[str, str]:
     if raw is None:
         return {}
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not isinstance(raw, Sequence) or isinstance(raw, str | bytes):
         raise NRTError(f"{where}: must be a list of {{name, value}}")
     out: dict[str, str] = {}
     for item in raw:
@@ -270,17 +291,21 @@ def _zone_from_dict(raw: Any, where: str) -> Zone:
     if not isinstance(raw, Mapping):
         raise NRTError(f"{where}: a zone must be a mapping")
     name = raw.get("name")
-    if not name:
+    if not name or not isinstance(name, str):
         raise NRTError(f"{where}: zone without a name")
     where = f"{where} ({name})"
     costs: dict[str, int] = {}
-    for cost in raw.get("costs") or []:
-        try:
-            costs[str(cost["name"])] = int(cost["value"])
-        except (KeyError, TypeError, ValueError):
-            raise NRTError(f"{where}: costs entries need a name and an integer value, got {cost!r}") from None
+    for cost in _list(raw.get("costs"), f"{where}: costs"):
+        value = cost.get("value") if isinstance(cost, Mapping) else None
+        if isinstance(value, str) and _ATOI.fullmatch(value):
+            value = int(value)
+        if not isinstance(cost, Mapping) or "name" not in cost or isinstance(value, bool) or not isinstance(value, int):
+            raise NRTError(f"{where}: costs entries need a name and an integer value, got {cost!r}")
+        if not 0 <= value <= MAX_COST:
+            raise NRTError(f"{where}: cost {value} to {cost['name']} is out of range (0 to {MAX_COST})")
+        costs[str(cost["name"])] = value
     resources = []
-    for info in raw.get("resources") or []:
+    for info in _list(raw.get("resources"), f"{where}: resources"):
         if not isinstance(info, Mapping) or not info.get("name"):
             raise NRTError(f"{where}: resources entries need a name")
         rname = str(info["name"])

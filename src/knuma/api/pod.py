@@ -120,25 +120,35 @@ class Pod:
         if kind != "Pod":
             raise PodError(f"expected kind Pod, got {kind!r}")
         metadata = manifest.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise PodError("a Pod's metadata must be a mapping with name and namespace")
         name = metadata.get("name") or metadata.get("generateName") or ""
         namespace = metadata.get("namespace") or "default"
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            raise PodError("a Pod's metadata.name and metadata.namespace must be strings")
         where = f"pod {namespace}/{name or '<unnamed>'}"
         spec = manifest.get("spec")
         if not isinstance(spec, Mapping):
             raise PodError(f"{where}: missing spec")
-        raw_containers = spec.get("containers") or []
+        raw_containers = _containers(spec.get("containers"), f"{where}: spec.containers")
         if not raw_containers:
             raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container")
         duplicates = container_name_errors(spec)
         if duplicates:
             raise InvalidPodError(where, duplicates)
-        init = tuple(_container(c, where, init=True) for c in spec.get("initContainers") or [])
+        init = tuple(
+            _container(c, where, init=True)
+            for c in _containers(spec.get("initContainers"), f"{where}: spec.initContainers")
+        )
         apps = tuple(_container(c, where, init=False) for c in raw_containers)
         overhead = _resource_list(spec.get("overhead"), f"{where}: spec.overhead")
         try:
             priority = int(spec.get("priority") or 0)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise PodError(f"{where}: spec.priority must be an integer") from None
+        for key in ("schedulerName", "nodeName"):
+            if not isinstance(spec.get(key) or "", str):
+                raise PodError(f"{where}: spec.{key} must be a string")
         return cls(
             namespace=namespace,
             name=name,
@@ -149,8 +159,8 @@ class Pod:
             priority=priority,
             scheduler_name=spec.get("schedulerName") or "default-scheduler",
             node_name=spec.get("nodeName") or "",
-            labels=dict(metadata.get("labels") or {}),
-            annotations=dict(metadata.get("annotations") or {}),
+            labels=_string_map(metadata.get("labels"), f"{where}: metadata.labels"),
+            annotations=_string_map(metadata.get("annotations"), f"{where}: metadata.annotations"),
             spec=spec,
         )
 
@@ -178,11 +188,27 @@ def long_running_request(init: Iterable[Container], apps: Iterable[Container]) -
     return total
 
 
+def _containers(raw: Any, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise PodError(f"{where}: must be a list of containers, got {type(raw).__name__}")
+    return raw
+
+
+def _string_map(raw: Any, where: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise PodError(f"{where}: must be a map of strings")
+    return dict(raw)
+
+
 def _container(raw: Any, where: str, *, init: bool) -> Container:
     if not isinstance(raw, Mapping):
         raise PodError(f"{where}: every container must be a mapping")
     name = raw.get("name")
-    if not name:
+    if not name or not isinstance(name, str):
         raise PodError(f"{where}: a container has no name")
     resources = raw.get("resources") or {}
     if not isinstance(resources, Mapping):

@@ -34,10 +34,18 @@ __all__ = [
     "parse_cpulist",
 ]
 
-_NODE_DIR = re.compile(r"^node(\d+)$")
-_CPU_DIR = re.compile(r"^cpu(\d+)$")
-_HUGEPAGES_DIR = re.compile(r"^hugepages-(\d+)kB$")
-_MEMTOTAL = re.compile(r"^Node\s+(\d+)\s+MemTotal:\s+(\d+)\s+kB\s*$")
+# ASCII only: Python's `\d` and `int()` also read other scripts' digits (`٣` is 3), the kernel never writes them.
+_NODE_DIR = re.compile(r"^node([0-9]+)$", re.ASCII)
+_CPU_DIR = re.compile(r"^cpu([0-9]+)$", re.ASCII)
+_HUGEPAGES_DIR = re.compile(r"^hugepages-([0-9]+)kB$", re.ASCII)
+_MEMTOTAL = re.compile(r"^Node\s+([0-9]+)\s+MemTotal:\s+([0-9]+)\s+kB\s*$", re.ASCII)
+_INTEGER = re.compile(r"^-?[0-9]{1,19}$", re.ASCII)
+#: Linux's largest `CONFIG_NR_CPUS` (x86-64 MAXSMP) and `MAX_NUMNODES` (NODES_SHIFT 10): ids beyond are corrupt data,
+#: and a `0-20000000` cpulist must not cost seconds and gigabytes before it is refused.
+MAX_CPUS = 8192
+MAX_NUMA_NODES = 1024
+#: The largest sysfs file read (a cpulist of 8,192 single CPUs is ~40 KB; sysfs attributes are at most a page).
+MAX_FILE_BYTES = 1 << 20
 
 
 class SysfsError(InvalidInput):
@@ -96,15 +104,20 @@ def parse_cpulist(text: str, where: str = "cpulist") -> frozenset[int]:
         if not part:
             continue
         first, sep, last = part.partition("-")
-        try:
-            low = int(first)
-            high = int(last) if sep else low
-        except ValueError:
-            raise SysfsError(f"{where}: invalid CPU list {text.strip()!r}") from None
+        if not _INTEGER.match(first) or (sep and not _INTEGER.match(last)):
+            raise SysfsError(f"{where}: invalid CPU list {_shown(text.strip())}")
+        low = int(first)
+        high = int(last) if sep else low
         if low < 0 or high < low:
-            raise SysfsError(f"{where}: invalid CPU range {part!r}")
+            raise SysfsError(f"{where}: invalid CPU range {_shown(part)}")
+        if high >= MAX_CPUS:
+            raise SysfsError(f"{where}: CPU {high} is beyond the largest CPU id Linux supports ({MAX_CPUS - 1})")
         cpus.update(range(low, high + 1))
     return frozenset(cpus)
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
 
 
 def format_cpulist(cpus: frozenset[int] | set[int]) -> str:
@@ -142,6 +155,10 @@ def discover(root: str | os.PathLike[str] = "/sys") -> MachineTopology:
     )
     if not node_ids:
         raise SysfsError(f"{node_root}: no node<N> directories found")
+    if node_ids[-1] >= MAX_NUMA_NODES:
+        raise SysfsError(
+            f"{node_root}/node{node_ids[-1]}: NUMA node id beyond the largest Linux supports ({MAX_NUMA_NODES - 1})"
+        )
     online = _online_cpus(sysfs)
     nodes = tuple(_read_node(node_root / f"node{numa_id}", numa_id, node_ids, online) for numa_id in node_ids)
     seen: dict[int, int] = {}
@@ -158,19 +175,30 @@ def discover(root: str | os.PathLike[str] = "/sys") -> MachineTopology:
 
 
 def _read(path: Path) -> str:
+    """A sysfs attribute as text: ASCII from the kernel; anything else (or anything huge) is an error naming it."""
     try:
-        return path.read_text()
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise SysfsError(f"{path}: missing") from None
     except OSError as err:
         raise SysfsError(f"{path}: cannot read: {err.strerror or err}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SysfsError(f"{path}: larger than {MAX_FILE_BYTES} bytes; not a sysfs attribute")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SysfsError(f"{path}: not valid UTF-8 text (byte {err.start}); not what the kernel writes") from None
 
 
 def _online_cpus(sysfs: Path) -> frozenset[int] | None:
     """The online CPUs, or None when the tree does not say (then every listed CPU counts as online)."""
     path = sysfs / "devices" / "system" / "cpu" / "online"
     if path.is_file():
-        return parse_cpulist(_read(path), str(path))
+        online = parse_cpulist(_read(path), str(path))
+        if not online:
+            raise SysfsError(f"{path}: lists no online CPU (the kernel always has one); the file is truncated")
+        return online
     cpu_root = sysfs / "devices" / "system" / "cpu"
     if not cpu_root.is_dir():
         return None
@@ -178,11 +206,13 @@ def _online_cpus(sysfs: Path) -> frozenset[int] | None:
     for entry in os.listdir(cpu_root):
         match = _CPU_DIR.match(entry)
         flag = cpu_root / entry / "online"
-        if match and flag.is_file() and _read(flag).strip() == "0":
+        if match and int(match.group(1)) < MAX_CPUS and flag.is_file() and _read(flag).strip() == "0":
             offline.add(int(match.group(1)))
     if not offline:
         return None
-    every = {int(m.group(1)) for entry in os.listdir(cpu_root) if (m := _CPU_DIR.match(entry))}
+    every = {
+        int(m.group(1)) for entry in os.listdir(cpu_root) if (m := _CPU_DIR.match(entry)) and int(m.group(1)) < MAX_CPUS
+    }
     return frozenset(every - offline)
 
 
@@ -226,8 +256,8 @@ def _hugepages(path: Path) -> dict[int, int]:
             continue
         count_file = path / entry / "nr_hugepages"
         text = _read(count_file).strip()
-        if not text.isdigit():
-            raise SysfsError(f"{count_file}: expected a number of pages, got {text!r}")
+        if not _INTEGER.match(text) or text.startswith("-"):
+            raise SysfsError(f"{count_file}: expected a number of pages, got {_shown(text)}")
         pages[int(match.group(1)) * 1024] = int(text)
     return pages
 
@@ -239,10 +269,9 @@ def _distances(path: Path, numa_id: int, all_ids: list[int]) -> dict[int, int]:
     fields = _read(path).split()
     if len(fields) != len(all_ids):
         raise SysfsError(f"{path}: {len(fields)} distances for {len(all_ids)} NUMA nodes {all_ids}")
-    try:
-        values = [int(f) for f in fields]
-    except ValueError:
-        raise SysfsError(f"{path}: distances must be integers, got {' '.join(fields)!r}") from None
+    if not all(_INTEGER.match(f) for f in fields):
+        raise SysfsError(f"{path}: distances must be integers, got {_shown(' '.join(fields))}")
+    values = [int(f) for f in fields]
     distances = dict(zip(all_ids, values, strict=True))
     if distances[numa_id] != min(values):
         raise SysfsError(f"{path}: the distance of node{numa_id} to itself must be the smallest, got {fields}")
@@ -260,9 +289,7 @@ def _thread_siblings(sysfs: Path, cpus: frozenset[int]) -> dict[int, frozenset[i
         if listed.is_file():
             siblings[cpu] = parse_cpulist(_read(listed), str(listed)) | {cpu}
         elif (topo / "core_id").is_file():
-            package = (
-                (topo / "physical_package_id").read_text().strip() if (topo / "physical_package_id").is_file() else ""
-            )
+            package = _read(topo / "physical_package_id").strip() if (topo / "physical_package_id").is_file() else ""
             cores.setdefault((package, _read(topo / "core_id").strip()), set()).add(cpu)
         else:
             siblings[cpu] = frozenset({cpu})
@@ -284,10 +311,9 @@ def _pci_devices(sysfs: Path) -> tuple[PCIDevice, ...]:
         numa: int | None = None
         if numa_file.exists():
             text = _read(numa_file).strip()
-            try:
-                value = int(text)
-            except ValueError:
-                raise SysfsError(f"{numa_file}: expected a NUMA node id or -1, got {text!r}") from None
+            if not _INTEGER.match(text):
+                raise SysfsError(f"{numa_file}: expected a NUMA node id or -1, got {_shown(text)}")
+            value = int(text)
             numa = value if value >= 0 else None
         devices.append(
             PCIDevice(
@@ -303,6 +329,6 @@ def _pci_devices(sysfs: Path) -> tuple[PCIDevice, ...]:
 
 def _optional(path: Path) -> str:
     try:
-        return path.read_text().strip()
-    except OSError:
+        return _read(path).strip()
+    except SysfsError:
         return ""
