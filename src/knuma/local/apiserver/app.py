@@ -15,11 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import yaml
 from aiohttp import web
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import discovery, errors, protobuf, subresources, tables, watch
+from knuma.local.apiserver import bodies, discovery, errors, protobuf, subresources, tables, watch
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyRequest
 from knuma.local.apiserver.resources import Registry, ResourceType
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
@@ -135,13 +134,9 @@ async def _body(request: web.Request) -> Any:
         return protobuf.decode(raw)
     if ctype not in _BODY_TYPES:
         raise errors.unsupported_media_type(ctype)
-    try:
-        if "yaml" in ctype:
-            return yaml.safe_load(raw.decode())
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        kind = "YAML" if "yaml" in ctype else "JSON"
-        raise errors.bad_request(f"error decoding {kind}: {exc}") from exc
+    if "yaml" in ctype:
+        return bodies.decode_yaml(raw)
+    return bodies.decode_json(raw)
 
 
 def _manager(request: web.Request) -> str:
@@ -297,10 +292,7 @@ class Handlers:
             if raw and request.content_type == protobuf.CONTENT_TYPE:
                 options = protobuf.decode(raw)
             elif raw:
-                try:
-                    loaded = json.loads(raw)
-                except ValueError as exc:
-                    raise errors.bad_request(f"error decoding DeleteOptions: {exc}") from exc
+                loaded = bodies.decode_json(raw, "DeleteOptions")
                 options = loaded if isinstance(loaded, dict) else {}
             if "propagationPolicy" in request.query:
                 options["propagationPolicy"] = request.query["propagationPolicy"]
@@ -324,10 +316,7 @@ class Handlers:
             ctype = request.content_type
             if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
                 raise errors.unsupported_media_type(ctype)
-            try:
-                body = json.loads(await request.read())
-            except ValueError as exc:
-                raise errors.bad_request(f"error decoding patch: {exc}") from exc
+            body = bodies.decode_json(await request.read(), "patch")
             return _json(subresources.update_scale(service, target.rt, ns, name, ctype, body, _write_opts(request)))
         raise errors.method_not_allowed()
 

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import conversion, crdvalidation, errors, fieldmanager, metadata, patch, schema
+from knuma.local.apiserver import bodies, conversion, crdvalidation, errors, fieldmanager, metadata, patch, schema
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
 from knuma.local.apiserver.gc import GarbageCollector
@@ -431,10 +429,7 @@ class ObjectService:
     ) -> tuple[JsonObj, bool]:
         """Apply a patch; returns (object, created) — created only for server-side apply of a new object."""
         if content_type == APPLY_PATCH:
-            try:
-                config = yaml.safe_load(raw.decode() or "{}")
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
-                raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+            config = bodies.decode_yaml(raw or b"{}", "apply configuration")
             return self._server_side_apply(rt, namespace, name, config, opts, subresource)
         if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH) or (
             content_type == STRATEGIC_MERGE_PATCH and rt.custom
@@ -445,10 +440,7 @@ class ObjectService:
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}" + ("" if rt.custom else f", {STRATEGIC_MERGE_PATCH}"),
             )
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError as exc:
-            raise errors.bad_request(f"error decoding patch: {exc}") from exc
+        body = bodies.decode_json(raw or b"null", "patch")
         existing = self.existing(rt, namespace, name)
         current = copy.deepcopy(self.view(rt, existing))
         if content_type == JSON_PATCH:

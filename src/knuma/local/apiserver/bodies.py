@@ -1,0 +1,144 @@
+"""Decoding request bodies (JSON and YAML) within bounds, so that no single request can stall or break the server.
+
+Why: the server runs every request on one event loop. A 409-byte YAML document with 7 levels of 10 aliases
+(the "billion laughs" class, CVE-2019-11253 in kube-apiserver) decodes to a tree PyYAML shares by reference, but
+whatever walks it afterwards (validation, copying, storing) expands it to 10^7 nodes: seconds of stall and a 131 MB
+object. Deeply nested JSON (hundreds of levels) makes the recursive code paths raise `RecursionError` (a 500 and a
+log flood). So every body is decoded here, then walked once, iteratively, with a budget:
+
+- nesting deeper than `MAX_DEPTH` levels -> 400 BadRequest (kube-apiserver's decoders refuse very deep documents too);
+- more than `MAX_DECODED_BYTES` of decoded content (aliases expanded, counted as JSON would print it) -> 413
+  RequestEntityTooLarge, like a body over the 3 MiB request limit.
+
+The walk stops as soon as a budget is exceeded, so refusing a bomb costs about as much as accepting a large valid
+body. The same bounds apply to server-side apply configurations and patches.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from knuma.local.apiserver import errors
+
+#: kube-apiserver's `MaxRequestBodyBytes` (3 MiB): a decoded body may not be larger than a raw one may.
+MAX_DECODED_BYTES = 3 * 1024 * 1024
+#: Deeper than any real object (a CRD embedding a PodTemplateSpec schema is about 30 levels deep), and shallow enough
+#: for the recursive validation, pruning, patching and copying code to stay far from Python's recursion limit.
+MAX_DEPTH = 200
+
+
+def too_large(what: str) -> errors.ApiError:
+    return errors.ApiError(
+        413,
+        "RequestEntityTooLarge",
+        f"the {what} is too large once decoded: more than {MAX_DECODED_BYTES} bytes (YAML aliases count every time "
+        "they are used)",
+    )
+
+
+def too_deep(what: str) -> errors.ApiError:
+    return errors.bad_request(f"the {what} is nested more than {MAX_DEPTH} levels deep")
+
+
+def _scalar_size(value: Any) -> int:
+    return len(value) + 2 if isinstance(value, str) else 8
+
+
+def check_bounds(value: Any, what: str = "request body") -> None:
+    """Raise 400/413 when `value` is nested too deeply or too large with every shared node counted as often as it is
+    used. Each distinct container is measured once (YAML aliases decode to shared objects, so memoizing by identity
+    keeps this linear in the document, not in its expansion); a container that contains itself is refused."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (size in bytes, height in levels)
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    keep: list[Any] = []  # keeps measured containers alive, so their ids stay unique while measuring
+    while stack:
+        item, children_done = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        key = id(item)
+        if not children_done:
+            if key in measured:
+                continue
+            if key in open_ids:
+                raise errors.bad_request(f"the {what} refers to itself (a recursive YAML alias)")
+            open_ids.add(key)
+            stack.append((item, True))
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, False) for child in children if isinstance(child, dict | list))
+            continue
+        open_ids.discard(key)
+        children = item.values() if isinstance(item, dict) else item
+        size = 2 + len(item)
+        height = 1
+        for child in children:
+            if isinstance(child, dict | list):
+                child_size, child_height = measured[id(child)]
+            else:
+                child_size, child_height = _scalar_size(child), 0
+            size += child_size
+            height = max(height, child_height + 1)
+        if isinstance(item, dict):
+            size += sum(len(k) + 3 if isinstance(k, str) else 8 for k in item)
+        if height > MAX_DEPTH:
+            raise too_deep(what)
+        if size > MAX_DECODED_BYTES:
+            raise too_large(what)
+        measured[key] = (size, height)
+        keep.append(item)
+
+
+def check_depth(value: Any, what: str = "request body") -> None:
+    """Raise 400 when `value` is nested more than `MAX_DEPTH` levels (enough for JSON, which cannot share nodes:
+    its decoded size is bounded by the raw body's)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep(what)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def decode_json(raw: bytes, what: str = "request body") -> Any:
+    """JSON within bounds; a syntax error or too deep a document is a 400 naming `what`."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise too_deep(what) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"error decoding {what} as JSON: {exc}") from exc
+    if isinstance(value, dict | list):
+        check_depth(value, what)
+    return value
+
+
+class _MergeBomb(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """`SafeLoader` whose merge keys (`<<: *a`) cannot multiply: PyYAML flattens merges by copying the merged pairs
+    into each mapping node, so merges of merges grow exponentially before any dict removes duplicates."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        super().flatten_mapping(node)
+        if len(node.value) > MAX_DECODED_BYTES // 8:
+            raise _MergeBomb
+
+
+def decode_yaml(raw: bytes, what: str = "request body") -> Any:
+    """YAML (one document, safe types only) within bounds; errors are 400, expansion beyond the budget 413."""
+    try:
+        value = yaml.load(raw.decode(), Loader=_BoundedLoader)
+    except _MergeBomb:
+        raise too_large(what) from None
+    except RecursionError:
+        raise too_deep(what) from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"error decoding {what} as YAML: {exc}") from exc
+    check_bounds(value, what)
+    return value

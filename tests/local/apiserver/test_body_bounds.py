@@ -1,0 +1,117 @@
+"""Issue 18 item 3: no YAML alias bomb, no nesting bomb. Bodies that would expand beyond the decoded-size budget are
+413 quickly, bodies nested beyond the depth limit are 400, and the server stays responsive and stores nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from knuma.local.apiserver.bodies import MAX_DEPTH
+from tests.local.apiserver.conftest import Http, configmap
+
+CM = "/api/v1/namespaces/default/configmaps"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+BLOBS = "/apis/example.knuma.io/v1/namespaces/default/blobs"
+
+
+def _alias_bomb(levels: int = 7, fanout: int = 10) -> bytes:
+    """The issue's attack: ~400 bytes that expand to 10^7 strings once every alias is followed."""
+    lines = ["a0: &a0 [" + ",".join(['"lol"'] * fanout) + "]"]
+    for n in range(1, levels):
+        lines.append(f"a{n}: &a{n} [" + ",".join([f"*a{n - 1}"] * fanout) + "]")
+    body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\n  annotations: {}\nbinaryData: {}\nx:\n  "
+    return (body + "\n  ".join(lines) + "\n").encode()
+
+
+def _merge_bomb(levels: int = 9) -> bytes:
+    lines = ["a0: &a0 {" + ",".join(f"k{j}: v" for j in range(10)) + "}"]
+    for n in range(1, levels):
+        keys = ",".join([f"<<: *a{n - 1}"] + [f"x{n}_{j}: *a{n - 1}" for j in range(10)])
+        lines.append(f"a{n}: &a{n} {{{keys}}}")
+    return ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: merge}\nx:\n  " + "\n  ".join(lines) + "\n").encode()
+
+
+def test_a_yaml_alias_bomb_is_413_at_once_and_stores_nothing(http_client: Http) -> None:
+    bomb = _alias_bomb()
+    assert len(bomb) < 600
+    started = time.monotonic()
+    reply = http_client.post(CM, bomb, content_type="application/yaml")
+    assert time.monotonic() - started < 2.0
+    assert (reply.status, reply.json["reason"]) == (413, "RequestEntityTooLarge"), reply.body
+    assert http_client.get(f"{CM}/bomb").status == 404
+    merge = http_client.post(CM, _merge_bomb(), content_type="application/yaml")
+    assert merge.status == 413
+    recursive = http_client.post(CM, b"metadata: &m {name: r, labels: *m}\n", content_type="application/yaml")
+    assert recursive.status == 400 and "refers to itself" in recursive.json["message"]
+    apply = http_client.request(
+        "PATCH", f"{CM}/bomb?fieldManager=me", _alias_bomb(), content_type="application/apply-patch+yaml"
+    )
+    assert apply.status == 413
+    assert http_client.get("/healthz", auth=False).status == 200
+    assert http_client.post(CM, configmap("fine")).status == 201
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = {"n": value}
+    return value
+
+
+def test_json_nested_too_deeply_is_400_quickly(http_client: Http) -> None:
+    for depth in (MAX_DEPTH + 10, 500, 3000, 100_000):
+        body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":' + b"[" * depth + b"]" * depth
+        started = time.monotonic()
+        reply = http_client.post(CM, body + b"}")
+        assert time.monotonic() - started < 2.0
+        assert (reply.status, reply.json["reason"]) == (400, "BadRequest"), (depth, reply.body[:200])
+        assert "nested more than" in reply.json["message"]
+    deep_patch = json.dumps({"metadata": {"labels": None}, "x": _nested(MAX_DEPTH + 5)}).encode()
+    http_client.post(CM, configmap("target"))
+    patched = http_client.patch(f"{CM}/target", deep_patch, "application/merge-patch+json")
+    assert patched.status == 400
+    assert http_client.get(CM).status == 200
+
+
+def test_objects_just_within_the_depth_limit_work_end_to_end(http_client: Http) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.knuma.io"},
+        "spec": {
+            "group": "example.knuma.io",
+            "scope": "Namespaced",
+            "names": {"plural": "blobs", "kind": "Blob"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+    assert http_client.post(CRDS, crd).status == 201
+    # The object itself is one level; `_nested(n)` adds n - 1 more: exactly MAX_DEPTH.
+    blob = {
+        "apiVersion": "example.knuma.io/v1",
+        "kind": "Blob",
+        "metadata": {"name": "b"},
+        "spec": _nested(MAX_DEPTH),
+    }
+    created = http_client.post(BLOBS, blob)
+    assert created.status == 201, created.body[:300]
+    assert http_client.get(f"{BLOBS}/b").json["spec"] == blob["spec"]
+    patched = http_client.patch(f"{BLOBS}/b", {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json")
+    assert patched.status == 200, patched.body[:300]
+    applied = http_client.request(
+        "PATCH",
+        f"{BLOBS}/b?fieldManager=me&force=true",
+        json.dumps({**blob, "spec": _nested(MAX_DEPTH - 1)}).encode(),
+        content_type="application/apply-patch+yaml",
+    )
+    assert applied.status == 200, applied.body[:300]
+    too_deep = {**blob, "metadata": {"name": "c"}, "spec": _nested(MAX_DEPTH + 1)}
+    assert http_client.post(BLOBS, too_deep).status == 400
