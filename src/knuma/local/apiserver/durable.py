@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from knuma.api.types import JsonObj
+from knuma.local.apiserver import datadir
 
 GroupResource = tuple[str, str]
 log = logging.getLogger("knuma.local.apiserver")
@@ -34,8 +35,9 @@ CREATE TABLE IF NOT EXISTS set_aside (
 
 class SqliteBackend:
     def __init__(self, data_dir: Path, *, fsync: bool = False) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        datadir.secure(data_dir)
         self.path = data_dir / "knuma-apiserver.sqlite3"
+        datadir.create_private(self.path)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")

@@ -184,6 +184,7 @@ def load_or_create(directory: Path, hosts: list[str]) -> tuple[Path, Path]:
         cert = self_signed(hosts)
         key_path.touch(mode=0o600)
         key_path.write_text(cert.key_pem)
+        cert_path.touch(mode=0o600)
         cert_path.write_text(cert.cert_pem)
     return cert_path, key_path
 
