@@ -33,6 +33,20 @@ def apiserver(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Log every request (method, path, status, latency, client) on stderr."
     ),
+    watch_window: int = typer.Option(
+        10_000, "--watch-window", min=1, help="Watch history kept for resuming watches: at most N events."
+    ),
+    watch_window_bytes: str = typer.Option(
+        "16Mi",
+        "--watch-window-bytes",
+        help="... and at most this much encoded JSON (a quantity: 16Mi, 100M). Older resourceVersions get 410 Gone.",
+    ),
+    max_connections: int = typer.Option(
+        512,
+        "--max-connections",
+        min=1,
+        help="Open connections at most; beyond, the oldest not yet authenticated is closed.",
+    ),
     load: list[Path] = typer.Option(
         [],
         "--load",
@@ -47,6 +61,7 @@ def apiserver(
     """
     from knuma.local.apiserver.loader import LoadError, read_manifests
     from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token, serve_forever
+    from knuma.quantity import QuantityError, parse_quantity
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -59,7 +74,22 @@ def apiserver(
         raise typer.Exit(2) from None
     if not insecure and token is None:
         token = persistent_token(data_dir) if data_dir is not None else generate_token()
-    server = ApiServer(token=None if insecure else token, data_dir=data_dir, fsync=fsync)
+    try:
+        window_bytes = parse_quantity(watch_window_bytes).value()
+    except QuantityError as err:
+        typer.echo(f"error: --watch-window-bytes: {err}", err=True)
+        raise typer.Exit(2) from None
+    if window_bytes < 1:
+        typer.echo("error: --watch-window-bytes must be at least 1 byte", err=True)
+        raise typer.Exit(2)
+    server = ApiServer(
+        token=None if insecure else token,
+        data_dir=data_dir,
+        fsync=fsync,
+        watch_window=watch_window,
+        watch_window_bytes=window_bytes,
+        max_connections=max_connections,
+    )
 
     def ready(srv: ApiServer) -> None:
         if kubeconfig_out is not None:

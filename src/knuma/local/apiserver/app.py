@@ -19,6 +19,7 @@ from aiohttp import web
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.local.apiserver import bodies, discovery, errors, protobuf, subresources, tables, watch
+from knuma.local.apiserver.connections import ConnectionGuard
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyRequest
 from knuma.local.apiserver.resources import Registry, ResourceType
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
@@ -38,6 +39,7 @@ class ApiServer(Protocol):
     watch_timeout: float
     bookmark_interval: float
     watch_write_timeout: float
+    connections: ConnectionGuard
 
 
 log = logging.getLogger("knuma.local.apiserver")
@@ -64,10 +66,13 @@ async def _middleware(
 ) -> web.StreamResponse:
     server = request.app[SERVER_KEY]
     if server.token is not None and request.path not in _PUBLIC:
-        header = request.headers.get("Authorization", "")
-        supplied = header[7:] if header.startswith("Bearer ") else ""
-        if not hmac.compare_digest(supplied.encode(), server.token.encode()):
+        # The scheme is case-insensitive (RFC 7235), as kube-apiserver's bearer token authenticator reads it.
+        scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            supplied = ""
+        if not hmac.compare_digest(supplied.strip().encode(), server.token.encode()):
             return _error(errors.unauthorized())
+    server.connections.authenticated(request.transport)
     started = time.perf_counter()
     try:
         response = await handler(request)

@@ -23,14 +23,20 @@ from pathlib import Path
 
 from aiohttp import web
 
-from knuma.local.apiserver import kubeconfig, tls
+from knuma.local.apiserver import datadir, kubeconfig, tls
 from knuma.local.apiserver.app import build_app
+from knuma.local.apiserver.connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PREAUTH_TIMEOUT,
+    ConnectionGuard,
+    GuardedSite,
+)
 from knuma.local.apiserver.durable import SqliteBackend
 from knuma.local.apiserver.loader import LoadedObject, Manifest, load_objects
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyHandler
 from knuma.local.apiserver.resources import Registry
 from knuma.local.apiserver.rest import ObjectService
-from knuma.local.apiserver.store import Backend, Store
+from knuma.local.apiserver.store import DEFAULT_WINDOW_BYTES, DEFAULT_WINDOW_EVENTS, Backend, Store
 
 log = logging.getLogger("knuma.local.apiserver")
 
@@ -59,7 +65,10 @@ class ApiServer:
         token: str | None = None,
         data_dir: Path | None = None,
         fsync: bool = False,
-        watch_window: int = 20000,
+        watch_window: int = DEFAULT_WINDOW_EVENTS,
+        watch_window_bytes: int = DEFAULT_WINDOW_BYTES,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        preauth_timeout: float = DEFAULT_PREAUTH_TIMEOUT,
         watch_queue_size: int = 10000,
         watch_timeout: float = 1800.0,
         bookmark_interval: float = 5.0,
@@ -74,7 +83,8 @@ class ApiServer:
         self.data_dir = data_dir
         backend: Backend | None = SqliteBackend(data_dir, fsync=fsync) if data_dir is not None else None
         self.registry = Registry.with_builtins()
-        self.store = Store(backend, window=watch_window)
+        self.store = Store(backend, window=watch_window, window_bytes=watch_window_bytes)
+        self.connections = ConnectionGuard(max_connections, preauth_timeout)
         self.service = ObjectService(self.store, self.registry, self._defer)
         self.node_proxy = NodeProxyRegistry()
         self.watch_queue_size = watch_queue_size
@@ -126,6 +136,8 @@ class ApiServer:
         app = build_app(self)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
+        assert self._runner.server is not None
+        self.connections.install(self._runner.server)
         ssl_context = None
         if self.token is not None:
             if self.data_dir is not None:
@@ -136,7 +148,16 @@ class ApiServer:
             cert, key = tls.load_or_create(cert_dir, ["localhost", "127.0.0.1", "::1", host])
             self.ca_pem = cert.read_text()
             ssl_context = tls.server_context(cert, key)
-        self._site = web.TCPSite(self._runner, host, port, reuse_address=True, ssl_context=ssl_context)
+        if self.data_dir is not None:
+            datadir.secure(self.data_dir)
+        self._site = GuardedSite(
+            self._runner,
+            host,
+            port,
+            reuse_address=True,
+            ssl_context=ssl_context,
+            handshake_timeout=self.connections.preauth_timeout,
+        )
         await self._site.start()
         server = self._site._server
         assert isinstance(server, asyncio.base_events.Server)

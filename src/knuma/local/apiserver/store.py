@@ -27,6 +27,8 @@ class WatchEvent:
     gr: GroupResource
     obj: JsonObj
     old: JsonObj | None = None
+    #: Bytes the event accounts for in the watch history (set by the store).
+    size: int = 0
     _encoded: dict[tuple[str, str], bytes] = field(default_factory=dict, repr=False)
 
     @property
@@ -66,10 +68,28 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+#: The watch history's default bounds: events kept for resuming watches, and their encoded size. A watcher that falls
+#: further behind gets 410 Gone and re-lists, as with kube-apiserver's watch cache; the bytes bound keeps a stream of
+#: large objects from holding hundreds of megabytes (Python objects take several times their JSON size).
+DEFAULT_WINDOW_EVENTS = 10_000
+DEFAULT_WINDOW_BYTES = 16 * 1024 * 1024
+
+
 class Store:
-    def __init__(self, backend: Backend | None = None, window: int = 20000) -> None:
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        window: int = DEFAULT_WINDOW_EVENTS,
+        window_bytes: int = DEFAULT_WINDOW_BYTES,
+    ) -> None:
+        if window < 1 or window_bytes < 1:
+            raise ValueError("the watch window needs room for at least one event and one byte")
         self._objects: dict[GroupResource, dict[tuple[str, str], JsonObj]] = {}
-        self._history: deque[WatchEvent] = deque(maxlen=window)
+        self._history: deque[WatchEvent] = deque()
+        self._window = window
+        self._window_bytes = window_bytes
+        #: Encoded size of the events in `_history` (each event's object, twice when it carries the old one).
+        self.history_bytes = 0
         self._subscribers: dict[GroupResource, set[Subscriber]] = {}
         self._backend = backend
         self.rv = 0
@@ -157,9 +177,13 @@ class Store:
     # -- watch ---------------------------------------------------------------------------------------------------
 
     def _publish(self, event: WatchEvent) -> None:
-        if len(self._history) == self._history.maxlen:
-            self.compacted_rv = self._history[0].rv
+        event.size = len(event.encode(event.obj.get("apiVersion", ""))) * (2 if event.old is not None else 1)
         self._history.append(event)
+        self.history_bytes += event.size
+        while len(self._history) > self._window or (self.history_bytes > self._window_bytes and len(self._history) > 1):
+            dropped = self._history.popleft()
+            self.history_bytes -= dropped.size
+            self.compacted_rv = dropped.rv
         for sub in list(self._subscribers.get(event.gr, ())):
             sub.offer(event)
 
@@ -168,6 +192,10 @@ class Store:
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self._subscribers.get(sub.gr, set()).discard(sub)
+
+    @property
+    def history_len(self) -> int:
+        return len(self._history)
 
     def events_since(self, gr: GroupResource, rv: int) -> list[WatchEvent] | None:
         """Events of `gr` after `rv`, or None when `rv` is older than the retained window (410 Gone)."""
