@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from knuma.errors import InvalidInput
 from knuma.local.apiserver import errors
 
 #: kube-apiserver's `MaxRequestBodyBytes` (3 MiB): a decoded body may not be larger than a raw one may.
@@ -116,8 +117,8 @@ def decode_json(raw: bytes, what: str = "request body") -> Any:
     return value
 
 
-class _MergeBomb(Exception):
-    pass
+class MergeKeyBomb(InvalidInput):
+    """YAML merge keys that would multiply beyond the decoded-size budget (answered 413)."""
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -127,14 +128,14 @@ class _BoundedLoader(yaml.SafeLoader):
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
         super().flatten_mapping(node)
         if len(node.value) > MAX_DECODED_BYTES // 8:
-            raise _MergeBomb
+            raise MergeKeyBomb
 
 
 def decode_yaml(raw: bytes, what: str = "request body") -> Any:
     """YAML (one document, safe types only) within bounds; errors are 400, expansion beyond the budget 413."""
     try:
         value = yaml.load(raw.decode(), Loader=_BoundedLoader)
-    except _MergeBomb:
+    except MergeKeyBomb:
         raise too_large(what) from None
     except RecursionError:
         raise too_deep(what) from None

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from knuma.local.apiserver.patterns import PatternError, compile_pattern
+from knuma.local.apiserver.patterns import SchemaPatternError, compile_pattern
 
 JsonObj = dict[str, Any]
 Cause = tuple[str, str, str]
@@ -141,7 +141,7 @@ def schema_causes(node: Any, path: str) -> list[Cause]:
         else:
             try:
                 compile_pattern(pattern)
-            except PatternError as exc:
+            except SchemaPatternError as exc:
                 causes.append(
                     _invalid(f"{path}.pattern", pattern, f"must be a valid regular expression, but isn't: {exc}")
                 )

@@ -15,23 +15,25 @@ from typing import Any
 
 import re2
 
+from knuma.errors import InvalidInput
+
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 would print every rejected pattern to stderr
 
 
-class PatternError(ValueError):
+class SchemaPatternError(InvalidInput):
     """A schema pattern RE2 cannot compile; the message is RE2's reason."""
 
 
 @functools.lru_cache(maxsize=1024)
 def compile_pattern(pattern: str) -> Any:
-    """The compiled RE2 pattern; raises `PatternError` for syntax RE2 (and so kube-apiserver) rejects."""
+    """The compiled RE2 pattern; raises `SchemaPatternError` for syntax RE2 (and so kube-apiserver) rejects."""
     try:
         return re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
-        raise PatternError(f"error parsing regexp: {text}") from None
+        raise SchemaPatternError(f"error parsing regexp: {text}") from None
 
 
 def search(pattern: str, value: str) -> bool:
