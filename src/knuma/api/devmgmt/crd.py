@@ -31,7 +31,7 @@ __all__ = ["prototype_crds"]
 
 #: The group is under k8s.io, which needs API review; like upstream's experimental CRDs, these say they are unapproved.
 APPROVAL = "api-approved.kubernetes.io"
-UNAPPROVED = "unapproved, experimental-only (the k8srm-prototype's kinds)"
+UNAPPROVED = "unapproved, experimental-only"
 _WIRE_NAMES = {"semver_value": "semVerValue", "api_version": "apiVersion"}
 _QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
 _ALLOCATIONS = {
