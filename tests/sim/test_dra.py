@@ -50,3 +50,10 @@ def test_cli_json_and_bad_scheduler() -> None:
     assert document["results"][0]["topology_affinity_errors"] == 0
     bad = CliRunner().invoke(app, ["simulate", "--scenario", "dra", "--schedulers", "knuma,nope"])
     assert bad.exit_code == 2 and "unknown scheduler(s) for scenario dra: nope" in bad.output
+
+
+def test_the_default_scenario_reaches_the_optimum() -> None:
+    """40 pods on 8 DGX-like nodes: with the least-fragmenting term of DynamicResources' score (fill partly used NUMA
+    nodes first) knuma places all 40, as the optimum; locality alone left one 2-GPU pod pending."""
+    knuma, optimal = run_dra(DraScenario(), 0, ("knuma", "optimal"))
+    assert knuma.placed == optimal.placed == 40
