@@ -19,14 +19,20 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "dra"
 
 
 def test_dra_session_on_dgx_nodes(start: Callable[..., Up]) -> None:
-    up = start("--nodes", "1", "--shape", "dgx", "--exporters", "process")
+    up = start(
+        "--nodes", "1", "--shape", "dgx", "--exporters", "process", "--load", str(EXAMPLES / "gpu-nic-template.yaml")
+    )
+    # --load created the template before the nodes started
+    assert up.kubectl("get", "resourceclaimtemplates", "-o", "name").split() == [
+        "resourceclaimtemplate.resource.k8s.io/gpu-and-nic"
+    ]
     assert up.kubectl("get", "deviceclasses", "-o", "name").split() == [
         "deviceclass.resource.k8s.io/gpu.sim.knuma.io",
         "deviceclass.resource.k8s.io/nic.sim.knuma.io",
     ]
     eventually(lambda: len(up.get("resourceslices")["items"]) == 2)
     eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
-    up.kubectl("apply", "-f", str(EXAMPLES / "gpu-nic-template.yaml"), "-f", str(EXAMPLES / "trainer.yaml"))
+    up.kubectl("apply", "-f", str(EXAMPLES / "trainer.yaml"))
     eventually(lambda: phase(up, "trainer") == "Running")
     annotations = up.get("pod", "trainer")["metadata"]["annotations"]
     devices = json.loads(annotations["sim.knuma.io/devices"])["train"]
