@@ -1,0 +1,30 @@
+"""`KnumaBinPacking` (knuma's own, its profile's default): node-level best fit of exclusive CPUs with a penalty for
+the zone remainders no recent pod size fills (`knuma.scheduler.plugins.stranding`)."""
+
+from __future__ import annotations
+
+from knuma.api.resources import CPU
+from knuma.scheduler.plugins.stranding import CPUDemand, stranding_penalty
+from knuma.scheduler.plugins.strategies.units import MAX_SCORE
+from knuma.topology.node import NodeTopology
+
+__all__ = ["bin_packing_score"]
+
+
+def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None) -> int:
+    """`KnumaBinPacking`: the share (0-100) of the node's NUMA-managed CPUs allocated once the pod is admitted (`after`
+    is the kubelet model's node after admission), less `stranding_penalty` for the CPUs the placement leaves in its
+    zones that no recent pod size can fill; 0 on a node whose zones report no CPU.
+
+    Exclusive CPUs are what fragments a NUMA cluster: the CPU manager pins whole CPUs in one zone, so free CPUs spread
+    thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those,
+    and the stranding term keeps zone remainders usable; the node-level NodeResourcesFit score still spreads the pods
+    that hold no exclusive CPUs."""
+    total = sum(zone.total(CPU) for zone in before.zones)
+    if total <= 0:
+        return 0
+    free = sum(zone.available.get(CPU, 0) for zone in after.zones)
+    packed = (total - free) * MAX_SCORE // total
+    if demand is not None:
+        packed -= stranding_penalty(before, after, demand)
+    return max(0, min(MAX_SCORE, packed))
