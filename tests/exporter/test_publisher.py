@@ -10,7 +10,7 @@ import yaml
 from lightkube import AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
-from lightkube.types import PatchType
+from lightkube.types import CascadeType, PatchType
 
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo, Zone
 from knuma.exporter.publisher import NRT, Outcome, Publisher, PublishError, desired_object, merge_patch
@@ -161,3 +161,26 @@ def test_merge_patch_only_touches_the_exporters_fields() -> None:
         "metadata": {"ownerReferences": [new_owner]}
     }
     assert merge_patch(current, desired_object(nrt("n"), new_owner), manage_owner=False) == {}
+
+
+async def test_a_recreated_node_gets_a_fresh_owner_reference(client: AsyncClient) -> None:
+    """Issue 18 item 8: the Node's UID is not cached forever. After the Node is deleted and created again, the
+    republished object (the garbage collector removed the old one with its owner) is owned by the new Node, and an
+    object that survived is re-owned at the next resync."""
+    old_uid = await make_node(client, "pub-h")
+    publisher = Publisher(client, "pub-h", resync_every=3)
+    assert await publisher.publish(nrt("pub-h")) is Outcome.CREATED
+    await client.delete(Node, "pub-h")
+    new_uid = await make_node(client, "pub-h")
+    assert new_uid != old_uid
+    publisher.forget()  # what the daemon's watch does when the object is deleted
+    assert await publisher.publish(nrt("pub-h")) in (Outcome.CREATED, Outcome.UPDATED)
+    owners = (await read(client, "pub-h"))["metadata"]["ownerReferences"]
+    assert owners == [{"apiVersion": "v1", "kind": "Node", "name": "pub-h", "uid": new_uid}]
+    # Without a deletion to notice: the Node is re-created while the object stays (orphaned); the resync re-owns it.
+    await client.delete(Node, "pub-h", cascade=CascadeType.ORPHAN)
+    newest_uid = await make_node(client, "pub-h")
+    for _ in range(3):
+        await publisher.publish(nrt("pub-h"))
+    owners = (await read(client, "pub-h"))["metadata"]["ownerReferences"]
+    assert owners == [{"apiVersion": "v1", "kind": "Node", "name": "pub-h", "uid": newest_uid}]

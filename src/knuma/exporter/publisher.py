@@ -10,6 +10,10 @@ loop around them that talks to the API server through lightkube.
   nothing changed. The patch carries the `resourceVersion` it was computed against: if someone else wrote the object
   in between, the API server answers 409 Conflict and the publisher re-reads the object and recomputes the patch.
 - The object is built completely before any write, so a failure never leaves a partial object behind.
+- The owner reference (the Node's UID) is read again whenever the object is (every `resync_every` publishes, after
+  a deletion, a conflict or a lost connection): a Node deleted and created again has a new UID, and an object owned
+  by the old one is garbage-collected as soon as it is written. Caching the UID forever made every republished
+  object vanish again.
 """
 
 from __future__ import annotations
@@ -118,8 +122,10 @@ class Publisher:
         """The object as the server last returned it (None until read or created)."""
 
     def forget(self) -> None:
-        """The object may be gone (deleted, or its CRD re-created): read it again before the next publish."""
+        """The object may be gone (deleted, or its CRD re-created, or its Node re-created and the object collected):
+        read it and the Node's UID again before the next publish."""
         self._current = None
+        self._owner = None
 
     async def publish(self, nrt: NodeResourceTopology) -> Outcome:
         if nrt.name != self.node_name:
@@ -144,6 +150,7 @@ class Publisher:
             if self._current is None:
                 self._current = await self._read()
                 self._since_read = 0
+                self._owner = None  # re-read the Node with the object: it may have been re-created
             owner = await self._owner_reference() if self.add_owner_reference else None
             desired = desired_object(nrt, owner)
             if self._current is None:
