@@ -10,7 +10,7 @@ import pytest
 
 from knuma.kube.leaderelection import LeaseConfig
 from knuma.scheduler.cache.knuma import KnumaCache
-from knuma.scheduler.daemon.loop import DaemonSettings
+from knuma.scheduler.daemon.loop import DaemonSettings, LeadershipLost
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
@@ -215,6 +215,27 @@ async def test_two_replicas_never_both_schedule(api: RunningApiServer) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_leader_past_its_renew_deadline_stops_before_binding(api: RunningApiServer) -> None:
+    """Issue 18 item 10: a leader that resumes after a pause longer than its renew deadline (here: its clock jumps
+    25 s, its renew loop would only run in 10 s) must not schedule or bind from its stale queue."""
+    lease = LeaseConfig(namespace="default", name="knuma-pause", lease_duration=30, renew_deadline=20, retry_period=10)
+    settings = DaemonSettings(leader_elect=True, lease=lease, identity="paused", initial_backoff=0.1, max_backoff=0.5)
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        with pytest.raises(LeadershipLost):
+            async with running_scheduler(api, settings=settings) as a:
+                await c.wait_for(lambda: _true(a.ready.is_set()), what="a leads")
+                elector = a.elector
+                assert elector is not None
+                real_clock = elector.clock
+                elector.clock = lambda: real_clock() + 25.0
+                await c.create_pod("stale", "1", "1Gi")
+                await c.wait_for(lambda: _true(elector.lost.is_set()), what="the leader steps down")
+                await asyncio.sleep(0.5)
+                assert not (await c.pod("stale"))["spec"].get("nodeName")
+                assert a.scheduled == 0
 
 
 async def test_recovers_from_an_api_server_restart(tmp_path: Path) -> None:

@@ -7,6 +7,11 @@
   the loser gets 409 Conflict.
 - The leader renews every `retry_period`; if it cannot renew for `renew_deadline` it steps down (`lost` is set) and
   stops working, before any other candidate can consider the Lease expired (`renew_deadline < lease_duration`).
+- Before every action that only the leader may take (a scheduling cycle, a bind), `still_leading()` checks the renew
+  deadline on the local clock: a process paused past its deadline (SIGSTOP, a long GC pause, a frozen VM) must not
+  act on its stale queue when it resumes, even before its renew loop has run and noticed. client-go's elector cancels
+  the leader's context when `RenewDeadline` passes without a renewal (`renew` in leaderelection.go); this is that
+  check, made synchronously where the action happens.
 - `release()` at graceful shutdown empties the holder, so a standby takes over at once instead of waiting out the
   lease.
 """
@@ -90,6 +95,24 @@ class LeaderElector:
                 log.error("failed to renew lease %s/%s in time; stepping down", self.config.namespace, self.config.name)
                 self.lost.set()
                 return
+
+    def still_leading(self) -> bool:
+        """True while this candidate holds the Lease and renewed it within `renew_deadline`; otherwise step down
+        (set `lost`) and return False."""
+        if not self.is_leader:
+            return False
+        if self.clock() - self._last_renew < self.config.renew_deadline:
+            return True
+        self.is_leader = False
+        log.error(
+            "lease %s/%s not renewed for %.1fs (renew deadline %.1fs): stepping down before acting",
+            self.config.namespace,
+            self.config.name,
+            self.clock() - self._last_renew,
+            self.config.renew_deadline,
+        )
+        self.lost.set()
+        return False
 
     async def release(self) -> None:
         if not self.is_leader:

@@ -203,8 +203,15 @@ class Scheduler:
             self.schedule_one(queued)
             await asyncio.sleep(0)  # let informer events and binds run between cycles
 
+    def _leading(self) -> bool:
+        """Whether this replica may act now: always without leader election, else only within the renew deadline."""
+        return self.elector is None or self.elector.still_leading()
+
     def schedule_one(self, queued: QueuedPod) -> Outcome | None:
         pod = queued.pod
+        if not self._leading():
+            self.queue.done(pod.key)  # the next leader lists the pod again
+            return None
         current = self.pods.store.get(pod.key)
         if current is None or (current.get("spec") or {}).get("nodeName") or terminal(current):
             self.queue.done(pod.key)
@@ -290,6 +297,9 @@ class Scheduler:
         claims: Mapping[str, Any] | None = None,
     ) -> None:
         pod = queued.pod
+        if not self._leading():
+            self._abandon(queued, node, claims)
+            return
         if annotations:
             await self._annotate(pod, annotations)
         if claims:
@@ -310,6 +320,9 @@ class Scheduler:
         }
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         async with self._binds:
+            if not self._leading():  # waiting for a bind slot may have taken past the deadline
+                self._abandon(queued, node, claims)
+                return
             start = time.perf_counter()
             try:
                 response = await self.http.post(path, json=body)
@@ -339,6 +352,15 @@ class Scheduler:
         self.queue.error(queued)
         self.queue.move_all()  # the node we reserved on is free again
         self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {text[:300] or 'no response'}")
+
+    def _abandon(self, queued: QueuedPod, node: str, claims: Mapping[str, Any] | None) -> None:
+        """Drop a bind this replica may no longer send (it lost the lease): forget the assumption; the pod stays
+        pending for the next leader."""
+        log.warning("not binding %s to %s: no longer the leader", queued.pod.key, node)
+        self.cache.forget(queued.pod.key)
+        if claims:
+            self.devices.unreserve(queued.pod)
+        self.queue.done(queued.pod.key)
 
     def _event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
