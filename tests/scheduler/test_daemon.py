@@ -399,7 +399,7 @@ async def test_overreserve_cache_holds_a_node_with_foreign_pods_until_a_resync_m
             async def rejected() -> bool:
                 return any("invalid node topology data" in e["message"] for e in await c.events("p0"))
 
-            await c.wait_for(rejected, what="FailedScheduling: invalid node topology data")
+            await c.wait_for(rejected, timeout=30, what="FailedScheduling: invalid node topology data")
             assert daemon.scheduled == 0
             await c.publish_nrt(
                 "n1",
@@ -407,7 +407,7 @@ async def test_overreserve_cache_holds_a_node_with_foreign_pods_until_a_resync_m
                 nodeTopologyPodsFingerprint=compute([("default", "foreign")]),
                 nodeTopologyPodsFingerprintMethod="all",
             )
-            assert await c.bound("p0", timeout=15) == "n1"
+            assert await c.bound("p0", timeout=30) == "n1"
             assert nrt.flushes == 1
 
 
