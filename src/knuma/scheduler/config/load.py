@@ -238,7 +238,8 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         "queueSort": list(profile.plugins.get("queueSort", ())),
         "filter": [p.name for p in built.filters],
         "score": [f"{p.name} (weight {w})" for p, w in built.scorers],
-        "reserve": [n for n in profile.plugins.get("reserve", ()) if n == NUMA_PLUGIN],
+        "reserve": [n for n in profile.plugins.get("reserve", ()) if n in (NUMA_PLUGIN, DRA_PLUGIN)],
+        "preBind": [n for n in profile.plugins.get("preBind", ()) if n == DRA_PLUGIN],
         "bind": [n for n in profile.plugins.get("bind", ()) if PLUGINS[n].runs],
     }
     for point, names in rows.items():
