@@ -79,6 +79,8 @@ class DeviceState:
     """Slices or classes that failed to parse (the API server validates them; this is for safety)."""
     cache: SelectorCache = field(default_factory=SelectorCache)
     version: int = 0
+    """Bumped on every change; `inventory()` is cached per version."""
+    _inventory: tuple[int, Inventory] | None = field(default=None, repr=False)
 
     def set_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
@@ -102,6 +104,7 @@ class DeviceState:
             self.generated[key] = names
         else:
             self.generated.pop(key, None)
+        self.version += 1
         return True
 
     def delete_pod(self, obj: JsonObj) -> None:
@@ -110,6 +113,7 @@ class DeviceState:
         self.generated.pop(key, None)
         for claim in [k for k, (owner, _) in self.in_flight.items() if owner == key]:
             del self.in_flight[claim]
+        self.version += 1
 
     def delete_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
@@ -156,12 +160,18 @@ class DeviceState:
         return claim
 
     def inventory(self) -> Inventory:
+        """Slices, classes and the devices in use, rebuilt only when something changed (Filter asks per node)."""
+        cached = self._inventory
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
         parsed = [c for key in self.claims if (c := self.parsed_claim(key)) is not None]
         in_use: set[DeviceID] = set(allocated_devices(parsed))
         for key, (_, allocation) in self.in_flight.items():
             if key not in self.claims:
                 in_use.update(r.device_id for r in allocation.results if not r.admin_access)
-        return Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
+        inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
+        self._inventory = (self.version, inventory)
+        return inventory
 
     def reserve(self, pod: Pod, allocations: Mapping[str, AllocationResult]) -> None:
         for key, allocation in allocations.items():
