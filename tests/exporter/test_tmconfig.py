@@ -166,3 +166,21 @@ def test_max_allowable_numa_nodes_below_eight_is_refused_as_the_kubelet_does(tmp
         load_kubelet_config(path)
     path.write_text('topologyManagerPolicyOptions: {max-allowable-numa-nodes: "8"}\n')
     assert load_kubelet_config(path).max_numa_nodes == 8
+
+
+def test_align_by_socket_with_single_numa_node_is_refused_as_the_kubelet_does(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        'cpuManagerPolicy: static\ncpuManagerPolicyOptions: {align-by-socket: "true"}\n'
+        "topologyManagerPolicy: single-numa-node\n"
+    )
+    with pytest.raises(
+        ConfigError, match="align-by-socket is incompatible with topologyManagerPolicy single-numa-node"
+    ):
+        load_kubelet_config(path)
+    path.write_text(
+        'cpuManagerPolicy: static\ncpuManagerPolicyOptions: {align-by-socket: "true"}\n'
+        "topologyManagerPolicy: restricted\n"
+    )
+    options = load_kubelet_config(path).cpu_manager_options
+    assert options is not None and options.align_by_socket

@@ -47,6 +47,19 @@ def test_cluster_errors_name_the_field() -> None:
         cluster_from_dict({"pools": [{"shape": "small", "cuont": 2}]})
     with pytest.raises(SpecError, match="non-empty list"):
         cluster_from_dict({"pools": []})
+    with pytest.raises(SpecError, match=r"cpuManagerPolicyOptions.*unknown CPU Manager Policy option 'smt'"):
+        shape = {"numaZones": 2, "cpusPerZone": 8, "memoryPerZone": "8Gi", "cpuManagerPolicyOptions": {"smt": "true"}}
+        cluster_from_dict({"shapes": {"s": shape}, "pools": [{"shape": "s"}]})
+    by_socket = {
+        "numaZones": 4,
+        "cpusPerZone": 8,
+        "memoryPerZone": "8Gi",
+        "cpuManagerPolicyOptions": {"align-by-socket": "1"},
+    }
+    with pytest.raises(SpecError, match=r"pools\[0\]: shape s has the CPU manager option align-by-socket"):
+        cluster_from_dict({"shapes": {"s": by_socket}, "pools": [{"shape": "s"}]})
+    spec = cluster_from_dict({"shapes": {"s": by_socket}, "pools": [{"shape": "s", "policy": "restricted"}]})
+    assert spec.pools[0].shape.topology("n").cpu_manager.numa_sockets == {0: 0, 1: 0, 2: 1, 3: 1}
 
 
 def test_custom_shape_and_policy() -> None:

@@ -81,6 +81,8 @@ class MachineTopology:
     """NUMA nodes sorted by id."""
     thread_siblings: Mapping[int, frozenset[int]] = field(default_factory=dict)
     """Logical CPU -> the logical CPUs sharing its physical core (itself included)."""
+    packages: Mapping[int, int] = field(default_factory=dict)
+    """Logical CPU -> its socket (`topology/physical_package_id`), when sysfs says."""
     pci_devices: tuple[PCIDevice, ...] = ()
 
     @cached_property
@@ -170,6 +172,7 @@ def discover(root: str | os.PathLike[str] = "/sys") -> MachineTopology:
     return MachineTopology(
         nodes=nodes,
         thread_siblings=_thread_siblings(sysfs, frozenset(seen)),
+        packages=_packages(sysfs, frozenset(seen)),
         pci_devices=_pci_devices(sysfs),
     )
 
@@ -298,6 +301,19 @@ def _thread_siblings(sysfs: Path, cpus: frozenset[int]) -> dict[int, frozenset[i
         for cpu in members:
             siblings[cpu] = group
     return siblings
+
+
+def _packages(sysfs: Path, cpus: frozenset[int]) -> dict[int, int]:
+    """CPU -> `physical_package_id` (the socket), for the CPUs that have one."""
+    out: dict[int, int] = {}
+    for cpu in sorted(cpus):
+        path = sysfs / "devices" / "system" / "cpu" / f"cpu{cpu}" / "topology" / "physical_package_id"
+        if path.is_file():
+            text = _read(path).strip()
+            if not text.lstrip("-").isdigit():
+                raise SysfsError(f"{path}: expected a socket id, got {text!r}")
+            out[cpu] = int(text)
+    return out
 
 
 def _pci_devices(sysfs: Path) -> tuple[PCIDevice, ...]:

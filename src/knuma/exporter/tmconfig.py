@@ -189,13 +189,19 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
             f"{path}: cpuManagerPolicyOptions need cpuManagerPolicy: static (the kubelet refuses to start with "
             f"options and policy {cpu_policy or 'none'!r})"
         )
+    policy = _policy(raw.get("topologyManagerPolicy"), f"{path}: topologyManagerPolicy")
+    if cpu_options is not None and cpu_options.align_by_socket and policy is Policy.SINGLE_NUMA_NODE:
+        raise ConfigError(  # ValidateStaticPolicyOptions: the kubelet refuses to start
+            f"{path}: cpuManagerPolicyOptions.align-by-socket is incompatible with topologyManagerPolicy "
+            "single-numa-node (the kubelet refuses to start)"
+        )
     try:
         reserved = parse_cpulist(str(raw.get("reservedSystemCPUs") or ""), f"{path}: reservedSystemCPUs")
     except SysfsError as err:
         raise ConfigError(str(err)) from None
     return KubeletConfigFile(
         path=str(path),
-        policy=_policy(raw.get("topologyManagerPolicy"), f"{path}: topologyManagerPolicy"),
+        policy=policy,
         scope=_scope(raw.get("topologyManagerScope"), f"{path}: topologyManagerScope"),
         max_numa_nodes=max_numa,
         prefer_closest_numa_nodes=prefer,

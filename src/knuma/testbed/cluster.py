@@ -77,6 +77,11 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
             scope = Scope.parse(str(pool_raw.get("scope", Scope.CONTAINER.value)))
         except ValueError as err:
             raise SpecError(f"{here}: {err}") from None
+        if shapes[shape_name].cpu_manager.align_by_socket and policy is Policy.SINGLE_NUMA_NODE:
+            raise SpecError(  # cpumanager ValidateStaticPolicyOptions: such a kubelet does not start
+                f"{here}: shape {shape_name} has the CPU manager option align-by-socket, which the kubelet refuses "
+                "with the single-numa-node policy; use restricted or best-effort"
+            )
         name = str(pool_raw.get("name") or f"{shape_name}-{index}")
         pools.append(NodePool(name, shapes[shape_name], count, policy, scope))
     names = [p.name for p in pools]

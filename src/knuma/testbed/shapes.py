@@ -99,10 +99,18 @@ class NodeShape:
         reserved = set(range(self.reserved_cpus))
         return len({cpu % half + offset for cpu in reserved for offset in (0, half)} - reserved)
 
+    def socket_of(self, numa_id: int) -> int:
+        """Zones come in pairs per socket (as the SLIT-like distances say: 12 within a socket, 20+ across)."""
+        return numa_id // 2
+
     def cpu_manager_options(self) -> CPUManagerOptions:
         """The shape's CPU manager options with its CPU topology facts."""
+        sockets = {z: self.socket_of(z) for z in range(self.zones)} if self.cpu_manager.align_by_socket else {}
         return replace(
-            self.cpu_manager, cpus_per_core=self.threads_per_core, reserved_core_siblings=self.reserved_core_siblings()
+            self.cpu_manager,
+            cpus_per_core=self.threads_per_core,
+            reserved_core_siblings=self.reserved_core_siblings(),
+            numa_sockets=sockets,
         )
 
     def zone_capacity(self) -> dict[str, int]:

@@ -32,6 +32,15 @@ SMT = shape_from_dict(
         "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
     },
 )
+SOCKETS = shape_from_dict(
+    "sockets",
+    {
+        "numaZones": 4,
+        "cpusPerZone": 8,
+        "memoryPerZone": "16Gi",
+        "cpuManagerPolicyOptions": {"align-by-socket": "true", "distribute-cpus-across-numa": "true"},
+    },
+)
 TEN_ZONES = shape_from_dict(
     "ten", {"numaZones": 10, "cpusPerZone": 4, "memoryPerZone": "8Gi", "resourcesPerZone": {"example.com/nic": 1}}
 )
@@ -44,8 +53,9 @@ TEN_ZONES = shape_from_dict(
         (BUILTIN_SHAPES["two-socket"], Policy.RESTRICTED, Scope.POD),
         (TEN_ZONES, Policy.BEST_EFFORT, Scope.CONTAINER),
         (SMT, Policy.SINGLE_NUMA_NODE, Scope.CONTAINER),
+        (SOCKETS, Policy.RESTRICTED, Scope.CONTAINER),
     ],
-    ids=["gpu", "two-socket-restricted-pod", "ten-zones", "full-pcpus-only"],
+    ids=["gpu", "two-socket-restricted-pod", "ten-zones", "full-pcpus-only", "align-by-socket"],
 )
 def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, scope, tmp_path: Path) -> None:
     node = NodeSpec("n-0", 0, shape, "pool", policy, scope)
@@ -84,3 +94,7 @@ def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, 
         attributes = {a["name"]: a["value"] for a in built["attributes"]}
         assert attributes["cpuManagerPolicyOptionFullPCPUsOnly"] == "true"
         assert (attributes["cpuManagerCPUsPerCore"], attributes["cpuManagerReservedCoreSiblings"]) == ("2", "2")
+    if shape.cpu_manager.align_by_socket:  # two zones per socket, read back from physical_package_id
+        attributes = {a["name"]: a["value"] for a in built["attributes"]}
+        assert attributes["cpuManagerNUMANodeSockets"] == "0:0,1:0,2:1,3:1"
+        assert attributes["cpuManagerPolicyOptionDistributeCPUsAcrossNUMA"] == "true"

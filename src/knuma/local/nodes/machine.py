@@ -115,7 +115,8 @@ class Machine:
             for zone in range(self.zones)
         )
         siblings = {cpu: self.siblings(cpu) for cpu in range(self.total_cpus)}
-        return MachineTopology(nodes=nodes, thread_siblings=siblings)
+        packages = {cpu: self.shape.socket_of(self.zone_of_cpu[cpu]) for cpu in range(self.total_cpus)}
+        return MachineTopology(nodes=nodes, thread_siblings=siblings, packages=packages)
 
     def allocatable(self) -> Allocatable:
         """`GetAllocatableResources`: the static CPU manager's CPUs (reserved ones excluded), the memory manager's
