@@ -266,3 +266,35 @@ def test_an_empty_scheduler_grows_node_by_node() -> None:
         want = expected(scheduler.scoring, pod, infos, scheduler.demand)
         feasible, scores = scheduler.filter_and_score(pod)
         assert (feasible.tolist(), scores.tolist()) == want
+
+
+def test_full_pcpus_only_nodes_stay_on_the_array_path_and_agree_with_the_plugin() -> None:
+    """SMTAlignmentError in arrays: each container's CPUs a multiple of the CPUs per core, and the pod's within the
+    free physical CPUs (free whole CPUs less the reserved CPUs' siblings)."""
+    options = CPUManagerOptions(full_pcpus_only=True, cpus_per_core=2, reserved_core_siblings=2)
+    zones = {0: {"cpu": 8000, "memory": 16 * GI}, 1: {"cpu": 8000, "memory": 16 * GI}}
+    smt = replace(NodeTopology.build("smt", zones), cpu_manager=options)
+    plain = NodeTopology.build("plain", zones)
+    nodes = [NodeInfo(t.name, allocatable=t.available_total() | {"pods": 110}, topology=t) for t in (smt, plain)]
+    fast = VectorizedScheduler(nodes, ScoringStrategy(StrategyType.KNUMA_BIN_PACKING))
+    assert fast.simple_node.all()
+
+    def pod(*cpus: int) -> Pod:
+        containers = [
+            {"name": f"c{i}", "resources": {"limits": {"cpu": str(c), "memory": "1Gi"}}} for i, c in enumerate(cpus)
+        ]
+        return Pod.from_manifest({"metadata": {"name": "p"}, "spec": {"containers": containers}})
+
+    for cpus, expected in [
+        ((3,), [False, True]),
+        ((4,), [True, True]),
+        ((2, 1), [False, True]),
+        ((8, 6), [True, True]),
+    ]:
+        feasible, _ = fast.filter_and_score(pod(*cpus))
+        slow = [NodeResourceTopologyMatch().filter(CycleState(), pod(*cpus), n).ok for n in nodes]
+        assert list(feasible) == expected == slow, cpus
+    # 16 free CPUs, 2 of them siblings of reserved ones: 8 + 8 fit the zones but not the 14 free physical CPUs
+    feasible, _ = fast.filter_and_score(pod(8, 8))
+    slow = [NodeResourceTopologyMatch().filter(CycleState(), pod(8, 8), n).ok for n in nodes]
+    assert list(feasible) == slow == [False, True]

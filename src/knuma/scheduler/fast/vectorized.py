@@ -35,8 +35,8 @@ A cold shape is evaluated on every row at once:
 
 - NodeResourcesFit is a comparison of `[nodes, resources]` arrays, and its LeastAllocated score a few more.
 - For pods and nodes where the kubelet's decision reduces to "some NUMA zone holds every exclusive request"
-  (single-numa-node nodes without the CPU manager's `full-pcpus-only`; Guaranteed or device-requesting pods without
-  init containers), NodeResourceTopologyMatch's
+  (single-numa-node nodes; Guaranteed or device-requesting pods without init containers; the CPU manager's
+  `full-pcpus-only` checks are two more comparisons), NodeResourceTopologyMatch's
   filter is a comparison of `[nodes, zones, resources]` arrays (whole CPUs precomputed) and the LeastAllocated /
   MostAllocated scores a few more. Everything else (other policies, init and sidecar containers, memory-manager
   groups, the other strategies) goes through the plugin itself, row by row.
@@ -76,6 +76,8 @@ CACHE_SHAPES = 512
 """Pod shapes whose per-node results are kept (least recently used first out)."""
 MAX_PODS_UNSET = 1 << 62
 FLOAT_EXACT_LIMIT = 1 << 46
+SMT_UNBOUNDED = 1 << 62
+"""`smt_limit` of rows without `full-pcpus-only`."""
 """Below this, `floor(a * 100 / b)` in float64 equals the integer division for 0 <= a <= b (the quotient is at least
 1/b away from the next integer, far more than float64's error at 100): the array scores are exact for rows whose
 amounts are all below it (70 TiB of memory in one zone); rows above it are scored by the plugins."""
@@ -125,6 +127,8 @@ class _Shape:
     exclusive_total: Int64Array
     exclusive_cpu: int
     """Milli-CPUs the pod pins (what KnumaBinPacking adds to a node's used CPUs)."""
+    exclusive_cpu_counts: tuple[int, ...]
+    """Whole CPUs each container pins (the CPU manager's `full-pcpus-only` checks each)."""
     zone_requests: _ZoneRequests
     numa_exempt: bool = False
     """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
@@ -343,6 +347,9 @@ class VectorizedScheduler:
             exclusive_columns=columns,
             exclusive_total=total,
             exclusive_cpu=int(total[self.cpu_index]) if self.cpu_index is not None else 0,
+            exclusive_cpu_counts=tuple(int(v[self.cpu_index]) // 1000 for v in vectors or ())
+            if self.cpu_index is not None and pod.is_guaranteed
+            else (),
             zone_requests=self._zone_requests([*(c.requests for c in pod.containers), pod.effective_request]),
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
             ranked=np.full(n, -1, dtype=np.int64),
@@ -404,7 +411,7 @@ class VectorizedScheduler:
             fast = np.flatnonzero(feasible & simple)
             if len(fast):
                 sub = _select(rows, fast)
-                feasible[fast] = self._zone_fit(shape, sub)
+                feasible[fast] = self._zone_fit(shape, sub) & self._smt_ok(shape, sub)
                 if shape.guaranteed:
                     fast = fast[feasible[fast]]
                     numa[fast] = self._zone_scores(pod, shape, _select(rows, fast))
@@ -464,6 +471,20 @@ class VectorizedScheduler:
         """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds
         all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does."""
         return self._zone_placement(shape, rows)[0]
+
+    def _smt_ok(self, shape: _Shape, rows: IntpArray) -> BoolArray:
+        """`full-pcpus-only` (`staticPolicy.Allocate`): every container's exclusive CPUs a multiple of the CPUs per
+        core, and each within the free physical CPUs left when it is allocated, i.e. their running sum, so the whole
+        pod's, within the row's limit."""
+        ok: BoolArray = np.ones(len(rows), dtype=np.bool_)
+        counts = [c for c in shape.exclusive_cpu_counts if c]
+        if not counts:
+            return ok
+        group = self.smt_group[rows]
+        for count in counts:
+            ok &= count % group == 0
+        ok &= sum(counts) <= self.smt_limit[rows]
+        return ok
 
     def _stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
         """`knuma.scheduler.plugins.stranding.stranding_penalty` on rows where the pod fits: per zone the
@@ -585,6 +606,8 @@ class VectorizedScheduler:
             "has_nrt": ((), np.bool_),
             "nrt_stale": ((), np.bool_),
             "simple_node": ((), np.bool_),
+            "smt_group": ((), np.int64),
+            "smt_limit": ((), np.int64),
             "pod_scope": ((), np.bool_),
             "version": ((), np.int64),
         }
@@ -632,6 +655,11 @@ class VectorizedScheduler:
         self.nrt_stale: BoolArray = b["nrt_stale"][:n]  # type: ignore[assignment]
         """The NRT cache says the node's NUMA data may not be used (`NodeInfo.nrt_fresh` False)."""
         self.simple_node: BoolArray = b["simple_node"][:n]  # type: ignore[assignment]
+        self.smt_group: Int64Array = b["smt_group"][:n]  # type: ignore[assignment]
+        """`full-pcpus-only` rows: CPUs per core (a container's exclusive CPUs must be a multiple); 1 elsewhere."""
+        self.smt_limit: Int64Array = b["smt_limit"][:n]  # type: ignore[assignment]
+        """`full-pcpus-only` rows: the free physical CPUs (free whole CPUs less the reserved CPUs' siblings) the
+        pod's exclusive CPUs may add up to; unbounded elsewhere."""
         self.pod_scope: BoolArray = b["pod_scope"][:n]  # type: ignore[assignment]
         self.version: Int64Array = b["version"][:n]  # type: ignore[assignment]
 
@@ -673,7 +701,14 @@ class VectorizedScheduler:
             topology.config.policy is Policy.SINGLE_NUMA_NODE
             and not topology.memory_groups
             and len(topology.zones) <= topology.config.max_numa_nodes
-            and not topology.cpu_manager.full_pcpus_only  # SMTAlignmentError: the plugin decides
+        )
+        smt = topology is not None and topology.cpu_manager.full_pcpus_only and topology.cpu_managed
+        self.smt_group[row] = topology.cpu_manager.cpu_group_size if smt and topology is not None else 1
+        self.smt_limit[row] = (
+            sum(zone.available.get(CPU, 0) // 1000 for zone in topology.zones)
+            - topology.cpu_manager.reserved_core_siblings
+            if smt and topology is not None
+            else SMT_UNBOUNDED
         )
         free = np.zeros(len(self.resources), dtype=np.int64)
         known = np.zeros(len(self.resources), dtype=np.bool_)
