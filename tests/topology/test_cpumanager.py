@@ -187,3 +187,25 @@ def test_attributes_round_trip_through_an_nrt():
     assert NodeTopology.from_nrt(nrt).cpu_manager == options
     assert CPUManagerOptions.from_attributes({ATTR_CPUS_PER_CORE: "two"}).cpus_per_core == 1
     assert CPUManagerOptions().attributes() == {}
+
+
+# -- takeByTopologyNUMAPacked at NUMA-count granularity ----------------------------------------------------------------
+
+
+def test_packed_allocation_takes_whole_free_numa_nodes_first():
+    """`takeFullNUMANodes`: a request that needs at least a node's CPUs takes an entirely free node first, then the
+    rest from the other node; a node holding reserved CPUs is never entirely free."""
+    n = node(2, 8, Policy.RESTRICTED, CPUManagerOptions(), free={0: 6, 1: 8})
+    result = admit(make_pod(gu("app", "10")), n)
+    assert result.placements[0].allocated["cpu"] == {0: cpus(2), 1: cpus(8)}
+
+
+def test_packed_allocation_fills_the_numa_node_with_the_fewest_available_cpus_first():
+    """`sortAvailableNUMANodes` / `sortAvailableCores`: ascending available CPUs, then id. With no NUMA affinity
+    (policy none) every node is a candidate: 3 CPUs go to node 1, which has 5 available, not node 0 with 7."""
+    n = node(2, 8, Policy.NONE, CPUManagerOptions(), free={0: 7, 1: 5})
+    result = admit(make_pod(gu("app", "3")), n)
+    assert result.placements[0].allocated["cpu"] == {1: cpus(3)}
+    # and the remainder of a multi-node request comes from the fuller node first
+    wide = admit(make_pod(gu("app", "9")), node(2, 8, Policy.BEST_EFFORT, CPUManagerOptions(), free={0: 7, 1: 5}))
+    assert wide.placements[0].allocated["cpu"] == {0: cpus(4), 1: cpus(5)}

@@ -113,9 +113,10 @@ class WorkingNode:
     def allocate_countable(
         self, name: str, request: int, affinity: int | None, *, reusable_after: bool
     ) -> dict[int, int]:
-        """Take `request` units: reusable then free inside the affinity, then outside it (the CPU manager spills
-        when the policy admitted a hint that does not hold the request). The device manager's `devicesToAllocate`
-        takes every reusable device first, wherever it is, then aligned free devices, then the others.
+        """Take `request` units inside the affinity, then outside it (the CPU manager spills when the policy
+        admitted a hint that does not hold the request; `_take_cpus` says in which order). The device manager's
+        `devicesToAllocate` takes every reusable device first, wherever it is, then aligned free devices, then the
+        others.
 
         Reuse bookkeeping is `updateCPUsToReuse`: a regular init container's units join the pod's reusable set
         (`reusable_after`), any other container's (app or sidecar, `IsRestartableInitContainer`) leave it. Which
@@ -131,12 +132,14 @@ class WorkingNode:
         reusable = self.reusable.setdefault(name, {})
         taken: dict[int, int] = {}
         remaining = request
-        if name == CPU and options.distribute_cpus_across_numa and affinity is not None:
-            remaining = self._take_distributed(inside, request, reusable, taken)
         if name == CPU:
-            order = [(inside, "reusable"), (inside, "free"), (outside, "reusable"), (outside, "free")]
-        else:
-            order = [(inside, "reusable"), (outside, "reusable"), (inside, "free"), (outside, "free")]
+            # allocateCPUs: takeByTopology over the aligned CPUs (free and reusable), then over the rest
+            for group in (inside, outside):
+                if remaining:
+                    remaining = self._take_cpus(group, remaining, reusable, taken)
+        order = [(inside, "reusable"), (outside, "reusable"), (inside, "free"), (outside, "free")]
+        if name == CPU:
+            order = []
         for group, pool in order:
             for numa_id in group:
                 if remaining == 0:
@@ -158,27 +161,43 @@ class WorkingNode:
                 reusable[numa_id] = reusable.get(numa_id, 0) + count
         return {n: c * (MILLI if name == CPU else 1) for n, c in taken.items()}
 
-    def _take_distributed(
-        self, inside: list[int], request: int, reusable: dict[int, int], taken: dict[int, int]
-    ) -> int:
-        """`distribute-cpus-across-numa`: the aligned part of `allocateCPUs` through `takeByTopologyNUMADistributed`
-        (reusable CPUs of a node first); returns what is left to take the usual way (0, or all of it when the
-        kubelet falls back to packing)."""
-        pool = {n: reusable.get(n, 0) + self._units(CPU, n) for n in inside}
-        aligned = min(request, sum(pool.values()))
-        total_cpus = sum(self._all_units(CPU, n) for n in self.node.numa_ids)
-        split = distribute_across_numa(
-            pool, aligned, self.node.cpu_manager.cpu_group_size, total_cpus, len(self.node.numa_ids)
-        )
+    def _take_cpus(self, group: list[int], request: int, reusable: dict[int, int], taken: dict[int, int]) -> int:
+        """One `takeByTopology` call of `allocateCPUs` over the CPUs (free and reusable) of the NUMA nodes `group`,
+        at NUMA-count granularity; returns what is left to take (the request beyond what `group` holds).
+
+        `takeByTopologyNUMAPacked` (numaFirst): whole NUMA nodes first when the request needs at least a node and
+        the node is entirely available (reserved CPUs make a node never whole), then the remaining CPUs from the
+        nodes with the fewest available CPUs first, ties by id (`sortAvailableNUMANodes`, `sortAvailableCores`).
+        With `distribute-cpus-across-numa`, `takeByTopologyNUMADistributed` (`distribute_across_numa`), which
+        falls back to packing when it finds no even split. A node's reusable CPUs are counted as taken first."""
+        pool = {n: reusable.get(n, 0) + self._units(CPU, n) for n in group}
+        count = min(request, sum(pool.values()))
+        split: dict[int, int] | None = None
+        if self.node.cpu_manager.distribute_cpus_across_numa and count:
+            total_cpus = sum(self._all_units(CPU, n) for n in self.node.numa_ids)
+            split = distribute_across_numa(
+                pool, count, self.node.cpu_manager.cpu_group_size, total_cpus, len(self.node.numa_ids)
+            )
         if split is None:
-            return request
-        for numa_id, count in split.items():
-            from_reusable = min(reusable.get(numa_id, 0), count)
+            split = {}
+            need = count
+            order = sorted((n for n in group if pool[n]), key=lambda n: (pool[n], n))
+            for numa_id in order:  # takeFullNUMANodes
+                if pool[numa_id] == self._all_units(CPU, numa_id) and need >= pool[numa_id]:
+                    split[numa_id] = pool[numa_id]
+                    need -= pool[numa_id]
+            for numa_id in order:  # takeFullCores, takeRemainingCPUs
+                take = min(pool[numa_id] - split.get(numa_id, 0), need)
+                if take > 0:
+                    split[numa_id] = split.get(numa_id, 0) + take
+                    need -= take
+        for numa_id, amount in split.items():
+            from_reusable = min(reusable.get(numa_id, 0), amount)
             if from_reusable:
                 reusable[numa_id] -= from_reusable
-            self.free[numa_id][CPU] -= (count - from_reusable) * MILLI
-            taken[numa_id] = count
-        return request - aligned
+            self.free[numa_id][CPU] -= (amount - from_reusable) * MILLI
+            taken[numa_id] = taken.get(numa_id, 0) + amount
+        return request - count
 
     # -- memory manager ----------------------------------------------------------------------------------------
 
