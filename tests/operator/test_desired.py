@@ -45,7 +45,18 @@ def test_one_daemonset_per_node_group_otherwise_the_deployers_exporter() -> None
     assert [d["metadata"]["name"] for d in daemonsets] == ["numaresourcesoperator-a", "numaresourcesoperator-b"]
     base = next(o for o in render_knuma_exporter(DeployOptions(namespace="ops")) if o["kind"] == "DaemonSet")
     a = unowned(daemonsets[0])
-    assert a["spec"]["template"]["spec"].pop("nodeSelector") == {"node-role.kubernetes.io/a": ""}
-    assert a["spec"]["template"]["spec"] == base["spec"]["template"]["spec"]
+    pod = a["spec"]["template"]["spec"]
+    assert pod.pop("nodeSelector") == {"node-role.kubernetes.io/a": ""}
+    # the group's kubelet settings: its own ConfigMap, mounted and passed as --config
+    assert pod["volumes"].pop() == {"name": "config", "configMap": {"name": "numaresourcesoperator-a"}}
+    container = pod["containers"][0]
+    assert container["volumeMounts"].pop() == {"name": "config", "mountPath": "/etc/knuma-exporter", "readOnly": True}
+    assert container["args"].pop() == "--config=/etc/knuma-exporter/config.yaml"
+    assert pod == base["spec"]["template"]["spec"]
+    configmaps = [o for o in objects if o["kind"] == "ConfigMap"]
+    assert [c["metadata"]["name"] for c in configmaps] == ["numaresourcesoperator-a", "numaresourcesoperator-b"]
+    assert kinds.index("ConfigMap") < kinds.index("DaemonSet"), "a DaemonSet's ConfigMap exists before its pods"
+    assert configmaps[0]["data"] == {"config.yaml": "{}\n"}
+    assert configmaps[0]["metadata"]["labels"]["nodegroup.nodetopology.openshift.io/machineconfigpool"] == "a"
     selectors = [d["spec"]["selector"]["matchLabels"] for d in daemonsets]
     assert selectors[0] != selectors[1], "two DaemonSets must not select each other's pods"

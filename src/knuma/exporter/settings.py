@@ -18,6 +18,7 @@ from knuma.exporter.tmconfig import (
     KubeletConfigFile,
     load_config_file,
     load_kubelet_config,
+    overlay_kubelet,
     resolve_topology_manager,
 )
 from knuma.podresources.address import DEFAULT_SOCKET
@@ -86,6 +87,7 @@ def options_from(
 ) -> BuildOptions:
     """The builder options from already-read configuration files (the daemon re-reads each on its own)."""
     env = os.environ if env is None else env
+    kubelet = overlay_kubelet(config, kubelet)
     topology_manager = resolve_topology_manager(
         policy_flag=settings.topology_manager_policy,
         scope_flag=settings.topology_manager_scope,

@@ -42,12 +42,22 @@ __all__ = [
     "KubeletConfigFile",
     "PodPattern",
     "TopologyManagerSettings",
+    "kubelet_settings",
     "load_config_file",
     "load_kubelet_config",
+    "overlay_kubelet",
     "resolve_topology_manager",
 ]
 
 OPTION_MAX_NUMA_NODES = "max-allowable-numa-nodes"
+_KUBELET_EXTRAS = {
+    "topologyManagerPolicyOptions",
+    "cpuManagerPolicy",
+    "cpuManagerPolicyOptions",
+    "memoryManagerPolicy",
+    "reservedSystemCPUs",
+}
+"""Keys of an exporter config file's `kubelet` section beyond RTE's policy and scope."""
 OPTION_PREFER_CLOSEST = "prefer-closest-numa-nodes"
 
 
@@ -103,6 +113,9 @@ class ExporterConfigFile:
     scope: Scope | None = None
     pod_exclude: tuple[PodPattern, ...] = ()
     resource_exclude: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    kubelet: KubeletConfigFile | None = None
+    """The CPU / memory / Topology Manager settings beyond policy and scope, when the `kubelet` section has them (the
+    operator's kubeletconfig controller distils them from the nodes' configz); they override the kubelet file's."""
 
     def excluded_resources(self, node_name: str) -> frozenset[str]:
         """Resources excluded for every node (`"*"`) or for this one."""
@@ -152,19 +165,26 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
     kind = raw.get("kind")
     if kind not in (None, "KubeletConfiguration"):
         raise ConfigError(f"{path}: kind is {kind!r}, expected KubeletConfiguration")
+    return kubelet_settings(raw, str(path), f"{path}: ")
+
+
+def kubelet_settings(raw: Mapping[str, Any], path: str, where: str) -> KubeletConfigFile:
+    """The settings the exporter publishes, from a `KubeletConfiguration` mapping (or the `kubelet` section of an
+    exporter config file, which takes the same keys); `where` prefixes the field names in errors
+    (`FILE: ` or `FILE: kubelet.`)."""
     options = raw.get("topologyManagerPolicyOptions") or {}
     if not isinstance(options, Mapping):
-        raise ConfigError(f"{path}: topologyManagerPolicyOptions must be a mapping of option name to value")
+        raise ConfigError(f"{where}topologyManagerPolicyOptions must be a mapping of option name to value")
     max_numa: int | None = None
     if OPTION_MAX_NUMA_NODES in options:
         text = str(options[OPTION_MAX_NUMA_NODES])
         if not text.isdigit() or int(text) < 1:
             raise ConfigError(
-                f"{path}: topologyManagerPolicyOptions.{OPTION_MAX_NUMA_NODES} must be a positive integer, got {text!r}"
+                f"{where}topologyManagerPolicyOptions.{OPTION_MAX_NUMA_NODES} must be a positive integer, got {text!r}"
             )
         if int(text) < 8:  # topologymanager NewPolicyOptions refuses to start below the default
             raise ConfigError(
-                f'{path}: topologyManagerPolicyOptions: the minimum value of "{OPTION_MAX_NUMA_NODES}" should not be '
+                f'{where}topologyManagerPolicyOptions: the minimum value of "{OPTION_MAX_NUMA_NODES}" should not be '
                 f"less than 8, got {text} (the kubelet refuses to start)"
             )
         max_numa = int(text)
@@ -172,37 +192,37 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
     if OPTION_PREFER_CLOSEST in options:
         text = str(options[OPTION_PREFER_CLOSEST]).lower()
         if text not in ("true", "false"):
-            raise ConfigError(f"{path}: topologyManagerPolicyOptions.{OPTION_PREFER_CLOSEST} must be true or false")
+            raise ConfigError(f"{where}topologyManagerPolicyOptions.{OPTION_PREFER_CLOSEST} must be true or false")
         prefer = text == "true"
     cpu_policy = str(raw.get("cpuManagerPolicy") or "")
     cpu_options_raw = raw.get("cpuManagerPolicyOptions") or {}
     if not isinstance(cpu_options_raw, Mapping):
-        raise ConfigError(f"{path}: cpuManagerPolicyOptions must be a mapping of option name to value")
+        raise ConfigError(f"{where}cpuManagerPolicyOptions must be a mapping of option name to value")
     cpu_options: CPUManagerOptions | None = None
     if cpu_policy.lower() == "static":
         try:
-            cpu_options = CPUManagerOptions.parse(cpu_options_raw, f"{path}: cpuManagerPolicyOptions")
+            cpu_options = CPUManagerOptions.parse(cpu_options_raw, f"{where}cpuManagerPolicyOptions")
         except CPUManagerOptionsError as err:
             raise ConfigError(str(err)) from None
     elif cpu_options_raw:
         raise ConfigError(
-            f"{path}: cpuManagerPolicyOptions need cpuManagerPolicy: static (the kubelet refuses to start with "
+            f"{where}cpuManagerPolicyOptions need cpuManagerPolicy: static (the kubelet refuses to start with "
             f"options and policy {cpu_policy or 'none'!r})"
         )
-    policy = _policy(raw.get("topologyManagerPolicy"), f"{path}: topologyManagerPolicy")
+    policy = _policy(raw.get("topologyManagerPolicy"), f"{where}topologyManagerPolicy")
     if cpu_options is not None and cpu_options.align_by_socket and policy is Policy.SINGLE_NUMA_NODE:
         raise ConfigError(  # ValidateStaticPolicyOptions: the kubelet refuses to start
-            f"{path}: cpuManagerPolicyOptions.align-by-socket is incompatible with topologyManagerPolicy "
+            f"{where}cpuManagerPolicyOptions.align-by-socket is incompatible with topologyManagerPolicy "
             "single-numa-node (the kubelet refuses to start)"
         )
     try:
-        reserved = parse_cpulist(str(raw.get("reservedSystemCPUs") or ""), f"{path}: reservedSystemCPUs")
+        reserved = parse_cpulist(str(raw.get("reservedSystemCPUs") or ""), f"{where}reservedSystemCPUs")
     except SysfsError as err:
         raise ConfigError(str(err)) from None
     return KubeletConfigFile(
-        path=str(path),
+        path=path,
         policy=policy,
-        scope=_scope(raw.get("topologyManagerScope"), f"{path}: topologyManagerScope"),
+        scope=_scope(raw.get("topologyManagerScope"), f"{where}topologyManagerScope"),
         max_numa_nodes=max_numa,
         prefer_closest_numa_nodes=prefer,
         reserved_cpus=reserved,
@@ -236,12 +256,41 @@ def load_config_file(path: str | os.PathLike[str]) -> ExporterConfigFile:
             raise ConfigError(f"{path}: resourceExclude.{node} must be a list of resource names")
         # RTE writes device resources as `device/<name>` in examples; the resource name is what follows.
         resource_exclude[str(node)] = frozenset(str(n).removeprefix("device/") for n in names)
+    settings = kubelet_settings(kubelet, str(path), f"{path}: kubelet.")
     return ExporterConfigFile(
         path=str(path),
-        policy=_policy(kubelet.get("topologyManagerPolicy"), f"{path}: kubelet.topologyManagerPolicy"),
-        scope=_scope(kubelet.get("topologyManagerScope"), f"{path}: kubelet.topologyManagerScope"),
+        policy=settings.policy,
+        scope=settings.scope,
         pod_exclude=tuple(patterns),
         resource_exclude=resource_exclude,
+        kubelet=settings if set(kubelet) & _KUBELET_EXTRAS else None,
+    )
+
+
+def overlay_kubelet(config: ExporterConfigFile | None, kubelet: KubeletConfigFile | None) -> KubeletConfigFile | None:
+    """The kubelet settings with the config file's `kubelet` section over the kubelet file's: a distilled section
+    (CPU manager policy set) replaces the CPU manager, memory manager and reserved CPUs as a whole, since they are
+    one kubelet configuration; Topology Manager options are taken one by one."""
+    extra = config.kubelet if config is not None else None
+    if extra is None:
+        return kubelet
+    if kubelet is None:
+        return extra
+    cpu_from = extra if extra.cpu_manager_policy else kubelet
+    return KubeletConfigFile(
+        path=kubelet.path,
+        policy=kubelet.policy,
+        scope=kubelet.scope,
+        max_numa_nodes=extra.max_numa_nodes if extra.max_numa_nodes is not None else kubelet.max_numa_nodes,
+        prefer_closest_numa_nodes=(
+            extra.prefer_closest_numa_nodes
+            if extra.prefer_closest_numa_nodes is not None
+            else kubelet.prefer_closest_numa_nodes
+        ),
+        reserved_cpus=cpu_from.reserved_cpus,
+        cpu_manager_policy=cpu_from.cpu_manager_policy,
+        memory_manager_policy=extra.memory_manager_policy or kubelet.memory_manager_policy,
+        cpu_manager_options=cpu_from.cpu_manager_options,
     )
 
 

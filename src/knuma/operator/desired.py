@@ -13,8 +13,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from knuma.api.numaresources import (
     ANNOTATION_NRT_API_DEFINITION,
     InfoRefreshMode,
@@ -24,17 +22,19 @@ from knuma.api.numaresources import (
     SchedulerSpec,
 )
 from knuma.deploy.api import render_api
-from knuma.deploy.exporter import POD_SECURITY_PRIVILEGED, render_knuma_exporter
+from knuma.deploy.exporter import COMPONENT, CONFIG_DIR, CONFIG_KEY, POD_SECURITY_PRIVILEGED, render_knuma_exporter
 from knuma.deploy.images import Images
-from knuma.deploy.objects import Manifest, namespace
+from knuma.deploy.objects import Manifest, config_map, namespace
 from knuma.deploy.options import DEFAULT_PROFILE, DeployOptions
 from knuma.deploy.scheduler import render_knuma_scheduler
+from knuma.operator.kubeletconfig import LABEL_NAME, LABEL_POOL, render_config
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "NODE_GROUP_LABEL",
     "OWNED_BY_LABEL",
     "daemonset_name",
+    "group_config_map",
     "operator_objects",
     "owner_reference",
     "scheduler_objects",
@@ -76,14 +76,6 @@ def _own(obj: Manifest, owner: Mapping[str, Any]) -> Manifest:
     return obj
 
 
-def _exporter_config(spec: OperatorSpec) -> str | None:
-    """The exporter's `--config` file (RTE's format): the pods it must not account."""
-    if not spec.pod_excludes:
-        return None
-    excludes = [{"namespacePattern": ns, "namePattern": name} for ns, name in spec.pod_excludes]
-    return yaml.safe_dump({"podExclude": excludes}, sort_keys=False)
-
-
 def _group_options(base: DeployOptions, group: NodeGroup) -> DeployOptions:
     cfg = group.config
     events = cfg.info_refresh_mode in (InfoRefreshMode.EVENTS, InfoRefreshMode.PERIODIC_AND_EVENTS)
@@ -96,8 +88,17 @@ def _group_options(base: DeployOptions, group: NodeGroup) -> DeployOptions:
     )
 
 
+def group_config_map(owner_name: str, namespace_name: str, pool: str, config: str) -> Manifest:
+    """The node group's exporter configuration (`knuma.operator.kubeletconfig`), named and labelled as upstream's
+    kubeletconfig controller names its ConfigMaps."""
+    cm = config_map(daemonset_name(owner_name, pool), namespace_name, COMPONENT, {CONFIG_KEY: config})
+    cm["metadata"]["labels"].update({LABEL_NAME: owner_name, LABEL_POOL: pool, NODE_GROUP_LABEL: pool})
+    return cm
+
+
 def _group_daemonset(daemonset: Manifest, owner_name: str, group: NodeGroup) -> Manifest:
-    """The deployer's exporter DaemonSet, narrowed to one node group's nodes."""
+    """The deployer's exporter DaemonSet, narrowed to one node group's nodes, reading the group's ConfigMap (mounted,
+    not copied into the template: the exporter re-reads the file when the kubelet updates it, no rollout needed)."""
     ds = copy.deepcopy(daemonset)
     ds["metadata"]["name"] = daemonset_name(owner_name, group.pool)
     ds["metadata"]["labels"][NODE_GROUP_LABEL] = group.pool
@@ -106,6 +107,10 @@ def _group_daemonset(daemonset: Manifest, owner_name: str, group: NodeGroup) -> 
     template = spec["template"]
     template["metadata"]["labels"][NODE_GROUP_LABEL] = group.pool
     pod = template["spec"]
+    pod["volumes"].append({"name": "config", "configMap": {"name": daemonset_name(owner_name, group.pool)}})
+    for container in pod["containers"]:
+        container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
+        container["args"].append(f"--config={CONFIG_DIR}/{CONFIG_KEY}")
     if group.node_selector:
         pod["nodeSelector"] = dict(group.node_selector)
     if group.match_expressions:
@@ -127,16 +132,20 @@ def _group_daemonset(daemonset: Manifest, owner_name: str, group: NodeGroup) -> 
 
 
 def operator_objects(
-    owner: Mapping[str, Any], spec: OperatorSpec, namespace_name: str = DEFAULT_NAMESPACE, images: Images = Images()
+    owner: Mapping[str, Any],
+    spec: OperatorSpec,
+    namespace_name: str = DEFAULT_NAMESPACE,
+    images: Images = Images(),
+    kubelet: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Manifest]:
     """The NRT CRD (unless the cluster defines it: `nrt-api-definition: cluster`; never owned, so it outlives the
-    operator), the namespace, the exporter's shared objects and one DaemonSet per node group, in apply order."""
+    operator), the namespace, the exporter's shared objects, and per node group its ConfigMap (the group's distilled
+    kubelet settings from `kubelet`, by pool, and the pod excludes) and its DaemonSet, in apply order."""
     annotations = (owner.get("metadata") or {}).get("annotations") or {}
     out: list[Manifest] = []
     base = DeployOptions(
         namespace=namespace_name,
         images=dataclasses.replace(images, knuma=spec.image_spec or images.knuma),
-        updater_config=_exporter_config(spec),
         updater_verbose=spec.log_level.verbosity,
     )
     if annotations.get(ANNOTATION_NRT_API_DEFINITION) != "cluster":
@@ -148,6 +157,8 @@ def operator_objects(
     for group in spec.node_groups:
         rendered = render_knuma_exporter(_group_options(base, group))
         daemonset = next(o for o in rendered if o["kind"] == "DaemonSet")
+        config = render_config((kubelet or {}).get(group.pool) or {}, spec.pod_excludes)
+        out.append(_own(group_config_map(name, namespace_name, group.pool, config), owner))
         out.append(_own(_group_daemonset(daemonset, name, group), owner))
     return out
 

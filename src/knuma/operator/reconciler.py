@@ -28,6 +28,7 @@ from knuma.api.numaresources import (
     OPERATOR_PLURAL,
     SCHEDULER_NAME,
     SCHEDULER_PLURAL,
+    OperatorSpec,
     SpecError,
     is_paused,
     parse_operator_spec,
@@ -49,6 +50,7 @@ from knuma.operator.desired import (
     scheduler_objects,
     scheduler_options,
 )
+from knuma.operator.kubeletconfig import read_group_kubelet, read_openshift_sources
 
 __all__ = ["FIELD_MANAGER", "PROGRESS_REQUEUE", "Reconciler", "Settings"]
 
@@ -98,6 +100,7 @@ class Reconciler:
         self.session = session
         self.settings = settings
         self.now = now
+        self._kubelet_sources: dict[str, tuple[str, dict[str, Any]]] = {}
 
     # -- the loop's entry point ------------------------------------------------------------------------------------
 
@@ -201,7 +204,8 @@ class Reconciler:
             spec = parse_operator_spec(obj.get("spec"))
         except SpecError as err:
             return _Pass(cond.degraded(cond.REASON_VALIDATION, f"{err}; fix the NUMAResourcesOperator spec"))
-        objects = operator_objects(obj, spec, self.settings.namespace, self.settings.images)
+        kubelet = self._group_kubelets(spec)
+        objects = operator_objects(obj, spec, self.settings.namespace, self.settings.images, kubelet)
         daemonsets = [o for o in objects if o["kind"] == "DaemonSet"]
         outcome = self._converge(objects)
         if outcome is None or outcome.condition != cond.DEGRADED:
@@ -223,6 +227,20 @@ class Reconciler:
             outcome = cond.available(f"{groups} node group(s) reconciled, exporter DaemonSets ready")
         requeue = PROGRESS_REQUEUE if outcome.condition == cond.PROGRESSING else None
         return _Pass(outcome, fields, requeue)
+
+    def _group_kubelets(self, spec: OperatorSpec) -> dict[str, dict[str, Any]]:
+        """The kubeletconfig controller's part: each node group's distilled kubelet settings, by pool."""
+        kubeletconfigs, pools = read_openshift_sources(self.session.http)
+        out: dict[str, dict[str, Any]] = {}
+        for group in spec.node_groups:
+            found = read_group_kubelet(self.session.http, group, kubeletconfigs, pools)
+            for warning in found.warnings:
+                log.warning("node group %s: %s", group.pool, warning)
+            if self._kubelet_sources.get(group.pool) != (found.source, found.settings):
+                self._kubelet_sources[group.pool] = (found.source, found.settings)
+                log.info("node group %s: kubelet settings from %s: %s", group.pool, found.source, found.settings)
+            out[group.pool] = found.settings
+        return out
 
     def _scheduler(self, obj: dict[str, Any]) -> _Pass:
         try:
