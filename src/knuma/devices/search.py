@@ -344,6 +344,9 @@ def _solve(
             }
             if not all(_enough(space, slot, choice[slot], pools[slot]) for slot in pools):
                 continue
+            distinct = {c.id for p in pools.values() for c in p}
+            if len(distinct) < sum(_needed(space, slot, choice[slot]) for slot in pools):
+                continue  # the group cannot hold the pod's devices at all: no flow needed
             _spend(space)
             if _flow(space, choice, pools) is None:
                 continue
