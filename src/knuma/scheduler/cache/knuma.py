@@ -50,6 +50,8 @@ class _Node:
     early: dict[str, BoundPod] = field(default_factory=dict)
     """Pods seen before the shadow was seeded."""
     view: NRTView | None = None
+    releases: list[tuple[str, NodeTopology]] | None = None
+    """`single_releases`, until the node changes."""
 
 
 @dataclass
@@ -85,7 +87,7 @@ class KnumaCache:
     def _changed(self, node: str) -> None:
         entry = self.nodes.get(node)
         if entry is not None:
-            entry.view = None
+            entry.view = entry.releases = None
         self.on_change(node)
 
     # -- the view ------------------------------------------------------------------------------------------------
@@ -112,8 +114,13 @@ class KnumaCache:
         the model predicted, so they are replayed after it (for `StableUnderRelease`)."""
         entry = self.nodes.get(node)
         if entry is None or entry.shadow is None:
-            return
-        shadow = entry.shadow
+            return iter(())
+        if entry.releases is None:
+            entry.releases = list(self._single_releases(entry, entry.shadow))
+        return iter(entry.releases)
+
+    @staticmethod
+    def _single_releases(entry: _Node, shadow: Allocations) -> Iterator[tuple[str, NodeTopology]]:
         for running in shadow.running.values():
             if running.placements:
                 topology = freed(shadow.topology, running.placements)
