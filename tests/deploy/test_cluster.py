@@ -103,7 +103,7 @@ def test_dry_run_changes_nothing_and_shows_the_diff(session: Session) -> None:
         "Deployment tas-scheduler/topology-aware-scheduler",
     ]
     changed = [line.replace(" ", "") for line in configured[0].diff if line[:1] in "+-"]
-    assert "-cacheResyncPeriodSeconds:5" in changed and "+cacheResyncPeriodSeconds:30" in changed
+    assert "+cacheResyncPeriodSeconds:30" in changed  # knuma's default renders no period (its own cache)
     assert {o.change for o in deploy(session, ALL, DeployOptions())} == {Change.UNCHANGED}
     dry_remove = remove(session, ALL, DeployOptions(), dry_run=True)
     assert {o.change for o in dry_remove} == {Change.DELETED}

@@ -401,3 +401,15 @@ def test_scheduler_config_loads_in_knuma_scheduler(variant: SchedulerVariant) ->
         "nrtmatch-scheduler",
     )
     assert not config.warnings
+
+
+@pytest.mark.parametrize(("variant", "rendered", "mode"), [("knuma", None, "knuma"), ("upstream", 5, "overreserve")])
+def test_default_resync_period_selects_each_schedulers_own_cache(variant: str, rendered: int | None, mode: str) -> None:
+    """Without --sched-resync-period, knuma's scheduler gets no cacheResyncPeriodSeconds (which selects knuma's own NRT
+    cache) and the upstream scheduler gets the upstream deployer's 5 s (its overreserve cache)."""
+    from knuma.scheduler.config.load import parse_config
+
+    options = DeployOptions(scheduler=SchedulerVariant(variant))
+    config = _scheduler_config(options)
+    assert config["profiles"][0]["pluginConfig"][0]["args"].get("cacheResyncPeriodSeconds") == rendered
+    assert parse_config(config, source="rendered ConfigMap").profiles[0].numa.cache_mode == mode

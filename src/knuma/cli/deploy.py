@@ -36,7 +36,12 @@ _REPLICAS = typer.Option(
 _PULL = typer.Option(False, "--pull-if-not-present", help="imagePullPolicy IfNotPresent instead of Always.")
 _RTE_CONFIG = typer.Option(None, "--rte-config-file", help="Updater configuration file, put in a ConfigMap.")
 _PROFILE = typer.Option("topology-aware-scheduler", "--sched-profile-name", help="The scheduler's schedulerName.")
-_RESYNC = typer.Option("5s", "--sched-resync-period", help="cacheResyncPeriodSeconds; 0 disables the resync.")
+_RESYNC = typer.Option(
+    None,
+    "--sched-resync-period",
+    help="cacheResyncPeriodSeconds; 0 disables the resync. Default: 5s for the upstream scheduler; none for knuma's "
+    "(its own NRT cache).",
+)
 _SCHED_VERBOSE = typer.Option(4, "--sched-verbose", help="Upstream scheduler -v.")
 _CTRLPLANE = typer.Option(
     True,
@@ -118,7 +123,11 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
         replicas=replicas,
         pull_if_not_present=flags["pull_if_not_present"],
         profile_name=flags["sched_profile_name"],
-        resync_period=parse_duration(flags["sched_resync_period"], "--sched-resync-period"),
+        resync_period=(
+            parse_duration(flags["sched_resync_period"], "--sched-resync-period")
+            if flags["sched_resync_period"] is not None
+            else None
+        ),
         updater_sync_period=parse_duration(flags["updater_sync_period"], "--updater-sync-period"),
         updater_pfp=flags["updater_pfp_enable"],
         updater_notifications=flags["updater_notif_enable"],
@@ -155,7 +164,7 @@ def render(
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
     sched_profile_name: str = _PROFILE,
-    sched_resync_period: str = _RESYNC,
+    sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
     sched_ctrlplane_affinity: bool = _CTRLPLANE,
     sched_leader_elect_resource: str = _LEASE,
@@ -299,7 +308,7 @@ def deploy(
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
     sched_profile_name: str = _PROFILE,
-    sched_resync_period: str = _RESYNC,
+    sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
     sched_ctrlplane_affinity: bool = _CTRLPLANE,
     sched_leader_elect_resource: str = _LEASE,
@@ -336,7 +345,7 @@ def remove(
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
     sched_profile_name: str = _PROFILE,
-    sched_resync_period: str = _RESYNC,
+    sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
     sched_ctrlplane_affinity: bool = _CTRLPLANE,
     sched_leader_elect_resource: str = _LEASE,
@@ -501,7 +510,7 @@ def images(
         pull_if_not_present=False,
         rte_config_file=None,
         sched_profile_name="topology-aware-scheduler",
-        sched_resync_period="5s",
+        sched_resync_period=None,
         updater_sync_period="10s",
         updater_pfp_enable=True,
         updater_notif_enable=False,

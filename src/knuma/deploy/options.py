@@ -84,6 +84,10 @@ def version_tuple(version: str) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2))
 
 
+UPSTREAM_RESYNC_PERIOD = 5.0
+"""The upstream deployer's `--sched-resync-period` default."""
+
+
 class SchedulerVariant(enum.StrEnum):
     KNUMA = "knuma"
     UPSTREAM = "upstream"
@@ -135,8 +139,18 @@ class DeployOptions:
     replicas: int = 1
     pull_if_not_present: bool = False
     profile_name: str = DEFAULT_PROFILE
-    resync_period: float = 5.0
-    """NodeResourceTopologyMatch `cacheResyncPeriodSeconds`; 0 removes the key (no resync)."""
+    resync_period: float | None = None
+    """NodeResourceTopologyMatch `cacheResyncPeriodSeconds`; 0 removes the key. None (not given): the upstream
+    scheduler gets upstream's 5 s (its overreserve cache); knuma's scheduler gets no key, which selects knuma's own NRT
+    cache (`knuma.scheduler.cache.select`)."""
+
+    @property
+    def effective_resync_period(self) -> float:
+        """What the rendered configuration says (0: no key)."""
+        if self.resync_period is not None:
+            return self.resync_period
+        return UPSTREAM_RESYNC_PERIOD if self.scheduler is SchedulerVariant.UPSTREAM else 0.0
+
     updater_sync_period: float = 10.0
     """The updater's `--sleep-interval`; 0 disables periodic updates."""
     updater_pfp: bool = True

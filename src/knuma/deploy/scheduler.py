@@ -73,8 +73,8 @@ def leader_election_lease(options: DeployOptions) -> tuple[str, str]:
 def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.config.k8s.io/v1") -> dict[str, Any]:
     """The KubeSchedulerConfiguration: one profile running NodeResourceTopologyMatch at filter, reserve and score."""
     args: dict[str, Any] = {"cache": {"foreignPodsDetect": "OnlyExclusiveResources", "resyncMethod": "Autodetect"}}
-    if options.resync_period > 0:
-        args["cacheResyncPeriodSeconds"] = max(1, round(options.resync_period))
+    if options.effective_resync_period > 0:
+        args["cacheResyncPeriodSeconds"] = max(1, round(options.effective_resync_period))
     leader: dict[str, Any] = {"leaderElect": options.leader_elect}
     if options.leader_elect:
         lease_ns, lease_name = leader_election_lease(options)
