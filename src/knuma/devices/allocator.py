@@ -110,8 +110,10 @@ def allocate(
     pod: Pod | None = None,
     admin_access_allowed: Callable[[str], bool] = lambda namespace: True,
     budget: int = DEFAULT_BUDGET,
+    explain: bool = False,
 ) -> Outcome:
-    """Allocate `claims` (those without an allocation) on `node`."""
+    """Allocate `claims` (those without an allocation) on `node`. The per-stage device counts (`Outcome.stages`) are
+    computed when the claims do not fit, or always with `explain` (what `knuma claims schedule -v` shows)."""
     pending = [c for c in claims if c.allocation is None]
     if not pending:
         return Outcome(node.name, True)
@@ -145,7 +147,7 @@ def allocate(
     plan = plan_alignment(node.topology, pod)
     space = SearchSpace(demands, eligible, placements, plan, budget)
     found = search(space)
-    stages = _stage_counts(demands, eligible, plan, placements)
+    stages = _stage_counts(demands, eligible, plan, placements) if explain or isinstance(found, NotFound) else {}
     if isinstance(found, NotFound):
         invalid = [p for p in pools if p.invalid_reason]
         if invalid and not found.exhausted:

@@ -63,6 +63,7 @@ def _outcome(scenario: DRAScenario, node: NodeView, inventory: Inventory, budget
         pod=scenario.pod,
         admin_access_allowed=scenario.admin_access_allowed,
         budget=budget,
+        explain=True,
     )
 
 
