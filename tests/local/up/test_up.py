@@ -9,6 +9,7 @@ scheduler; SIGTERM stops everything (no child left, sockets removed); `--data-di
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -271,3 +272,31 @@ def test_a_second_up_on_the_same_data_dir_is_refused(start: Callable[..., Up], t
     again = start()
     assert again.kubeconfig == first.kubeconfig
     assert again.stop() == 0
+
+
+def test_a_killed_exporter_is_restarted_and_the_cluster_keeps_running(start: Callable[..., Up]) -> None:
+    """Issue 18 item 9: killing one child no longer stops `knuma up`; it is started again (after 1 s), says so in
+    its log and in the summary line, and the restarted exporter publishes again."""
+    up = start("--nodes", "1", "--shape", "small", "--exporters", "process", "--no-scheduler")
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
+
+    def exporters() -> set[int]:
+        return {
+            pid
+            for pid in children_of(up.process.pid)
+            if b"exporter" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        }
+
+    (first,) = eventually(exporters)
+    os.kill(first, signal.SIGKILL)
+    (restarted,) = eventually(lambda: exporters() - {first}, timeout=30)
+    assert restarted != first
+    assert up.process.poll() is None
+    # The restarted exporter works: a deleted NRT object is published again.
+    up.kubectl("delete", "noderesourcetopologies", "worker-000")
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
+    eventually(lambda: "restarted: exporter worker-000 x1" in up.stderr.read_text(), timeout=30)
+    log = up.stderr.read_text()
+    assert "exporter worker-000 exited with -9; restarting it in 1 s" in log
+    assert "exporter worker-000 started again (restart 1" in log
+    assert up.stop() == 0

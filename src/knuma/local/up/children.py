@@ -41,6 +41,9 @@ class Child:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self.log_file.open("ab") as out:
+            if self.process is not None:  # a restart: mark it in the log the new process appends to
+                out.write(f"--- knuma up: starting {self.name} again ---\n".encode())
+                out.flush()
             self.process = subprocess.Popen(
                 self.args,
                 stdin=subprocess.DEVNULL,

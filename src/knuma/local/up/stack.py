@@ -7,7 +7,8 @@
     └── knuma scheduler             profiles topology-aware-scheduler and default-scheduler (topology-unaware)
 
 Start order is the dependency order (API server, CRD, controllers, nodes, exporters, scheduler); stop order is the
-reverse. A child that dies stops the whole cluster with its log's last lines, rather than leaving half a cluster.
+reverse. A child that dies is started again with backoff (`supervisor`); one that keeps dying stops the whole
+cluster with its log's last lines, rather than leaving half a cluster.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from knuma.local.up.children import Child, stop_all
 from knuma.local.up.lock import DataDirInUse, DataDirLock
 from knuma.local.up.options import UpError, UpOptions, save_cluster
 from knuma.local.up.summary import ClusterSummary, summarize
+from knuma.local.up.supervisor import Supervisor
 from knuma.testbed.cluster import ClusterSpec
 from knuma.testbed.dra import device_classes
 
@@ -103,6 +105,7 @@ class LocalCluster:
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
+        self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
 
@@ -268,15 +271,15 @@ class LocalCluster:
         return [c for c in (self.scheduler, *self.exporters, self.node_process) if c is not None]
 
     def failed_child(self) -> Child | None:
-        for child in self.children():
-            if child.exited() is not None:
-                return child
-        return None
+        """Restart children that died (with backoff); the one that keeps dying, if any."""
+        return self.supervisor.check(self.children())
 
     def summary(self) -> ClusterSummary:
         assert self.server is not None
         store = self.server.store
-        return summarize(store.scan(("", "nodes")), store.scan(("", "pods")), store.scan(NRT_GR))
+        return summarize(
+            store.scan(("", "nodes")), store.scan(("", "pods")), store.scan(NRT_GR), restarts=self.supervisor.restarts
+        )
 
     # -- stop --------------------------------------------------------------------------------------------------------
 
@@ -336,7 +339,7 @@ async def run(
             failed = local.failed_child()
             if failed is not None:
                 log.error(
-                    "%s exited with %s; stopping the cluster. Last lines of %s:\n%s",
+                    "%s keeps failing (last exit code %s); stopping the cluster. Last lines of %s:\n%s",
                     failed.name,
                     failed.exited(),
                     failed.log_file,

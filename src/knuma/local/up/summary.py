@@ -38,6 +38,8 @@ class ClusterSummary:
     pods: Mapping[str, int] = field(default_factory=dict)
     """Outcome -> count: Running, Pending, Succeeded, and Failed pods by reason (e.g. TopologyAffinityError)."""
     nrts: int = 0
+    restarts: Mapping[str, int] = field(default_factory=dict)
+    """`knuma up` child -> times it died and was started again."""
 
     @property
     def ready_nodes(self) -> int:
@@ -54,7 +56,12 @@ def _pod_outcome(pod: JsonView) -> str:
     return phase
 
 
-def summarize(nodes: Iterable[JsonView], pods: Iterable[JsonView], nrts: Iterable[JsonView]) -> ClusterSummary:
+def summarize(
+    nodes: Iterable[JsonView],
+    pods: Iterable[JsonView],
+    nrts: Iterable[JsonView],
+    restarts: Mapping[str, int] | None = None,
+) -> ClusterSummary:
     pods = list(pods)
     outcomes = Counter(_pod_outcome(p) for p in pods)
     per_node = Counter(
@@ -86,7 +93,9 @@ def summarize(nodes: Iterable[JsonView], pods: Iterable[JsonView], nrts: Iterabl
                     zones.append((cpu.available // 1000, cpu.allocatable // 1000))
         shape = str((meta.get("labels") or {}).get("node.kubernetes.io/instance-type", ""))
         rows.append(NodeRow(name, ready, shape, policy, per_node.get(name, 0), tuple(zones)))
-    return ClusterSummary(tuple(rows), dict(sorted(outcomes.items())), len(topologies))
+    return ClusterSummary(
+        tuple(rows), dict(sorted(outcomes.items())), len(topologies), dict(sorted((restarts or {}).items()))
+    )
 
 
 def _pods_text(summary: ClusterSummary) -> str:
@@ -95,13 +104,19 @@ def _pods_text(summary: ClusterSummary) -> str:
     return ", ".join(f"{count} {outcome}" for outcome, count in summary.pods.items())
 
 
+def _restarts_text(summary: ClusterSummary) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in summary.restarts.items())
+
+
 def line(summary: ClusterSummary) -> str:
-    """`nodes 3/3 Ready, NRT 3; pods: 4 Running, 2 TopologyAffinityError`."""
-    return f"nodes {summary.ready_nodes}/{len(summary.nodes)} Ready, NRT {summary.nrts}; pods: {_pods_text(summary)}"
+    """`nodes 3/3 Ready, NRT 3; pods: 4 Running, 2 TopologyAffinityError` (`; restarted: exporter worker-000 x1`)."""
+    text = f"nodes {summary.ready_nodes}/{len(summary.nodes)} Ready, NRT {summary.nrts}; pods: {_pods_text(summary)}"
+    return text + (f"; restarted: {_restarts_text(summary)}" if summary.restarts else "")
 
 
 def table(summary: ClusterSummary, title: str) -> Table:
-    grid = Table(title=title, title_justify="left", caption=f"pods: {_pods_text(summary)}", caption_justify="left")
+    caption = f"pods: {_pods_text(summary)}" + (f"\nrestarted: {_restarts_text(summary)}" if summary.restarts else "")
+    grid = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in ("NODE", "READY", "SHAPE", "POLICY", "PODS", "FREE CPUS PER NUMA ZONE"):
         grid.add_column(column, justify="right" if column == "PODS" else "left")
     for row in summary.nodes[:MAX_ROWS]:
