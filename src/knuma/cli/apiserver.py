@@ -65,8 +65,11 @@ def apiserver(
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
-    if bind not in ("127.0.0.1", "::1", "localhost") and insecure:
-        typer.echo(f"warning: serving without authentication on {bind}", err=True)
+    loopback = bind in ("127.0.0.1", "::1", "localhost")
+    if insecure:
+        where = "loopback only" if loopback else f"reachable on {bind}"
+        prefix = "note" if loopback else "warning"
+        typer.echo(f"{prefix}: --insecure: plain HTTP without authentication ({where})", err=True)
     try:
         manifests = read_manifests(load)
     except LoadError as err:
@@ -92,13 +95,17 @@ def apiserver(
     )
 
     def ready(srv: ApiServer) -> None:
+        # The kubeconfig names a loopback URL; when bound to every interface, say so (that is what others can reach).
+        listening = srv.url
+        if srv.host in ("0.0.0.0", "::", ""):
+            listening = f"all interfaces ({srv.host or '0.0.0.0'} port {srv.port}); clients here use {srv.url}"
         if kubeconfig_out is not None:
             srv.write_kubeconfig(kubeconfig_out)
-            typer.echo(f"knuma apiserver listening on {srv.url}; kubeconfig written to {kubeconfig_out}", err=True)
+            typer.echo(f"knuma apiserver listening on {listening}; kubeconfig written to {kubeconfig_out}", err=True)
         else:
             typer.echo(srv.kubeconfig(), nl=False)
             sys.stdout.flush()
-            typer.echo(f"knuma apiserver listening on {srv.url}", err=True)
+            typer.echo(f"knuma apiserver listening on {listening}", err=True)
 
     try:
         asyncio.run(serve_forever(server, bind, port, ready, manifests))

@@ -49,7 +49,12 @@ def scheduler(
         "--lease-name",
         help="Name of the leader Lease (default: topology-aware-scheduler).",
     ),
-    metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Bind address of /metrics, /healthz."),
+    metrics_address: str = typer.Option(
+        "127.0.0.1",
+        "--metrics-address",
+        help="Bind address of /metrics, /healthz, /readyz: plain HTTP without authentication, so loopback by default; "
+        "0.0.0.0 in a pod (the rendered manifests do so, behind their NetworkPolicy).",
+    ),
     metrics_port: int = typer.Option(10251, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
     explain: bool = typer.Option(
         False,

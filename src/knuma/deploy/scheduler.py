@@ -142,7 +142,13 @@ def placement(options: DeployOptions, pod_labels: dict[str, str]) -> dict[str, A
 def scheduler_args(options: DeployOptions) -> list[str]:
     """`knuma scheduler`'s command line (the image's entry point is `knuma`). Everything else, leader election
     included, is in the configuration file, the one place the Role's Lease name also comes from."""
-    return ["scheduler", f"--config={CONFIG_DIR}/{CONFIG_KEY}", f"--metrics-port={METRICS_PORT}"]
+    # In a pod the probes come from the node, so bind all interfaces (the NetworkPolicy admits only the metrics port).
+    return [
+        "scheduler",
+        f"--config={CONFIG_DIR}/{CONFIG_KEY}",
+        "--metrics-address=0.0.0.0",
+        f"--metrics-port={METRICS_PORT}",
+    ]
 
 
 def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:

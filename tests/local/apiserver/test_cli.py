@@ -80,3 +80,36 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert proc.stdout == ""
+
+
+def _listening(pid: int, port: int) -> set[str]:
+    """The local addresses `pid`'s process listens on at `port` (from /proc/net/tcp and tcp6)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = str(fd.readlink()) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            address, state, inode = fields[1], fields[3], fields[9]
+            host, _, hex_port = address.partition(":")
+            if state == "0A" and inode in inodes and int(hex_port, 16) == port:
+                found.add(host)
+    return found
+
+
+def test_insecure_on_loopback_says_so_and_all_interfaces_are_reported(tmp_path: Path) -> None:
+    """Issue 18 item 11: `--insecure` on loopback says what it is; `--bind 0.0.0.0` reports what it listens on."""
+    with apiserver_process(tmp_path / "a", insecure=True) as api:
+        assert api.process is not None
+    log = (tmp_path / "a" / "apiserver.log").read_text()
+    assert "note: --insecure: plain HTTP without authentication (loopback only)" in log
+    args = ["--bind", "0.0.0.0"]
+    with apiserver_process(tmp_path / "b", extra_args=args) as api:
+        assert api.process is not None
+        port = int(api.url.rsplit(":", 1)[1])
+        assert _listening(api.process.pid, port) == {"00000000"}
+    log = (tmp_path / "b" / "apiserver.log").read_text()
+    assert f"listening on all interfaces (0.0.0.0 port {port}); clients here use https://127.0.0.1:{port}" in log

@@ -32,7 +32,7 @@ class CommandLine:
     leader_elect: bool | None = None
     lease_namespace: str | None = None
     lease_name: str | None = None
-    metrics_address: str = "0.0.0.0"
+    metrics_address: str = "127.0.0.1"
     metrics_port: int = 10251
     explain: bool = False
 
@@ -56,6 +56,18 @@ def daemon_settings(configuration: SchedulerConfiguration, flags: CommandLine) -
     )
 
 
+def serving_message(address: str, port: int) -> str:
+    """What the metrics endpoint really exposes: kube-scheduler serves it over HTTPS with authentication delegated
+    to the API server (port 10259); knuma's is plain HTTP without authentication, so say who can reach it."""
+    if address in ("127.0.0.1", "::1", "localhost"):
+        reach = f"on {address}:{port} (loopback only)"
+    elif address in ("0.0.0.0", "::", ""):
+        reach = f"on all interfaces ({address or '0.0.0.0'}:{port}): anyone who can reach the port can read them"
+    else:
+        reach = f"on {address}:{port}: anyone who can reach that address can read them"
+    return f"serving /metrics, /healthz and /readyz over plain HTTP without authentication {reach}"
+
+
 def run(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
     """Schedule until SIGTERM; the process exit status (1 when the leader Lease was lost). Raises
     `KubeConfigError` when the cluster connection cannot be configured."""
@@ -71,7 +83,7 @@ async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> i
     try:
         if flags.metrics_port:
             port = await health.start(flags.metrics_address, flags.metrics_port)
-            log.info("serving /metrics, /healthz and /readyz on %s:%d", flags.metrics_address, port)
+            log.info("%s", serving_message(flags.metrics_address, port))
         log.info("scheduling pods with schedulerName in %s", sorted(daemon.profiles))
         await serve_until_signalled(daemon)
         log.info("stopped after binding %d pods", daemon.scheduled)
