@@ -47,7 +47,10 @@ def test_unreachable_api_server_is_reported(tmp_path: Path) -> None:
         )
     )
     done = subprocess.run(
-        [KNUMA, "operator", "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, timeout=60
+        [KNUMA, "operator", "--kubeconfig", str(kubeconfig), "--metrics-port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
     assert "error: cannot reach the API server" in done.stderr and "check --kubeconfig" in done.stderr
@@ -59,7 +62,9 @@ def test_signal_stops_the_operator_cleanly(tmp_path: Path, sig: signal.Signals) 
     log = tmp_path / "operator.log"
     with apiserver_in_thread(tmp_path / "api") as api, log.open("w") as err:
         proc = subprocess.Popen(
-            [KNUMA, "operator", "--kubeconfig", str(api.kubeconfig)], stdout=subprocess.DEVNULL, stderr=err
+            [KNUMA, "operator", "--kubeconfig", str(api.kubeconfig), "--metrics-port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
         try:
             deadline = time.monotonic() + 20

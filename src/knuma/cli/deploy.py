@@ -60,7 +60,9 @@ _IMAGE = typer.Option(None, "--image", help="knuma image [env KNUMA_IMAGE].")
 _PLUGIN_IMAGE = typer.Option(None, "--scheduler-plugin-image", help="[env TAS_SCHEDULER_PLUGIN_IMAGE].")
 _RTE_IMAGE = typer.Option(None, "--rte-image", help="[env TAS_RESOURCE_EXPORTER_IMAGE].")
 _NFD_IMAGE = typer.Option(None, "--nfd-image", help="[env TAS_NODE_FEATURE_DISCOVERY_IMAGE].")
-_COMPONENT = typer.Argument(None, help="api, updater or scheduler (all when omitted).")
+_COMPONENT = typer.Argument(
+    None, help="api, updater or scheduler (all when omitted); render also takes operator (knuma operator itself)."
+)
 _KUBECONFIG = typer.Option(None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config).")
 _CONTEXT = typer.Option(None, "--context", help="kubeconfig context.")
 _WAIT = typer.Option(False, "-W", "--wait", help="Wait until the workloads are ready (or gone, for remove).")
@@ -185,6 +187,14 @@ def render(
 
     if output not in ("yaml", "json"):
         fail(f"unknown output format {output!r}; use yaml or json")
+    if component == "operator":
+        from knuma.deploy.images import resolve_images
+        from knuma.operator.render import render_operator
+
+        # the operator with two replicas and leader election unless -R asks for more
+        objects = render_operator(images=resolve_images({"knuma": image}), replicas=max(2, replicas))
+        sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))
+        return
     components = _components(component)
     if replicas < 1:
         fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")

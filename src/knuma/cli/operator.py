@@ -34,6 +34,15 @@ def operator(
         True, "--install-crds/--no-install-crds", help="Apply the operator's CRDs at start-up (as OLM would)."
     ),
     render_crds: bool = typer.Option(False, "--render-crds", help="Print the operator's CRDs as YAML and exit."),
+    leader_elect: bool = typer.Option(
+        False, "--leader-elect/--no-leader-elect", help="Take a Lease before reconciling (run several replicas)."
+    ),
+    lease_namespace: str | None = typer.Option(
+        None, "--leader-elect-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE, else --namespace)."
+    ),
+    lease_name: str = typer.Option("knuma-operator-leader", "--leader-elect-name", help="Name of the Lease."),
+    metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Bind address of /metrics, /healthz."),
+    metrics_port: int = typer.Option(8080, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr (-v: debug)."),
 ) -> None:
     """Run the operator: watch the NUMAResourcesOperator and NUMAResourcesScheduler custom resources and keep the
@@ -47,13 +56,17 @@ def operator(
 
     import asyncio
     import logging
+    import os
     import signal
 
     from knuma.deploy.cluster import connect
     from knuma.deploy.images import resolve_images
     from knuma.deploy.options import parse_duration
     from knuma.kube.client import KubeConfigError, async_http
-    from knuma.operator.manager import LoopSettings, run
+    from knuma.kube.leaderelection import LeaseConfig
+    from knuma.operator.health import HealthServer
+    from knuma.operator.manager import LoopSettings, OperatorLeaseLost, OperatorStartError, run
+    from knuma.operator.metrics import OperatorMetrics
     from knuma.operator.reconciler import Settings
 
     logging.basicConfig(
@@ -67,24 +80,45 @@ def operator(
     images = resolve_images({"knuma": image})
     if period <= 0:
         fail("--resync-period must be positive (e.g. 30s)")
+    if not 0 <= metrics_port <= 65535:
+        fail(f"--metrics-port must be between 0 and 65535, got {metrics_port}")
+    lease = None
+    if leader_elect:
+        lease = LeaseConfig(namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or namespace, name=lease_name)
+    loop_settings = LoopSettings(period, install_crds, lease)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        metrics, ready = OperatorMetrics(), asyncio.Event()
+        health = HealthServer(metrics, ready)
+        if metrics_port:
+            try:
+                port = await health.start(metrics_address, metrics_port)
+            except OSError as err:
+                raise OperatorStartError(
+                    f"cannot serve /metrics on {metrics_address}:{metrics_port}: {err.strerror or err}; pick another "
+                    "--metrics-port (0 disables it)"
+                ) from None
+            logging.getLogger("knuma.operator").info("serving /metrics, /healthz, /readyz on port %d", port)
         http = async_http(kubeconfig, context)
         try:
             with connect(kubeconfig, context) as session:
-                await run(session, http, Settings(namespace, images), stop, LoopSettings(period, install_crds))
+                await run(session, http, Settings(namespace, images), stop, loop_settings, metrics=metrics, ready=ready)
         finally:
             await http.aclose()
+            await health.stop()
 
     try:
         asyncio.run(main())
     except KubeConfigError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(USAGE_ERROR) from None
+    except (OperatorStartError, OperatorLeaseLost) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(CLUSTER_ERROR) from None
     except Exception as err:  # start-up failures (CRD install): say what failed and what to check, not a traceback
         import httpx2
 

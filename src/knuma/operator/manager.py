@@ -5,6 +5,10 @@ Informers (`knuma.kube.informer`) watch the two custom resources and the workloa
 a fraction of a second. Events are coalesced: a burst (our own applies included) gives one pass. Passes run in a
 worker thread, one at a time; a failing pass (API server unreachable) is logged and retried with backoff. `stop`
 ends the loop between passes (SIGINT / SIGTERM in the CLI).
+
+With a Lease (`knuma.kube.leaderelection`, client-go's rules), a replica waits to lead before it writes anything
+(CRDs included), checks it still leads before every pass, and stops with `OperatorLeaseLost` when it cannot renew in
+time, so two replicas never reconcile at once; a graceful stop releases the Lease for the standby to take at once.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
+import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +27,16 @@ import httpx2
 from knuma.api.numaresources import API_VERSION, OPERATOR_PLURAL, SCHEDULER_PLURAL
 from knuma.api.numaresources_crd import operator_crds
 from knuma.deploy.cluster import Session
+from knuma.errors import OperationFailed
 from knuma.kube.apply import apply_object
 from knuma.kube.informer import Backoff, Informer
+from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.kube.wait import wait_for
 from knuma.operator.desired import OWNED_BY_LABEL
+from knuma.operator.metrics import OperatorMetrics
 from knuma.operator.reconciler import FIELD_MANAGER, Reconciler, Settings
 
-__all__ = ["LoopSettings", "install_crds", "run"]
+__all__ = ["LoopSettings", "OperatorLeaseLost", "OperatorStartError", "default_identity", "install_crds", "run"]
 
 log = logging.getLogger("knuma.operator")
 
@@ -39,6 +49,22 @@ class LoopSettings:
     resync: float = 30.0
     """Reconcile at least this often, even without events."""
     install_crds: bool = True
+    lease: LeaseConfig | None = None
+    """Leader election on this Lease (replicas > 1); None runs without it."""
+    identity: str = ""
+    """This replica's holder identity (default: host name and a random suffix, as client-go's)."""
+
+
+class OperatorStartError(OperationFailed):
+    """The operator cannot start (its metrics port is taken, its CRDs cannot be installed)."""
+
+
+class OperatorLeaseLost(OperationFailed):
+    """This replica could not renew the leader Lease in time and stopped, so that only one replica reconciles."""
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 def install_crds(session: Session) -> None:
@@ -82,47 +108,93 @@ async def run(
     settings: Settings,
     stop: asyncio.Event,
     loop_settings: LoopSettings = LoopSettings(),
+    *,
+    metrics: OperatorMetrics | None = None,
+    ready: asyncio.Event | None = None,
 ) -> None:
-    """Until `stop` is set: reconcile on events and every `resync` seconds."""
-    if loop_settings.install_crds:
-        await asyncio.to_thread(install_crds, session)
-    wake = asyncio.Event()
-    handler = _Wake(wake)
-    informers = [
-        Informer(http, path, handler, label_selector=selector, watch_timeout=60, on_error=log.warning)
-        for path, selector in _paths(settings.namespace)
-    ]
-    tasks = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]
-    reconciler = Reconciler(session, settings)
-    backoff = Backoff(initial=1.0, maximum=30.0)
-    log.info("operator started: operands in namespace %s", settings.namespace)
+    """Until `stop` is set: (with a Lease) wait to lead, then reconcile on events and every `resync` seconds.
+    `ready` is set while this replica leads and after its first pass; raises `OperatorLeaseLost` when the Lease is
+    lost."""
+    metrics = metrics or OperatorMetrics()
+    ready = ready or asyncio.Event()
+    lease = loop_settings.lease
+    elector = LeaderElector(http, loop_settings.identity or default_identity(), lease) if lease else None
+    lease_name = f"{lease.namespace}/{lease.name}" if lease else "none"
+    tasks: list[asyncio.Task[Any]] = []
     try:
+        if elector is not None:
+            log.info("waiting to lead: lease %s as %s", lease_name, elector.identity)
+            if not await _until(stop, elector.acquire()):
+                return
+            tasks.append(asyncio.create_task(elector.renew_forever(), name="lease renewal"))
+        metrics.leader.labels(lease_name).set(1)
+        if loop_settings.install_crds:
+            await asyncio.to_thread(install_crds, session)
+        wake = asyncio.Event()
+        handler = _Wake(wake)
+        informers = [
+            Informer(http, path, handler, label_selector=selector, watch_timeout=60, on_error=log.warning)
+            for path, selector in _paths(settings.namespace)
+        ]
+        tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]
+        reconciler = Reconciler(session, settings, metrics=metrics)
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        lost = elector.lost if elector is not None else asyncio.Event()
+        log.info("operator started: operands in namespace %s", settings.namespace)
         while not stop.is_set():
+            if elector is not None and not elector.still_leading():
+                break
             wake.clear()
             try:
                 requeue = await asyncio.to_thread(reconciler.reconcile_all)
                 backoff.reset()
             except (httpx2.TransportError, OSError) as err:
                 requeue = backoff.next()
+                metrics.passes_failed.inc()
                 log.error("cannot reach the API server (%s); retrying in %.0fs", err, requeue)
             except Exception as err:  # a pass must never kill the operator; the next one retries
                 requeue = backoff.next()
+                metrics.passes_failed.inc()
                 log.exception("reconcile failed: %s; retrying in %.0fs", err, requeue)
+            ready.set()
             timeout = loop_settings.resync if requeue is None else min(requeue, loop_settings.resync)
-            await _first(stop, wake, timeout)
+            await _first((stop, wake, lost), timeout)
+            if lost.is_set():
+                break
             if wake.is_set() and not stop.is_set():
                 await asyncio.sleep(COALESCE)
+        if lost.is_set() and not stop.is_set():
+            raise OperatorLeaseLost(f"lost the leader lease {lease_name}; stopping so that only one replica reconciles")
     finally:
+        ready.clear()
+        metrics.leader.labels(lease_name).set(0)
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if elector is not None:
+            await elector.release()
         log.info("operator stopped")
 
 
-async def _first(stop: asyncio.Event, wake: asyncio.Event, timeout: float) -> None:
-    waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(wake.wait())]
+async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
+    """Run `work` until it returns (True) or `stop` is set first (False, `work` cancelled)."""
+    task = asyncio.create_task(work)
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return task.done() and not task.cancelled() and task.exception() is None
+
+
+async def _first(events: tuple[asyncio.Event, ...], timeout: float) -> None:
+    waiters = [asyncio.create_task(e.wait()) for e in events]
     try:
         await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:

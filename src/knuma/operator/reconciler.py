@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ from knuma.operator.desired import (
     scheduler_options,
 )
 from knuma.operator.kubeletconfig import read_group_kubelet, read_openshift_sources
+from knuma.operator.metrics import OperatorMetrics, Result
 
 __all__ = ["FIELD_MANAGER", "PROGRESS_REQUEUE", "Reconciler", "Settings"]
 
@@ -96,10 +98,17 @@ class _Pass:
 
 
 class Reconciler:
-    def __init__(self, session: Session, settings: Settings = Settings(), now: Callable[[], str] = _now) -> None:
+    def __init__(
+        self,
+        session: Session,
+        settings: Settings = Settings(),
+        now: Callable[[], str] = _now,
+        metrics: OperatorMetrics | None = None,
+    ) -> None:
         self.session = session
         self.settings = settings
         self.now = now
+        self.metrics = metrics or OperatorMetrics()
         self._kubelet_sources: dict[str, tuple[str, dict[str, Any]]] = {}
 
     # -- the loop's entry point ------------------------------------------------------------------------------------
@@ -139,11 +148,29 @@ class Reconciler:
                 log.info("%s %s: reconciliation paused by annotation", obj["kind"], name)
                 continue
             else:
-                result = body(obj)
+                result = self._timed(plural, body, obj)
             self._write_status(plural, obj, result)
             if result.requeue is not None:
                 requeue = result.requeue if requeue is None else min(requeue, result.requeue)
         return requeue
+
+    def _timed(self, plural: str, body: Callable[[dict[str, Any]], _Pass], obj: dict[str, Any]) -> _Pass:
+        """`body(obj)`, counted and timed per controller as controller-runtime does."""
+        controller = plural.removesuffix("s")
+        started = time.perf_counter()
+        try:
+            result = body(obj)
+        except Exception:
+            self.metrics.record(controller, Result.ERROR, time.perf_counter() - started)
+            raise
+        if result.outcome.condition == cond.DEGRADED:
+            outcome = Result.ERROR
+        elif result.requeue is not None:
+            outcome = Result.REQUEUE_AFTER
+        else:
+            outcome = Result.SUCCESS
+        self.metrics.record(controller, outcome, time.perf_counter() - started)
+        return result
 
     # -- applying ------------------------------------------------------------------------------------------------
 

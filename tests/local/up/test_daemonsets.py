@@ -106,7 +106,18 @@ def test_operator_becomes_available_on_knuma_up(start: Callable[..., Up], tmp_pa
     up = start("--nodes", "2", "--shape", "small", "--exporters", "in-process")
     log = (tmp_path / "operator.log").open("w")
     operator = subprocess.Popen(
-        [sys.executable, "-m", "knuma", "operator", "--kubeconfig", str(up.kubeconfig), "--resync-period", "5s"],
+        [
+            sys.executable,
+            "-m",
+            "knuma",
+            "operator",
+            "--kubeconfig",
+            str(up.kubeconfig),
+            "--resync-period",
+            "5s",
+            "--metrics-port",
+            "0",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
