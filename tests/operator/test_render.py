@@ -39,13 +39,16 @@ def rendered() -> list[dict[str, Any]]:
 
 
 def rules_of(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == "knuma-operator")["rules"]
+    found: list[dict[str, Any]] = next(
+        o for o in objects if o["kind"] == kind and o["metadata"]["name"] == "knuma-operator"
+    )["rules"]
+    return found
 
 
 def other_resources() -> list[dict[str, Any]]:
     """Custom resources unlike the sample the rules come from: two groups, a renamed scheduler."""
-    owner = {"apiVersion": "nodetopology.openshift.io/v1", "kind": "X", "metadata": {"name": "numaresourcesoperator"}}
-    owner["metadata"]["uid"] = "u"
+    owner: dict[str, Any] = {"apiVersion": "nodetopology.openshift.io/v1", "kind": "X"}
+    owner["metadata"] = {"name": "numaresourcesoperator", "uid": "u"}
     groups = [{"poolName": "cnf"}, {"machineConfigPoolSelector": {"matchLabels": {"node-role.kubernetes.io/gpu": ""}}}]
     spec = parse_operator_spec({"nodeGroups": groups, "podExcludes": [{"namespace": "kube-*", "name": "*"}]})
     sched = parse_scheduler_spec({"schedulerName": "numa", "cacheResyncPeriod": "3s"})
