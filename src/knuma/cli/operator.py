@@ -41,7 +41,9 @@ def operator(
         None, "--leader-elect-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE, else --namespace)."
     ),
     lease_name: str = typer.Option("knuma-operator-leader", "--leader-elect-name", help="Name of the Lease."),
-    metrics_address: str = typer.Option("0.0.0.0", "--metrics-address", help="Bind address of /metrics, /healthz."),
+    metrics_address: str = typer.Option(
+        "127.0.0.1", "--metrics-address", help="Bind address of /metrics, /healthz (the rendered Deployment: 0.0.0.0)."
+    ),
     metrics_port: int = typer.Option(8080, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr (-v: debug)."),
 ) -> None:

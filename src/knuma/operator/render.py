@@ -144,6 +144,7 @@ def _deployment(namespace_name: str, images: Images, replicas: int) -> Manifest:
             f"--namespace={namespace_name}",
             "--leader-elect",
             f"--leader-elect-name={LEASE_NAME}",
+            "--metrics-address=0.0.0.0",  # behind the NetworkPolicy that admits only the metrics port
             f"--metrics-port={METRICS_PORT}",
         ],
         "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
