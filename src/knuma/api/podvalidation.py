@@ -14,10 +14,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FIELD_VALUE_DUPLICATE", "FieldError", "container_name_errors"]
+from knuma.quantity import Quantity, QuantityError, parse_quantity
+
+__all__ = [
+    "FIELD_VALUE_DUPLICATE",
+    "FIELD_VALUE_INVALID",
+    "FIELD_VALUE_REQUIRED",
+    "FieldError",
+    "container_name_errors",
+    "resource_requirement_errors",
+]
 
 FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
 """The `reason` of a kube-apiserver status cause for `field.Duplicate`."""
+FIELD_VALUE_INVALID = "FieldValueInvalid"
+FIELD_VALUE_REQUIRED = "FieldValueRequired"
+OVERCOMMITTABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
+"""`helper.IsOvercommitAllowed`: native resources other than hugepages; extended resources are not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,4 +70,80 @@ def container_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[F
                 )
             else:
                 seen.add(name)
+    return errors
+
+
+def _quantities(raw: Any) -> dict[str, Quantity]:
+    """Parsable quantities of a ResourceList (malformed ones are the decoder's business, a 400 before this)."""
+    found: dict[str, Quantity] = {}
+    if isinstance(raw, Mapping):
+        for name, value in raw.items():
+            try:
+                found[str(name)] = parse_quantity(value)
+            except (QuantityError, ValueError):
+                continue
+    return found
+
+
+def resource_requirement_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
+    """`ValidateResourceRequirements` (`pkg/apis/core/validation/validation.go`) for every container: no negative
+    quantity; a request at most its limit, and equal to it for resources that cannot be overcommitted (hugepages,
+    extended resources such as GPUs), which also need a limit. Messages as kube-apiserver's:
+    `spec.containers[0].resources.requests: Invalid value: "3": must be less than or equal to cpu limit of 2`."""
+    errors: list[FieldError] = []
+    for key in ("initContainers", "containers"):
+        raw = spec.get(key) or []
+        if not isinstance(raw, list):
+            continue
+        for index, container in enumerate(raw):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if not isinstance(resources, Mapping):
+                continue
+            base = f"{path}.{key}[{index}].resources"
+            limits = _quantities(resources.get("limits"))
+            requests = _quantities(resources.get("requests"))
+            for name, quantity in limits.items():
+                if quantity.nanos < 0:
+                    errors.append(
+                        FieldError(
+                            FIELD_VALUE_INVALID,
+                            f"{base}.limits[{name}]",
+                            f'Invalid value: "{quantity}": must be greater than or equal to 0',
+                        )
+                    )
+            for name, quantity in requests.items():
+                if quantity.nanos < 0:
+                    errors.append(
+                        FieldError(
+                            FIELD_VALUE_INVALID,
+                            f"{base}.requests[{name}]",
+                            f'Invalid value: "{quantity}": must be greater than or equal to 0',
+                        )
+                    )
+                limit = limits.get(name)
+                overcommit = name in OVERCOMMITTABLE
+                if limit is not None and not overcommit and quantity.nanos != limit.nanos:
+                    errors.append(
+                        FieldError(
+                            FIELD_VALUE_INVALID,
+                            f"{base}.requests",
+                            f'Invalid value: "{quantity}": must be equal to {name} limit of {limit}',
+                        )
+                    )
+                elif limit is not None and quantity.nanos > limit.nanos:
+                    errors.append(
+                        FieldError(
+                            FIELD_VALUE_INVALID,
+                            f"{base}.requests",
+                            f'Invalid value: "{quantity}": must be less than or equal to {name} limit of {limit}',
+                        )
+                    )
+                elif limit is None and not overcommit:
+                    errors.append(
+                        FieldError(
+                            FIELD_VALUE_REQUIRED,
+                            f"{base}.limits",
+                            "Required value: Limit must be set for non overcommitable resources",
+                        )
+                    )
     return errors

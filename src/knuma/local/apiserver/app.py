@@ -60,6 +60,10 @@ def _error(err: errors.ApiError) -> web.Response:
     return _json(err.status(), err.code)
 
 
+WARNINGS_KEY: web.RequestKey[list[str]] = web.RequestKey("warnings", list)
+"""Request key: warnings a write produced, sent back as `Warning` headers."""
+
+
 @web.middleware
 async def _middleware(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -83,6 +87,9 @@ async def _middleware(
     except Exception:
         log.exception("internal error serving %s %s", request.method, request.path_qs)
         response = _error(errors.ApiError(500, "InternalError", "an internal error occurred; see the server log"))
+    for warning in request.get(WARNINGS_KEY) or ():
+        # RFC 7234 warn-code 299, as kube-apiserver writes them (kubectl prints "Warning: <text>")
+        response.headers.add("Warning", '299 - "' + warning.replace("\\", "\\\\").replace('"', '\\"') + '"')
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s %s -> %s in %.1f ms (%s)",
@@ -159,7 +166,12 @@ def _write_opts(request: web.Request, *, explicit_manager: bool = False) -> Writ
     manager = request.query.get("fieldManager", "") if explicit_manager else _manager(request)
     force = request.query.get("force", "false").lower() in ("true", "1")
     validation = request.query.get("fieldValidation", "")
-    return WriteOptions(manager=manager, dry_run=bool(dry), force=force, field_validation=validation)
+    if validation not in ("", "Ignore", "Warn", "Strict"):
+        raise errors.bad_request(
+            f'fieldValidation: Unsupported value: "{validation}": supported values: "Ignore", "Strict", "Warn"'
+        )
+    warnings: list[str] = request.setdefault(WARNINGS_KEY, [])
+    return WriteOptions(manager=manager, dry_run=bool(dry), force=force, field_validation=validation, warnings=warnings)
 
 
 def _list_body(rt: ResourceType, items: list[JsonObj], rv: str, token: str, remaining: int | None) -> bytes:

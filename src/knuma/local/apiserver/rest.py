@@ -14,12 +14,22 @@ import json
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import bodies, conversion, crdvalidation, errors, fieldmanager, metadata, patch, schema
+from knuma.local.apiserver import (
+    bodies,
+    conversion,
+    crdvalidation,
+    errors,
+    fieldmanager,
+    fieldschema,
+    metadata,
+    patch,
+    schema,
+)
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
 from knuma.local.apiserver.gc import GarbageCollector
@@ -60,8 +70,11 @@ class WriteOptions:
     manager: str
     dry_run: bool = False
     force: bool = False
-    #: `fieldValidation`: "Strict" (kubectl's default) rejects fields a CRD schema does not declare.
+    #: `fieldValidation`: "Strict" (kubectl's default) rejects unknown fields, "Warn" (the default) and "Ignore" drop
+    #: them, with and without a warning.
     field_validation: str = ""
+    #: Where writes put their warnings (the HTTP layer sends them as `Warning` headers).
+    warnings: list[str] = field(default_factory=list)
 
 
 def _meta(obj: JsonObj) -> JsonObj:
@@ -192,6 +205,8 @@ class ObjectService:
 
     def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions, old: JsonObj | None = None) -> JsonObj:
         apply_dra_defaults(rt.kind if rt.group == "resource.k8s.io" and not rt.custom else "", obj)
+        if not rt.custom and fieldschema.has_schema(rt.group, rt.version, rt.kind):
+            obj = self._decode_builtin(rt, obj, opts)
         validate_object(rt, obj)
         if rt.group_resource == CRD_GR:
             crd_causes = crdvalidation.causes(obj, old, BUILTIN_RESOURCES)
@@ -211,6 +226,21 @@ class ObjectService:
                 raise errors.invalid(rt.kind, rt.group, str(_meta(obj).get("name", "")), causes)
             obj = schema.prune(rt.schema, obj)
         return obj
+
+    def _decode_builtin(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
+        """What kube-apiserver's decoder does to a built-in kind: 400 for values of the wrong type and malformed
+        quantities; unknown fields dropped, with a 400 (Strict), a warning (Warn, the default) or silently."""
+        decoded = fieldschema.decode(rt.group, rt.version, rt.kind, obj)
+        prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        if decoded.errors:
+            raise errors.bad_request(prefix + "; ".join(decoded.errors))
+        if decoded.unknown:
+            if opts.field_validation == "Strict":
+                listed = ", ".join(f'unknown field "{f}"' for f in decoded.unknown)
+                raise errors.bad_request(f"{prefix}strict decoding error: {listed}")
+            if opts.field_validation != "Ignore":
+                opts.warnings.extend(f'unknown field "{f}"' for f in decoded.unknown)
+        return decoded.obj
 
     # -- reads ---------------------------------------------------------------------------------------------------
 

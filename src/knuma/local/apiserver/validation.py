@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from knuma.api.podvalidation import container_name_errors
+from knuma.api.podvalidation import container_name_errors, resource_requirement_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import dra_validation, metadata
 from knuma.local.apiserver.errors import invalid
@@ -77,11 +77,13 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
             if not c.get("image"):
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].image", "Required value"))
         causes += [(e.reason, e.field, e.message) for e in container_name_errors(obj.get("spec") or {})]
-    elif kind in ("Deployment", "DaemonSet"):
+        causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(obj.get("spec") or {})]
+    elif kind in ("Deployment", "DaemonSet", "ReplicaSet"):
         causes += _required(obj, "spec.selector")
         causes += _required(obj, "spec.template.spec.containers")
         template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         causes += [(e.reason, e.field, e.message) for e in container_name_errors(template, "spec.template.spec")]
+        causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(template, "spec.template.spec")]
     elif kind == "PriorityClass" and not isinstance(obj.get("value"), int):
         causes.append(("FieldValueRequired", "value", "Required value"))
     elif kind in ("RoleBinding", "ClusterRoleBinding"):

@@ -1,0 +1,148 @@
+"""Built-in kinds are decoded and validated as kube-apiserver does: malformed quantities and wrong types are 400s,
+unknown fields follow `fieldValidation` (Strict: 400; Warn, the default: `Warning` header; Ignore: silent), both
+drop the field, and resource requirements are checked with kube-apiserver's 422 messages. Real upstream manifests
+are accepted, and the project's decoding agrees with kubernetes-validate's strict upstream schemas on them and on
+their mutations."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from knuma.deploy.options import Component, DeployOptions
+from knuma.deploy.render import render
+from knuma.local.apiserver import fieldschema
+from knuma.local.apiserver.fieldschema_gen import KUBERNETES_VERSION
+from knuma.local.apiserver.fieldschema_gen import render as regenerate
+
+from .conftest import Http, Kubectl, pod
+
+UPSTREAM = Path(__file__).resolve().parents[2] / "fixtures" / "upstream-manifests"
+SAMPLES = sorted(UPSTREAM.glob("*.yaml"))
+
+
+def _gvk(obj: dict[str, Any]) -> tuple[str, str, str]:
+    group, _, version = str(obj["apiVersion"]).rpartition("/")
+    return group, version, str(obj["kind"])
+
+
+def decode(obj: dict[str, Any]) -> fieldschema.Decoded:
+    return fieldschema.decode(*_gvk(obj), copy.deepcopy(obj))
+
+
+def upstream_rejects(obj: dict[str, Any]) -> bool:
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError:
+        return True
+    return False
+
+
+def test_the_field_tree_is_regenerated_from_the_upstream_definitions() -> None:
+    """The packaged data is what `python -m knuma.local.apiserver.fieldschema_gen` makes from kubernetes-validate."""
+    assert fieldschema.DATA.read_bytes() == regenerate()
+
+
+def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj["spec"]["template"]["spec"] if "template" in obj["spec"] else obj["spec"]
+    found: list[dict[str, Any]] = spec["containers"]
+    return found
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_upstream_manifests_are_accepted_and_mutations_rejected_like_upstream(path: Path) -> None:
+    obj = yaml.safe_load(path.read_text())
+    accepted = decode(obj)
+    assert (accepted.unknown, accepted.errors) == ([], []), path.name
+    assert accepted.obj == obj
+    assert not upstream_rejects(obj)
+
+    typo = copy.deepcopy(obj)
+    container = containers(typo)[0]
+    container["resource"] = container.pop("resources", {"limits": {"cpu": "1"}})
+    assert decode(typo).unknown == [f"{_container_path(typo)}.resource"]
+    assert upstream_rejects(typo)
+
+    wrong_type = copy.deepcopy(obj)
+    containers(wrong_type)[0]["image"] = 3
+    assert [e for e in decode(wrong_type).errors if "image" in e and "cannot unmarshal number" in e]
+    assert upstream_rejects(wrong_type)
+
+
+def _container_path(obj: dict[str, Any]) -> str:
+    return "spec.template.spec.containers[0]" if "template" in obj["spec"] else "spec.containers[0]"
+
+
+def test_the_stacks_own_manifests_decode_cleanly() -> None:
+    for obj in render(list(Component), DeployOptions()):
+        if fieldschema.has_schema(*_gvk(obj)):
+            result = decode(obj)
+            assert (result.unknown, result.errors) == ([], []), f"{obj['kind']} {obj['metadata']['name']}"
+
+
+def test_quantities_are_checked_where_upstream_has_none() -> None:
+    """kubernetes-validate's schema lets any string be a Quantity; kube-apiserver's decoder does not."""
+    bad = pod("q")
+    bad["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2x", "memory": "1Gi"}}
+    assert not upstream_rejects(bad)
+    errors = decode(bad).errors
+    assert errors == [f'{fieldschema.QUANTITY_MESSAGE} (spec.containers[0].resources.limits.cpu: "2x")']
+
+
+def test_kubectl_sees_kube_apiservers_answers(kubectl: Kubectl, http_client: Http) -> None:
+    bad_quantity = pod("bad-quantity")
+    bad_quantity["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2x"}}
+    refused = kubectl("apply", "-f", "-", stdin=json.dumps(bad_quantity), check=False)
+    assert refused.returncode == 1
+    assert 'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression' in (
+        refused.stderr
+    )
+    assert 'spec.containers[0].resources.limits.cpu: "2x"' in refused.stderr
+
+    typo = pod("typo")
+    typo["spec"]["containers"][0]["resource"] = {"limits": {"cpu": "2"}}
+    strict = kubectl("apply", "-f", "-", stdin=json.dumps(typo), check=False)
+    assert strict.returncode == 1
+    assert 'strict decoding error: unknown field "spec.containers[0].resource"' in strict.stderr
+    ignored = kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(typo))
+    assert "Warning" not in ignored.stderr
+    stored = json.loads(kubectl("get", "pod", "typo", "-o", "json").stdout)
+    assert "resource" not in stored["spec"]["containers"][0]  # dropped, as kube-apiserver's decoder drops it
+
+    warned = http_client.post(
+        "/api/v1/namespaces/default/pods?fieldValidation=Warn", {**typo, "metadata": {"name": "w"}}
+    )
+    assert warned.status == 201
+    assert warned.headers["warning"] == '299 - "unknown field \\"spec.containers[0].resource\\""'
+    default = http_client.post("/api/v1/namespaces/default/pods", {**typo, "metadata": {"name": "d"}})
+    assert default.status == 201 and "warning" in default.headers
+    wrong = http_client.post("/api/v1/namespaces/default/pods?fieldValidation=Sometimes", pod("x"))
+    assert wrong.status == 400 and "supported values" in wrong.json["message"]
+
+    over = pod("over")
+    over["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}, "requests": {"cpu": "3", "memory": "-1"}}
+    invalid = kubectl("apply", "-f", "-", stdin=json.dumps(over), check=False)
+    assert invalid.returncode == 1
+    assert 'The Pod "over" is invalid' in invalid.stderr
+    assert (
+        'spec.containers[0].resources.requests: Invalid value: "3": must be less than or equal to cpu limit of 2'
+        in (invalid.stderr)
+    )
+    assert 'spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0' in (
+        invalid.stderr
+    )
+    gpu = pod("gpu")
+    gpu["spec"]["containers"][0]["resources"] = {"requests": {"example.com/gpu": "1"}}
+    no_limit = http_client.post("/api/v1/namespaces/default/pods", gpu)
+    assert no_limit.status == 422
+    assert no_limit.json["details"]["causes"][0] == {
+        "reason": "FieldValueRequired",
+        "field": "spec.containers[0].resources.limits",
+        "message": "Required value: Limit must be set for non overcommitable resources",
+    }
