@@ -205,7 +205,7 @@ class ObjectService:
 
     def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions, old: JsonObj | None = None) -> JsonObj:
         apply_dra_defaults(rt.kind if rt.group == "resource.k8s.io" and not rt.custom else "", obj)
-        if not rt.custom and fieldschema.has_schema(rt.group, rt.version, rt.kind):
+        if not rt.custom:
             obj = self._decode_builtin(rt, obj, opts)
         validate_object(rt, obj)
         if rt.group_resource == CRD_GR:
@@ -230,7 +230,11 @@ class ObjectService:
     def _decode_builtin(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
         """What kube-apiserver's decoder does to a built-in kind: 400 for values of the wrong type and malformed
         quantities; unknown fields dropped, with a 400 (Strict), a warning (Warn, the default) or silently."""
-        decoded = fieldschema.decode(rt.group, rt.version, rt.kind, obj)
+        # the object is already in its storage form (events.k8s.io Events are stored as core Events)
+        group, _, version = str(obj.get("apiVersion") or rt.api_version).rpartition("/")
+        if not fieldschema.has_schema(group, version, rt.kind):
+            return obj
+        decoded = fieldschema.decode(group, version, rt.kind, obj)
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
         if decoded.errors:
             raise errors.bad_request(prefix + "; ".join(decoded.errors))
