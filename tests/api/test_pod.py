@@ -314,3 +314,22 @@ def test_invalid_resources_raise_pod_error():
         )
     with pytest.raises(PodError, match="expected a mapping"):
         pod([c("a", requests=["cpu"])])  # type: ignore[arg-type]
+
+
+def test_dra_numa_annotation_is_read_leniently() -> None:
+    from knuma.api.pod import DRA_NUMA_ANNOTATION
+
+    def with_annotation(value: str) -> Pod:
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {DRA_NUMA_ANNOTATION: value}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        return Pod.from_manifest(manifest)
+
+    assert with_annotation('{"c":{"gpu.sim.knuma.io/n/gpu-1":1,"x/n/y":null}}').dra_devices == {
+        "c": {"gpu.sim.knuma.io/n/gpu-1": 1, "x/n/y": None}
+    }
+    assert with_annotation("not json").dra_devices == {}
+    assert with_annotation("[1]").dra_devices == {}

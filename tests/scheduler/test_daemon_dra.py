@@ -4,6 +4,7 @@ by two pods; FailedScheduling names the claim, request and stage; an unknown Dev
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +180,29 @@ async def test_unknown_device_class_is_reported_and_the_daemon_goes_on(api: Runn
 
             events = await c.wait_for(missing, what="FailedScheduling for a missing claim")
             assert events[0]["message"] == '0/1 nodes are available: resourceclaim "no-such-claim" not found.'
+
+
+async def test_the_cache_predicts_the_cpus_next_to_the_devices(api: RunningApiServer) -> None:
+    """NUMA 0's GPUs and NICs are taken: the pod's devices come from NUMA 1, so the kubelet puts its CPUs there; the
+    scheduler's cache must predict the same (the pod's devices go into its kubelet model), and the pod records the
+    choice for later predictions (`scheduling.knuma.io/dra-numa`)."""
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-0")
+        await gpu_nic_claim(c, "busy", gpus=4)
+        busy = await c.request("GET", f"{CLAIMS}/busy")
+        taken = [("gpu", "gpu.sim.knuma.io", f"gpu-{i}") for i in range(4)] + [("nic", "nic.sim.knuma.io", "nic-0")]
+        results = [{"request": r, "driver": d, "pool": "dgx-0", "device": n} for r, d, n in taken]
+        busy["status"] = {"allocation": {"devices": {"results": results}}}
+        await c.request("PUT", f"{CLAIMS}/busy/status", busy)
+        await gpu_nic_claim(c, "train")
+        async with running_scheduler(api, daemon_profiles()) as daemon:
+            await claimed_pod(c, "trainer", "train")
+            assert await c.bound("trainer") == "dgx-0"
+            pod = await c.pod("trainer")
+            recorded = json.loads(pod["metadata"]["annotations"]["scheduling.knuma.io/dra-numa"])
+            assert set(recorded["c"].values()) == {1}
+            (info,) = [n for n in daemon.cache.node_infos() if n.name == "dgx-0"]
+            assert info.topology is not None
+            free = {z.id: z.available["cpu"] for z in info.topology.zones}
+            assert free == {0: 55000, 1: 47000}

@@ -8,6 +8,7 @@ class by the Kubernetes rules.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +18,21 @@ from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, parse_resource_list
 from knuma.errors import InvalidInput
 
-__all__ = ["Container", "ContainerKind", "InvalidPodError", "Pod", "PodError", "QOSClass", "long_running_request"]
+__all__ = [
+    "DRA_NUMA_ANNOTATION",
+    "Container",
+    "ContainerKind",
+    "InvalidPodError",
+    "Pod",
+    "PodError",
+    "QOSClass",
+    "long_running_request",
+]
+
+DRA_NUMA_ANNOTATION = "scheduling.knuma.io/dra-numa"
+"""Written by knuma's scheduler before binding a pod with ResourceClaims: container -> {`driver/pool/device`: NUMA
+node} (JSON), so every later prediction of the kubelet's decision (the scheduler's cache, after a restart too) aligns
+the pod's CPUs with its devices, as the Topology Manager will."""
 
 
 class PodError(InvalidInput):
@@ -76,6 +91,9 @@ class Pod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     spec: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The raw spec, for plugins that read fields this model does not name (affinity, tolerations, ports)."""
+    dra_devices: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict, repr=False, compare=False)
+    """The NUMA nodes of the DRA devices allocated to each container (`DRA_NUMA_ANNOTATION`); what
+    `knuma.topology.admit` aligns the container's CPUs and memory with."""
 
     @property
     def key(self) -> str:
@@ -162,6 +180,7 @@ class Pod:
             labels=_string_map(metadata.get("labels"), f"{where}: metadata.labels"),
             annotations=_string_map(metadata.get("annotations"), f"{where}: metadata.annotations"),
             spec=spec,
+            dra_devices=_dra_devices((metadata.get("annotations") or {}).get(DRA_NUMA_ANNOTATION)),
         )
 
 
@@ -261,3 +280,22 @@ def _qos_class(containers: Iterable[Container]) -> QOSClass:
     if guaranteed and requests == limits:
         return QOSClass.GUARANTEED
     return QOSClass.BURSTABLE
+
+
+def _dra_devices(raw: object) -> dict[str, dict[str, int | None]]:
+    """`DRA_NUMA_ANNOTATION` read leniently: a malformed value is no information (the scheduler wrote it)."""
+    if not isinstance(raw, str):
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, dict[str, int | None]] = {}
+    for container, devices in value.items():
+        if isinstance(devices, dict):
+            out[str(container)] = {
+                str(k): v if isinstance(v, int) and not isinstance(v, bool) else None for k, v in devices.items()
+            }
+    return out

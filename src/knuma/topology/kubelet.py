@@ -107,7 +107,7 @@ def admit(
         )
     work = WorkingNode.of(node)
     work.full_hints = trace is not None
-    devices = dra_devices or {}
+    devices = dra_devices if dra_devices is not None else pod.dra_devices
     try:
         if config.policy is not Policy.NONE and config.scope is Scope.POD:
             placements = _admit_pod_scope(pod, work, devices, trace)

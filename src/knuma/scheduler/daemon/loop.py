@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import logging
 import os
 import signal
@@ -26,7 +28,7 @@ from typing import Any
 import httpx2
 
 from knuma.api.nrt import GROUP
-from knuma.api.pod import Pod, PodError
+from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
 from knuma.api.types import JsonView
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube.events import EventRecorder, ObjectReference
@@ -238,8 +240,13 @@ class Scheduler:
                 self._spawn(self._annotate(pod, annotations))
             return outcome
         claims: dict[str, Any] | None = None
+        assumed = pod
         if pod.spec.get("resourceClaims"):
             claims, problem = self._reserve_claims(profile, pod, outcome.node)
+            plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+            if claims and plugin is not None:
+                # the cache predicts the kubelet's zones with the devices, as the Topology Manager will align them
+                assumed = dataclasses.replace(pod, dra_devices=plugin.device_numa(pod, outcome.node, claims))
             if problem:
                 self.metrics.attempts.labels("unschedulable", profile.name).inc()
                 log.info("pod %s: Reserve on %s failed: %s", pod.key, outcome.node, problem)
@@ -248,8 +255,8 @@ class Scheduler:
                 return Outcome(None, message=problem)
         self.metrics.attempts.labels("scheduled", profile.name).inc()
         self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
-        self.cache.assume(pod, outcome.node)
-        self._spawn(self._bind(queued, outcome.node, annotations, claims))
+        self.cache.assume(assumed, outcome.node)
+        self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices))
         return outcome
 
     def _reserve_claims(self, profile: Profile, pod: Pod, node: str) -> tuple[dict[str, Any] | None, str]:
@@ -295,6 +302,7 @@ class Scheduler:
         node: str,
         annotations: Mapping[str, str] | None = None,
         claims: Mapping[str, Any] | None = None,
+        dra_numa: Mapping[str, Mapping[str, int | None]] | None = None,
     ) -> None:
         pod = queued.pod
         if not self._leading():
@@ -303,6 +311,8 @@ class Scheduler:
         if annotations:
             await self._annotate(pod, annotations)
         if claims:
+            if dra_numa:
+                await self._annotate(pod, {DRA_NUMA_ANNOTATION: json.dumps(dra_numa, separators=(",", ":"))})
             problem = await pre_bind(self.http, pod, claims)
             if problem:
                 log.warning("pod %s: PreBind on %s failed: %s", pod.key, node, problem)
@@ -433,6 +443,8 @@ class Scheduler:
         except PodError as err:
             self._refuse_invalid(obj, key, err)
             return
+        if pod.dra_devices:  # a device choice of an attempt that did not bind: the next attempt chooses again
+            pod = dataclasses.replace(pod, dra_devices={})
         if self.cache.is_assumed(key):
             return
         gate = next(

@@ -301,15 +301,51 @@ class DynamicResources:
             return 0
         return min(MAX_NODE_SCORE, (3 * result.score + self._packing(node.name, result)) // 4)
 
-    def _packing(self, node: str, result: Outcome) -> int:
-        """Of the node's devices on the NUMA nodes the allocation uses, the percentage in use afterwards (0 when
-        the devices carry no NUMA node)."""
-        picked = {r.device_id for c in result.results for r in c.allocation.results}
+    def _numa_of(self, node: str) -> dict[DeviceID, int | None]:
+        """The NUMA node of every device of `node`'s slices."""
         numa_of: dict[DeviceID, int | None] = {}
         for slice_ in self.state.slices.values():
             if slice_.node.node_name == node:
                 for device in slice_.devices:
                     numa_of[(slice_.driver, slice_.pool.name, device.name)] = placement_of(device, slice_.driver).numa
+        return numa_of
+
+    def device_numa(
+        self, pod: Pod, node: str, claims: Mapping[str, AllocationResult | None]
+    ) -> dict[str, dict[str, int | None]]:
+        """Container -> {`driver/pool/device`: NUMA node} of the devices each container lists in
+        `resources.claims` (`claims`: claim key -> the allocation Reserve chose, None when already allocated); what
+        the kubelet's Topology Manager aligns (`knuma.api.pod.DRA_NUMA_ANNOTATION`)."""
+        numa_of = self._numa_of(node)
+        generated = self.state.generated.get(pod.key, {})
+        by_pod_claim: dict[str, AllocationResult] = {}
+        for entry in pod.spec.get("resourceClaims") or []:
+            name = entry.get("resourceClaimName") or generated.get(str(entry.get("name")))
+            key = f"{pod.namespace}/{name}"
+            allocation = claims.get(key)
+            if allocation is None and (claim := self.state.parsed_claim(key)) is not None:
+                allocation = claim.allocation
+            if allocation is not None:
+                by_pod_claim[str(entry.get("name"))] = allocation
+        out: dict[str, dict[str, int | None]] = {}
+        spec = pod.spec
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            devices: dict[str, int | None] = {}
+            for ref in (container.get("resources") or {}).get("claims") or []:
+                allocation = by_pod_claim.get(str(ref.get("name")))
+                for result in allocation.results if allocation is not None else ():
+                    if ref.get("request") and result.request.split("/", 1)[0] != ref.get("request"):
+                        continue
+                    devices["/".join(result.device_id)] = numa_of.get(result.device_id)
+            if devices:
+                out[str(container.get("name"))] = devices
+        return out
+
+    def _packing(self, node: str, result: Outcome) -> int:
+        """Of the node's devices on the NUMA nodes the allocation uses, the percentage in use afterwards (0 when
+        the devices carry no NUMA node)."""
+        picked = {r.device_id for c in result.results for r in c.allocation.results}
+        numa_of = self._numa_of(node)
         used = {numa_of.get(d) for d in picked} - {None}
         on_them = [d for d, n in numa_of.items() if n in used]
         if not on_them:
