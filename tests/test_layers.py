@@ -34,8 +34,9 @@ ALLOWED_OUTER: dict[str, set[str]] = {
     "knuma.local": {"knuma.testbed"},
     "knuma.sim": {"knuma.testbed"},
     "knuma.testing": {"knuma.testbed", "knuma.local"},
+    "knuma.e2e": set(),
     "knuma.bench": {"knuma.testbed", "knuma.local", "knuma.sim", "knuma.testing"},
-    "knuma.cli": {"knuma.testbed", "knuma.local", "knuma.sim", "knuma.testing", "knuma.bench"},
+    "knuma.cli": {"knuma.testbed", "knuma.local", "knuma.sim", "knuma.testing", "knuma.bench", "knuma.e2e"},
 }
 
 

@@ -20,6 +20,7 @@ from knuma.cli import (
     check,
     claims,
     deploy,
+    e2e,
     errors,
     exporter,
     operator,
@@ -38,7 +39,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, check, up, operator, claims):
+for command in (schedule, scheduler, apiserver, exporter, simulate, bench, deploy, check, e2e, up, operator, claims):
     command.register(app)
 
 VERSION_HELP = "Print the knuma version and exit."
