@@ -440,3 +440,35 @@ async def test_invalid_pod_gets_an_event_and_is_left_alone(api: RunningApiServer
             )
             await c.create_pod("fine", "1", "1Gi")
             assert await c.bound("fine") == "n1"
+
+
+async def test_knuma_cache_starts_on_a_running_cluster_without_counting_running_pods_twice(
+    api: RunningApiServer,
+) -> None:
+    """A daemon (re)starting where a pod already runs, reflected in the NRT (its fingerprint counts it): the shadow
+    kubelet starts from the NRT and takes the running pod as it is there. Zone 0 has 2 of 4 CPUs left, zone 1 all 4:
+    three more 2-CPU pods fit, the fourth does not (counting the running pod twice would leave room for two)."""
+    from knuma.api.fingerprint import compute
+    from knuma.scheduler.framework.profiles import DEFAULT_PROFILE_NAME
+
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES, nrt=False)
+        running = await c.create_pod("running", "2", "1Gi", scheduler="other", node_name="n1")
+        running["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        await c.request("PUT", "/api/v1/namespaces/default/pods/running/status", running)
+        await c.publish_nrt(
+            "n1",
+            {0: {"cpu": ("4", "2"), "memory": ("8Gi", "7Gi")}, 1: TWO_ZONES[1]},
+            nodeTopologyPodsFingerprint=compute([("default", "running")]),
+            nodeTopologyPodsFingerprintMethod="all",
+        )
+        nrt = KnumaCache(wait_for_sync=True)
+        profile = default_profile(cache=nrt)
+        async with running_scheduler(api, {DEFAULT_PROFILE_NAME: profile}, nrt=nrt) as daemon:
+            for i in range(4):
+                await c.create_pod(f"p{i}", "2", "1Gi")
+
+            async def settled() -> bool:
+                return daemon.scheduled == 3 and daemon.queue.counts()["unschedulable"] == 1
+
+            await c.wait_for(settled, timeout=30, what="3 bound, 1 unschedulable")
