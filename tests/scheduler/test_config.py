@@ -183,7 +183,7 @@ def test_no_file_is_one_topology_aware_profile_with_kube_scheduler_defaults() ->
     assert (config.client_connection.qps, config.client_connection.burst) == (50.0, 100)
     built = build_profiles(config)["topology-aware-scheduler"]
     assert [p.name for p in built.filters] == [*KNUMA_FILTERS, NRT]
-    assert [p.name for p in built.pre_enqueue] == ["SchedulingGates"]
+    assert [p.name for p in built.pre_enqueue] == ["SchedulingGates", "DynamicResources"]
 
 
 def test_empty_profiles_and_profile_without_name_default_to_topology_aware_scheduler() -> None:

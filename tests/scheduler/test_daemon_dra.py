@@ -1,6 +1,7 @@
 """DynamicResources in the daemon against a real `knuma apiserver`: claims allocated NUMA-aligned and written
 (allocation, reservedFor, finalizer) before the pod is bound; a burst never hands one device out twice; a claim shared
-by two pods; FailedScheduling names the claim, request and stage; an unknown DeviceClass is reported, not a crash."""
+by two pods; FailedScheduling names the claim, request and stage; an unknown DeviceClass is reported, not a crash; a
+pod whose claim does not exist yet waits in PreEnqueue."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ async def test_unknown_device_class_is_reported_and_the_daemon_goes_on(api: Runn
         await dgx(c, "dgx-0")
         await gpu_nic_claim(c, "typo", device_class="gpu.sim.knuma.io.typo")
         await gpu_nic_claim(c, "fine")
-        async with running_scheduler(api, daemon_profiles()):
+        async with running_scheduler(api, daemon_profiles()) as daemon:
             await claimed_pod(c, "bad", "typo")
 
             async def failed() -> list[dict[str, Any]]:
@@ -173,13 +174,16 @@ async def test_unknown_device_class_is_reported_and_the_daemon_goes_on(api: Runn
             assert "typo" in events[0]["message"] and "gpu.sim.knuma.io.typo" in events[0]["message"]
             await claimed_pod(c, "good", "fine")
             assert await c.bound("good") == "dgx-0"
-            await claimed_pod(c, "orphan", "no-such-claim")
+            # A missing claim: PreEnqueue holds the pod (no FailedScheduling, as upstream) until the claim exists.
+            await claimed_pod(c, "orphan", "later-claim")
 
-            async def missing() -> list[dict[str, Any]]:
-                return [e for e in await c.events("orphan") if e["reason"] == "FailedScheduling"]
+            async def held() -> bool:
+                return "default/orphan" in daemon.gated
 
-            events = await c.wait_for(missing, what="FailedScheduling for a missing claim")
-            assert events[0]["message"] == '0/1 nodes are available: resourceclaim "no-such-claim" not found.'
+            await c.wait_for(held, what="the pod held by PreEnqueue")
+            assert not [e for e in await c.events("orphan") if e["reason"] == "FailedScheduling"]
+            await gpu_nic_claim(c, "later-claim")
+            assert await c.bound("orphan") == "dgx-0"
 
 
 async def test_the_cache_predicts_the_cpus_next_to_the_devices(api: RunningApiServer) -> None:

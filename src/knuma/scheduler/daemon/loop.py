@@ -120,7 +120,7 @@ class Scheduler:
             for plugin in profile.filters:
                 if isinstance(plugin, DynamicResources):
                     plugin.state = self.devices
-        self.device_informers = DeviceInformers(http, self.devices, self.queue.move_all)
+        self.device_informers = DeviceInformers(http, self.devices, self._devices_changed)
         self._binds = asyncio.Semaphore(settings.bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
@@ -482,6 +482,15 @@ class Scheduler:
         self.events.record(
             ref, "Warning", "FailedScheduling", f"invalid pod, not scheduled: {err}", component=component
         )
+
+    def _devices_changed(self) -> None:
+        """A claim, slice or class changed: unschedulable pods may fit now, and pods DynamicResources' PreEnqueue
+        held (their claims did not exist) are looked at again."""
+        self.queue.move_all()
+        for key in list(self.gated):
+            obj = self.pods.store.get(key)
+            if obj is not None and (obj.get("spec") or {}).get("resourceClaims"):
+                self._pod_changed(obj)
 
     def _pod_deleted(self, obj: JsonView) -> None:
         key = pod_key(obj)

@@ -246,6 +246,17 @@ class DynamicResources:
     def _claims(self, cycle: CycleState, pod: Pod) -> PodClaims:
         return cycle.pod_data(NAME, pod, lambda p: pod_claims(p, self.state))
 
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """Upstream's PreEnqueue: a pod whose claims do not exist yet (the resourceclaim controller has not created
+        them, or a named claim is missing) waits outside the active queue, without FailedScheduling events; the
+        daemon re-checks it when claims change."""
+        if not pod.spec.get("resourceClaims"):
+            return SUCCESS
+        problem = pod_claims(pod, self.state).problem
+        if problem.startswith(("waiting for", "resourceclaim")) and problem.endswith(("created", "not found")):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, problem, NAME)
+        return SUCCESS
+
     def pre_filter(self, cycle: CycleState, pod: Pod) -> PreFilterResult:
         if not pod.spec.get("resourceClaims"):
             return PreFilterResult(skip=True)
