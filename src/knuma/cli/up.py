@@ -109,8 +109,13 @@ def up(
     handler: logging.Handler = (
         RichHandler(console=err, show_path=False) if interactive else logging.StreamHandler(sys.stderr)
     )
-    if not interactive:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s"))
+    # RichHandler shows time and level itself: its formatter adds only the logger's name (basicConfig would give it
+    # the default "%(levelname)s:%(name)s:" one, and every line would read "INFO     INFO:knuma.local.up:...")
+    handler.setFormatter(
+        logging.Formatter("%(name)s] %(message)s")
+        if interactive
+        else logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    )
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
     for name in ("knuma.local.up", "knuma.local.controllers", "knuma.local.apiserver"):
         logging.getLogger(name).setLevel(level)

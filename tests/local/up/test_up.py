@@ -300,3 +300,44 @@ def test_a_killed_exporter_is_restarted_and_the_cluster_keeps_running(start: Cal
     assert "exporter worker-000 exited with -9; restarting it in 1 s" in log
     assert "exporter worker-000 started again (restart 1" in log
     assert up.stop() == 0
+
+
+def test_on_a_terminal_log_lines_do_not_repeat_their_prefix_and_exporters_do_not_warn(tmp_path: Path) -> None:
+    """On a terminal (a pty here) each line reads `INFO knuma.local.up] ...` once, not `INFO INFO:knuma.local.up:`;
+    the exporters run with the flags they recommend, so their logs carry no warning."""
+    import os
+    import pty
+    import re
+    import select
+
+    def plain(raw: bytes) -> str:
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.decode(errors="replace"))
+
+    data_dir = tmp_path / "tty"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: knuma up with the pty as its terminal
+        os.execv(
+            sys.executable,
+            [sys.executable, "-m", "knuma", "up", "--data-dir", str(data_dir), "--nodes", "1", "--shape", "small"],
+        )
+    seen = b""
+    try:
+        deadline = time.monotonic() + 90
+        while "starting 1 exporters" not in plain(seen) and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if ready:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        exporter_log = data_dir / "logs" / "exporter-worker-000.log"
+        eventually(lambda: exporter_log.exists() and "NodeResourceTopology worker-000" in exporter_log.read_text())
+    finally:
+        os.kill(pid, signal.SIGINT)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = plain(seen)
+    assert "knuma.local.up" in text and "starting 1 exporters" in text, text
+    assert "INFO:knuma" not in text, text
+    warnings = [line for line in exporter_log.read_text().splitlines() if '"level": "warning"' in line]
+    assert warnings == []
