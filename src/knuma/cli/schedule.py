@@ -85,12 +85,12 @@ def _weights(pairs: list[str]) -> dict[str, int]:
 
 
 def _print_table(doc: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)  # piped: do not wrap cells at 80 columns
+    from knuma.cli.output import table_console
+
+    console = table_console()
+    separator = "/" if console.width >= 120 else " /"  # narrow: let the policy wrap before its scope
     selected = doc["selected"]
     title = f"pod {doc['pod']} ({doc['qosClass']}): " + (
         f"selected node [bold]{selected}[/bold]" if selected else f"[bold red]no node fits[/bold red]: {doc['message']}"
@@ -99,17 +99,18 @@ def _print_table(doc: dict[str, Any]) -> None:
     for node in doc["nodes"]:
         plugin_names += [p for p in node["plugins"] if p not in plugin_names]
     table = Table(title=title, title_justify="left")
-    table.add_column("NODE")
-    table.add_column("POLICY")
+    # narrow terminals: cells wrap (folding long words) rather than end in an ellipsis, so no verdict is hidden
+    table.add_column("NODE", overflow="fold")
+    table.add_column("POLICY", overflow="fold")
     for name in plugin_names:
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     table.add_column("SCORE", justify="right")
-    table.add_column("NUMA (kubelet prediction)")
+    table.add_column("NUMA (kubelet prediction)", overflow="fold")
     for node in doc["nodes"]:
         tm = node["topologyManager"]
         cells = [
             node["name"] + (" *" if node["name"] == selected else ""),
-            f"{tm['policy']}/{tm['scope']}" if tm else "no NRT",
+            f"{tm['policy']}{separator}{tm['scope']}" if tm else "no NRT",
         ]
         for name in plugin_names:
             cells.append(_plugin_cell(node["plugins"].get(name)))

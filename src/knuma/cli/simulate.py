@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # the simulator pulls in numpy, pandas and OR-Tools: imported
 class Output(StrEnum):
     table = "table"
     json = "json"
+    yaml = "yaml"
+
+
+OUTPUTS = tuple(o.value for o in Output)
 
 
 ROWS: list[tuple[str, str]] = [
@@ -73,7 +77,7 @@ def simulate(
         metavar="A,B,...",
         help="Comma-separated: default, nrt-passthrough, nrt-overreserve, knuma, optimal. Default: all that apply.",
     ),
-    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
+    output_name: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
     report: Path | None = typer.Option(
         None, "--report", metavar="DIR", help="Write an HTML report with PNG plots into DIR."
     ),
@@ -82,12 +86,12 @@ def simulate(
     """Simulate a cluster with exporter lag and kubelet admission; compare default, upstream and knuma scheduling."""
     from rich.console import Console
 
+    from knuma.cli.output import output_format, table_console
     from knuma.sim.comparison import parse_schedulers
     from knuma.testbed.cluster import SpecError
 
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=130)  # piped or captured: wide enough for every column
+    output = Output(output_format(output_name, OUTPUTS))
+    out = table_console()
     err = Console(stderr=True)
     if list_scenarios:
         _list(out)
@@ -110,8 +114,8 @@ def simulate(
 
         page = write_report(comparison, report)
         err.print(f"report written to {page}", highlight=False)
-    if output is Output.json:
-        sys.stdout.write(json.dumps(comparison.to_json(), indent=2) + "\n")
+    if output is not Output.table:
+        _document(comparison.to_json(), output)
         return
     _table(out, comparison)
 
@@ -130,9 +134,9 @@ def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: 
     except ValueError as error:
         err.print(f"[red]error:[/red] {error}", highlight=False)
         raise typer.Exit(2) from None
-    if output is Output.json:
+    if output is not Output.table:
         document = {"scenario": "dra", "seed": seed, "nodes": scenario.nodes, "pods": scenario.pods}
-        sys.stdout.write(json.dumps({**document, "results": [r.to_json() for r in runs]}, indent=2) + "\n")
+        _document({**document, "results": [r.to_json() for r in runs]}, output)
         return
     title = (
         f"knuma simulate — scenario dra: {scenario.nodes}x {scenario.shape} ({scenario.policy.value}); "
@@ -150,6 +154,16 @@ def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: 
     ):
         table.add_row(label, *(str(r.to_json()[key]) for r in runs))
     out.print(table)
+
+
+def _document(document: dict[str, Any], output: Output) -> None:
+    """`-o json` or `-o yaml`: the same document either way."""
+    if output is Output.yaml:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+    else:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
