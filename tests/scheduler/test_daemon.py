@@ -472,3 +472,20 @@ async def test_knuma_cache_starts_on_a_running_cluster_without_counting_running_
                 return daemon.scheduled == 3 and daemon.queue.counts()["unschedulable"] == 1
 
             await c.wait_for(settled, timeout=30, what="3 bound, 1 unschedulable")
+
+
+async def test_full_pcpus_only_node_gets_no_pod_with_cpus_that_are_not_whole_cores(api: RunningApiServer) -> None:
+    """The NRT says the node's CPU manager runs `full-pcpus-only` with 2 threads per core: a 3-CPU pod would fail
+    there with SMTAlignmentError, so the daemon reports it unschedulable with its own reason; a 4-CPU pod binds."""
+    async with cluster(api) as c:
+        await c.add_node("smt", TWO_ZONES, nrt=False)
+        await c.publish_nrt("smt", TWO_ZONES, cpuManagerPolicyOptionFullPCPUsOnly="true", cpuManagerCPUsPerCore="2")
+        async with running_scheduler(api):
+            await c.create_pod("odd", "3", "1Gi")
+            events = await c.wait_for(lambda: _reasons(c, "odd", "FailedScheduling"), what="FailedScheduling")
+            assert events[0]["message"] == (
+                "0/1 nodes are available: 1 cpus not a multiple of the node's CPUs per core (SMTAlignmentError)."
+            )
+            await c.create_pod("even", "4", "1Gi")
+            assert await c.bound("even") == "smt"
+            assert await c.node_of("odd") == ""
