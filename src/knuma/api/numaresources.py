@@ -127,6 +127,48 @@ class OperatorSpec:
     """(namespace glob, name glob) pairs the exporter ignores."""
 
 
+class ScoringType(enum.StrEnum):
+    """`spec.scoringStrategy.type` (the CRD's enum: scheduler-plugins' strategies)."""
+
+    MOST_ALLOCATED = "MostAllocated"
+    BALANCED_ALLOCATION = "BalancedAllocation"
+    LEAST_ALLOCATED = "LeastAllocated"
+
+
+class CacheResyncDebug(enum.StrEnum):
+    DISABLED = "Disabled"
+    DUMP_JSON_FILE = "DumpJSONFile"
+
+
+class CacheResyncDetection(enum.StrEnum):
+    """How eagerly the scheduler's cache treats pods it did not place: `Relaxed` watches only pods with exclusive
+    resources (`foreignPodsDetect: OnlyExclusiveResources`), `Aggressive` every pod (`All`)."""
+
+    RELAXED = "Relaxed"
+    AGGRESSIVE = "Aggressive"
+
+    @property
+    def foreign_pods_detect(self) -> str:
+        return "All" if self is CacheResyncDetection.AGGRESSIVE else "OnlyExclusiveResources"
+
+
+class SchedulerInformer(enum.StrEnum):
+    SHARED = "Shared"
+    DEDICATED = "Dedicated"
+
+
+class PreemptionMode(enum.StrEnum):
+    ENABLED = "Enabled"
+    DISABLED = "Disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    type: ScoringType = ScoringType.LEAST_ALLOCATED
+    resources: tuple[tuple[str, int], ...] = ()
+    """(resource name, weight) pairs; empty: the strategy's default weights."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerSpec:
     image_spec: str = ""
@@ -137,6 +179,13 @@ class SchedulerSpec:
     cache_resync_period: float = 5.0
     replicas: int | None = None
     """None: one per control-plane node, at most 3 (upstream's auto mode)."""
+    scoring_strategy: ScoringStrategy | None = None
+    """None: the scheduler's default strategy (knuma's; upstream's CR defaults to LeastAllocated)."""
+    cache_resync_debug: CacheResyncDebug = CacheResyncDebug.DUMP_JSON_FILE
+    cache_resync_detection: CacheResyncDetection = CacheResyncDetection.RELAXED
+    scheduler_informer: SchedulerInformer = SchedulerInformer.DEDICATED
+    preemption_mode: PreemptionMode | None = None
+    """None: no `preemptionMode` key (disabled), as upstream writes the key only when set."""
 
 
 def is_paused(obj: Mapping[str, Any]) -> bool:
@@ -302,4 +351,38 @@ def parse_scheduler_spec(spec: Any) -> SchedulerSpec:
         log_level=_enum(LogLevel, data.get("logLevel"), "spec.logLevel", LogLevel.NORMAL),
         cache_resync_period=resync,
         replicas=replicas,
+        scoring_strategy=_scoring_strategy(data.get("scoringStrategy")),
+        cache_resync_debug=_enum(
+            CacheResyncDebug, data.get("cacheResyncDebug"), "spec.cacheResyncDebug", CacheResyncDebug.DUMP_JSON_FILE
+        ),
+        cache_resync_detection=_enum(
+            CacheResyncDetection,
+            data.get("cacheResyncDetection"),
+            "spec.cacheResyncDetection",
+            CacheResyncDetection.RELAXED,
+        ),
+        scheduler_informer=_enum(
+            SchedulerInformer, data.get("schedulerInformer"), "spec.schedulerInformer", SchedulerInformer.DEDICATED
+        ),
+        preemption_mode=_enum(PreemptionMode, data.get("preemptionMode"), "spec.preemptionMode", None),
     )
+
+
+def _scoring_strategy(raw: Any) -> ScoringStrategy | None:
+    if raw is None:
+        return None
+    data = _mapping(raw, "spec.scoringStrategy")
+    kind = _enum(ScoringType, data.get("type"), "spec.scoringStrategy.type", ScoringType.LEAST_ALLOCATED)
+    listed = data.get("resources") or []
+    if not isinstance(listed, list):
+        raise SpecError(f"spec.scoringStrategy.resources: expected a list of {{name, weight}}, got {listed!r}")
+    resources = []
+    for i, item in enumerate(listed):
+        entry = _mapping(item, f"spec.scoringStrategy.resources[{i}]")
+        name, weight = entry.get("name"), entry.get("weight", 1)
+        if not isinstance(name, str) or not name:
+            raise SpecError(f"spec.scoringStrategy.resources[{i}].name: required, a resource name such as cpu")
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            raise SpecError(f"spec.scoringStrategy.resources[{i}].weight {weight!r}: expected a positive integer")
+        resources.append((name, weight))
+    return ScoringStrategy(kind, tuple(resources))

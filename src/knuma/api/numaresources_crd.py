@@ -19,9 +19,14 @@ from knuma.api.numaresources import (
     SCHEDULER_NAME,
     SCHEDULER_PLURAL,
     VERSION,
+    CacheResyncDebug,
+    CacheResyncDetection,
     InfoRefreshMode,
     LogLevel,
     PodsFingerprinting,
+    PreemptionMode,
+    SchedulerInformer,
+    ScoringType,
 )
 
 __all__ = ["operator_crd", "operator_crds", "scheduler_crd"]
@@ -150,6 +155,27 @@ def _scheduler_schema() -> dict[str, Any]:
             "logLevel": _LOG_LEVEL,
             "cacheResyncPeriod": _DURATION,
             "replicas": {"type": "integer", "format": "int32", "minimum": 1},
+            "scoringStrategy": {
+                "type": "object",
+                "description": "NodeResourceTopologyMatch scoringStrategy; unset: the scheduler's default.",
+                "properties": {
+                    "type": _enum(ScoringType, "The scoring strategy."),
+                    "resources": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {"name": _STRING, "weight": {"type": "integer", "format": "int64"}},
+                        },
+                    },
+                },
+            },
+            "cacheResyncDebug": _enum(CacheResyncDebug, "Dump the cache's fingerprint checks (default DumpJSONFile)."),
+            "cacheResyncDetection": _enum(
+                CacheResyncDetection, "Foreign pods the cache watches: Relaxed (exclusive resources) or Aggressive."
+            ),
+            "schedulerInformer": _enum(SchedulerInformer, "The cache's pod informer (default Dedicated)."),
+            "preemptionMode": _enum(PreemptionMode, "Preemption by the NUMA-aware profile; unset: disabled."),
         },
     }
     status = {

@@ -163,6 +163,15 @@ class DeployOptions:
     """`ns/name` or `name` of the leader election Lease; default `<scheduler namespace>/nrtmatch-scheduler`."""
     updater_verbose: int = 1
     sched_verbose: int = 4
+    scoring_strategy: tuple[str, tuple[tuple[str, int], ...]] | None = None
+    """NodeResourceTopologyMatch `scoringStrategy` (type, (resource, weight) pairs); None: no key, the scheduler's
+    default."""
+    foreign_pods_detect: str = "OnlyExclusiveResources"
+    """`cache.foreignPodsDetect`."""
+    informer_mode: str | None = None
+    """`cache.informerMode`; None: no key (the scheduler's default, Dedicated)."""
+    preemption_mode: str | None = None
+    """`preemptionMode`; None: no key (disabled), as upstream's deployer deletes it when unset."""
     namespace: str = ""
     """One namespace for every component's namespaced objects (the operator's operand namespace); empty means the
     per-component defaults (`tas-topology-updater`, `tas-scheduler`)."""

@@ -72,9 +72,20 @@ def leader_election_lease(options: DeployOptions) -> tuple[str, str]:
 
 def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.config.k8s.io/v1") -> dict[str, Any]:
     """The KubeSchedulerConfiguration: one profile running NodeResourceTopologyMatch at filter, reserve and score."""
-    args: dict[str, Any] = {"cache": {"foreignPodsDetect": "OnlyExclusiveResources", "resyncMethod": "Autodetect"}}
+    cache = {"foreignPodsDetect": options.foreign_pods_detect, "resyncMethod": "Autodetect"}
+    if options.informer_mode is not None:
+        cache["informerMode"] = options.informer_mode
+    args: dict[str, Any] = {"cache": cache}
     if options.effective_resync_period > 0:
         args["cacheResyncPeriodSeconds"] = max(1, round(options.effective_resync_period))
+    if options.scoring_strategy is not None:
+        kind, resources = options.scoring_strategy
+        strategy: dict[str, Any] = {"type": kind}
+        if resources:
+            strategy["resources"] = [{"name": name, "weight": weight} for name, weight in resources]
+        args["scoringStrategy"] = strategy
+    if options.preemption_mode is not None:
+        args["preemptionMode"] = options.preemption_mode
     leader: dict[str, Any] = {"leaderElect": options.leader_elect}
     if options.leader_elect:
         lease_ns, lease_name = leader_election_lease(options)

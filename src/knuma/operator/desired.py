@@ -173,6 +173,12 @@ def scheduler_options(
         profile_name=spec.scheduler_name or DEFAULT_PROFILE,
         resync_period=spec.cache_resync_period,
         sched_verbose=spec.log_level.verbosity,
+        scoring_strategy=(
+            (spec.scoring_strategy.type.value, spec.scoring_strategy.resources) if spec.scoring_strategy else None
+        ),
+        foreign_pods_detect=spec.cache_resync_detection.foreign_pods_detect,
+        informer_mode=spec.scheduler_informer.value,
+        preemption_mode=spec.preemption_mode.value if spec.preemption_mode else None,
     )
 
 

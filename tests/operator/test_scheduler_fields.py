@@ -1,0 +1,101 @@
+"""The NUMAResourcesScheduler fields that change the scheduler's behaviour reach the configuration knuma's scheduler
+loads: scoringStrategy, cacheResyncDetection (foreignPodsDetect), schedulerInformer (informerMode) and
+preemptionMode, with upstream's defaults and field-naming errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from knuma.api.numaresources import SpecError, parse_scheduler_spec
+from knuma.operator.desired import scheduler_objects
+from knuma.scheduler.config.load import parse_config
+from knuma.scheduler.plugins.numa_args import NumaArgs
+
+OWNER = {"apiVersion": "nodetopology.openshift.io/v1", "kind": "X", "metadata": {"name": "numaresourcesscheduler"}}
+
+
+def loaded(spec: dict[str, Any]) -> tuple[dict[str, Any], NumaArgs]:
+    owner = {**OWNER, "metadata": {"name": "numaresourcesscheduler", "uid": "u"}}
+    objects = scheduler_objects(owner, parse_scheduler_spec(spec), 1, "ops")
+    cm = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "scheduler-config")
+    document = yaml.safe_load(next(iter(cm["data"].values())))
+    config = parse_config(document, "scheduler-config")
+    [profile] = config.profiles
+    args = document["profiles"][0]["pluginConfig"][0]["args"]
+    return args, profile.numa
+
+
+def test_every_field_reaches_the_scheduler() -> None:
+    args, numa = loaded(
+        {
+            "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}]},
+            "cacheResyncDetection": "Aggressive",
+            "schedulerInformer": "Shared",
+            "preemptionMode": "Enabled",
+            "cacheResyncPeriod": "7s",
+        }
+    )
+    assert args["scoringStrategy"] == {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}]}
+    assert numa.scoring_type.value == "MostAllocated" and numa.resources == (("cpu", 3),)
+    assert (numa.foreign_pods_detect, numa.informer_mode, numa.preemption_mode) == ("All", "Shared", "Enabled")
+    assert numa.cache_resync_period_seconds == 7
+
+
+def test_defaults_are_upstreams() -> None:
+    args, numa = loaded({})
+    assert "scoringStrategy" not in args and "preemptionMode" not in args
+    assert args["cache"] == {
+        "foreignPodsDetect": "OnlyExclusiveResources",
+        "informerMode": "Dedicated",
+        "resyncMethod": "Autodetect",
+    }
+    assert (numa.foreign_pods_detect, numa.informer_mode, numa.preemption_mode) == (
+        "OnlyExclusiveResources",
+        "Dedicated",
+        "Disabled",
+    )
+    spec = parse_scheduler_spec({})
+    assert spec.cache_resync_debug.value == "DumpJSONFile"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"preemptionMode": "Sometimes"}, "spec.preemptionMode: unsupported value 'Sometimes'"),
+        ({"schedulerInformer": "Private"}, "spec.schedulerInformer: unsupported value"),
+        ({"cacheResyncDetection": "Lazy"}, "expected one of Relaxed, Aggressive"),
+        ({"cacheResyncDebug": "Yes"}, "spec.cacheResyncDebug"),
+        ({"scoringStrategy": {"type": "Random"}}, "spec.scoringStrategy.type: unsupported value 'Random'"),
+        ({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"weight": 2}]}}, "resources[0].name"),
+        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}, "expected a positive integer"),
+    ],
+)
+def test_invalid_values_name_the_field(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        parse_scheduler_spec(spec)
+
+
+def test_the_operator_applies_them_from_a_custom_resource(tmp_path: Any) -> None:
+    from knuma.deploy.cluster import connect
+    from knuma.operator.manager import install_crds
+    from knuma.operator.reconciler import Reconciler, Settings
+    from knuma.testing.apiserver import apiserver_in_thread
+
+    nrs = {
+        "apiVersion": "nodetopology.openshift.io/v1",
+        "kind": "NUMAResourcesScheduler",
+        "metadata": {"name": "numaresourcesscheduler"},
+        "spec": {"replicas": 1, "preemptionMode": "Enabled", "scoringStrategy": {"type": "BalancedAllocation"}},
+    }
+    with apiserver_in_thread(tmp_path / "api") as api, connect(str(api.kubeconfig)) as session:
+        install_crds(session)
+        reply = session.http.post("/apis/nodetopology.openshift.io/v1/numaresourcesschedulers", json=nrs)
+        assert reply.status_code == 201, reply.text
+        assert reply.json()["spec"]["preemptionMode"] == "Enabled", "the CRD schema keeps the field"
+        Reconciler(session, Settings("ops")).reconcile_all()
+        cm = session.http.get("/api/v1/namespaces/ops/configmaps/scheduler-config").json()
+    args = yaml.safe_load(next(iter(cm["data"].values())))["profiles"][0]["pluginConfig"][0]["args"]
+    assert args["preemptionMode"] == "Enabled" and args["scoringStrategy"] == {"type": "BalancedAllocation"}
