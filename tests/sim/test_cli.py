@@ -137,3 +137,35 @@ def test_same_seed_same_json(tmp_path: Path) -> None:
         return data["results"]
 
     assert results("7") == results("7")
+
+
+def test_a_bad_report_path_is_a_one_line_error_before_the_simulation(tmp_path: Path) -> None:
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root:x:0:0\n")
+    for report, message in (
+        (
+            a_file,
+            "is a file, not a directory; give a directory (the report is DIR/index.html) or a path ending in .html",
+        ),
+        (a_file / "sub", "cannot write into"),
+    ):
+        result = runner.invoke(app, ["simulate", "--scenario", str(_scenario_file(tmp_path)), "--report", str(report)])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(f"error: --report {report}: ")
+        assert message in result.output
+        assert "placed" not in result.output  # refused before anything ran
+
+
+def test_report_to_an_html_file_writes_that_file(tmp_path: Path) -> None:
+    page = tmp_path / "out" / "run.html"
+    result = runner.invoke(
+        app,
+        ["simulate", "--scenario", str(_scenario_file(tmp_path)), "--schedulers", "default", "--report", str(page)],
+    )
+    assert result.exit_code == 0, result.output
+    assert page.is_file() and not (page / "index.html").exists()
+    text = page.read_text()
+    assert 'src="run_files/utilization.png"' in text
+    assert (tmp_path / "out" / "run_files" / "utilization.png").stat().st_size > 0
+    assert (tmp_path / "out" / "run_files" / "metrics.json").is_file()

@@ -79,7 +79,10 @@ def simulate(
     ),
     output_name: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
     report: Path | None = typer.Option(
-        None, "--report", metavar="DIR", help="Write an HTML report with PNG plots into DIR."
+        None,
+        "--report",
+        metavar="DIR|FILE.html",
+        help="Write an HTML report with PNG plots: DIR/index.html, or FILE.html with its images in FILE_files/.",
     ),
     list_scenarios: bool = typer.Option(False, "--list-scenarios", help="List the built-in scenarios and exit."),
 ) -> None:
@@ -106,13 +109,18 @@ def simulate(
         message = error.args[0] if isinstance(error, KeyError) else str(error)
         err.print(f"[red]error:[/red] {message}", highlight=False)
         raise typer.Exit(2) from None
+    target = None
+    if report is not None:
+        from knuma.sim.report import report_target
+
+        target = report_target(report)  # checked before the simulation runs
     comparison = _run(chosen, names, seed, err)
     for note in comparison.notes:
         err.print(f"note: {note}", highlight=False)
-    if report is not None:
+    if target is not None:
         from knuma.sim.report import write_report
 
-        page = write_report(comparison, report)
+        page = write_report(comparison, target)
         err.print(f"report written to {page}", highlight=False)
     if output is not Output.table:
         _document(comparison.to_json(), output)

@@ -1,4 +1,9 @@
-"""`knuma simulate --report DIR`: an HTML page with the comparison and PNG plots (matplotlib, Agg backend).
+"""`knuma simulate --report DIR|FILE.html`: an HTML page with the comparison and PNG plots (matplotlib, Agg backend).
+
+`--report DIR` writes `DIR/index.html` with the PNGs and `metrics.json` beside it; `--report NAME.html` writes that
+page, with its files in `NAME_files/` next to it. `report_target` checks the path before the simulation runs, so a
+file where a directory is wanted or a directory that cannot be written is a one-line error, not a traceback after
+the run.
 
 Plots: CPU utilisation over time, cumulative TopologyAffinityError over time, pending pods over time, and a per-zone
 heat map of exclusive CPUs in use at the end for each scheduler. `metrics.json` holds every metric.
@@ -8,6 +13,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +23,55 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from knuma.errors import InvalidInput
 from knuma.sim.comparison import Comparison
 
-__all__ = ["write_report"]
+__all__ = ["ReportPathError", "ReportTarget", "report_target", "write_report"]
 
 
-def write_report(comparison: Comparison, directory: Path) -> Path:
-    """Write `index.html`, the PNGs and `metrics.json` into `directory`; return the HTML path."""
-    directory.mkdir(parents=True, exist_ok=True)
+class ReportPathError(InvalidInput):
+    """`--report` names something the report cannot be written to; the message says what to give instead."""
+
+
+@dataclass(frozen=True)
+class ReportTarget:
+    page: Path
+    """The HTML file."""
+    assets: Path
+    """The directory of the PNGs and `metrics.json`."""
+
+
+def report_target(path: Path) -> ReportTarget:
+    """Where `--report PATH` writes, checked (and created) now: PATH ending in .html is the page itself, anything else
+    a directory."""
+    if path.suffix.lower() in (".html", ".htm"):
+        if path.is_dir():
+            raise ReportPathError(f"--report {path}: is a directory; give a path ending in .html that is not one")
+        target = ReportTarget(path, path.with_name(f"{path.stem}_files"))
+    elif path.exists() and not path.is_dir():
+        raise ReportPathError(
+            f"--report {path}: is a file, not a directory; give a directory (the report is DIR/index.html) "
+            "or a path ending in .html"
+        )
+    else:
+        target = ReportTarget(path / "index.html", path)
+    for directory in dict.fromkeys((target.page.parent, target.assets)):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=directory):
+                pass
+        except OSError as err:
+            raise ReportPathError(
+                f"--report {path}: cannot write into {directory}: {err.strerror or err}; give a writable directory"
+            ) from None
+    return target
+
+
+def write_report(comparison: Comparison, where: Path | ReportTarget) -> Path:
+    """Write the page, the PNGs and `metrics.json` (`where`: a directory, or a checked `report_target`); return the
+    HTML path."""
+    target = where if isinstance(where, ReportTarget) else report_target(where)
+    directory = target.assets
     images = [
         _timeline(comparison, directory, "cpu_utilization", "CPU requested / allocatable", "utilization.png"),
         _timeline(
@@ -44,9 +93,9 @@ def write_report(comparison: Comparison, directory: Path) -> Path:
         )
         + "\n"
     )
-    page = directory / "index.html"
-    page.write_text(_html(comparison, images))
-    return page
+    relative = Path(os.path.relpath(directory, target.page.parent))
+    target.page.write_text(_html(comparison, [(relative / name).as_posix() for name in images]))
+    return target.page
 
 
 def _timeline(comparison: Comparison, directory: Path, attribute: str, label: str, filename: str) -> str:
