@@ -1,4 +1,5 @@
-"""`knuma check`: diagnose the NUMA-aware scheduling stack on a cluster (nrovalidate's job).
+"""`knuma check`: diagnose the NUMA-aware scheduling stack on a cluster (nrovalidate's job); `knuma gather`: collect
+what a bug report needs (must-gather's job).
 
 Thin: flags become `CheckSettings`, `knuma.deploy.check.run_check` does the work, the verdict is printed (table or
 JSON on stdout, progress on stderr). Exit status: 0 healthy, 1 problems found (one `ERROR#NNN` line each, with a
@@ -19,6 +20,7 @@ CHECK_ERROR = 3
 
 def register(app: typer.Typer) -> None:
     app.command("check")(check)
+    app.command("gather")(gather)
 
 
 def check(
@@ -74,3 +76,37 @@ def check(
         typer.echo(render_text(diagnosis), nl=False)
     if not diagnosis.healthy:
         raise typer.Exit(1)
+
+
+def gather(
+    directory: str = typer.Argument(..., help="Directory to collect into (created if missing)."),
+    kubeconfig: str | None = typer.Option(
+        None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config)."
+    ),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
+    node_selector: str = typer.Option(
+        "", "-l", "--node-selector", help="Label selector of the nodes (default: every non-control-plane node)."
+    ),
+    scheduler_name: str = typer.Option(
+        "topology-aware-scheduler", "--scheduler-name", help="The schedulerName of the NUMA-aware profile."
+    ),
+) -> None:
+    """Collect NRT objects, kubelet configz, the operator's custom resources, the stack's pods and logs,
+    FailedScheduling events and knuma check's verdict into DIR/knuma-gather-TIME.tar.gz, for a bug report.
+    Read-only; what the cluster refuses is listed in errors.txt. Exit status 3 when the cluster cannot be read."""
+    from pathlib import Path
+
+    from knuma.deploy.check import CheckAborted, CheckSettings
+    from knuma.deploy.gather import gather_bundle
+    from knuma.kube.client import http_client
+
+    settings = CheckSettings(node_selector=node_selector, scheduler_name=scheduler_name, stale_grace=0)
+    with http_client(kubeconfig, context, timeout=30) as http:
+        try:
+            result = gather_bundle(http, Path(directory), settings)
+        except CheckAborted as err:
+            fail(f"cannot gather: {err}", CHECK_ERROR)
+    typer.echo(f"collected {len(result.files)} files into {result.directory}", err=True)
+    for error in result.errors:
+        typer.echo(f"  not collected: {error}", err=True)
+    typer.echo(str(result.archive))
