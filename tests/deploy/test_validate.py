@@ -226,4 +226,8 @@ def test_validate_usage_and_connection_errors(cluster: RunningApiServer, tmp_pat
     dead = tmp_path / "dead-kubeconfig"
     dead.write_text(cluster.kubeconfig.read_text().replace(cluster.url, "https://127.0.0.1:1"))
     unreachable = CliRunner().invoke(app, ["validate", "--kubeconfig", str(dead)])
-    assert unreachable.exit_code == 3 and "cannot reach the API server" in unreachable.output
+    assert unreachable.exit_code == 3 and "cannot reach the API server at https://127.0.0.1:1:" in unreachable.output
+    for command in ("deploy", "remove", "detect"):  # the same message, naming the URL, from every deployer command
+        result = CliRunner().invoke(app, [command, "--kubeconfig", str(dead)])
+        assert result.exit_code == 1, result.output
+        assert "error: cannot reach the API server at https://127.0.0.1:1:" in result.output, result.output

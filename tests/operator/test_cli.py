@@ -53,7 +53,10 @@ def test_unreachable_api_server_is_reported(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 1
-    assert "error: cannot reach the API server" in done.stderr and "check --kubeconfig" in done.stderr
+    assert (
+        "error: cannot reach the API server at http://127.0.0.1:9" in done.stderr
+        and "check --kubeconfig" in done.stderr
+    )
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from knuma.cli.errors import FAILURE, fail
+from knuma.cli.errors import FAILURE, fail, unreachable
 
 if TYPE_CHECKING:
     from knuma.deploy.options import Component, DeployOptions, PlatformSpec
@@ -298,7 +298,7 @@ def _cluster_command(
     except (ApiError, DetectError) as err:
         fail(f"{action} failed: {err}", FAILURE)
     except httpx2.HTTPError as err:
-        fail(f"cannot reach the API server: {err}", FAILURE)
+        fail(unreachable(err), FAILURE)
     finally:
         progress.stop()
 
@@ -439,7 +439,7 @@ def validate(
     except (ConfigzError, DetectError) as err:
         fail(f"cannot check the cluster: {err}", CHECK_ERROR)
     except httpx2.HTTPError as err:
-        fail(f"cannot reach the API server: {err}", CHECK_ERROR)
+        fail(unreachable(err), CHECK_ERROR)
     if not nodes:
         issues.append(checks.no_worker_nodes(node_selector))
     for node in nodes:
@@ -486,8 +486,10 @@ def detect(
                 typer.echo(json.dumps({"nodeCount": count}) if output == "json" else f"nodes={count}")
                 return
             found = run_detect(http, user)
-    except (DetectError, httpx2.HTTPError) as err:
+    except DetectError as err:
         fail(f"cannot detect the platform: {err}", FAILURE)
+    except httpx2.HTTPError as err:
+        fail(unreachable(err), FAILURE)
     typer.echo(json.dumps(found.to_json(), indent=2) if output == "json" else str(found.effective))
 
 

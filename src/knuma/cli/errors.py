@@ -17,7 +17,7 @@ import typer
 
 from knuma.errors import InvalidInput, KnumaError
 
-__all__ = ["FAILURE", "USAGE_ERROR", "exit_status", "fail", "reporting_errors"]
+__all__ = ["FAILURE", "USAGE_ERROR", "exit_status", "fail", "reporting_errors", "unreachable"]
 
 USAGE_ERROR = 2
 """Bad flags or input files: the message says what to change."""
@@ -52,3 +52,17 @@ def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
             fail(str(err), exit_status(err))
 
     return run
+
+
+def unreachable(err: Exception) -> str:
+    """The message for an API server that did not answer, naming the URL it was reached at (from the failed
+    request, so the user sees which kubeconfig entry was used)."""
+    server = ""
+    try:
+        url = err.request.url  # type: ignore[attr-defined]  # httpx2's RequestError / HTTPStatusError
+        server = f" at {url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+    except (AttributeError, RuntimeError):  # no request attached
+        pass
+    detail = str(err) or type(err).__name__
+    advice = "check --kubeconfig / --context and that the server is running"
+    return f"cannot reach the API server{server}: {detail}; {advice}"

@@ -125,11 +125,9 @@ def operator(
         import httpx2
 
         if isinstance(err, httpx2.TransportError):
-            typer.echo(
-                f"error: cannot reach the API server ({type(err).__name__}: {err}); check --kubeconfig / --context "
-                "and that the server is running",
-                err=True,
-            )
+            from knuma.cli.errors import unreachable
+
+            typer.echo(f"error: {unreachable(err)}", err=True)
         else:
             typer.echo(f"error: cannot start the operator: {type(err).__name__}: {err}", err=True)
         raise typer.Exit(CLUSTER_ERROR) from None
