@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
-from knuma.api.ports import pod_host_ports
+from knuma.api.ports import HostPort, pod_host_ports
 from knuma.api.resources import ResourceList, parse_resource_list
 from knuma.api.types import JsonView
 from knuma.scheduler.cache.interface import PENDING, BoundPod, NRTCache, PublishedNRT
@@ -49,6 +50,13 @@ class _PodEntry:
     pod: Pod
     node: str
     assumed: bool
+    non_zero: ResourceList = field(default_factory=dict)
+    """`non_zero_request(pod)`, computed once."""
+    ports: tuple[HostPort, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.non_zero = non_zero_request(self.pod)
+        self.ports = tuple(pod_host_ports(self.pod.spec))
 
 
 @dataclass
@@ -60,6 +68,18 @@ class _NodeEntry:
     nrt_received: float = 0.0
     pods: dict[str, _PodEntry] = field(default_factory=dict)
     info: NodeInfo | None = None
+    requested: dict[str, int] = field(default_factory=dict)
+    """Sums over `pods`, kept as pods come and go (kube-scheduler's `NodeInfo.AddPod` / `RemovePod`)."""
+    non_zero: dict[str, int] = field(default_factory=dict)
+    ports: Counter[HostPort] = field(default_factory=Counter)
+
+    def account(self, pod: _PodEntry, sign: int) -> None:
+        for name, amount in pod.pod.effective_request.items():
+            self.requested[name] = self.requested.get(name, 0) + sign * amount
+        for name, amount in pod.non_zero.items():
+            self.non_zero[name] = self.non_zero.get(name, 0) + sign * amount
+        if pod.ports:
+            self.ports.update(dict.fromkeys(pod.ports, sign))
 
 
 class ClusterCache:
@@ -195,7 +215,11 @@ class ClusterCache:
         if entry is None:
             self._add(key, _PodEntry(bound.pod, bound.node, assumed=False))
         else:
-            entry.pod, entry.assumed = bound.pod, False
+            node = self._node(bound.node)
+            node.account(entry, -1)
+            updated = _PodEntry(bound.pod, bound.node, assumed=False)
+            node.account(updated, +1)
+            entry.pod, entry.assumed, entry.non_zero, entry.ports = bound.pod, False, updated.non_zero, updated.ports
             self._touch(bound.node)
 
     def delete_pod(self, obj: JsonView) -> None:
@@ -235,7 +259,9 @@ class ClusterCache:
 
     def _add(self, key: str, entry: _PodEntry) -> None:
         self.pods[key] = entry
-        self._node(entry.node).pods[key] = entry
+        node = self._node(entry.node)
+        node.pods[key] = entry
+        node.account(entry, +1)
         self._touch(entry.node)
 
     def remove_pod(self, key: str) -> None:
@@ -253,7 +279,8 @@ class ClusterCache:
         node = self.nodes.get(entry.node)
         if node is None:
             return
-        node.pods.pop(key, None)
+        if node.pods.pop(key, None) is not None:
+            node.account(entry, -1)
         self._touch(entry.node)
         self._drop_if_empty(entry.node)
 
@@ -302,14 +329,9 @@ class ClusterCache:
         return entry.allocatable
 
     def _build(self, entry: _NodeEntry) -> NodeInfo:
-        requested: dict[str, int] = {}
-        non_zero: dict[str, int] = {}
-        for pod in entry.pods.values():
-            for name, amount in pod.pod.effective_request.items():
-                requested[name] = requested.get(name, 0) + amount
-            for name, amount in non_zero_request(pod.pod).items():
-                non_zero[name] = non_zero.get(name, 0) + amount
-        used_ports = frozenset(port for pod in entry.pods.values() for port in pod_host_ports(pod.pod.spec))
+        requested = {name: amount for name, amount in entry.requested.items() if amount}
+        non_zero = {name: amount for name, amount in entry.non_zero.items() if amount}
+        used_ports = frozenset(port for port, count in entry.ports.items() if count > 0)
         view = self.nrt.view(entry.name)
         return NodeInfo(
             name=entry.name,
