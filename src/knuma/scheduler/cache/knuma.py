@@ -50,6 +50,9 @@ class _Node:
     early: dict[str, BoundPod] = field(default_factory=dict)
     """Pods seen before the shadow was seeded."""
     view: NRTView | None = None
+    chain: list[NodeTopology] | None = None
+    """The zones after each reserved pod, replayed in order on the shadow (the last one is the view); None: not
+    computed since the last change."""
     releases: list[tuple[str, NodeTopology]] | None = None
     """`single_releases`, until the node changes."""
 
@@ -87,7 +90,7 @@ class KnumaCache:
     def _changed(self, node: str) -> None:
         entry = self.nodes.get(node)
         if entry is not None:
-            entry.view = entry.releases = None
+            entry.view = entry.releases = entry.chain = None
         self.on_change(node)
 
     # -- the view ------------------------------------------------------------------------------------------------
@@ -97,10 +100,13 @@ class KnumaCache:
         if entry is None or entry.shadow is None:
             return NO_DATA
         if entry.view is None:
-            topology = entry.shadow.topology
-            for pod in entry.reserved:
-                topology = apply_pod(pod, topology)
-            entry.view = NRTView(topology)
+            if entry.chain is None:
+                entry.chain = []
+                topology = entry.shadow.topology
+                for pod in entry.reserved:
+                    topology = apply_pod(pod, topology)
+                    entry.chain.append(topology)
+            entry.view = NRTView(entry.chain[-1] if entry.chain else entry.shadow.topology)
         return entry.view
 
     def reserved(self, node: str) -> int:
@@ -240,8 +246,16 @@ class KnumaCache:
                 self._changed(pod.node)
             return
         # The kubelet admitted the pod: replay the admission on the shadow, in the order the kubelet made them.
+        chain = entry.chain
+        first = bool(entry.reserved) and entry.reserved[0].key == pod.key
         entry.reserved = [p for p in entry.reserved if p.key != pod.key]
         self._admit(shadow, pod.pod)
+        if first and chain and chain[0] == shadow.topology:
+            # Admitted where predicted (the usual case): every later prediction, and so the view, still holds.
+            view = entry.view
+            self._changed(pod.node)
+            entry.chain, entry.view = chain[1:], view
+            return
         self._changed(pod.node)
 
     def _admit(self, shadow: Allocations, pod: Pod) -> None:
@@ -264,11 +278,13 @@ class KnumaCache:
         if entry.shadow is None:
             entry.early[pod.key] = _as_bound(pod, node, started=False)
             return
-        view = entry.view
+        view = self.view(node)
+        chain = entry.chain
         entry.reserved.append(pod)
         self._changed(node)
-        if view is not None:
-            entry.view = NRTView(apply_pod(pod, view.topology)) if view.topology is not None else None
+        if view.topology is not None and chain is not None:
+            after = apply_pod(pod, view.topology)
+            entry.chain, entry.view = [*chain, after], NRTView(after)
 
     def unreserve(self, node: str, pod: Pod) -> None:
         entry = self.nodes.get(node)
