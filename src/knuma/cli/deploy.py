@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from knuma.cli import completion
 from knuma.cli.errors import FAILURE, fail, unreachable
 
 if TYPE_CHECKING:
@@ -61,7 +62,9 @@ _PLUGIN_IMAGE = typer.Option(None, "--scheduler-plugin-image", help="[env TAS_SC
 _RTE_IMAGE = typer.Option(None, "--rte-image", help="[env TAS_RESOURCE_EXPORTER_IMAGE].")
 _NFD_IMAGE = typer.Option(None, "--nfd-image", help="[env TAS_NODE_FEATURE_DISCOVERY_IMAGE].")
 _COMPONENT = typer.Argument(
-    None, help="api, updater or scheduler (all when omitted); render also takes operator (knuma operator itself)."
+    None,
+    help="api, updater or scheduler (all when omitted); render also takes operator (knuma operator itself).",
+    autocompletion=completion.components,
 )
 _KUBECONFIG = typer.Option(None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config).")
 _CONTEXT = typer.Option(None, "--context", help="kubeconfig context.")

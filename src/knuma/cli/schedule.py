@@ -8,11 +8,15 @@ from typing import Any
 
 import typer
 
+from knuma.cli import completion
 from knuma.cli.errors import fail
 from knuma.errors import InvalidInput
 
 # The scheduler (numpy), the manifest loader and rich are imported inside the command: every `knuma` command,
 # including the exporter daemon on each node, imports this module at start-up.
+
+
+OUTPUTS = ("table", "json", "yaml")
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +37,9 @@ def schedule(
     weight: list[str] = typer.Option(
         [], "--weight", help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable."
     ),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: str = typer.Option(
+        "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)
+    ),
     explain_hints: bool = typer.Option(
         False,
         "--explain-hints",
@@ -46,14 +52,14 @@ def schedule(
     import yaml
 
     from knuma.api.pod import Pod
+    from knuma.cli.output import output_format
     from knuma.manifests import ManifestError, load_documents, pod_manifest
     from knuma.scheduler.explain import explain
     from knuma.scheduler.framework.profiles import default_profile
     from knuma.scheduler.framework.snapshot import node_infos_from_objects
     from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 
-    if output not in ("table", "json", "yaml"):
-        fail(f"unknown output format {output!r}; use table, json or yaml")
+    output_format(output, OUTPUTS)
     strategy = ScoringStrategy(StrategyType.parse(scoring_strategy), _weights(weight) or None)
     pod_docs = load_documents(pod)
     if len(pod_docs) != 1:

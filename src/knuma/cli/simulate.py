@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from knuma.cli import completion
+
 if TYPE_CHECKING:  # the simulator pulls in numpy, pandas and OR-Tools: imported inside the command only
     from rich.console import Console
 
@@ -55,6 +57,7 @@ def simulate(
         "default",
         "--scenario",
         metavar="NAME|FILE",
+        autocompletion=completion.scenarios,
         help="A built-in scenario name (see --list-scenarios) or a scenario YAML file.",
     ),
     cluster: Path | None = typer.Option(
@@ -75,9 +78,12 @@ def simulate(
         None,
         "--schedulers",
         metavar="A,B,...",
+        autocompletion=completion.schedulers,
         help="Comma-separated: default, nrt-passthrough, nrt-overreserve, knuma, optimal. Default: all that apply.",
     ),
-    output_name: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output_name: str = typer.Option(
+        "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)
+    ),
     report: Path | None = typer.Option(
         None,
         "--report",

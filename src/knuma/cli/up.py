@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from knuma.cli import completion
+
 __all__ = ["register"]
 
 
@@ -18,12 +20,23 @@ def register(app: typer.Typer) -> None:
 def up(
     nodes: int | None = typer.Option(None, "--nodes", help="Simulated nodes (default 3), spread over the shapes."),
     shape: list[str] = typer.Option(
-        [], "--shape", help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, small."
+        [],
+        "--shape",
+        help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, small.",
+        autocompletion=completion.shapes,
     ),
     policy: str | None = typer.Option(
-        None, "--policy", help="Topology Manager policy: single-numa-node (default), restricted, best-effort, none."
+        None,
+        "--policy",
+        help="Topology Manager policy: single-numa-node (default), restricted, best-effort, none.",
+        autocompletion=completion.policies,
     ),
-    scope: str | None = typer.Option(None, "--scope", help="Topology Manager scope: container (default) or pod."),
+    scope: str | None = typer.Option(
+        None,
+        "--scope",
+        help="Topology Manager scope: container (default) or pod.",
+        autocompletion=completion.scopes,
+    ),
     cluster: Path | None = typer.Option(
         None, "--cluster", help="A cluster spec (node pools of shapes, as `knuma simulate --cluster` takes)."
     ),
@@ -41,6 +54,7 @@ def up(
         "--exporters",
         help="process: one `knuma exporter` per node; in-process: NRT published by the node process; "
         "auto: processes up to 8 nodes.",
+        autocompletion=completion.exporter_modes,
     ),
     scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler", help="Run `knuma scheduler`."),
     lease_renew_interval: float = typer.Option(
