@@ -114,3 +114,16 @@ def test_version_through_the_console_scripts() -> None:
     for script in ("knuma", "kubectl-numa"):
         done = subprocess.run([str(KNUMA.with_name(script)), "--version"], capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stdout.strip()) == (0, __version__)
+
+
+def test_help_text_has_no_hard_line_breaks_mid_paragraph() -> None:
+    """Every command's help is reflowed from its docstring: the terminal wraps it, not the source's line ends."""
+    from knuma.cli.main import _reflow
+
+    assert _reflow("One sentence\nwrapped in the source.\n\n    an example\n    kept as is") == (
+        "One sentence wrapped in the source.\n\n    an example\n    kept as is"
+    )
+    for info in app.registered_commands:
+        assert info.help, info.callback
+        first = info.help.split("\n\n")[0]
+        assert "\n" not in first, f"{info.name}: {first!r}"

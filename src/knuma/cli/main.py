@@ -92,13 +92,38 @@ def _wrap_every_command(typer_app: typer.Typer, wrap: Callable[[Callable[..., An
             _wrap_every_command(group.typer_instance, wrap)
 
 
+def _reflow(text: str) -> str:
+    """A docstring as help text: the lines of each paragraph joined, so the terminal wraps them (a hard line break
+    mid-sentence would show as one in `knuma -h`); paragraphs and indented blocks stay as written."""
+    paragraphs = []
+    for block in text.strip().split("\n\n"):
+        lines = block.splitlines()
+        if any(line.startswith((" ", "\t")) for line in lines):  # examples, lists: keep their layout
+            paragraphs.append(block)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        text = info.help or (inspect.getdoc(info.callback) if info.callback is not None else None)
+        if text:
+            info.help = _reflow(text)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
 @app.command("version")
 def version() -> None:
     """Print the knuma version."""
     typer.echo(__version__)
 
 
-# after every command is registered: errors become exit statuses in one place, and every command takes --version
+# after every command is registered: help text reflowed, errors become exit statuses in one place, and every command
+# takes --version
+_reflow_help(app)
 _wrap_every_command(app, errors.reporting_errors)
 _wrap_every_command(app, _with_version)
 
