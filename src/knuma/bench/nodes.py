@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from knuma.api.crd import NRT_CRD
+from knuma.kube import rest
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.spec import NodeSpec
@@ -121,10 +122,7 @@ async def _measure(kubeconfig: Path, count: int, window: float, pods: int) -> Fl
 
         async def create(i: int) -> None:
             async with limit:
-                response = await http.post(
-                    "/api/v1/namespaces/default/pods", json=_pod(f"p-{i}", specs[i % count].name)
-                )
-                response.raise_for_status()
+                await rest.post(http, "/api/v1/namespaces/default/pods", _pod(f"p-{i}", specs[i % count].name))
 
         await asyncio.gather(*(create(i) for i in range(pods)))
         deadline = time.monotonic() + 120

@@ -94,20 +94,22 @@ def _pod(index: int, cpus: int, scheduler_name: str) -> dict[str, Any]:
 
 
 async def _create_all(http: Any, path: str, bodies: list[dict[str, Any]], concurrency: int = 32) -> None:
+    from knuma.kube import rest
+
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(body: dict[str, Any]) -> None:
         async with semaphore:
-            response = await http.post(path, json=body)
-            if response.status_code not in (200, 201):
-                raise RuntimeError(f"POST {path}: HTTP {response.status_code}: {response.text[:200]}")
+            await rest.post(http, path, body)
 
     await asyncio.gather(*(one(b) for b in bodies))
 
 
 async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E2EResult:
     from knuma.api.crd import NRT_CRD
+    from knuma.kube import rest
     from knuma.kube.client import async_http
+    from knuma.kube.errors import NotFound
     from knuma.scheduler.config.load import DEFAULT_SCHEDULER_NAME, build_profiles, default_config
     from knuma.scheduler.daemon.loop import DaemonSettings, Scheduler
     from knuma.testing.apiserver import apiserver_process
@@ -116,13 +118,14 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
     with apiserver_process(workdir / "api") as api:
         http = async_http(api.kubeconfig, timeout=60)
         try:
-            response = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)
-            response.raise_for_status()
+            await rest.post(http, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NRT_CRD)
             nrt_path = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
             for _ in range(200):
-                if (await http.get(nrt_path)).status_code == 200:
+                try:
+                    await rest.get(http, nrt_path)
                     break
-                await asyncio.sleep(0.05)
+                except NotFound:  # the CRD is not served yet
+                    await asyncio.sleep(0.05)
             names = [f"worker-{i:05d}" for i in range(nodes)]
             cpus_per_zone = 32 // zones
             await _create_all(http, "/api/v1/nodes", [_node(n, zones, cpus_per_zone, 64 // zones) for n in names])

@@ -261,6 +261,7 @@ def _cluster_command(
     from knuma.deploy import cluster
     from knuma.deploy.detect import DetectError, detect
     from knuma.deploy.options import parse_duration
+    from knuma.kube import errors as kube_errors
 
     components = _components(component)
     user_platform = _platform_flag(platform)
@@ -298,10 +299,10 @@ def _cluster_command(
     except cluster.ClusterError as err:
         progress.stop()
         fail(f"{action} failed:\n{err}", FAILURE)
-    except (ApiError, DetectError) as err:
-        fail(f"{action} failed: {err}", FAILURE)
-    except httpx2.HTTPError as err:
+    except (httpx2.HTTPError, kube_errors.Unavailable) as err:
         fail(unreachable(err), FAILURE)
+    except (ApiError, kube_errors.KubeApiError, DetectError) as err:
+        fail(f"{action} failed: {err}", FAILURE)
     finally:
         progress.stop()
 
@@ -425,6 +426,7 @@ def validate(
     from knuma.deploy.detect import DetectError, server_version
     from knuma.kube.client import http_client
     from knuma.kube.configz import ConfigzError, list_node_names, read_configz_many
+    from knuma.kube.errors import Unavailable
 
     if json_flag:
         output = "json"
@@ -441,7 +443,7 @@ def validate(
             configs = read_configz_many(http, nodes)
     except (ConfigzError, DetectError) as err:
         fail(f"cannot check the cluster: {err}", CHECK_ERROR)
-    except httpx2.HTTPError as err:
+    except (httpx2.HTTPError, Unavailable) as err:
         fail(unreachable(err), CHECK_ERROR)
     if not nodes:
         issues.append(checks.no_worker_nodes(node_selector))
@@ -471,9 +473,10 @@ def detect(
     """Print the cluster's platform and version (`Kubernetes:v1.33.0`); -P overrides what is discovered."""
     import httpx2
 
-    from knuma.deploy.detect import DetectError
+    from knuma.deploy.detect import DetectError, control_plane_nodes
     from knuma.deploy.detect import detect as run_detect
     from knuma.kube.client import http_client
+    from knuma.kube.errors import KubeApiError, Unavailable
 
     if json_flag:
         output = "json"
@@ -483,13 +486,13 @@ def detect(
     try:
         with http_client(kubeconfig, context, timeout=30) as http:
             if control_plane:
-                reply = http.get("/api/v1/nodes", params={"labelSelector": "node-role.kubernetes.io/control-plane"})
-                reply.raise_for_status()
-                count = len(reply.json().get("items") or [])
+                count = control_plane_nodes(http)
                 typer.echo(json.dumps({"nodeCount": count}) if output == "json" else f"nodes={count}")
                 return
             found = run_detect(http, user)
-    except DetectError as err:
+    except Unavailable as err:
+        fail(unreachable(err), FAILURE)
+    except (DetectError, KubeApiError) as err:
         fail(f"cannot detect the platform: {err}", FAILURE)
     except httpx2.HTTPError as err:
         fail(unreachable(err), FAILURE)

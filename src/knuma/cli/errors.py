@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 import typer
 
@@ -61,8 +62,9 @@ def unreachable(err: Exception) -> str:
     try:
         url = err.request.url  # type: ignore[attr-defined]  # httpx2's RequestError / HTTPStatusError
         server = f" at {url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
-    except (AttributeError, RuntimeError):  # no request attached
-        pass
+    except (AttributeError, RuntimeError):  # no request attached; knuma.kube's errors carry the URL itself
+        parts = urlsplit(str(getattr(err, "url", "")))
+        server = f" at {parts.scheme}://{parts.netloc}" if parts.netloc else ""
     detail = str(err) or type(err).__name__
     advice = "check --kubeconfig / --context and that the server is running"
     return f"cannot reach the API server{server}: {detail}; {advice}"

@@ -124,7 +124,9 @@ def operator(
     except Exception as err:  # start-up failures (CRD install): say what failed and what to check, not a traceback
         import httpx2
 
-        if isinstance(err, httpx2.TransportError):
+        from knuma.kube.errors import Unavailable
+
+        if isinstance(err, httpx2.TransportError | Unavailable):
             from knuma.cli.errors import unreachable
 
             typer.echo(f"error: {unreachable(err)}", err=True)

@@ -24,8 +24,10 @@ from knuma.deploy.objects import Manifest
 from knuma.deploy.options import Component, DeployOptions
 from knuma.deploy.render import render_component
 from knuma.errors import OperationFailed
+from knuma.kube import rest
 from knuma.kube.apply import Change, Outcome, apply_object, delete_object, object_lines, stripped
 from knuma.kube.client import http_client, load_config, sync_client
+from knuma.kube.errors import NotFound
 from knuma.kube.resources import RestMapper, UnknownKindError, object_ref
 from knuma.kube.wait import Readiness, WaitTimeout, wait_for
 
@@ -164,11 +166,10 @@ def _wait(session: Session, objects: list[dict[str, Any]], wait: WaitSettings, *
 
 def nrt_objects(session: Session) -> int:
     """How many NodeResourceTopology objects the cluster holds (0 when the CRD is not served)."""
-    reply = session.http.get(NRT_LIST, params={"limit": "500"}, headers={"Accept": "application/json"})
-    if reply.status_code == 404:
+    try:
+        body = rest.request_sync(session.http, "GET", NRT_LIST, params={"limit": "500"})
+    except NotFound:
         return 0
-    reply.raise_for_status()
-    body = reply.json()
     remaining = (body.get("metadata") or {}).get("remainingItemCount") or 0
     return len(body.get("items") or []) + int(remaining)
 

@@ -12,8 +12,10 @@ import httpx2
 
 from knuma.deploy.options import Platform, PlatformSpec
 from knuma.errors import OperationFailed
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError, NotFound
 
-__all__ = ["Detection", "detect", "discover", "server_version"]
+__all__ = ["DetectError", "Detection", "control_plane_nodes", "detect", "discover", "server_version"]
 
 _OPENSHIFT = "/apis/config.openshift.io/v1"
 
@@ -22,19 +24,28 @@ class DetectError(OperationFailed):
     """The cluster could not be asked (the message carries the API server's answer)."""
 
 
-def _get(http: httpx2.Client, path: str) -> dict[str, Any] | None:
-    reply = http.get(path, headers={"Accept": "application/json"})
-    if reply.status_code == 404:
+def _get(http: httpx2.Client, path: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The object at `path`, None when the cluster does not serve it; a connection that fails raises
+    `knuma.kube.errors.Unavailable` (the API server cannot be reached), any other refusal `DetectError`."""
+    try:
+        return rest.request_sync(http, "GET", path, params=params)
+    except NotFound:
         return None
-    if reply.status_code != 200:
-        raise DetectError(f"GET {path}: HTTP {reply.status_code}: {reply.text.strip()[:200]}")
-    body = reply.json()
-    return body if isinstance(body, dict) else None
+    except KubeApiError as err:
+        if err.status is None:
+            raise
+        raise DetectError(f"GET {path}: HTTP {err.status}: {err.message[:200]}") from err
 
 
 def server_version(http: httpx2.Client) -> str:
     body = _get(http, "/version") or {}
     return str(body.get("gitVersion") or "")
+
+
+def control_plane_nodes(http: httpx2.Client) -> int:
+    """How many nodes carry the control-plane role label (upstream's `detect --control-plane`)."""
+    listed = _get(http, "/api/v1/nodes", {"labelSelector": "node-role.kubernetes.io/control-plane"}) or {}
+    return len(listed.get("items") or [])
 
 
 def discover(http: httpx2.Client) -> PlatformSpec:

@@ -23,15 +23,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import httpx2
 from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
 from knuma.api.nrt import ANNOTATION_FINGERPRINT, GROUP, KIND, NodeResourceTopology
 from knuma.errors import OperationFailed
+from knuma.kube.client import lightkube_errors
+from knuma.kube.errors import Conflict, Forbidden, Invalid, KubeApiError, NotFound
 
 __all__ = [
     "NRT",
@@ -132,15 +132,14 @@ class Publisher:
             raise ValueError(f"NRT object {nrt.name!r} does not belong to node {self.node_name!r}")
         try:
             return await self._publish(nrt)
-        except ApiError as err:
-            code = err.status.code or 0
+        except KubeApiError as err:
+            if err.status is None:
+                self._current = None  # the server may have restarted without our object: read it again next time
+                raise PublishError(f"API server unreachable while publishing {self.node_name}: {err.message}") from None
             raise PublishError(
-                f"API server rejected NodeResourceTopology {self.node_name}: {code} {err.status.message}",
-                retryable=code not in (400, 403, 422),
+                f"API server rejected NodeResourceTopology {self.node_name}: {err.status} {err.message}",
+                retryable=err.status != 400 and not isinstance(err, Forbidden | Invalid),
             ) from None
-        except httpx2.HTTPError as err:
-            self._current = None  # the server may have restarted without our object: read it again next time
-            raise PublishError(f"API server unreachable while publishing {self.node_name}: {err}") from None
 
     async def _publish(self, nrt: NodeResourceTopology) -> Outcome:
         self._since_read += 1
@@ -164,17 +163,16 @@ class Publisher:
                 return Outcome.UNCHANGED
             patch.setdefault("metadata", {})["resourceVersion"] = self._current["metadata"].get("resourceVersion")
             try:
-                result = await self.client.patch(NRT, self.node_name, patch, patch_type=PatchType.MERGE)
-            except ApiError as err:
-                if err.status.code == 409:
-                    log.info("conflict updating NodeResourceTopology %s; re-reading it", self.node_name)
-                    self._current = None
-                    continue
-                if err.status.code == 404:
-                    log.info("NodeResourceTopology %s was deleted; creating it again", self.node_name)
-                    self._current = None
-                    continue
-                raise
+                with lightkube_errors():
+                    result = await self.client.patch(NRT, self.node_name, patch, patch_type=PatchType.MERGE)
+            except Conflict:
+                log.info("conflict updating NodeResourceTopology %s; re-reading it", self.node_name)
+                self._current = None
+                continue
+            except NotFound:
+                log.info("NodeResourceTopology %s was deleted; creating it again", self.node_name)
+                self._current = None
+                continue
             self._current = _as_dict(result)
             return Outcome.UPDATED
         raise PublishError(
@@ -183,31 +181,28 @@ class Publisher:
 
     async def _read(self) -> dict[str, Any] | None:
         try:
-            found = await self.client.get(NRT, self.node_name)
-        except ApiError as err:
-            if err.status.code == 404:
-                return None
-            raise
+            with lightkube_errors():
+                found = await self.client.get(NRT, self.node_name)
+        except NotFound:
+            return None
         return _as_dict(found)
 
     async def _create(self, desired: dict[str, Any]) -> dict[str, Any] | None:
         try:
-            created = await self.client.create(NRT.from_dict(desired))
-        except ApiError as err:
-            if err.status.code == 409:
-                return None
-            raise
+            with lightkube_errors():
+                created = await self.client.create(NRT.from_dict(desired))
+        except Conflict:
+            return None
         return _as_dict(created)
 
     async def _owner_reference(self) -> dict[str, Any] | None:
         if self._owner is None:
             try:
-                node = await self.client.get(Node, self.node_name)
-            except ApiError as err:
-                if err.status.code not in (403, 404):
-                    raise
+                with lightkube_errors():
+                    node = await self.client.get(Node, self.node_name)
+            except (NotFound, Forbidden) as err:
                 problem = (
-                    "not found (check --node-name)" if err.status.code == 404 else "not readable (RBAC: get nodes)"
+                    "not found (check --node-name)" if isinstance(err, NotFound) else "not readable (RBAC: get nodes)"
                 )
                 log.warning(
                     "Node %s %s: publishing NodeResourceTopology without an owner reference, so it will not be "

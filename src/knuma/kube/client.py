@@ -2,21 +2,35 @@
 
 Every knuma component that reaches an API server builds its client here, so that the same flags mean the same thing
 everywhere and a bad kubeconfig is reported the same way (what is wrong and what to do), never as a traceback.
+`lightkube_errors()` turns what a lightkube call raises into the same typed errors as the raw request path
+(`knuma.kube.rest`), so callers handle one set of errors whichever client they use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
+from lightkube.core.exceptions import ApiError as LightkubeApiError
 from lightkube.core.exceptions import ConfigError
 
 import knuma.errors as knuma_errors
+from knuma.kube.errors import KubeApiError, Unavailable, from_status
 
-__all__ = ["KubeConfigError", "async_client", "async_http", "http_client", "load_config", "sync_client"]
+__all__ = [
+    "KubeConfigError",
+    "async_client",
+    "async_http",
+    "http_client",
+    "lightkube_errors",
+    "load_config",
+    "sync_client",
+]
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -117,3 +131,29 @@ def http_client(
 
     params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
     return adapter_client(config or load_config(kubeconfig, context), params)
+
+
+@contextlib.contextmanager
+def lightkube_errors() -> Iterator[None]:
+    """Around lightkube calls (sync or async): its `ApiError` becomes the `knuma.kube.errors` class for the status
+    (`Conflict`, `NotFound`, ...), a failed connection `Unavailable` without status, any other HTTP failure (a body
+    that cannot be decoded) a `KubeApiError` without status."""
+    try:
+        yield
+    except LightkubeApiError as err:
+        status = err.status
+        code = status.code or err.response.status_code
+        body = err.response.json() if err.response.content else {}
+        raise from_status(
+            err.request.method,
+            str(err.request.url),
+            code,
+            status.message or "",
+            reason=status.reason or "",
+            body=body if isinstance(body, dict) else None,
+        ) from err
+    except httpx2.HTTPError as err:
+        request = getattr(err, "_request", None)  # `err.request` raises when the error has none
+        method, url = (request.method, str(request.url)) if request is not None else ("?", "?")
+        kind = Unavailable if isinstance(err, httpx2.TransportError) else KubeApiError
+        raise kind(method, url, None, f"{type(err).__name__}: {err}") from err

@@ -3,7 +3,6 @@ without `kubectl proxy` (which the upstream deployer spawns)."""
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
@@ -11,6 +10,8 @@ from urllib.parse import quote
 import httpx2
 
 from knuma.errors import OperationFailed
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError
 
 __all__ = ["ConfigzError", "list_node_names", "read_configz", "read_configz_many"]
 
@@ -19,37 +20,33 @@ class ConfigzError(OperationFailed):
     """The node's configuration could not be read; the message is the reason, for the report."""
 
 
-def _status_message(reply: httpx2.Response) -> str:
-    try:
-        body = reply.json()
-    except ValueError:
-        return reply.text.strip()[:200]
-    return str(body.get("message") or body) if isinstance(body, dict) else str(body)[:200]
-
-
 def list_node_names(http: httpx2.Client, label_selector: str) -> list[str]:
-    reply = http.get("/api/v1/nodes", params={"labelSelector": label_selector} if label_selector else None)
-    if reply.status_code != 200:
-        raise ConfigzError(f"cannot list nodes (HTTP {reply.status_code}): {_status_message(reply)}")
-    return sorted(item["metadata"]["name"] for item in reply.json().get("items") or [])
+    try:
+        listed = rest.request_sync(
+            http, "GET", "/api/v1/nodes", params={"labelSelector": label_selector} if label_selector else None
+        )
+    except KubeApiError as err:
+        raise ConfigzError(f"cannot list nodes ({_status(err)}): {err.message}") from err
+    return sorted(item["metadata"]["name"] for item in listed.get("items") or [])
 
 
 def read_configz(http: httpx2.Client, node: str) -> dict[str, Any]:
     """The node's `KubeletConfiguration` (the `kubeletconfig` member of configz's reply)."""
     try:
-        reply = http.get(f"/api/v1/nodes/{quote(node, safe='')}/proxy/configz", headers={"Accept": "application/json"})
-    except httpx2.HTTPError as err:
-        raise ConfigzError(f"request failed: {err}") from err
-    if reply.status_code != 200:
-        raise ConfigzError(f"HTTP {reply.status_code}: {_status_message(reply)}")
-    try:
-        body = reply.json()
-    except (ValueError, json.JSONDecodeError) as err:
-        raise ConfigzError(f"configz did not return JSON: {err}") from err
-    config = body.get("kubeletconfig") if isinstance(body, dict) else None
+        body = rest.request_sync(http, "GET", f"/api/v1/nodes/{quote(node, safe='')}/proxy/configz")
+    except KubeApiError as err:
+        if err.status is not None and err.status < 400:  # answered, but not with a JSON object
+            raise ConfigzError(f"configz did not return JSON: {err.message}") from err
+        raise ConfigzError(f"{_status(err)}: {err.message}") from err
+    config = body.get("kubeletconfig")
     if not isinstance(config, dict):
         raise ConfigzError("configz reply has no kubeletconfig object")
     return config
+
+
+def _status(err: KubeApiError) -> str:
+    """`HTTP 503` as the report has always said, or `request failed` when no answer came."""
+    return f"HTTP {err.status}" if err.status is not None else "request failed"
 
 
 def read_configz_many(

@@ -9,15 +9,19 @@ unschedulable through many attempts never floods the API server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError, NotFound
 
 __all__ = ["EventRecorder", "ObjectReference"]
 
@@ -103,21 +107,16 @@ class EventRecorder:
                 previous.count += 1
                 previous.last = now
                 patch = {"count": previous.count, "lastTimestamp": stamp}
-                response = await self.http.patch(
-                    f"{path}/{previous.name}",
-                    json=patch,
-                    headers={"Content-Type": "application/merge-patch+json"},
-                )
-                if response.status_code != 404:
-                    _check(response)
+                with contextlib.suppress(NotFound):  # expired meanwhile: record a new one
+                    await rest.patch(self.http, f"{path}/{previous.name}", patch)
                     return
             name = f"{ref.name}.{uuid.uuid4().hex[:16]}"
             body = _event(name, ref, event_type, reason, message, component, stamp)
-            _check(await self.http.post(path, json=body))
+            await rest.post(self.http, path, body)
             self._recorded[key] = _Recorded(name, 1, now)
             if len(self._recorded) > 4096:
                 self._expire(now)
-        except (httpx2.HTTPError, OSError) as err:
+        except KubeApiError as err:
             log.warning("could not record event %s for %s/%s: %s", reason, ref.namespace, ref.name, err)
 
     def _expire(self, now: float) -> None:
@@ -148,18 +147,3 @@ def _event(
 
 def _timestamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _check(response: httpx2.Response) -> None:
-    if response.status_code >= 400:
-        raise httpx2.HTTPStatusError(
-            f"HTTP {response.status_code}: {_message(response)}", request=response.request, response=response
-        )
-
-
-def _message(response: httpx2.Response) -> str:
-    try:
-        body: Mapping[str, Any] = response.json()
-        return str(body.get("message", response.text))
-    except ValueError:
-        return response.text

@@ -27,9 +27,10 @@ from typing import Any, Protocol
 import httpx2
 
 from knuma.api.types import JsonObj
-from knuma.errors import KnumaError
+from knuma.kube import rest
+from knuma.kube.errors import Gone, KubeApiError
 
-__all__ = ["Backoff", "EventHandler", "Informer", "WatchExpired", "object_key"]
+__all__ = ["Backoff", "EventHandler", "Informer", "object_key"]
 
 log = logging.getLogger("knuma.kube.informer")
 
@@ -38,10 +39,6 @@ class EventHandler(Protocol):
     def on_add(self, obj: JsonObj) -> None: ...
     def on_update(self, old: JsonObj, new: JsonObj) -> None: ...
     def on_delete(self, obj: JsonObj) -> None: ...
-
-
-class WatchExpired(KnumaError):
-    """The server no longer has the requested resourceVersion (410 Gone): the informer must relist."""
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -113,10 +110,10 @@ class Informer:
                 self.backoff.reset()
             except asyncio.CancelledError:
                 raise
-            except WatchExpired:
+            except Gone:
                 log.info("watch of %s expired at resourceVersion %s; relisting", self.path, self.resource_version)
                 need_list = True
-            except (httpx2.HTTPError, OSError, ValueError) as err:
+            except (KubeApiError, ValueError) as err:
                 delay = self.backoff.next()
                 message = f"{self.path}: {type(err).__name__}: {err}; retrying in {delay:.1f}s"
                 log.warning("%s", message)
@@ -129,9 +126,7 @@ class Informer:
         items: dict[str, JsonObj] = {}
         params: dict[str, str] = {**self.selectors, "limit": str(self.page_size)}
         while True:
-            response = await self.http.get(self.path, params=params)
-            _raise_for_status(response, self.path)
-            body = response.json()
+            body = await rest.get(self.http, self.path, params=params)
             for item in body.get("items") or []:
                 items[object_key(item)] = self.transform(item) if self.transform else item
             meta = body.get("metadata") or {}
@@ -172,10 +167,7 @@ class Informer:
             "timeoutSeconds": str(int(self.watch_timeout * random.uniform(1.0, 2.0))),
         }
         timeout = httpx2.Timeout(10.0, read=self.watch_timeout * 2 + 30)
-        async with self.http.stream("GET", self.path, params=params, timeout=timeout) as response:
-            if response.status_code != 200:
-                await response.aread()
-                _raise_for_status(response, self.path)
+        async with rest.stream(self.http, "GET", self.path, params=params, timeout=timeout) as response:
             async for line in response.aiter_lines():
                 if line.strip():
                     self._apply(json.loads(line))
@@ -184,7 +176,7 @@ class Informer:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
             if obj.get("code") == 410:
-                raise WatchExpired(obj.get("message", "410 Gone"))
+                raise Gone("WATCH", self.path, 410, str(obj.get("message", "410 Gone")), reason="Expired", body=obj)
             raise ValueError(f"watch error: {obj.get('message', obj)}")
         rv = _rv(obj)
         if kind == "BOOKMARK":
@@ -208,16 +200,3 @@ class Informer:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _raise_for_status(response: httpx2.Response, path: str) -> None:
-    if response.status_code == 410:
-        raise WatchExpired(f"{path}: 410 Gone")
-    if response.status_code >= 400:
-        try:
-            message = response.json().get("message", response.text)
-        except ValueError:
-            message = response.text
-        raise httpx2.HTTPStatusError(
-            f"{path}: HTTP {response.status_code}: {message}", request=response.request, response=response
-        )

@@ -29,6 +29,8 @@ from typing import Any
 import httpx2
 
 from knuma.errors import InvalidInput
+from knuma.kube import rest
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 
 __all__ = ["LeaderElector", "LeaseConfig"]
 
@@ -119,42 +121,38 @@ class LeaderElector:
             return
         self.is_leader = False
         try:
-            response = await self.http.get(self.path)
-            if response.status_code != 200:
-                return
-            lease = response.json()
+            lease = await rest.get(self.http, self.path)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
                 return
             now = _micro_time()
             lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now}
-            await self.http.put(self.path, json=lease)
+            await rest.put(self.http, self.path, lease)
             log.info("released lease %s/%s", self.config.namespace, self.config.name)
-        except (httpx2.HTTPError, OSError) as err:
+        except NotFound:
+            return  # nothing to release
+        except KubeApiError as err:
             log.warning("could not release lease: %s", err)
 
     async def try_acquire_or_renew(self) -> bool:
         try:
             return await self._try()
-        except (httpx2.HTTPError, OSError, ValueError) as err:
+        except KubeApiError as err:
             log.warning("lease %s/%s: %s", self.config.namespace, self.config.name, err)
             return False
 
     async def _try(self) -> bool:
         now_text = _micro_time()
-        response = await self.http.get(self.path)
-        if response.status_code == 404:
+        try:
+            lease = await rest.get(self.http, self.path)
+        except NotFound:
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": self.config.name, "namespace": self.config.namespace},
                 "spec": self._spec(now_text, acquire_time=now_text, transitions=0),
             }
-            created = await self.http.post(self.path.rsplit("/", 1)[0], json=body)
-            return self._won(created)
-        if response.status_code != 200:
-            raise ValueError(f"GET lease: HTTP {response.status_code}: {response.text[:200]}")
-        lease = response.json()
+            return await self._write("POST", self.path.rsplit("/", 1)[0], body)
         spec = lease.get("spec") or {}
         if spec != self._observed:
             self._observed, self._observed_at = dict(spec), self.clock()
@@ -170,8 +168,7 @@ class LeaderElector:
         else:
             acquire_time, transitions = now_text, int(spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = self._spec(now_text, acquire_time=acquire_time, transitions=transitions)
-        updated = await self.http.put(self.path, json=lease)
-        return self._won(updated)
+        return await self._write("PUT", self.path, lease)
 
     def _spec(self, now: str, *, acquire_time: str, transitions: int) -> dict[str, Any]:
         return {
@@ -182,16 +179,17 @@ class LeaderElector:
             "leaseTransitions": transitions,
         }
 
-    def _won(self, response: httpx2.Response) -> bool:
-        if response.status_code in (200, 201):
-            spec = (response.json().get("spec")) or {}
-            self._observed, self._observed_at = dict(spec), self.clock()
-            self._last_renew = self.clock()
-            self.is_leader = True
-            return True
-        if response.status_code == 409:
-            return False  # someone else wrote first
-        raise ValueError(f"writing lease: HTTP {response.status_code}: {response.text[:200]}")
+    async def _write(self, method: str, path: str, lease: dict[str, Any]) -> bool:
+        """Create or update the Lease; False when another candidate wrote first (409 Conflict)."""
+        try:
+            written = await rest.request(self.http, method, path, body=lease)
+        except Conflict:
+            return False
+        spec = written.get("spec") or {}
+        self._observed, self._observed_at = dict(spec), self.clock()
+        self._last_renew = self.clock()
+        self.is_leader = True
+        return True
 
 
 def _micro_time() -> str:

@@ -15,6 +15,8 @@ import httpx2
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
 
 from knuma.errors import InvalidInput
+from knuma.kube import rest
+from knuma.kube.errors import NotFound
 
 __all__ = ["ApiResource", "RestMapper", "UnknownKindError", "object_ref"]
 
@@ -65,16 +67,16 @@ class RestMapper:
     def _group_version(self, api_version: str) -> dict[str, ApiResource]:
         if api_version not in self._cache:
             path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-            reply = self._http.get(path, headers={"Accept": "application/json"})
             kinds: dict[str, ApiResource] = {}
-            if reply.status_code == 200:
-                group, _, version = api_version.rpartition("/")
-                for item in reply.json().get("resources") or []:
-                    if "/" in item.get("name", ""):
-                        continue  # subresources
-                    kinds[item["kind"]] = ApiResource(group, version, item["kind"], item["name"], item["namespaced"])
-            elif reply.status_code != 404:
-                reply.raise_for_status()
+            try:
+                listed = rest.request_sync(self._http, "GET", path)
+            except NotFound:
+                listed = {}  # the group version is not served: no kinds
+            group, _, version = api_version.rpartition("/")
+            for item in listed.get("resources") or []:
+                if "/" in item.get("name", ""):
+                    continue  # subresources
+                kinds[item["kind"]] = ApiResource(group, version, item["kind"], item["name"], item["namespaced"])
             self._cache[api_version] = kinds
         return self._cache[api_version]
 

@@ -29,6 +29,7 @@ from knuma.api.numaresources_crd import operator_crds
 from knuma.deploy.cluster import Session
 from knuma.errors import OperationFailed
 from knuma.kube.apply import apply_object
+from knuma.kube.errors import Unavailable
 from knuma.kube.informer import Backoff, Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.kube.wait import wait_for
@@ -148,7 +149,7 @@ async def run(
             try:
                 requeue = await asyncio.to_thread(reconciler.reconcile_all)
                 backoff.reset()
-            except (httpx2.TransportError, OSError) as err:
+            except (httpx2.TransportError, OSError, Unavailable) as err:
                 requeue = backoff.next()
                 metrics.passes_failed.inc()
                 log.error("cannot reach the API server (%s); retrying in %.0fs", err, requeue)

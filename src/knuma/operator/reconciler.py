@@ -14,14 +14,13 @@ patch, and only when it changed, so writing it does not wake the loop forever.
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube import ApiError
+from lightkube import ApiError as LightkubeError
 
 from knuma.api.numaresources import (
     API_VERSION,
@@ -40,7 +39,9 @@ from knuma.deploy.images import Images
 from knuma.deploy.objects import Manifest
 from knuma.deploy.options import format_duration
 from knuma.errors import OperationFailed
+from knuma.kube import rest
 from knuma.kube.apply import Change, apply_object, delete_object, get_object
+from knuma.kube.errors import KubeApiError, NotFound
 from knuma.kube.resources import UnknownKindError, object_ref
 from knuma.kube.wait import readiness
 from knuma.operator import conditions as cond
@@ -75,7 +76,7 @@ def _now() -> str:
 
 
 def _reason(err: Exception) -> str:
-    if isinstance(err, ApiError):
+    if isinstance(err, LightkubeError):
         return f"{err.status.reason or err.status.code}: {err.status.message}"
     return str(err)
 
@@ -124,12 +125,11 @@ class Reconciler:
     def _reconcile_kind(
         self, plural: str, singleton: str, body: Callable[[dict[str, Any]], _Pass], wrong_name: str
     ) -> float | None:
-        reply = self.session.http.get(f"/apis/{API_VERSION}/{plural}")
-        if reply.status_code == 404:
+        try:
+            listed = rest.request_sync(self.session.http, "GET", f"/apis/{API_VERSION}/{plural}")
+        except NotFound:
             log.warning("the %s CRD is not installed; run knuma operator --install-crds", plural)
             return None
-        reply.raise_for_status()
-        listed = reply.json()
         kind = str(listed.get("kind", "")).removesuffix("List")
         requeue: float | None = None
         for obj in listed.get("items") or []:
@@ -180,7 +180,7 @@ class Reconciler:
         for obj in objects:
             try:
                 outcome = apply_object(self.session.client, self.session.mapper, obj, field_manager=FIELD_MANAGER)
-            except (ApiError, UnknownKindError) as err:
+            except (LightkubeError, UnknownKindError) as err:
                 raise _ApplyError(f"cannot apply {object_ref(obj)}: {_reason(err)}") from err
             if outcome.change is not Change.UNCHANGED:
                 changed.append(f"{outcome.ref} {outcome.change}")
@@ -201,11 +201,13 @@ class Reconciler:
 
     def _delete_dangling_daemonsets(self, owner: str, wanted: set[str]) -> None:
         ns = self.settings.namespace
-        reply = self.session.http.get(
-            f"/apis/apps/v1/namespaces/{ns}/daemonsets", params={"labelSelector": f"{OWNED_BY_LABEL}={owner}"}
+        listed = rest.request_sync(
+            self.session.http,
+            "GET",
+            f"/apis/apps/v1/namespaces/{ns}/daemonsets",
+            params={"labelSelector": f"{OWNED_BY_LABEL}={owner}"},
         )
-        reply.raise_for_status()
-        for item in reply.json().get("items") or []:
+        for item in listed.get("items") or []:
             name = item["metadata"]["name"]
             if name not in wanted:
                 ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": ns}}
@@ -305,13 +307,17 @@ class Reconciler:
         status = {**old, **result.fields, "conditions": conditions}
         if status == old:
             return
-        reply = self.session.http.patch(
-            f"/apis/{API_VERSION}/{plural}/{md['name']}/status",
-            content=json.dumps({"status": status}).encode(),
-            headers={"Content-Type": "application/merge-patch+json"},
-        )
-        if reply.status_code >= 400:
-            log.error("cannot write the status of %s %s: %s %s", obj["kind"], md["name"], reply.status_code, reply.text)
+        try:
+            rest.request_sync(
+                self.session.http,
+                "PATCH",
+                f"/apis/{API_VERSION}/{plural}/{md['name']}/status",
+                body={"status": status},
+            )
+        except KubeApiError as err:
+            if err.status is None:
+                raise  # the API server cannot be reached: the loop backs off and retries the pass
+            log.error("cannot write the status of %s %s: %s", obj["kind"], md["name"], err)
             return
         before = cond.find(old.get("conditions") or [], result.outcome.condition) or {}
         if (before.get("status"), before.get("message")) != ("True", result.outcome.message):

@@ -20,7 +20,9 @@ import yaml
 from knuma.api.types import JsonObj
 from knuma.deploy.check.state import CheckSettings, ClusterState, SchedulerDeployment
 from knuma.errors import OperationFailed
+from knuma.kube import rest
 from knuma.kube.configz import ConfigzError, read_configz_many
+from knuma.kube.errors import Forbidden, KubeApiError, NotFound, Unauthorized
 
 __all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods"]
 
@@ -34,16 +36,6 @@ class CheckAborted(OperationFailed):
     which request and what to do."""
 
 
-def _reason(reply: httpx2.Response) -> str:
-    try:
-        body = reply.json()
-    except ValueError:
-        return reply.text.strip()[:200]
-    if isinstance(body, dict):
-        return str(body.get("message") or body.get("reason") or body)[:300]
-    return str(body)[:200]
-
-
 def _group_of(path: str) -> str:
     """The API group of a request path (`""` for the core group)."""
     parts = path.strip("/").split("/")
@@ -51,35 +43,33 @@ def _group_of(path: str) -> str:
 
 
 def _request(http: httpx2.Client, path: str, verb: str, resource: str, params: dict[str, str] | None = None) -> Any:
-    """GET `path` and return its JSON body; None on 404. Raises `CheckAborted` on anything else but 200."""
+    """GET `path` and return its JSON body; None on 404. Raises `CheckAborted` on any other refusal."""
     try:
-        reply = http.get(path, params=params, headers={"Accept": "application/json"})
-    except httpx2.HTTPError as err:
-        raise CheckAborted(
-            f"cannot reach the API server at {http.base_url}: {err or type(err).__name__}; check --kubeconfig and "
-            "--context, and that the cluster is running"
-        ) from err
-    if reply.status_code == 404:
+        return rest.request_sync(http, "GET", path, params=params)
+    except NotFound:
         return None
-    if reply.status_code == 401:
+    except Unauthorized as err:
         raise CheckAborted(
-            f"the API server refused the credentials (401 Unauthorized) to {verb} {resource}: {_reason(reply)}; "
+            f"the API server refused the credentials (401 Unauthorized) to {verb} {resource}: {err.message}; "
             "refresh the kubeconfig's token or certificate"
-        )
-    if reply.status_code == 403:
+        ) from err
+    except Forbidden as err:
         group = _group_of(path)
         raise CheckAborted(
             f"forbidden: cannot {verb} {resource}"
             + (f" in API group {group!r}" if group else "")
-            + f": {_reason(reply)}. knuma check needs read access: grant a ClusterRole rule "
+            + f": {err.message}. knuma check needs read access: grant a ClusterRole rule "
             f"{{apiGroups: [{json.dumps(group)}], resources: [{resource}], verbs: [{verb}]}} to this user"
-        )
-    if reply.status_code != 200:
-        raise CheckAborted(f"{verb} {resource}: HTTP {reply.status_code}: {_reason(reply)}")
-    try:
-        return reply.json()
-    except ValueError as err:
-        raise CheckAborted(f"{verb} {resource}: the API server did not answer JSON: {err}") from err
+        ) from err
+    except KubeApiError as err:
+        if err.status is None:
+            raise CheckAborted(
+                f"cannot reach the API server at {http.base_url}: {err.message}; check --kubeconfig and "
+                "--context, and that the cluster is running"
+            ) from err
+        if err.status < 400:
+            raise CheckAborted(f"{verb} {resource}: the API server did not answer JSON: {err.message}") from err
+        raise CheckAborted(f"{verb} {resource}: HTTP {err.status}: {err.message}") from err
 
 
 def _list(http: httpx2.Client, path: str, resource: str, params: dict[str, str] | None = None) -> list[JsonObj]:

@@ -18,6 +18,8 @@ from typing import Any
 import httpx2
 
 from knuma.api.types import JsonObj
+from knuma.kube import rest
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.resourceclaim import FINALIZER, owning_pod, plan_claim, plan_pod
@@ -26,7 +28,6 @@ __all__ = ["ResourceClaimController"]
 
 log = logging.getLogger("knuma.local.controllers")
 
-MERGE = {"Content-Type": "application/merge-patch+json"}
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
 #: The event source kube-controller-manager's resourceclaim controller reports as.
@@ -127,7 +128,7 @@ class ResourceClaimController:
                         await self._sync_pod(key)
                     else:
                         await self._sync_claim(key)
-                except (httpx2.HTTPError, OSError) as err:
+                except KubeApiError as err:
                     log.warning("resourceclaim controller: %s %s: %s; retrying", kind, key, err)
                     asyncio.get_running_loop().call_later(1.0, self._enqueue, kind, key)
         finally:
@@ -156,13 +157,15 @@ class ResourceClaimController:
             self.events.record(ref, "Warning", "FailedResourceClaimCreation", message)
         created: dict[str, str] = {}
         for pod_claim, claim in plan.create:
-            response = await self.http.post(_claims_path(namespace), json=claim)
-            if response.status_code >= 400:
-                message = f"PodResourceClaim {pod_claim}: create ResourceClaim: {_status_message(response)}"
+            try:
+                made = await rest.post(self.http, _claims_path(namespace), claim)
+            except KubeApiError as err:
+                if err.status is None:
+                    raise  # no answer: the pod is synced again
+                message = f"PodResourceClaim {pod_claim}: create ResourceClaim: {err.message}"
                 self.events.record(ref, "Warning", "FailedResourceClaimCreation", message)
                 log.warning("pod %s: %s", key, message)
                 continue
-            made = response.json()
             self._recent[object_key(made)] = made
             created[pod_claim] = str(made["metadata"]["name"])
             self.created_claims += 1
@@ -170,9 +173,8 @@ class ResourceClaimController:
         current = (pod.get("status") or {}).get("resourceClaimStatuses") or []
         if statuses and statuses != current:
             path = f"/api/v1/namespaces/{namespace}/pods/{_meta(pod).get('name')}/status"
-            response = await self.http.patch(path, json={"status": {"resourceClaimStatuses": statuses}}, headers=MERGE)
-            if response.status_code not in (200, 404):
-                _fail(response, f"status of pod {key}")
+            with contextlib.suppress(NotFound):  # deleted meanwhile
+                await rest.patch(self.http, path, {"status": {"resourceClaimStatuses": statuses}})
 
     async def _pods_by_name(self, claim: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         """The pods `plan_claim` must know: from the informer, and checked with the API server when the informer has
@@ -186,11 +188,8 @@ class ResourceClaimController:
         for name in wanted:
             pod = self.pods.store.get(f"{namespace}/{name}")
             if pod is None:
-                response = await self.http.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
-                if response.status_code == 200:
-                    pod = response.json()
-                elif response.status_code != 404:
-                    _fail(response, f"get pod {namespace}/{name}")
+                with contextlib.suppress(NotFound):
+                    pod = await rest.get(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}")
             if pod is not None:
                 pods[name] = pod
         return pods
@@ -211,37 +210,21 @@ class ResourceClaimController:
             if plan.deallocate:
                 status.pop("allocation", None)
             body = {**claim, "status": status}  # a full update: fails with 409 if the scheduler wrote meanwhile
-            response = await self.http.put(f"{path}/status", json=body)
-            if response.status_code == 409:
+            try:
+                claim = await rest.put(self.http, f"{path}/status", body)
+            except Conflict:
                 return  # the informer delivers the newer claim, which is synced again
-            if response.status_code not in (200, 404):
-                _fail(response, f"status of claim {key}")
-            if response.status_code == 200:
-                claim = response.json()
+            except NotFound:
+                pass  # deleted meanwhile
             log.info("claim %s: %s", key, "deallocated" if plan.deallocate else "dropped finished consumers")
         if plan.remove_finalizer:
             finalizers = [f for f in _meta(claim).get("finalizers") or [] if f != FINALIZER]
             body = {
                 "metadata": {"finalizers": finalizers or None, "resourceVersion": _meta(claim).get("resourceVersion")}
             }
-            response = await self.http.patch(path, json=body, headers=MERGE)
-            if response.status_code not in (200, 404, 409):
-                _fail(response, f"finalizer of claim {key}")
+            with contextlib.suppress(NotFound, Conflict):  # gone, or changed: the informer brings it back
+                await rest.patch(self.http, path, body)
         if plan.delete:
-            response = await self.http.delete(path)
-            if response.status_code not in (200, 202, 404):
-                _fail(response, f"delete claim {key}")
+            with contextlib.suppress(NotFound):
+                await rest.delete(self.http, path)
             log.info("claim %s: deleted, its pod is done", key)
-
-
-def _status_message(response: httpx2.Response) -> str:
-    try:
-        return str(response.json().get("message") or response.text)
-    except ValueError:
-        return response.text[:300]
-
-
-def _fail(response: httpx2.Response, what: str) -> None:
-    raise httpx2.HTTPStatusError(
-        f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
-    )

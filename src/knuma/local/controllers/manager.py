@@ -23,6 +23,8 @@ from typing import Any
 import httpx2
 
 from knuma.api.types import JsonObj
+from knuma.kube import rest
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
@@ -32,7 +34,6 @@ __all__ = ["WorkloadControllers"]
 
 log = logging.getLogger("knuma.local.controllers")
 
-MERGE = {"Content-Type": "application/merge-patch+json"}
 EXPECTATION_TIMEOUT = 30.0
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 REPLICASETS = "/apis/apps/v1/replicasets"
@@ -159,7 +160,7 @@ class WorkloadControllers:
                         await self._sync_daemonset(key)
                     else:
                         await self._sync_replicaset(key)
-                except (httpx2.HTTPError, OSError) as err:
+                except KubeApiError as err:
                     log.warning("%s %s: %s; retrying", kind, key, err)
                     asyncio.get_running_loop().call_later(1.0, self._enqueue, kind, key)
         finally:
@@ -179,14 +180,11 @@ class WorkloadControllers:
         namespace = _meta(deployment).get("namespace")
         base = f"/apis/apps/v1/namespaces/{namespace}"
         if plan.create is not None:
-            response = await self.http.post(f"{base}/replicasets", json=plan.create)
-            if response.status_code not in (201, 409):
-                _fail(response, f"create ReplicaSet for Deployment {key}")
+            with contextlib.suppress(Conflict):  # created by an earlier pass; the informer brings it
+                await rest.post(self.http, f"{base}/replicasets", plan.create)
         for name, replicas in plan.scale.items():
-            patch = {"spec": {"replicas": replicas}}
-            response = await self.http.patch(f"{base}/replicasets/{name}", json=patch, headers=MERGE)
-            if response.status_code not in (200, 404):
-                _fail(response, f"scale ReplicaSet {namespace}/{name}")
+            with contextlib.suppress(NotFound):  # deleted meanwhile
+                await rest.patch(self.http, f"{base}/replicasets/{name}", {"spec": {"replicas": replicas}})
         await self._write_status(f"{base}/deployments/{_meta(deployment).get('name')}/status", deployment, plan.status)
 
     async def _sync_replicaset(self, key: str) -> None:
@@ -209,15 +207,12 @@ class WorkloadControllers:
             expectation.deletes.clear()
             expectation.since = now
             for _ in range(plan.create):
-                response = await self.http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod_from_template(rs))
-                if response.status_code >= 400:
-                    _fail(response, f"create pod for ReplicaSet {key}")
-                expectation.creates.add(response.json()["metadata"]["name"])
+                created = await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod_from_template(rs))
+                expectation.creates.add(created["metadata"]["name"])
                 self.created_pods += 1
             for name in plan.delete:
-                response = await self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
-                if response.status_code not in (200, 202, 404):
-                    _fail(response, f"delete pod {namespace}/{name}")
+                with contextlib.suppress(NotFound):  # already gone
+                    await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}")
                 expectation.deletes.add(name)
             if plan.retry_after is not None:
                 asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "ReplicaSet", key)
@@ -248,17 +243,15 @@ class WorkloadControllers:
             digest = daemonset_hash(ds)
             for node in plan.create:
                 pod = daemon_pod(ds, node, digest)
-                response = await self.http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod)
-                if response.status_code >= 400:
-                    _fail(response, f"create pod for DaemonSet {key} on node {node}")
-                expectation.creates.add(response.json()["metadata"]["name"])
+                created = await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod)
+                expectation.creates.add(created["metadata"]["name"])
                 self.created_pods += 1
             for name in plan.delete:
-                response = await self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
-                if response.status_code not in (200, 202, 404):
-                    _fail(response, f"delete pod {namespace}/{name}")
-                if response.status_code != 404:
-                    expectation.deletes.add(name)
+                try:
+                    await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}")
+                except NotFound:
+                    continue  # already gone: nothing to wait for
+                expectation.deletes.add(name)
         if plan.retry_after is not None:
             asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "DaemonSet", key)
         if status["numberReady"] != status["numberAvailable"]:
@@ -270,16 +263,9 @@ class WorkloadControllers:
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
             return
-        response = await self.http.patch(path, json={"status": status}, headers=MERGE)
-        if response.status_code not in (200, 404):
-            _fail(response, f"status of {path}")
+        with contextlib.suppress(NotFound):  # deleted meanwhile
+            await rest.patch(self.http, path, {"status": status})
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _fail(response: httpx2.Response, what: str) -> None:
-    raise httpx2.HTTPStatusError(
-        f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
-    )

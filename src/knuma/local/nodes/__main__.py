@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx2
 
 from knuma.kube.client import KubeConfigError, async_client, async_http
+from knuma.kube.errors import KubeApiError
 from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.spec import nodes_of
 from knuma.testbed.cluster import SpecError, cluster_from_dict, load_yaml
@@ -76,7 +77,7 @@ async def run(args: argparse.Namespace) -> int:
     announcer = asyncio.create_task(announce())
     try:
         await fleet.run(stop)
-    except httpx2.HTTPError as err:
+    except (httpx2.HTTPError, KubeApiError) as err:
         log.error("simulated nodes cannot reach the API server: %s", err)
         return 1
     finally:

@@ -38,10 +38,12 @@ from knuma.api.types import JsonObj
 from knuma.exporter.dra import with_dra_devices, zone_devices
 from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.publisher import Publisher, PublishError
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
 from knuma.local.nodes.claims import container_devices, waiting_reason
-from knuma.local.nodes.heartbeats import Heartbeats, check
+from knuma.local.nodes.heartbeats import Heartbeats
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.nrt import build_options, node_resource_topology
@@ -58,7 +60,6 @@ __all__ = ["Fleet", "FleetSettings", "FleetStats"]
 log = logging.getLogger("knuma.local.nodes")
 
 TERMINAL = ("Succeeded", "Failed")
-MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
@@ -233,9 +234,7 @@ class Fleet:
         items: list[JsonObj] = []
         params = {"fieldSelector": "spec.nodeName!=", "limit": "500"}
         while True:
-            response = await self.http.get("/api/v1/pods", params=params)
-            check(response, "list pods")
-            body = response.json()
+            body = await rest.get(self.http, "/api/v1/pods", params=params)
             items += body.get("items") or []
             if not (body.get("metadata") or {}).get("continue"):
                 break
@@ -351,21 +350,20 @@ class Fleet:
         for name, spec in self.specs.items():
             for body in resource_slices(name, spec.shape):
                 path = f"{SLICES}/{body['metadata']['name']}"
-                current = await self.http.get(path)
-                if current.status_code == 404:
-                    response = await self.http.post(SLICES, json=body)
-                elif current.status_code == 200 and current.json().get("spec") != body["spec"]:
-                    body["metadata"]["resourceVersion"] = current.json()["metadata"]["resourceVersion"]
-                    response = await self.http.put(path, json=body)
-                else:
-                    continue
-                if response.status_code >= 400:
-                    log.warning(
-                        "node %s: cannot publish ResourceSlice: HTTP %s %s",
-                        name,
-                        response.status_code,
-                        response.text[:300],
-                    )
+                try:
+                    try:
+                        current: JsonObj | None = await rest.get(self.http, path)
+                    except NotFound:
+                        current = None
+                    if current is None:
+                        await rest.post(self.http, SLICES, body)
+                    elif current.get("spec") != body["spec"]:
+                        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                        await rest.put(self.http, path, body)
+                except KubeApiError as err:
+                    if err.status is None:
+                        raise  # no answer: as any other write of the fleet
+                    log.warning("node %s: cannot publish ResourceSlice: %s", name, err)
 
     def forget(self, obj: JsonObj) -> None:
         """A pod was deleted."""
@@ -429,18 +427,15 @@ class Fleet:
         """A merge patch with a few retries; False when the pod is gone or the write kept failing."""
         for attempt in range(3):
             try:
-                response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
-            except (httpx2.HTTPError, OSError) as err:
-                log.debug("%s: %s", path, err)
+                await rest.patch(self.http, path, patch)
+            except NotFound:
+                return False
+            except KubeApiError as err:
+                log.log(logging.DEBUG if err.status is None else logging.WARNING, "%s", err)
                 await asyncio.sleep(0.2 * 2**attempt)
                 continue
-            if response.status_code == 404:
-                return False
-            if response.status_code < 400:
-                self.stats.status_writes += path.endswith("/status")
-                return True
-            log.warning("%s: HTTP %d %s", path, response.status_code, response.text[:200])
-            await asyncio.sleep(0.2 * 2**attempt)
+            self.stats.status_writes += path.endswith("/status")
+            return True
         self.stats.status_failures += 1
         return False
 

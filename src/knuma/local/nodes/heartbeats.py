@@ -17,15 +17,15 @@ from typing import Any
 
 import httpx2
 
+from knuma.kube import rest
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.local.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.spec import NodeSpec
 
-__all__ = ["Heartbeats", "check"]
+__all__ = ["Heartbeats"]
 
 log = logging.getLogger("knuma.local.nodes")
-
-MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
 
 class Heartbeats:
@@ -57,25 +57,20 @@ class Heartbeats:
 
     async def _register_node(self, spec: NodeSpec) -> None:
         manifest = node_manifest(spec)
-        response = await self.http.post("/api/v1/nodes", json=manifest)
-        if response.status_code == 409:  # a resumed cluster: refresh labels and status, keep the object
+        try:
+            node = await rest.post(self.http, "/api/v1/nodes", manifest)
+        except Conflict:  # a resumed cluster: refresh labels and status, keep the object
             patch = {"metadata": {"labels": manifest["metadata"]["labels"]}}
-            response = await self.http.patch(f"/api/v1/nodes/{spec.name}", json=patch, headers=MERGE_PATCH)
-            check(response, f"node {spec.name}")
+            node = await rest.patch(self.http, f"/api/v1/nodes/{spec.name}", patch)
             status = {"status": {**manifest["status"], "conditions": node_conditions()}}
-            check(
-                await self.http.patch(f"/api/v1/nodes/{spec.name}/status", json=status, headers=MERGE_PATCH),
-                f"node {spec.name} status",
-            )
-        else:
-            check(response, f"node {spec.name}")
-        self.node_uids[spec.name] = response.json()["metadata"]["uid"]
+            await rest.patch(self.http, f"/api/v1/nodes/{spec.name}/status", status)
+        self.node_uids[spec.name] = node["metadata"]["uid"]
         lease = lease_manifest(spec.name, self.node_uids[spec.name])
         path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
-        response = await self.http.post(path, json=lease)
-        if response.status_code == 409:
-            response = await self.http.put(f"{path}/{spec.name}", json=lease)
-        check(response, f"lease {spec.name}")
+        try:
+            await rest.post(self.http, path, lease)
+        except Conflict:
+            await rest.put(self.http, f"{path}/{spec.name}", lease)
         self.stats.last_renewal[spec.name] = time.monotonic()
         self.stats.registered += 1
 
@@ -91,7 +86,7 @@ class Heartbeats:
             async with limit:
                 try:
                     await action(name)
-                except (httpx2.HTTPError, OSError) as err:
+                except KubeApiError as err:
                     log.debug("%s for %s failed: %s", action.__name__, name, err)
 
         if skip_first:
@@ -124,13 +119,19 @@ class Heartbeats:
     async def _renew_lease(self, name: str) -> None:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
         patch = {"spec": {"holderIdentity": name, "renewTime": micro_time()}}
-        response = await self.http.patch(path, json=patch, headers=MERGE_PATCH)
-        if response.status_code == 404 and name in self.node_uids:
-            lease = lease_manifest(name, self.node_uids[name])
-            response = await self.http.post(
-                f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases", json=lease
-            )
-        if response.status_code >= 400:
+        try:
+            try:
+                await rest.patch(self.http, path, patch)
+            except NotFound:
+                if name not in self.node_uids:
+                    raise
+                lease = lease_manifest(name, self.node_uids[name])
+                await rest.post(
+                    self.http, f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases", lease
+                )
+        except KubeApiError as err:
+            if err.status is None:
+                raise  # no answer at all: `_spread` logs it
             self.stats.lease_failures += 1
             return
         now = time.monotonic()
@@ -142,11 +143,4 @@ class Heartbeats:
 
     async def _post_node_status(self, name: str) -> None:
         patch = {"status": {"conditions": node_conditions(since=None)}}
-        await self.http.patch(f"/api/v1/nodes/{name}/status", json=patch, headers=MERGE_PATCH)
-
-
-def check(response: httpx2.Response, what: str) -> None:
-    if response.status_code >= 400:
-        raise httpx2.HTTPStatusError(
-            f"{what}: HTTP {response.status_code}: {response.text[:300]}", request=response.request, response=response
-        )
+        await rest.patch(self.http, f"/api/v1/nodes/{name}/status", patch)

@@ -29,7 +29,9 @@ import yaml
 
 from knuma.api.crd import NRT_CRD
 from knuma.duration import format_duration
+from knuma.kube import rest
 from knuma.kube.client import async_http
+from knuma.kube.errors import Conflict, KubeApiError
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
@@ -172,9 +174,12 @@ class LocalCluster:
     async def _install_crd(self) -> None:
         assert self.http is not None
         path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-        response = await self.http.post(path, json=NRT_CRD)
-        if response.status_code not in (201, 409):
-            raise UpError(f"cannot install the NodeResourceTopology CRD: HTTP {response.status_code} {response.text}")
+        try:
+            await rest.post(self.http, path, NRT_CRD)
+        except Conflict:
+            pass  # installed by an earlier run
+        except KubeApiError as err:
+            raise UpError(f"cannot install the NodeResourceTopology CRD: {err}") from err
 
     async def _start_nodes(self, cluster_file: Path) -> None:
         ready = self.work_dir / "run" / "nodes.ready"

@@ -19,6 +19,8 @@ import httpx2
 
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import Informer
 from knuma.scheduler.plugins.dynamic_resources import DeviceState
 
@@ -69,33 +71,22 @@ def _claim_path(key: str) -> str:
     return f"{API}/namespaces/{namespace}/resourceclaims/{name}"
 
 
-def _message(response: httpx2.Response) -> str:
-    try:
-        return str(response.json().get("message") or response.text[:300])
-    except ValueError:
-        return response.text[:300]
-
-
 async def pre_bind(http: httpx2.AsyncClient, pod: Pod, claims: Mapping[str, AllocationResult | None]) -> str:
     """Write every claim of `pod` before binding. `claims`: claim key -> the allocation this cycle chose (None for a
     claim already allocated). Returns "" on success, else what failed (for `FailedScheduling`)."""
     consumer = {"resource": "pods", "name": pod.name, "uid": pod.uid}
     for key, allocation in claims.items():
         path = _claim_path(key)
+        stage = ""
         try:
-            response = await http.get(path)
-            if response.status_code != 200:
-                return f"resourceclaim {key}: {_message(response)}"
-            claim = response.json()
+            claim = await rest.get(http, path)
             metadata = claim.setdefault("metadata", {})
             status = claim.setdefault("status", {})
             if allocation is not None and not status.get("allocation"):
                 if FINALIZER not in (metadata.get("finalizers") or []):
                     metadata["finalizers"] = [*(metadata.get("finalizers") or []), FINALIZER]
-                    response = await http.put(path, json=claim)
-                    if response.status_code != 200:
-                        return f"resourceclaim {key}: adding finalizer: {_message(response)}"
-                    claim = response.json()
+                    stage = "adding finalizer: "
+                    claim = await rest.put(http, path, claim)
                     status = claim.setdefault("status", {})
                 status["allocation"] = allocation.to_dict()
             elif not status.get("allocation"):
@@ -103,11 +94,10 @@ async def pre_bind(http: httpx2.AsyncClient, pod: Pod, claims: Mapping[str, Allo
             reserved = list(status.get("reservedFor") or [])
             if not any(r.get("uid") == pod.uid for r in reserved):
                 status["reservedFor"] = [*reserved, consumer]
-            response = await http.put(f"{path}/status", json=claim)
-            if response.status_code != 200:
-                return f"resourceclaim {key}: writing the allocation: {_message(response)}"
-        except (httpx2.HTTPError, OSError) as err:
-            return f"resourceclaim {key}: {err}"
+            stage = "writing the allocation: "
+            await rest.put(http, f"{path}/status", claim)
+        except KubeApiError as err:
+            return f"resourceclaim {key}: {stage}{err.message}"
     return ""
 
 
@@ -117,10 +107,12 @@ async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) 
     for key in keys:
         path = _claim_path(key)
         try:
-            response = await http.get(path)
-            if response.status_code != 200:
-                continue
-            claim = response.json()
+            try:
+                claim = await rest.get(http, path)
+            except KubeApiError as err:
+                if err.status is None:
+                    raise
+                continue  # gone or unreadable: nothing to take back
             status = claim.setdefault("status", {})
             reserved = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
             if reserved == list(status.get("reservedFor") or []):
@@ -128,8 +120,6 @@ async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) 
             status["reservedFor"] = reserved or None
             if not reserved:
                 status.pop("allocation", None)
-            response = await http.put(f"{path}/status", json=claim)
-            if response.status_code != 200:
-                log.warning("unreserving %s for %s: HTTP %d", key, pod.key, response.status_code)
-        except (httpx2.HTTPError, OSError) as err:
+            await rest.put(http, f"{path}/status", claim)
+        except KubeApiError as err:
             log.warning("unreserving %s for %s: %s", key, pod.key, err)

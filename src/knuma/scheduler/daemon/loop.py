@@ -31,6 +31,8 @@ from knuma.api.nrt import GROUP
 from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
 from knuma.api.types import JsonView
 from knuma.errors import InvalidInput, OperationFailed
+from knuma.kube import rest
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
@@ -286,14 +288,8 @@ class Scheduler:
     async def _annotate(self, pod: Pod, annotations: Mapping[str, str]) -> None:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         try:
-            response = await self.http.patch(
-                path,
-                json={"metadata": {"annotations": dict(annotations)}},
-                headers={"Content-Type": "application/merge-patch+json"},
-            )
-            if response.status_code >= 400:
-                log.warning("annotating %s: HTTP %d: %s", pod.key, response.status_code, response.text[:200])
-        except (httpx2.HTTPError, OSError) as err:
+            await rest.patch(self.http, path, {"metadata": {"annotations": dict(annotations)}})
+        except KubeApiError as err:
             log.warning("annotating %s: %s", pod.key, err)
 
     async def _bind(
@@ -335,12 +331,12 @@ class Scheduler:
                 return
             start = time.perf_counter()
             try:
-                response = await self.http.post(path, json=body)
-                status, text = response.status_code, response.text
-            except (httpx2.HTTPError, OSError) as err:
-                status, text = 0, str(err)
+                await rest.post(self.http, path, body)
+                failure: KubeApiError | None = None
+            except KubeApiError as err:
+                failure = err
             self.metrics.binding_duration.observe(time.perf_counter() - start)
-        if status in (200, 201):
+        if failure is None:
             self.scheduled += 1
             self.queue.done(pod.key)
             log.info("bound %s to %s (attempt %d)", pod.key, node, queued.attempts)
@@ -352,16 +348,16 @@ class Scheduler:
         if claims:
             self.devices.unreserve(pod)
             await unreserve_claims(self.http, pod, list(claims))
-        if status in (404, 409):
+        if isinstance(failure, NotFound | Conflict):
             # Deleted meanwhile, or already bound (by another scheduler or a previous attempt): nothing to retry;
             # the informer brings the pod's real state.
-            log.info("binding %s to %s: HTTP %d (pod gone or already bound)", pod.key, node, status)
+            log.info("binding %s to %s: HTTP %d (pod gone or already bound)", pod.key, node, failure.status)
             self.queue.done(pod.key)
             return
-        log.warning("binding %s to %s failed: HTTP %d: %s", pod.key, node, status, text[:300])
+        log.warning("binding %s to %s failed: %s", pod.key, node, failure)
         self.queue.error(queued)
         self.queue.move_all()  # the node we reserved on is free again
-        self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {text[:300] or 'no response'}")
+        self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {failure.message[:300] or 'no response'}")
 
     def _abandon(self, queued: QueuedPod, node: str, claims: Mapping[str, Any] | None) -> None:
         """Drop a bind this replica may no longer send (it lost the lease): forget the assumption; the pod stays
