@@ -33,7 +33,9 @@ import yaml
 
 from knuma.api.numaresources import NodeGroup
 from knuma.api.types import JsonObj
+from knuma.kube import rest
 from knuma.kube.configz import ConfigzError, read_configz_many
+from knuma.kube.errors import Forbidden, NotFound
 
 __all__ = [
     "KUBELET_KEYS",
@@ -157,11 +159,11 @@ def kubeletconfig_for_pool(kubeletconfigs: Sequence[JsonObj], pools: Sequence[Js
 
 
 def _list(http: httpx2.Client, path: str, params: Mapping[str, str] | None = None) -> list[JsonObj] | None:
-    reply = http.get(path, params=dict(params or {}), headers={"Accept": "application/json"})
-    if reply.status_code in (403, 404):
-        return None
-    reply.raise_for_status()
-    return list(reply.json().get("items") or [])
+    try:
+        listed = rest.request_sync(http, "GET", path, params=dict(params or {}))
+    except (NotFound, Forbidden):
+        return None  # not served here, or not shown to this user
+    return list(listed.get("items") or [])
 
 
 def read_openshift_sources(http: httpx2.Client) -> tuple[list[JsonObj], list[JsonObj]]:
