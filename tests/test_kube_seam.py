@@ -16,9 +16,6 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ALLOWED = ("knuma/kube/", "knuma/local/apiserver/")
-NOT_YET = {"knuma/deploy/gather.py", "knuma/e2e/cluster.py"}
-"""Landed while the seam was built; they read plain-text answers (pod logs, `/version`) that `knuma.kube.rest` does
-not return yet. Listed here so no new module joins them; remove an entry when its module is converted."""
 STATUS_ATTRIBUTES = {"status_code", "raise_for_status"}
 MERGE_PATCH_HOME = "knuma/api/types.py"
 
@@ -47,7 +44,7 @@ def test_there_are_sources_to_check() -> None:
     assert "knuma/scheduler/daemon/loop.py" in SOURCES and "knuma/kube/rest.py" in SOURCES
 
 
-@pytest.mark.parametrize("name", [n for n in SOURCES if not n.startswith(ALLOWED) and n not in NOT_YET])
+@pytest.mark.parametrize("name", [n for n in SOURCES if not n.startswith(ALLOWED)])
 def test_no_status_code_checks_outside_knuma_kube(name: str) -> None:
     found = list(status_checks(SOURCES[name], name))
     assert not found, (
@@ -65,8 +62,3 @@ def test_the_check_catches_a_status_comparison() -> None:
     offending = "async def bind(http):\n    response = await http.post('/x')\n    if response.status_code == 409:\n"
     offending += "        return\n    response.raise_for_status()\n"
     assert list(status_checks(offending)) == ["3: .status_code", "5: .raise_for_status"]
-
-
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-def test_the_not_yet_list_holds_only_modules_that_still_need_it(name: str) -> None:
-    assert name in SOURCES and list(status_checks(SOURCES[name], name)), f"{name} is converted: drop it from NOT_YET"

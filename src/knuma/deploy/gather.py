@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx2
 import yaml
@@ -28,6 +27,9 @@ from knuma.deploy.check.gather import NRT_PATH, CheckAborted, gather
 from knuma.deploy.check.nodes import exporter_pods
 from knuma.deploy.check.report import diagnose
 from knuma.errors import InvalidInput
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError, Unavailable
+from knuma.kube.podlogs import read_log
 
 __all__ = ["GatherResult", "gather_bundle"]
 
@@ -64,29 +66,21 @@ class _Writer:
         self.write(name, json.dumps(obj, indent=2) + "\n")
 
 
-def _get(http: httpx2.Client, path: str, params: dict[str, str] | None = None) -> httpx2.Response:
+def _get(http: httpx2.Client, path: str, errors: list[str], params: dict[str, str] | None = None) -> JsonObj | None:
+    """The JSON object at `path`, or None with the reason in `errors`; raises `CheckAborted` without an answer."""
     try:
-        return http.get(path, params=params)
-    except httpx2.HTTPError as err:
-        raise CheckAborted(f"cannot reach the API server at {http.base_url}: {err or type(err).__name__}") from err
-
-
-def _why(reply: httpx2.Response) -> str:
-    """`HTTP 404: the server could not find the requested resource` from a Status reply."""
-    try:
-        body = reply.json()
-    except ValueError:
-        body = None
-    message = body.get("message") if isinstance(body, dict) else None
-    return f"HTTP {reply.status_code}: {message or reply.text.strip()[:200]}"
+        return rest.request_sync(http, "GET", path, params=params)
+    except Unavailable as err:
+        if err.status is None:
+            raise CheckAborted(f"cannot reach the API server at {http.base_url}: {err.message}") from err
+        errors.append(f"GET {path}: HTTP {err.status}: {err.message}")
+    except KubeApiError as err:
+        errors.append(f"GET {path}: HTTP {err.status}: {err.message}")
+    return None
 
 
 def _list(http: httpx2.Client, path: str, errors: list[str], params: dict[str, str] | None = None) -> list[JsonObj]:
-    reply = _get(http, path, params)
-    if reply.status_code != 200:
-        errors.append(f"GET {path}: {_why(reply)}")
-        return []
-    return list(reply.json().get("items") or [])
+    return list((_get(http, path, errors, params) or {}).get("items") or [])
 
 
 def _safe(name: str) -> str:
@@ -116,8 +110,7 @@ def gather_bundle(
     result = GatherResult(root, directory / f"knuma-gather-{stamp}.tar.gz")
     out = _Writer(root, result)
 
-    version = _get(http, "/version")
-    out.write("version.json", version.text if version.status_code == 200 else "{}\n")
+    out.json("version.json", _get(http, "/version", result.errors) or {})
     state = gather(http, settings)  # raises CheckAborted when the cluster is unreachable or a list is refused
     out.yaml("nodes.yaml", state.nodes)
     out.yaml("noderesourcetopologies.yaml", list(state.nrts.values()))
@@ -145,12 +138,13 @@ def gather_bundle(
         ns, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
         out.yaml(f"pods/{_safe(ns)}/{_safe(name)}.yaml", pod)
         for container in (pod.get("spec") or {}).get("containers") or []:
-            path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(name, safe='')}/log"
-            reply = _get(http, path, {"container": container["name"], "tailLines": str(LOG_TAIL_LINES)})
-            if reply.status_code == 200:
-                out.write(f"pods/{_safe(ns)}/{_safe(name)}/{_safe(container['name'])}.log", reply.text)
-            else:
-                result.errors.append(f"logs of {ns}/{name} container {container['name']}: {_why(reply)}")
+            try:
+                text = read_log(http, ns, name, container["name"], LOG_TAIL_LINES)
+            except KubeApiError as err:
+                answer = f"HTTP {err.status}" if err.status is not None else "no answer"
+                result.errors.append(f"logs of {ns}/{name} container {container['name']}: {answer}: {err.message}")
+                continue
+            out.write(f"pods/{_safe(ns)}/{_safe(name)}/{_safe(container['name'])}.log", text)
     diagnosis = diagnose(state, settings.scheduler_name)
     out.write("check.txt", render_text(diagnosis))
     out.json("check.json", render_json(diagnosis))

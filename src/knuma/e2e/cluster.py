@@ -20,6 +20,8 @@ from knuma.api.resources import CPU
 from knuma.api.types import JsonObj
 from knuma.deploy.check.gather import read_nrts
 from knuma.errors import OperationFailed
+from knuma.kube import rest
+from knuma.kube.errors import KubeApiError, NotFound
 
 __all__ = ["E2ECluster", "E2EFailure", "Zone", "eventually", "guaranteed_pod"]
 
@@ -77,60 +79,61 @@ class E2ECluster:
         self.http = http
         self.run_id = uuid.uuid4().hex[:6]
 
-    def _ok(self, reply: httpx2.Response, what: str) -> Any:
-        if reply.status_code >= 400:
-            raise E2EFailure(f"{what}: HTTP {reply.status_code}: {reply.text[:300]}")
-        return reply.json() if reply.content else None
+    def _call(self, method: str, path: str, what: str, **kwargs: Any) -> JsonObj:
+        try:
+            return rest.request_sync(self.http, method, path, **kwargs)
+        except KubeApiError as err:
+            raise E2EFailure(f"{what}: {err}") from err
+
+    def _delete(self, path: str, what: str, params: dict[str, str] | None = None) -> None:
+        """Delete; an object already gone is fine."""
+        try:
+            rest.request_sync(self.http, "DELETE", path, params=params)
+        except NotFound:
+            return
+        except KubeApiError as err:
+            raise E2EFailure(f"{what}: {err}") from err
 
     # -- namespaces and pods -----------------------------------------------------------------------------------------
 
     def create_namespace(self, prefix: str) -> str:
         name = f"{prefix}-{self.run_id}-{uuid.uuid4().hex[:4]}"
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {E2E_LABEL: self.run_id}}}
-        self._ok(self.http.post("/api/v1/namespaces", json=body), f"create namespace {name}")
+        self._call("POST", "/api/v1/namespaces", f"create namespace {name}", body=body)
         return name
 
     def delete_namespace(self, name: str) -> None:
-        reply = self.http.delete(f"/api/v1/namespaces/{name}")
-        if reply.status_code not in (200, 202, 404):
-            raise E2EFailure(f"delete namespace {name}: HTTP {reply.status_code}: {reply.text[:300]}")
+        self._delete(f"/api/v1/namespaces/{name}", f"delete namespace {name}")
 
     def create_pod(self, namespace: str, pod: JsonObj) -> JsonObj:
-        result: JsonObj = self._ok(
-            self.http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod), f"create pod {pod['metadata']['name']}"
-        )
-        return result
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        return self._call("POST", path, f"create pod {pod['metadata']['name']}", body=pod)
 
     def pods(self, namespace: str, selector: str = "") -> list[JsonObj]:
         params = {"labelSelector": selector} if selector else None
-        body = self._ok(self.http.get(f"/api/v1/namespaces/{namespace}/pods", params=params), "list pods")
+        body = self._call("GET", f"/api/v1/namespaces/{namespace}/pods", "list pods", params=params)
         return list(body.get("items") or [])
 
     def all_pods(self, selector: str = "") -> list[JsonObj]:
         params = {"labelSelector": selector} if selector else None
-        return list(self._ok(self.http.get("/api/v1/pods", params=params), "list pods").get("items") or [])
+        return list(self._call("GET", "/api/v1/pods", "list pods", params=params).get("items") or [])
 
     def pod(self, namespace: str, name: str) -> JsonObj:
-        result: JsonObj = self._ok(self.http.get(f"/api/v1/namespaces/{namespace}/pods/{name}"), f"get pod {name}")
-        return result
+        return self._call("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", f"get pod {name}")
 
     def delete_pod(self, namespace: str, name: str) -> None:
-        reply = self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", params={"gracePeriodSeconds": "0"})
-        if reply.status_code not in (200, 202, 404):
-            raise E2EFailure(f"delete pod {namespace}/{name}: HTTP {reply.status_code}: {reply.text[:300]}")
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        self._delete(path, f"delete pod {namespace}/{name}", {"gracePeriodSeconds": "0"})
 
     def failed_scheduling(self, namespace: str, name: str) -> list[str]:
         """Messages of the pod's FailedScheduling events."""
         selector = f"involvedObject.name={name},reason=FailedScheduling"
-        reply = self.http.get(f"/api/v1/namespaces/{namespace}/events", params={"fieldSelector": selector})
-        items = self._ok(reply, "list events").get("items") or []
+        path = f"/api/v1/namespaces/{namespace}/events"
+        items = self._call("GET", path, "list events", params={"fieldSelector": selector}).get("items") or []
         return [str(e.get("message") or "") for e in items if e.get("reason") == "FailedScheduling"]
 
     def deployment(self, namespace: str, name: str) -> JsonObj:
-        result: JsonObj = self._ok(
-            self.http.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"), f"get deployment {name}"
-        )
-        return result
+        return self._call("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}", f"get deployment {name}")
 
     # -- NRT -----------------------------------------------------------------------------------------------------------
 
