@@ -88,7 +88,12 @@ def test_the_operator_applies_them_from_a_custom_resource(tmp_path: Any) -> None
         "apiVersion": "nodetopology.openshift.io/v1",
         "kind": "NUMAResourcesScheduler",
         "metadata": {"name": "numaresourcesscheduler"},
-        "spec": {"replicas": 1, "preemptionMode": "Enabled", "scoringStrategy": {"type": "BalancedAllocation"}},
+        "spec": {
+            "replicas": 1,
+            "preemptionMode": "Enabled",
+            "scoringStrategy": {"type": "BalancedAllocation"},
+            "schedulerInformer": "Shared",
+        },
     }
     with apiserver_in_thread(tmp_path / "api") as api, connect(str(api.kubeconfig)) as session:
         install_crds(session)
@@ -97,5 +102,21 @@ def test_the_operator_applies_them_from_a_custom_resource(tmp_path: Any) -> None
         assert reply.json()["spec"]["preemptionMode"] == "Enabled", "the CRD schema keeps the field"
         Reconciler(session, Settings("ops")).reconcile_all()
         cm = session.http.get("/api/v1/namespaces/ops/configmaps/scheduler-config").json()
+        status = session.http.get("/apis/nodetopology.openshift.io/v1/numaresourcesschedulers/numaresourcesscheduler")
+        conditions = {c["type"]: c for c in status.json()["status"]["conditions"]}
     args = yaml.safe_load(next(iter(cm["data"].values())))["profiles"][0]["pluginConfig"][0]["args"]
     assert args["preemptionMode"] == "Enabled" and args["scoringStrategy"] == {"type": "BalancedAllocation"}
+    assert args["cache"]["informerMode"] == "Shared"
+    informer = conditions["DedicatedInformerActive"]
+    assert (informer["status"], informer["reason"]) == ("False", "SharedInformer")
+    assert conditions["Progressing"]["status"] == "True", "the base conditions are still there"
+
+
+def test_set_condition_moves_the_transition_time_only_on_a_flip() -> None:
+    from knuma.operator.conditions import set_condition
+
+    first = set_condition([], "DedicatedInformerActive", True, "DedicatedInformer", "", 1, "t1")
+    same = set_condition(first, "DedicatedInformerActive", True, "DedicatedInformer", "again", 2, "t2")
+    flipped = set_condition(same, "DedicatedInformerActive", False, "SharedInformer", "", 3, "t3")
+    assert [c["lastTransitionTime"] for c in (first[0], same[0], flipped[0])] == ["t1", "t1", "t3"]
+    assert len(flipped) == 1 and flipped[0]["observedGeneration"] == 3

@@ -23,6 +23,7 @@ __all__ = [
     "degraded",
     "find",
     "progressing",
+    "set_condition",
     "update_conditions",
 ]
 
@@ -37,6 +38,8 @@ REASON_VALIDATION = "ValidationErrorUnderNodeGroups"
 REASON_WRONG_OPERATOR_NAME = "IncorrectNUMAResourcesOperatorResourceName"
 REASON_WRONG_SCHEDULER_NAME = "IncorrectNUMAResourcesSchedulerResourceName"
 REASON_INVALID_SCHEDULER_SPEC = "InvalidSchedulerSpec"
+DEDICATED_INFORMER_ACTIVE = "DedicatedInformerActive"
+"""NUMAResourcesScheduler: whether the scheduler's NRT cache runs its own pod informer (`schedulerInformer`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +93,24 @@ def update_conditions(
         )
     out.extend(c for c in existing if c.get("type") not in BASE_TYPES)
     return out
+
+
+def set_condition(
+    conditions: Sequence[dict[str, Any]], kind: str, status: bool, reason: str, message: str, generation: int, now: str
+) -> list[dict[str, Any]]:
+    """`conditions` with `kind` set (`meta.SetStatusCondition`: `lastTransitionTime` moves only when the status
+    flips), the others unchanged and in place."""
+    text = "True" if status else "False"
+    old = find(conditions, kind)
+    since = old["lastTransitionTime"] if old and old.get("status") == text and old.get("lastTransitionTime") else now
+    new = {
+        "type": kind,
+        "status": text,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+        "observedGeneration": generation,
+    }
+    if old is None:
+        return [*conditions, new]
+    return [new if c.get("type") == kind else c for c in conditions]

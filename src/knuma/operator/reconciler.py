@@ -29,6 +29,7 @@ from knuma.api.numaresources import (
     SCHEDULER_NAME,
     SCHEDULER_PLURAL,
     OperatorSpec,
+    SchedulerInformer,
     SpecError,
     is_paused,
     parse_operator_spec,
@@ -96,6 +97,8 @@ class _Pass:
     outcome: cond.Outcome
     fields: dict[str, Any] = field(default_factory=dict)
     requeue: float | None = None
+    extra: list[tuple[str, bool, str, str]] = field(default_factory=list)
+    """Conditions beyond the base four: (type, status, reason, message)."""
 
 
 class Reconciler:
@@ -294,7 +297,14 @@ class Reconciler:
         if outcome is None:
             outcome = cond.available(f"scheduler {fields['schedulerName']} ready with {replicas} replica(s)")
         requeue = PROGRESS_REQUEUE if outcome.condition == cond.PROGRESSING else None
-        return _Pass(outcome, fields, requeue)
+        dedicated = spec.scheduler_informer is SchedulerInformer.DEDICATED
+        informer = (
+            cond.DEDICATED_INFORMER_ACTIVE,
+            dedicated,
+            "DedicatedInformer" if dedicated else "SharedInformer",
+            f"schedulerInformer: {spec.scheduler_informer.value} (cache.informerMode)",
+        )
+        return _Pass(outcome, fields, requeue, [informer])
 
     # -- status ----------------------------------------------------------------------------------------------------
 
@@ -304,6 +314,10 @@ class Reconciler:
         conditions = cond.update_conditions(
             old.get("conditions") or [], result.outcome, md.get("generation", 0), self.now()
         )
+        for kind, value, reason, message in result.extra:
+            conditions = cond.set_condition(
+                conditions, kind, value, reason, message, md.get("generation", 0), self.now()
+            )
         status = {**old, **result.fields, "conditions": conditions}
         if status == old:
             return
