@@ -79,7 +79,14 @@ def test_crds_are_cluster_scoped_singletons_with_status() -> None:
     assert nrs["spec"]["names"]["shortNames"] == ["numaressched"]
     for crd, name in ((nro, "numaresourcesoperator"), (nrs, "numaresourcesscheduler")):
         assert crd["spec"]["scope"] == "Cluster"
-        [version] = crd["spec"]["versions"]
-        assert version["name"] == "v1" and version["subresources"] == {"status": {}}
+        version, alpha = crd["spec"]["versions"]
+        assert version["name"] == "v1" and version["subresources"] == {"status": {}} and version["storage"]
+        assert (alpha["name"], alpha["served"], alpha["storage"], alpha["deprecated"]) == (
+            "v1alpha1",
+            True,
+            False,
+            True,
+        )
+        assert crd["spec"]["conversion"] == {"strategy": "None"}
         [rule] = version["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
         assert rule["rule"] == f"has(self.metadata.name) && self.metadata.name == '{name}'"

@@ -12,6 +12,7 @@ the nodes labelled `node-role.kubernetes.io/P` (the label an OpenShift pool `P` 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
@@ -273,6 +274,12 @@ def _parse_node_group(raw: Any, index: int) -> NodeGroup:
             f"{where}.annotations: {len(annotations)} annotations, at most {MAX_NODE_GROUP_ANNOTATIONS} are allowed"
         )
     config = _parse_config(data.get("config"), f"{where}.config")
+    disable = data.get("disablePodsFingerprinting")
+    if disable is not None and not isinstance(disable, bool):
+        raise SpecError(f"{where}.disablePodsFingerprinting {disable!r}: expected true or false")
+    if disable and (data.get("config") or {}).get("podsFingerprinting") is None:
+        # v1alpha1's deprecated flag, as upstream's conversion turns it into podsFingerprinting
+        config = dataclasses.replace(config, pods_fingerprinting=PodsFingerprinting.DISABLED)
     if pool_name is not None:
         if not isinstance(pool_name, str) or not pool_name:
             raise SpecError(f"pool name for pool #{index} cannot be empty")

@@ -29,7 +29,7 @@ from knuma.api.numaresources import (
     ScoringType,
 )
 
-__all__ = ["operator_crd", "operator_crds", "scheduler_crd"]
+__all__ = ["ALPHA_VERSION", "operator_crd", "operator_crds", "scheduler_crd"]
 
 _STRING = {"type": "string"}
 _DURATION = {"type": "string", "description": "A duration such as 10s or 1m30s; 0s disables."}
@@ -72,6 +72,13 @@ _NODE_GROUP_CONFIG = {
     },
 }
 
+_DISABLE_PFP = {
+    "type": "boolean",
+    "description": "Deprecated (v1alpha1): true means config.podsFingerprinting: Disabled.",
+}
+ALPHA_VERSION = "v1alpha1"
+_ALPHA_WARNING = f"{GROUP}/{ALPHA_VERSION} is deprecated; use {GROUP}/{VERSION}"
+
 _CONDITIONS = {
     "type": "array",
     "items": {
@@ -110,6 +117,7 @@ def _operator_schema() -> dict[str, Any]:
             },
             "config": _NODE_GROUP_CONFIG,
             "annotations": {"type": "object", "additionalProperties": _STRING, "maxProperties": 8},
+            "disablePodsFingerprinting": _DISABLE_PFP,
         },
     }
     spec = {
@@ -191,6 +199,55 @@ def _scheduler_schema() -> dict[str, Any]:
     return _root(spec, status, SCHEDULER_NAME)
 
 
+def _operator_alpha_schema() -> dict[str, Any]:
+    """v1alpha1: node groups by machineConfigPoolSelector only, `disablePodsFingerprinting`, no annotations,
+    tolerations or pool names; the status without nodeGroups and relatedObjects."""
+    config: dict[str, Any] = copy.deepcopy(_NODE_GROUP_CONFIG)
+    config["properties"] = {k: v for k, v in config["properties"].items() if k != "tolerations"}
+    node_group = {
+        "type": "object",
+        "properties": {
+            "machineConfigPoolSelector": _LABEL_SELECTOR,
+            "config": config,
+            "disablePodsFingerprinting": _DISABLE_PFP,
+        },
+    }
+    spec = {
+        "type": "object",
+        "properties": {
+            "nodeGroups": {"type": "array", "items": node_group},
+            "imageSpec": _STRING,
+            "logLevel": _LOG_LEVEL,
+            "podExcludes": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"namespace": _STRING, "name": _STRING}},
+            },
+        },
+    }
+    status = {
+        "type": "object",
+        "properties": {"conditions": _CONDITIONS, "daemonsets": {"type": "array", "items": _NAMESPACED_NAME}},
+    }
+    return _root(spec, status, OPERATOR_NAME)
+
+
+def _scheduler_alpha_schema() -> dict[str, Any]:
+    spec = {
+        "type": "object",
+        "properties": {
+            "imageSpec": _STRING,
+            "schedulerName": _STRING,
+            "logLevel": _LOG_LEVEL,
+            "cacheResyncPeriod": _DURATION,
+        },
+    }
+    status = {
+        "type": "object",
+        "properties": {"conditions": _CONDITIONS, "deployment": _NAMESPACED_NAME, "schedulerName": _STRING},
+    }
+    return _root(spec, status, SCHEDULER_NAME)
+
+
 def _root(spec: dict[str, Any], status: dict[str, Any], name: str) -> dict[str, Any]:
     return {
         "type": "object",
@@ -210,7 +267,9 @@ def _root(spec: dict[str, Any], status: dict[str, Any], name: str) -> dict[str, 
     }
 
 
-def _crd(kind: str, plural: str, short: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _crd(kind: str, plural: str, short: str, schema: dict[str, Any], alpha: dict[str, Any]) -> dict[str, Any]:
+    """v1 (stored) and the deprecated v1alpha1, converted with strategy `None` (the API server only rewrites
+    `apiVersion`; the operator reads v1alpha1's one renamed field, `disablePodsFingerprinting`, itself)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -225,6 +284,7 @@ def _crd(kind: str, plural: str, short: str, schema: dict[str, Any]) -> dict[str
                 "shortNames": [short],
             },
             "scope": "Cluster",
+            "conversion": {"strategy": "None"},
             "versions": [
                 {
                     "name": VERSION,
@@ -232,18 +292,31 @@ def _crd(kind: str, plural: str, short: str, schema: dict[str, Any]) -> dict[str
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},
                     "subresources": {"status": {}},
-                }
+                },
+                {
+                    "name": ALPHA_VERSION,
+                    "served": True,
+                    "storage": False,
+                    "deprecated": True,
+                    "deprecationWarning": _ALPHA_WARNING,
+                    "schema": {"openAPIV3Schema": alpha},
+                    "subresources": {"status": {}},
+                },
             ],
         },
     }
 
 
 def operator_crd() -> dict[str, Any]:
-    return copy.deepcopy(_crd(OPERATOR_KIND, OPERATOR_PLURAL, "numaresop", _operator_schema()))
+    return copy.deepcopy(
+        _crd(OPERATOR_KIND, OPERATOR_PLURAL, "numaresop", _operator_schema(), _operator_alpha_schema())
+    )
 
 
 def scheduler_crd() -> dict[str, Any]:
-    return copy.deepcopy(_crd(SCHEDULER_KIND, SCHEDULER_PLURAL, "numaressched", _scheduler_schema()))
+    return copy.deepcopy(
+        _crd(SCHEDULER_KIND, SCHEDULER_PLURAL, "numaressched", _scheduler_schema(), _scheduler_alpha_schema())
+    )
 
 
 def operator_crds() -> list[dict[str, Any]]:
