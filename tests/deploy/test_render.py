@@ -144,7 +144,14 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     objects = render([Component.SCHEDULER], DeployOptions())
     read = {"get", "list", "watch"}
     expected = {("", r, v, "") for r in ("pods", "nodes") for v in read}
+    expected |= {("", "pods", "patch", "")}
     expected |= {("topology.node.k8s.io", "noderesourcetopologies", v, "") for v in read}
+    expected |= {
+        ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceslices", "deviceclasses") for v in read
+    }
+    expected |= {
+        ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceclaims/status") for v in ("update", "patch")
+    }
     expected |= {("", "pods/binding", "create", "")}
     expected |= {(g, "events", v, "") for g in ("", "events.k8s.io") for v in ("create", "patch")}
     assert _rules(objects, "ClusterRole", "topology-aware-scheduler") == expected

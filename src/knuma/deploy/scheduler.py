@@ -166,7 +166,11 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
     lease_ns, lease_name = leader_election_lease(options)
     rules = [
         rule([""], ["pods", "nodes"], ["get", "list", "watch"]),
+        rule([""], ["pods"], ["patch"]),  # the DRA NUMA choice (and --explain) annotated before binding
         rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
+        # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor
+        rule(["resource.k8s.io"], ["resourceclaims", "resourceslices", "deviceclasses"], ["get", "list", "watch"]),
+        rule(["resource.k8s.io"], ["resourceclaims", "resourceclaims/status"], ["update", "patch"]),
         rule([""], ["pods/binding"], ["create"]),
         rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
     ]
