@@ -57,6 +57,7 @@ from knuma.api.resources import CPU, PODS, is_native, is_numa_affine
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
+from knuma.scheduler.plugins.device_stranding import DEVICE_STRANDING_WEIGHT, zone_device_total
 from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import STRANDING_WEIGHT, CPUDemand, zone_strands_cpus
@@ -489,7 +490,7 @@ class VectorizedScheduler:
     def _stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
         """`knuma.scheduler.plugins.stranding.stranding_penalty` on rows where the pod fits: per zone the
         placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs."""
-        taken = self._zone_placement(shape, rows)[1] // 1000
+        taken = self._zone_cpu_taken(shape, rows) // 1000
         before = self.whole_cpu_available[rows][:, :, self.cpu_index] // 1000
         after = before - taken
         fill = self.demand.fill_table(int(before.max(initial=0)))
@@ -500,26 +501,72 @@ class VectorizedScheduler:
         penalty: Int64Array = per_zone.sum(axis=1)
         return penalty
 
+    def _zone_cpu_taken(self, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """The milli-CPUs the pod takes from each zone (`[rows, zones]`; meaningful where it fits)."""
+        taken = self._zone_placement(shape, rows)[1]
+        cpu: IntpArray = (
+            np.flatnonzero(shape.exclusive_columns == self.cpu_index)
+            if self.cpu_index is not None
+            else np.zeros(0, dtype=np.intp)
+        )
+        if not len(cpu):
+            return np.zeros(taken.shape[:2], dtype=np.int64)
+        cpu_taken: Int64Array = taken[:, :, int(cpu[0])]
+        return cpu_taken
+
+    def _device_stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """`knuma.scheduler.plugins.device_stranding.device_stranding_penalty` on rows where the pod fits: per device
+        zone whose free amounts the placement changes, the increase in devices no recent device pod shape can use,
+        relative to the zone's devices. Only rows with device zones are visited (one memoised knapsack per distinct
+        free vector)."""
+        penalty: Int64Array = np.zeros(len(rows), dtype=np.int64)
+        zone_devices = self.zone_devices[rows]
+        visit = np.flatnonzero((zone_devices > 0).any(axis=1))
+        if not len(visit):
+            return penalty
+        demand = self.demand.devices
+        taken = self._zone_placement(shape, rows[visit])[1]
+        position = {int(column): p for p, column in enumerate(shape.exclusive_columns.tolist())}
+        names = demand.names
+        columns = [self.index.get(name) for name in names]
+        is_cpu = [name == CPU for name in names]
+        for k, (i, row) in enumerate(zip(visit.tolist(), rows[visit].tolist(), strict=True)):
+            for z in np.flatnonzero(zone_devices[i] > 0).tolist():
+                free = self.whole_cpu_available[row, z]
+                took = taken[k, z]
+                before = []
+                after = []
+                for column, cpu in zip(columns, is_cpu, strict=True):
+                    have = int(free[column]) if column is not None else 0
+                    used = int(took[position[column]]) if column in position else 0
+                    before.append(have // 1000 if cpu else have)
+                    after.append((have - used) // 1000 if cpu else have - used)
+                if before == after:
+                    continue
+                added = demand.stranded(tuple(after)) - demand.stranded(tuple(before))
+                if added > 0:
+                    penalty[i] += DEVICE_STRANDING_WEIGHT * 100 * added // int(zone_devices[i, z])
+        return penalty
+
     def _zone_placement(self, shape: _Shape, rows: IntpArray) -> tuple[BoolArray, Int64Array]:
-        """`_zone_fit`, and the milli-CPUs the pod takes from each zone (`[rows, zones]`; meaningful where it fits)."""
+        """`_zone_fit`, and the amounts the pod takes from each zone on its exclusive columns (`[rows, zones,
+        exclusive columns]`, milli-CPUs for cpu; meaningful where it fits)."""
         columns = shape.exclusive_columns
         valid = self.zone_valid[rows]
         managed = self.managed[rows][:, columns]
         available = self.whole_cpu_available[rows][:, :, columns]
         pod_scope = self.pod_scope[rows]
         every = np.arange(len(rows))[:, None]
-        cpu = np.flatnonzero(columns == self.cpu_index) if self.cpu_index is not None else np.zeros(0, np.intp)
-        taken = np.zeros(valid.shape, dtype=np.int64)
+        taken = np.zeros((*valid.shape, len(columns)), dtype=np.int64)
         fits: BoolArray = np.ones(len(rows), dtype=np.bool_)
         if pod_scope.any():
             need = shape.exclusive_total[columns] * managed
             zone_ok = valid & (available >= need[:, None, :]).all(axis=2)
             fits = np.any(zone_ok, axis=1)
-            if len(cpu):
-                taken[every, np.argmax(zone_ok, axis=1)[:, None]] += need[:, cpu]
+            taken[every, np.argmax(zone_ok, axis=1)[:, None]] += need[:, None, :]
         if not pod_scope.all():
             containers = shape.exclusive or []
-            container_taken = np.zeros(valid.shape, dtype=np.int64)
+            container_taken = np.zeros(taken.shape, dtype=np.int64)
             container_fit = np.ones(len(rows), dtype=np.bool_)
             for positions, amounts in containers:
                 need = amounts * managed[:, positions]
@@ -528,11 +575,9 @@ class VectorizedScheduler:
                 # Rows where nothing fits take zone 0 here; they are infeasible already.
                 zone = np.argmax(zone_ok, axis=1)[:, None]
                 available[every, zone, positions[None, :]] -= need
-                at_cpu = np.flatnonzero(positions == cpu[0]) if len(cpu) else positions[:0]
-                if len(at_cpu):
-                    container_taken[every, zone] += need[:, at_cpu]
+                container_taken[every, zone, positions[None, :]] += need
             fits = np.where(pod_scope, fits, container_fit)
-            taken = np.where(pod_scope[:, None], taken, container_taken)
+            taken = np.where(pod_scope[:, None, None], taken, container_taken)
         return fits, taken
 
     def _zone_scores(self, pod: Pod, shape: _Shape, rows: IntpArray) -> Int64Array:
@@ -547,6 +592,8 @@ class VectorizedScheduler:
             packed: Int64Array = used * 100 // np.maximum(total, 1)
             if self.demand.sizes and shape.exclusive_cpu:
                 packed = packed - self._stranding_penalty(shape, rows)
+            if self.demand.devices and len(shape.exclusive_columns):
+                packed = packed - self._device_stranding_penalty(shape, rows)
             return np.where(total > 0, np.clip(packed, 0, 100), 0)
         if self.scoring.type not in (StrategyType.LEAST_ALLOCATED, StrategyType.MOST_ALLOCATED):
             return np.array([self._numa.score(CycleState(), pod, self._infos[r]) for r in rows.tolist()])
@@ -593,6 +640,7 @@ class VectorizedScheduler:
             "zone_valid": ((z,), np.bool_),
             "zone_cpu_total": ((z,), np.int64),
             "zone_strands": ((z,), np.bool_),
+            "zone_devices": ((z,), np.int64),
             "managed": ((r,), np.bool_),
             "node_free": ((r,), np.int64),
             "node_known": ((r,), np.bool_),
@@ -638,6 +686,8 @@ class VectorizedScheduler:
         """[nodes, zones]: whole CPUs the zone holds (for the stranding penalty)."""
         self.zone_strands: BoolArray = b["zone_strands"][:n]  # type: ignore[assignment]
         """[nodes, zones]: CPU remainders count against placements on this zone (`zone_strands_cpus`)."""
+        self.zone_devices: Int64Array = b["zone_devices"][:n]  # type: ignore[assignment]
+        """[nodes, zones]: devices the zone holds (for the device stranding penalty)."""
         self.managed: BoolArray = b["managed"][:n]  # type: ignore[assignment]
         """[nodes, resources]: the resource is NUMA-managed on the node (some zone reports it)."""
         self.node_free: Int64Array = b["node_free"][:n]  # type: ignore[assignment]
@@ -674,6 +724,7 @@ class VectorizedScheduler:
         self.zone_valid[row] = False
         self.zone_cpu_total[row] = 0
         self.zone_strands[row] = False
+        self.zone_devices[row] = 0
         self.numa_cpu_total[row] = 0 if topology is None else sum(zone.total(CPU) for zone in topology.zones)
         self.numa_cpu_free[row] = 0 if topology is None else sum(zone.available.get(CPU, 0) for zone in topology.zones)
         if topology is not None:
@@ -683,6 +734,7 @@ class VectorizedScheduler:
                     available[z, index[name]] = amount
                 self.zone_cpu_total[row, z] = zone.total(CPU) // 1000
                 self.zone_strands[row, z] = zone_strands_cpus(zone)
+                self.zone_devices[row, z] = zone_device_total(zone)
             for name in topology.numa_managed:
                 managed[index[name]] = True
         self.available[row] = available

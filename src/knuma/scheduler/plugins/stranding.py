@@ -9,7 +9,9 @@ sees the sizes of the recent ones: `CPUDemand` keeps them (a window of the last 
 `stranding_penalty` charges a placement for the CPUs it strands, relative to the zone's size.
 
 Zones with devices are exempt: there the devices are the scarce resource and the CPUs are provisioned for the
-device pods; charging their CPU remainders packed GPUs worse in the `devices` scenario.
+device pods; charging their CPU remainders packed GPUs worse in the `devices` scenario. Their remainders are charged
+in devices instead (`knuma.scheduler.plugins.device_stranding`: GPUs left without the CPUs or memory any recent
+device pod needs), from the device pod shapes `CPUDemand.devices` keeps.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy.typing as npt
 
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU
+from knuma.scheduler.plugins.device_stranding import DeviceDemand
 from knuma.topology.node import NodeTopology, NUMAZone, is_device
 
 __all__ = ["STRANDING_WEIGHT", "WINDOW", "CPUDemand", "exclusive_cpu_sizes", "stranding_penalty", "zone_strands_cpus"]
@@ -56,6 +59,8 @@ class CPUDemand:
         self._counts: dict[int, int] = {}
         self._fill: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
         self._fill_version = -1
+        self.devices = DeviceDemand(window)
+        """The device pods' shapes (`knuma.scheduler.plugins.device_stranding`), observed with the CPU sizes."""
 
     @property
     def sizes(self) -> frozenset[int]:
@@ -63,6 +68,8 @@ class CPUDemand:
 
     def observe(self, pod: Pod) -> None:
         """Remember `pod`'s sizes (once per pod: retries and every node of a cycle call this)."""
+        if self.devices.observe(pod):
+            self.version += 1
         key = pod.uid or pod.key
         if key in self._pods:
             return

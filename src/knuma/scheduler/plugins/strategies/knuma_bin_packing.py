@@ -1,9 +1,11 @@
 """`KnumaBinPacking` (knuma's own, its profile's default): node-level best fit of exclusive CPUs with a penalty for
-the zone remainders no recent pod size fills (`knuma.scheduler.plugins.stranding`)."""
+the zone remainders no recent pod size fills (`knuma.scheduler.plugins.stranding`) and for the devices left in a zone
+without what any recent device pod needs with them (`knuma.scheduler.plugins.device_stranding`)."""
 
 from __future__ import annotations
 
 from knuma.api.resources import CPU
+from knuma.scheduler.plugins.device_stranding import device_stranding_penalty
 from knuma.scheduler.plugins.stranding import CPUDemand, stranding_penalty
 from knuma.scheduler.plugins.strategies.units import MAX_SCORE
 from knuma.topology.node import NodeTopology
@@ -14,7 +16,8 @@ __all__ = ["bin_packing_score"]
 def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None) -> int:
     """`KnumaBinPacking`: the share (0-100) of the node's NUMA-managed CPUs allocated once the pod is admitted (`after`
     is the kubelet model's node after admission), less `stranding_penalty` for the CPUs the placement leaves in its
-    zones that no recent pod size can fill; 0 on a node whose zones report no CPU.
+    zones that no recent pod size can fill and `device_stranding_penalty` for the devices it leaves unusable; 0 on a
+    node whose zones report no CPU.
 
     Exclusive CPUs are what fragments a NUMA cluster: the CPU manager pins whole CPUs in one zone, so free CPUs spread
     thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those,
@@ -27,4 +30,5 @@ def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDema
     packed = (total - free) * MAX_SCORE // total
     if demand is not None:
         packed -= stranding_penalty(before, after, demand)
+        packed -= device_stranding_penalty(before, after, demand.devices)
     return max(0, min(MAX_SCORE, packed))
