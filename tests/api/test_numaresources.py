@@ -64,7 +64,7 @@ def test_duplicate_pools_are_rejected() -> None:
 
 def test_scheduler_defaults_and_errors() -> None:
     spec = parse_scheduler_spec({})
-    assert (spec.cache_resync_period, spec.replicas, spec.scheduler_name) == (5.0, None, "")
+    assert (spec.cache_resync_period, spec.replicas, spec.scheduler_name) == (None, None, "")
     assert parse_scheduler_spec({"cacheResyncPeriod": "2500ms"}).cache_resync_period == 2.0  # whole seconds
     with pytest.raises(SpecError, match=r"spec\.replicas 0"):
         parse_scheduler_spec({"replicas": 0})

@@ -36,6 +36,19 @@ def test_scheduler_objects_are_the_deployers() -> None:
     assert all(o["metadata"].get("namespace") in (None, "ops") for o in objects)
 
 
+def test_a_scheduler_cr_without_cache_resync_period_gets_knumas_cache_and_one_with_it_gets_upstreams() -> None:
+    """numaresources-operator defaults `cacheResyncPeriod` to 5 s (overreserve); knuma's operator leaves the key out
+    unless the CR sets it, so the scheduler it deploys selects knuma's own NRT cache, as `knuma deploy` does."""
+
+    def numa_args(spec: dict[str, Any]) -> str:
+        objects = scheduler_objects(OWNER, parse_scheduler_spec(spec), replicas=1, namespace_name="ops")
+        config = next(o for o in objects if o["kind"] == "ConfigMap")
+        return "".join(config["data"].values())
+
+    assert "cacheResyncPeriodSeconds" not in numa_args({})
+    assert "cacheResyncPeriodSeconds: 5" in numa_args({"cacheResyncPeriod": "5s"})
+
+
 def test_one_daemonset_per_node_group_otherwise_the_deployers_exporter() -> None:
     spec = parse_operator_spec({"nodeGroups": [{"poolName": "a"}, {"poolName": "b"}]})
     objects = operator_objects(OWNER, spec, "ops")

@@ -177,7 +177,9 @@ class SchedulerSpec:
     scheduler_name: str = ""
     """Empty means the deployer's profile name."""
     log_level: LogLevel = LogLevel.NORMAL
-    cache_resync_period: float = 5.0
+    cache_resync_period: float | None = None
+    """None (not set): knuma's scheduler uses knuma's own NRT cache. numaresources-operator defaults to 5 s (the
+    overreserve cache); a CR that sets `cacheResyncPeriod` gets exactly that, 0 included (passthrough)."""
     replicas: int | None = None
     """None: one per control-plane node, at most 3 (upstream's auto mode)."""
     scoring_strategy: ScoringStrategy | None = None
@@ -345,7 +347,7 @@ def parse_scheduler_spec(spec: Any) -> SchedulerSpec:
             f"spec.schedulerName {name!r}: a scheduler name must be a DNS label (lower-case letters, digits and '-')"
         )
     period = data.get("cacheResyncPeriod")
-    resync = 5.0 if period is None else float(round(parse_duration(period, "spec.cacheResyncPeriod")))
+    resync = None if period is None else float(round(parse_duration(period, "spec.cacheResyncPeriod")))
     replicas = data.get("replicas")
     if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1):
         raise SpecError(f"spec.replicas {replicas!r}: expected a positive integer, or no value for automatic")

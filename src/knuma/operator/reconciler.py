@@ -288,12 +288,13 @@ class Reconciler:
         fields = {
             "deployment": {"namespace": self.settings.namespace, "name": deployment["metadata"]["name"]},
             "schedulerName": scheduler_options(spec, replicas).profile_name,
-            "cacheResyncPeriod": format_duration(spec.cache_resync_period),
             "relatedObjects": [
                 {"resource": "namespaces", "name": self.settings.namespace},
                 _related(deployment),
             ],
         }
+        if spec.cache_resync_period is not None:
+            fields["cacheResyncPeriod"] = format_duration(spec.cache_resync_period)
         if outcome is None:
             outcome = cond.available(f"scheduler {fields['schedulerName']} ready with {replicas} replica(s)")
         requeue = PROGRESS_REQUEUE if outcome.condition == cond.PROGRESSING else None
