@@ -127,3 +127,17 @@ def test_help_text_has_no_hard_line_breaks_mid_paragraph() -> None:
         assert info.help, info.callback
         first = info.help.split("\n\n")[0]
         assert "\n" not in first, f"{info.name}: {first!r}"
+
+
+def test_every_command_takes_verbose_and_log_level() -> None:
+    """`-v` and `--log-level` everywhere, the daemons' own included, with one error for a bad level."""
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    for name in commands():
+        shown = runner.invoke(app, [name, "-h"], env={"COLUMNS": "200"})
+        assert "--log-level" in shown.output and "-v" in shown.output, f"knuma {name} -h:\n{shown.output}"
+    for args in (["render", "api"], ["scheduler"], ["up"], ["exporter"], ["operator"], ["apiserver"]):
+        bad = runner.invoke(app, [*args, "--log-level", "loud"])
+        assert bad.exit_code == 2, (args, bad.output)
+        assert "unknown --log-level 'loud'; use debug, info, warning or error" in bad.output, (args, bad.output)

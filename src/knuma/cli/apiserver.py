@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from knuma.cli.logopts import log_level_option, resolve
+
 
 def register(app: typer.Typer) -> None:
     app.command("apiserver")(apiserver)
@@ -33,6 +35,7 @@ def apiserver(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Log every request (method, path, status, latency, client) on stderr."
     ),
+    log_level: str | None = log_level_option(),
     watch_window: int = typer.Option(
         10_000, "--watch-window", min=1, help="Watch history kept for resuming watches: at most N events."
     ),
@@ -64,7 +67,7 @@ def apiserver(
     from knuma.quantity import QuantityError, parse_quantity
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("knuma.local.apiserver").setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger("knuma.local.apiserver").setLevel(resolve(verbose, log_level, logging.INFO))
     loopback = bind in ("127.0.0.1", "::1", "localhost")
     if insecure:
         where = "loopback only" if loopback else f"reachable on {bind}"

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from knuma.cli.errors import fail
+from knuma.cli.logopts import log_level_option, resolve
 from knuma.podresources.address import DEFAULT_SOCKET
 
 # Everything else is imported inside the command: `knuma` imports every command module at start-up.
@@ -112,6 +113,7 @@ def exporter(
         True, "--add-nrt-owner/--no-add-nrt-owner", help="Owner reference to the Node (GC with the node)."
     ),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr."),
+    log_level: str | None = log_level_option(),
 ) -> None:
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
@@ -119,7 +121,8 @@ def exporter(
     from knuma.exporter.commandline import CommandLine, settings_from
     from knuma.podresources.client import PodResourcesError
 
-    logs.configure(logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING)
+    default = logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING
+    logs.configure(resolve(0, log_level, default))
     flags = {name: value for name, value in locals().items() if name in CommandLine.__dataclass_fields__}
     command = CommandLine(**flags)
     command.check()

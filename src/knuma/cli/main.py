@@ -23,6 +23,7 @@ from knuma.cli import (
     e2e,
     errors,
     exporter,
+    logopts,
     operator,
     schedule,
     scheduler,
@@ -122,8 +123,9 @@ def version() -> None:
 
 
 # after every command is registered: help text reflowed, errors become exit statuses in one place, and every command
-# takes --version
+# takes -v/--log-level and --version
 _reflow_help(app)
+_wrap_every_command(app, logopts.with_log_options)
 _wrap_every_command(app, errors.reporting_errors)
 _wrap_every_command(app, _with_version)
 

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from knuma.cli.errors import fail
+from knuma.cli.logopts import log_level_option, resolve
 
 USAGE_ERROR = 2
 CLUSTER_ERROR = 1
@@ -46,6 +47,7 @@ def operator(
     ),
     metrics_port: int = typer.Option(8080, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr (-v: debug)."),
+    log_level: str | None = log_level_option(),
 ) -> None:
     """Run the operator: watch the NUMAResourcesOperator and NUMAResourcesScheduler custom resources and keep the
     exporter DaemonSets and the scheduler they describe applied, with their status conditions."""
@@ -72,7 +74,7 @@ def operator(
     from knuma.operator.reconciler import Settings
 
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
+        level=resolve(verbose, log_level, logging.INFO),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )

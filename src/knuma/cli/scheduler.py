@@ -8,6 +8,7 @@ import sys
 import typer
 
 from knuma.cli.errors import fail
+from knuma.cli.logopts import log_level_option, resolve
 
 __all__ = ["register"]
 
@@ -62,16 +63,15 @@ def scheduler(
         help="Annotate pods with per-node, per-plugin results (kube-scheduler-simulator keys) and the predicted "
         "NUMA placement; costs one extra evaluation and one write per pod.",
     ),
-    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Same as --log-level debug."),
+    log_level: str | None = log_level_option(),
 ) -> None:
     """Schedule pods whose spec.schedulerName names one of the profiles (default `topology-aware-scheduler`),
     NUMA-aware, until SIGTERM."""
     from knuma.scheduler.config.load import SchedulerConfigError, describe_config, load_config
     from knuma.scheduler.daemon.run import CommandLine, run
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        fail(f"unknown --log-level {log_level!r}; use debug, info, warning or error")
+    level = resolve(verbose, log_level, logging.INFO)
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", force=True
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from knuma.cli import completion
+from knuma.cli.logopts import log_level_option, resolve
 
 __all__ = ["register"]
 
@@ -73,6 +74,7 @@ def up(
         "stale NRT on purpose.",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
+    log_level: str | None = log_level_option(),
 ) -> None:
     """Start a local cluster: API server, simulated NUMA nodes, exporters and the scheduler; Ctrl-C stops it.
 
@@ -119,7 +121,7 @@ def up(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     interactive = err.is_terminal
-    level = logging.DEBUG if verbose else logging.INFO
+    level = resolve(verbose, log_level, logging.INFO)
     handler: logging.Handler = (
         RichHandler(console=err, show_path=False) if interactive else logging.StreamHandler(sys.stderr)
     )
