@@ -136,8 +136,11 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         kubelet.set_pods([])
         kubelet.start()
         await eventually(lambda: exporter.health.ready, timeout=8)
-        obj = await read(client, "daemon-a")
-        assert available_cpu(obj, 1) == "4"
+
+        async def recovered() -> bool:  # ready turns true after the scan, the publish follows it
+            return available_cpu(await read(client, "daemon-a"), 1) == "4"
+
+        await eventually(recovered, timeout=5)
     finally:
         stop.set()
         await asyncio.wait_for(serving, 5)
