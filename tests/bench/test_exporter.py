@@ -23,3 +23,11 @@ def test_bench_build_runs() -> None:
     timing = bench_build(runs=5)
     assert timing.runs == 5
     assert 0 < timing.min_ms <= timing.median_ms <= timing.p95_ms
+
+
+def test_bench_scan_build_publish_runs_against_a_real_api_server() -> None:
+    """The API server path of `make bench` (a CRD the server accepts, real gRPC scans, real publishes)."""
+    from knuma.bench.exporter import bench_scan_build_publish
+
+    timings = bench_scan_build_publish(runs=2, pods=20)
+    assert timings and all(t.runs >= 2 and 0 < t.min_ms <= t.median_ms for t in timings)

@@ -311,7 +311,11 @@ def _crd() -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "noderesourcetopologies.topology.node.k8s.io"},
+        "metadata": {
+            "name": "noderesourcetopologies.topology.node.k8s.io",
+            # a protected group (*.k8s.io): the API server wants upstream's approval annotation, as the real CRD has
+            "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1870"},
+        },
         "spec": {
             "group": "topology.node.k8s.io",
             "names": {"kind": "NodeResourceTopology", "plural": "noderesourcetopologies"},
