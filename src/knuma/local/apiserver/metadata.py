@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from knuma.local.apiserver.schema import type_name
+
 JsonObj = dict[str, Any]
 Cause = tuple[str, str, str]
 
@@ -43,27 +45,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _wrong_type(path: str, value: Any, expected: str) -> Cause:
     return (
         "FieldValueTypeInvalid",
         path,
-        f"Invalid value: {_shown(value)}: must be {expected}, not {_type_name(value)}",
+        f"Invalid value: {_shown(value)}: must be {expected}, not {type_name(value)}",
     )
 
 

@@ -18,7 +18,8 @@ Cause = tuple[str, str, str]
 _SKIP_TOP = frozenset({"apiVersion", "kind", "metadata"})
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The OpenAPI type a decoded JSON value has (`null`, `boolean`, `integer`, ...), as error messages name it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -35,7 +36,7 @@ def _type_name(value: Any) -> str:
 
 
 def _type_ok(expected: str, value: Any, schema: JsonObj) -> bool:
-    actual = _type_name(value)
+    actual = type_name(value)
     if schema.get("x-kubernetes-int-or-string"):
         return actual in ("integer", "string")
     if expected == "number":
@@ -52,7 +53,7 @@ def validate(schema: JsonObj, value: Any, path: str = "", *, top: bool = True) -
         expected = "integer or string"
     label = path or "<root>"
     if expected and not _type_ok(expected, value, schema) and not (value is None and schema.get("nullable")):
-        shown = f'"{_type_name(value)}"'
+        shown = f'"{type_name(value)}"'
         return [
             (
                 "FieldValueTypeInvalid",
