@@ -59,6 +59,8 @@ class CPUDemand:
         self._counts: dict[int, int] = {}
         self._fill: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
         self._fill_version = -1
+        self._sizes_version = 0
+        """Changes with the CPU sizes only (`version` also with the device shapes): when the fill table is stale."""
         self.devices = DeviceDemand(window)
         """The device pods' shapes (`knuma.scheduler.plugins.device_stranding`), observed with the CPU sizes."""
 
@@ -88,13 +90,16 @@ class CPUDemand:
                     del self._counts[size]
         if self._counts.keys() != before:
             self.version += 1
+            self._sizes_version += 1
 
     def fill_table(self, up_to: int) -> npt.NDArray[np.int64]:
         """`fill(g)` for every `g` in `0..up_to` (at least; the table grows as needed and is shared)."""
-        if self._fill_version != self.version or len(self._fill) <= up_to:
-            length = max(up_to, 2 * (len(self._fill) - 1), 64)
+        if self._fill_version != self._sizes_version or len(self._fill) <= up_to:
+            length = max(len(self._fill) - 1, 64)
+            while length < up_to:
+                length *= 2
             self._fill = _fill_table(self.sizes, length)
-            self._fill_version = self.version
+            self._fill_version = self._sizes_version
         return self._fill
 
     def stranded(self, free: int) -> int:
