@@ -36,10 +36,15 @@ def operator(
     ),
     render_crds: bool = typer.Option(False, "--render-crds", help="Print the operator's CRDs as YAML and exit."),
     leader_elect: bool = typer.Option(
-        False, "--leader-elect/--no-leader-elect", help="Take a Lease before reconciling (run several replicas)."
+        True,
+        "--leader-elect/--no-leader-elect",
+        help="Take a Lease before reconciling, so that only one replica writes (on by default, as upstream's manager).",
     ),
     lease_namespace: str | None = typer.Option(
-        None, "--leader-elect-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE, else --namespace)."
+        None,
+        "--leader-elect-namespace",
+        help="Namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig context's namespace: in a pod its "
+        "service account's, else default).",
     ),
     lease_name: str = typer.Option("knuma-operator-leader", "--leader-elect-name", help="Name of the Lease."),
     metrics_address: str = typer.Option(
@@ -66,7 +71,7 @@ def operator(
     from knuma.deploy.cluster import connect
     from knuma.deploy.images import resolve_images
     from knuma.deploy.options import parse_duration
-    from knuma.kube.client import KubeConfigError, async_http
+    from knuma.kube.client import KubeConfigError, async_http, load_config
     from knuma.kube.leaderelection import LeaseConfig
     from knuma.operator.health import HealthServer
     from knuma.operator.manager import LoopSettings, OperatorLeaseLost, OperatorStartError, run
@@ -88,7 +93,12 @@ def operator(
         fail(f"--metrics-port must be between 0 and 65535, got {metrics_port}")
     lease = None
     if leader_elect:
-        lease = LeaseConfig(namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or namespace, name=lease_name)
+        try:
+            lease_ns = lease_namespace or os.environ.get("POD_NAMESPACE") or load_config(kubeconfig, context).namespace
+        except KubeConfigError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(USAGE_ERROR) from None
+        lease = LeaseConfig(namespace=lease_ns, name=lease_name)
     loop_settings = LoopSettings(period, install_crds, lease)
 
     async def main() -> None:

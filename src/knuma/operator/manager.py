@@ -28,8 +28,9 @@ from knuma.api.numaresources import API_VERSION, OPERATOR_PLURAL, SCHEDULER_PLUR
 from knuma.api.numaresources_crd import operator_crds
 from knuma.deploy.cluster import Session
 from knuma.errors import OperationFailed
+from knuma.kube import rest
 from knuma.kube.apply import apply_object
-from knuma.kube.errors import Unavailable
+from knuma.kube.errors import Forbidden, NotFound, Unavailable
 from knuma.kube.informer import Backoff, Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.kube.wait import wait_for
@@ -124,6 +125,7 @@ async def run(
     tasks: list[asyncio.Task[Any]] = []
     try:
         if elector is not None:
+            await _check_lease_access(http, elector)
             log.info("waiting to lead: lease %s as %s", lease_name, elector.identity)
             if not await _until(stop, elector.acquire()):
                 return
@@ -177,6 +179,34 @@ async def run(
         if elector is not None:
             await elector.release()
         log.info("operator stopped")
+
+
+async def _check_lease_access(http: httpx2.AsyncClient, elector: LeaderElector) -> None:
+    """Read the Lease once before waiting for it: the elector retries every error forever (right for a leader that
+    loses the API server for a moment), so an unreachable API server (`Unavailable`, reported by the CLI) or a
+    missing permission at start-up would look like waiting for another leader."""
+    namespace = elector.config.namespace
+    lease = f"{namespace}/{elector.config.name}"
+    try:
+        await rest.get(http, elector.path)
+        return
+    except NotFound:
+        pass
+    except Forbidden as err:
+        raise OperatorStartError(
+            f"cannot read the leader Lease {lease}: forbidden: {err.message}; grant get, create and update on "
+            f"leases.coordination.k8s.io in namespace {namespace}, pick another --leader-elect-namespace, "
+            "or run one replica with --no-leader-elect"
+        ) from None
+    try:  # the Lease is created on first acquire: its namespace must exist
+        await rest.get(http, f"/api/v1/namespaces/{namespace}")
+    except NotFound:
+        raise OperatorStartError(
+            f"cannot take the leader Lease {lease}: namespace {namespace} does not exist; create it or pick "
+            "another --leader-elect-namespace"
+        ) from None
+    except Forbidden:
+        pass  # may not read namespaces: the create will tell
 
 
 async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
