@@ -12,7 +12,8 @@ runner = CliRunner()
 
 
 def test_json_output_shape() -> None:
-    args = ["bench", "--nodes", "40", "--pods", "60", "--reference-pods", "3", "--uncached-pods", "10", "-o", "json"]
+    args = ["bench", "--nodes", "40", "--pods", "60", "--reference-pods", "3", "--uncached-pods", "10"]
+    args += ["--new-shape-pods", "20", "-o", "json"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -23,6 +24,17 @@ def test_json_output_shape() -> None:
     assert doc["reference_throughput"]["pods"] == 3 and doc["reference_throughput"]["average"] > 0
     assert doc["uncached_throughput"]["pods"] == 10
     assert doc["speedup"] > 0
+    worst = doc["new_shape_throughput"]
+    assert worst["pods"] == 20 and 0 < worst["scheduled"] <= 20 and worst["average"] > 0
+    assert worst["latency_ms"]["p50"] <= worst["latency_ms"]["p99"] and worst["target"] == 1000
+
+
+def test_table_output_names_every_row() -> None:
+    args = ["bench", "--nodes", "20", "--pods", "20", "--reference-pods", "2", "--uncached-pods", "5"]
+    result = runner.invoke(app, [*args, "--new-shape-pods", "5"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for row in ("knuma (vectorised)", "vectorised, no cache", "every pod a new shape", "reference (per node)"):
+        assert row in result.stdout
 
 
 def test_bad_zones_are_a_usage_error() -> None:

@@ -1,5 +1,9 @@
 """`knuma bench`: scheduler_perf-style throughput of the scheduling core (filter + score + reserve on every node, no
-sampling), and the same for the straightforward reference implementation, with the speed-up."""
+sampling), and the same for the straightforward reference implementation, with the speed-up.
+
+Besides the usual workload (a few pod sizes, which the vectorised path's per-shape cache exploits), the core's worst
+case is timed: every pod a shape never seen before (`new_shape_workload`), so every pod evaluates every node from
+scratch. Issue 20's target for it: at least `NEW_SHAPE_TARGET` pods/s at 5000 nodes on one core."""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from knuma.scheduler.sequential import SequentialScheduler
 from knuma.topology.node import NodeTopology
 
 GI = 1 << 30
+NEW_SHAPE_TARGET = 1000
+"""pods/s at 5000 nodes, every pod a new shape (issue 20)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,8 @@ class BenchResult:
     knuma: Throughput
     reference: Throughput
     uncached: Throughput | None = None
+    new_shapes: Throughput | None = None
+    """The worst case: every pod a new shape (`new_shape_workload`), the per-shape cache on but never hit."""
 
     @property
     def speedup(self) -> float:
@@ -58,6 +66,19 @@ class BenchResult:
             **(
                 {"uncached_throughput": {"average": round(self.uncached.average, 1), "pods": self.uncached.pods}}
                 if self.uncached is not None
+                else {}
+            ),
+            **(
+                {
+                    "new_shape_throughput": {
+                        "average": round(self.new_shapes.average, 1),
+                        "pods": self.new_shapes.pods,
+                        "scheduled": self.new_shapes.scheduled,
+                        "latency_ms": self.new_shapes.latency_ms,
+                        "target": NEW_SHAPE_TARGET,
+                    }
+                }
+                if self.new_shapes is not None
                 else {}
             ),
         }
@@ -97,6 +118,35 @@ def workload(pods: int, seed: int = 11) -> list[Pod]:
                 for c in range(count)
             ]
         out.append(Pod.from_manifest({"metadata": {"name": f"pod-{index:05d}"}, "spec": {"containers": containers}}))
+    return out
+
+
+def new_shape_workload(pods: int, seed: int = 13) -> list[Pod]:
+    """`workload`'s mix (Guaranteed pods of 1 to 8 exclusive CPUs, some with two containers, some Burstable ones),
+    but every pod a shape no earlier pod had: each container's memory is its size plus the pod's index in KiB (and
+    a Burstable pod's CPU request varies too), so no per-shape result can be reused (below 2**20 pods)."""
+    rng = random.Random(seed)
+    out = []
+    for index in range(pods):
+        roll = rng.random()
+        if roll < 0.15:
+            requests = {"cpu": f"{100 + index % 900}m", "memory": f"{(1 << 20) + index}Ki"}
+            containers = [{"name": "app", "resources": {"requests": requests}}]
+        else:
+            count = 2 if roll > 0.85 else 1
+            containers = [
+                {
+                    "name": f"c{c}",
+                    "resources": {
+                        "limits": {
+                            "cpu": str(rng.choice([1, 2, 4, 8])),
+                            "memory": f"{rng.choice([2, 4, 8]) << 20 | index}Ki",
+                        }
+                    },
+                }
+                for c in range(count)
+            ]
+        out.append(Pod.from_manifest({"metadata": {"name": f"new-{index:05d}"}, "spec": {"containers": containers}}))
     return out
 
 
@@ -148,14 +198,19 @@ def run(
     zones: Sequence[int] = (2, 4, 8),
     reference_pods: int = 20,
     uncached_pods: int = 2000,
+    new_shape_pods: int = 2000,
 ) -> BenchResult:
     """Every scheduler starts from the same empty cluster and takes the same pods in order (the baselines the first
-    `reference_pods` / `uncached_pods` of them: their cost per pod does not depend on how full the cluster is)."""
+    `reference_pods` / `uncached_pods` of them: their cost per pod does not depend on how full the cluster is). The
+    worst case (`new_shape_pods` pods of `new_shape_workload`, 0 skips it) runs on a fresh cluster too."""
     pod_list = workload(pods)
     knuma = measure(VectorizedScheduler(cluster(nodes, zones)).schedule, pod_list)
     uncached = None
     if uncached_pods > 0:
         baseline = VectorizedScheduler(cluster(nodes, zones), cache_shapes=0)
         uncached = measure(baseline.schedule, pod_list[: min(uncached_pods, pods)])
+    new_shapes = None
+    if new_shape_pods > 0:
+        new_shapes = measure(VectorizedScheduler(cluster(nodes, zones)).schedule, new_shape_workload(new_shape_pods))
     reference = measure(SequentialScheduler(cluster(nodes, zones)).schedule, pod_list[: min(reference_pods, pods)])
-    return BenchResult(nodes, pods, tuple(zones), knuma, reference, uncached)
+    return BenchResult(nodes, pods, tuple(zones), knuma, reference, uncached, new_shapes)
