@@ -130,7 +130,10 @@ async def test_unreachable_api_server_is_retryable(api: RunningApiServer) -> Non
     config = yaml.safe_load(api.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{port}"  # nobody listens there
     client = AsyncClient(KubeConfig.from_dict(config), trust_env=False)
-    with pytest.raises(PublishError, match="API server unreachable while publishing pub-h") as info:
+    refused = (
+        rf"cannot publish pub-h: cannot reach the API server at http://127.0.0.1:{port} \(\w+ \S+\): connection refused"
+    )
+    with pytest.raises(PublishError, match=refused) as info:
         await Publisher(client, "pub-h").publish(nrt("pub-h"))
     assert info.value.retryable
     await client.close()

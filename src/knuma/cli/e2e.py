@@ -25,15 +25,19 @@ def e2e(
     """Run the end-to-end suite against a cluster: NRT on every node, Guaranteed pods that must and must not fit a
     NUMA zone, a burst on stale NRT, scheduler and exporter restarts; everything it creates is deleted. Extra
     arguments go to pytest (e.g. -x, --junitxml=F). Exit status: pytest's (0 passed, 1 failed, 3 stack not usable)."""
-    from knuma.e2e.runner import run_suite
+    from knuma.cli.errors import fail
+    from knuma.e2e.runner import STACK_UNUSABLE, ClusterUnreachable, run_suite
 
-    code = run_suite(
-        kubeconfig,
-        context,
-        keyword=keyword,
-        scheduler_name=scheduler_name,
-        deploy=deploy,
-        verbose=verbose,
-        extra=list(ctx.args),
-    )
+    try:
+        code = run_suite(
+            kubeconfig,
+            context,
+            keyword=keyword,
+            scheduler_name=scheduler_name,
+            deploy=deploy,
+            verbose=verbose,
+            extra=list(ctx.args),
+        )
+    except ClusterUnreachable as err:
+        fail(str(err), STACK_UNUSABLE)
     raise typer.Exit(code)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
-from urllib.parse import urlsplit
 
 import typer
 
@@ -57,14 +56,17 @@ def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 def unreachable(err: Exception) -> str:
     """The message for an API server that did not answer, naming the URL it was reached at (from the failed
-    request, so the user sees which kubeconfig entry was used)."""
-    server = ""
-    try:
-        url = err.request.url  # type: ignore[attr-defined]  # httpx2's RequestError / HTTPStatusError
-        server = f" at {url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
-    except (AttributeError, RuntimeError):  # no request attached; knuma.kube's errors carry the URL itself
-        parts = urlsplit(str(getattr(err, "url", "")))
-        server = f" at {parts.scheme}://{parts.netloc}" if parts.netloc else ""
-    detail = str(err) or type(err).__name__
-    advice = "check --kubeconfig / --context and that the server is running"
-    return f"cannot reach the API server{server}: {detail}; {advice}"
+    request, so the user sees which kubeconfig entry was used) and why, in `knuma.kube.errors.cannot_reach`'s words:
+    `cannot reach the API server at https://127.0.0.1:1234: connection refused; check ...`."""
+    from knuma.kube.errors import CHECK_CONNECTION, KubeApiError, cannot_reach, connection_failure, server_of
+
+    if isinstance(err, KubeApiError):  # knuma.kube's errors carry the URL and the reason themselves
+        server = server_of(err.url)
+        reason = err.message if err.status is None else f"HTTP {err.status} {err.reason}: {err.message}"
+    else:
+        try:
+            server = server_of(str(err.request.url))  # type: ignore[attr-defined]  # httpx2's RequestError
+        except (AttributeError, RuntimeError):  # no request attached
+            server = "(unknown URL)"
+        reason = connection_failure(err)
+    return f"{cannot_reach(server, reason)}; {CHECK_CONNECTION}"

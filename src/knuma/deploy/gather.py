@@ -28,7 +28,7 @@ from knuma.deploy.check.nodes import exporter_pods
 from knuma.deploy.check.report import diagnose
 from knuma.errors import InvalidInput
 from knuma.kube import rest
-from knuma.kube.errors import KubeApiError, Unavailable
+from knuma.kube.errors import CHECK_CONNECTION, KubeApiError, Unavailable, cannot_reach, server_of
 from knuma.kube.podlogs import read_log
 
 __all__ = ["GatherResult", "gather_bundle"]
@@ -72,7 +72,7 @@ def _get(http: httpx2.Client, path: str, errors: list[str], params: dict[str, st
         return rest.request_sync(http, "GET", path, params=params)
     except Unavailable as err:
         if err.status is None:
-            raise CheckAborted(f"cannot reach the API server at {http.base_url}: {err.message}") from err
+            raise CheckAborted(f"{cannot_reach(server_of(err.url), err.message)}; {CHECK_CONNECTION}") from err
         errors.append(f"GET {path}: HTTP {err.status}: {err.message}")
     except KubeApiError as err:
         errors.append(f"GET {path}: HTTP {err.status}: {err.message}")

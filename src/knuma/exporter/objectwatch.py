@@ -21,6 +21,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.operators import BinaryOperator, SequenceOperator
 
 from knuma.exporter.publisher import NRT
+from knuma.kube.client import transport_error
 
 __all__ = ["watch_for_deletion"]
 
@@ -71,6 +72,7 @@ async def watch_for_deletion(
             await asyncio.sleep(retry)
         except (httpx2.HTTPError, OSError, ValueError) as err:
             if serving:
-                log.info("NodeResourceTopology objects cannot be watched (%s); retrying every %.0fs", err, retry)
+                problem = transport_error(err) if isinstance(err, httpx2.HTTPError) else err
+                log.info("NodeResourceTopology objects cannot be watched (%s); retrying every %.0fs", problem, retry)
             serving = False
             await asyncio.sleep(retry)

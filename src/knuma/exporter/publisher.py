@@ -135,7 +135,7 @@ class Publisher:
         except KubeApiError as err:
             if err.status is None:
                 self._current = None  # the server may have restarted without our object: read it again next time
-                raise PublishError(f"API server unreachable while publishing {self.node_name}: {err.message}") from None
+                raise PublishError(f"cannot publish {self.node_name}: {err}") from None
             raise PublishError(
                 f"API server rejected NodeResourceTopology {self.node_name}: {err.status} {err.message}",
                 retryable=err.status != 400 and not isinstance(err, Forbidden | Invalid),

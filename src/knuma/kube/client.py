@@ -20,7 +20,7 @@ from lightkube.core.exceptions import ApiError as LightkubeApiError
 from lightkube.core.exceptions import ConfigError
 
 import knuma.errors as knuma_errors
-from knuma.kube.errors import KubeApiError, Unavailable, from_status
+from knuma.kube.errors import KubeApiError, Unavailable, connection_failure, from_status
 
 __all__ = [
     "KubeConfigError",
@@ -30,6 +30,7 @@ __all__ = [
     "lightkube_errors",
     "load_config",
     "sync_client",
+    "transport_error",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -153,7 +154,15 @@ def lightkube_errors() -> Iterator[None]:
             body=body if isinstance(body, dict) else None,
         ) from err
     except httpx2.HTTPError as err:
-        request = getattr(err, "_request", None)  # `err.request` raises when the error has none
-        method, url = (request.method, str(request.url)) if request is not None else ("?", "?")
-        kind = Unavailable if isinstance(err, httpx2.TransportError) else KubeApiError
-        raise kind(method, url, None, f"{type(err).__name__}: {err}") from err
+        raise transport_error(err) from err
+
+
+def transport_error(err: httpx2.HTTPError) -> KubeApiError:
+    """An HTTP client failure without an answer as `knuma.kube.errors` says it: `Unavailable` naming the server and
+    the reason (`cannot reach the API server at https://127.0.0.1:1234 (GET /api/v1/nodes): connection refused`)
+    for a failed connection, a `KubeApiError` without status for the rest."""
+    request = getattr(err, "_request", None)  # `err.request` raises when the error has none
+    method, url = (request.method, str(request.url)) if request is not None else ("?", "?")
+    if isinstance(err, httpx2.TransportError):
+        return Unavailable(method, url, None, connection_failure(err))
+    return KubeApiError(method, url, None, f"{type(err).__name__}: {err}")

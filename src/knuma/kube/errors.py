@@ -12,11 +12,14 @@ status: for a caller it means the same as a 503, try again later.
 
 from __future__ import annotations
 
+import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from knuma.errors import OperationFailed
 
 __all__ = [
+    "CHECK_CONNECTION",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -25,7 +28,10 @@ __all__ = [
     "NotFound",
     "Unauthorized",
     "Unavailable",
+    "cannot_reach",
+    "connection_failure",
     "from_status",
+    "server_of",
 ]
 
 
@@ -80,7 +86,63 @@ class Invalid(KubeApiError):
 
 
 class Unavailable(KubeApiError):
-    """5xx, or no answer at all (connection refused or reset, timeout): the server cannot serve now; retry later."""
+    """5xx, or no answer at all (connection refused or reset, timeout): the server cannot serve now; retry later.
+
+    Without an answer the message leads with the server, as a user reads it in a log or an error: `cannot reach the
+    API server at https://127.0.0.1:1234 (GET /api/v1/nodes): connection refused`."""
+
+    def __str__(self) -> str:
+        if self.status is not None:
+            return super().__str__()
+        parts = urlsplit(self.url)
+        return cannot_reach(server_of(self.url), self.message, f"{self.method} {parts.path or '/'}")
+
+
+CHECK_CONNECTION = "check --kubeconfig / --context and that the server is running"
+"""What a command adds after `cannot_reach`'s message: the user's two ways of pointing it at a server."""
+
+
+def server_of(url: str) -> str:
+    """`scheme://host:port` of a URL: the API server a request went to, as the kubeconfig names it."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+
+
+def cannot_reach(server: str, reason: str, request: str = "") -> str:
+    """The one wording of an API server that did not answer, naming it: every command and daemon log says so."""
+    where = f" ({request})" if request else ""
+    return f"cannot reach the API server at {server}{where}: {reason}"
+
+
+def connection_failure(err: BaseException) -> str:
+    """Why a connection failed, in the operating system's words (`connection refused`, `connection timed out`,
+    `name or service not known`, `TLS: certificate verify failed`), from the first `OSError` with an errno in the
+    exception chain: HTTP clients wrap it in their own errors (httpx's asynchronous `All connection attempts
+    failed` hides it in `__cause__`). Falls back to `TYPE: message`."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [err]
+    timeout = False
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        name = type(current).__name__
+        if name in ("SSLCertVerificationError", "SSLError") and isinstance(current, OSError):
+            detail = getattr(current, "verify_message", None) or getattr(current, "reason", None) or current
+            return f"TLS: {str(detail).lower()}"
+        if isinstance(current, OSError) and isinstance(current.errno, int):
+            # the errno's own words: asyncio's "Connect call failed ('127.0.0.1', 1234)" carries ECONNREFUSED;
+            # resolver errors (socket.gaierror) have negative codes and only their strerror
+            words = os.strerror(current.errno) if current.errno > 0 else str(current.strerror or current)
+            return words[:1].lower() + words[1:]
+        timeout = timeout or isinstance(current, TimeoutError) or "Timeout" in name
+        pending += [c for c in (current.__cause__, current.__context__) if c is not None]
+        pending += list(getattr(current, "exceptions", ()))  # an ExceptionGroup of attempts
+    if timeout:
+        return "timed out"
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {

@@ -115,7 +115,10 @@ class Informer:
                 need_list = True
             except (KubeApiError, ValueError) as err:
                 delay = self.backoff.next()
-                message = f"{self.path}: {type(err).__name__}: {err}; retrying in {delay:.1f}s"
+                # a KubeApiError names the request and the server (`cannot reach the API server at URL (GET
+                # PATH): connection refused`); an undecodable answer gets the path
+                problem = str(err) if isinstance(err, KubeApiError) else f"{self.path}: {type(err).__name__}: {err}"
+                message = f"{problem}; retrying in {delay:.1f}s"
                 log.warning("%s", message)
                 if self.on_error is not None:
                     self.on_error(message)

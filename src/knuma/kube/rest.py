@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 
 from knuma.api.types import MERGE_PATCH, JsonObj
-from knuma.kube.errors import KubeApiError, Unavailable, from_status
+from knuma.kube.errors import KubeApiError, Unavailable, connection_failure, from_status
 
 __all__ = [
     "JSON",
@@ -163,5 +163,6 @@ def _no_answer(base: httpx2.URL, method: str, path: str, err: Exception) -> Kube
     """No (complete) answer: `Unavailable` when the connection failed or timed out, a plain `KubeApiError` for the rare
     rest (an answer that cannot be decoded, too many redirects); neither has a status."""
     url = str(base).rstrip("/") + path
-    kind = Unavailable if isinstance(err, httpx2.TransportError | OSError) else KubeApiError
-    return kind(method, url, None, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)
+    if isinstance(err, httpx2.TransportError | OSError):
+        return Unavailable(method, url, None, connection_failure(err))
+    return KubeApiError(method, url, None, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)

@@ -30,6 +30,7 @@ from knuma.deploy.cluster import Session
 from knuma.errors import OperationFailed
 from knuma.kube import rest
 from knuma.kube.apply import apply_object
+from knuma.kube.client import transport_error
 from knuma.kube.errors import Forbidden, NotFound, Unavailable
 from knuma.kube.informer import Backoff, Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
@@ -154,7 +155,12 @@ async def run(
             except (httpx2.TransportError, OSError, Unavailable) as err:
                 requeue = backoff.next()
                 metrics.passes_failed.inc()
-                log.error("cannot reach the API server (%s); retrying in %.0fs", err, requeue)
+                # Unavailable names the server and why (`cannot reach the API server at URL (...): reason`)
+                problem = transport_error(err) if isinstance(err, httpx2.HTTPError) else err
+                if isinstance(problem, Unavailable):
+                    log.error("%s; retrying in %.0fs", problem, requeue)
+                else:
+                    log.error("cannot reach the API server (%s); retrying in %.0fs", problem, requeue)
             except Exception as err:  # a pass must never kill the operator; the next one retries
                 requeue = backoff.next()
                 metrics.passes_failed.inc()

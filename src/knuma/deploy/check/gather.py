@@ -22,7 +22,7 @@ from knuma.deploy.check.state import CheckSettings, ClusterState, SchedulerDeplo
 from knuma.errors import OperationFailed
 from knuma.kube import rest
 from knuma.kube.configz import ConfigzError, read_configz_many
-from knuma.kube.errors import Forbidden, KubeApiError, NotFound, Unauthorized
+from knuma.kube.errors import CHECK_CONNECTION, Forbidden, KubeApiError, NotFound, Unauthorized, cannot_reach, server_of
 
 __all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods"]
 
@@ -63,10 +63,7 @@ def _request(http: httpx2.Client, path: str, verb: str, resource: str, params: d
         ) from err
     except KubeApiError as err:
         if err.status is None:
-            raise CheckAborted(
-                f"cannot reach the API server at {http.base_url}: {err.message}; check --kubeconfig and "
-                "--context, and that the cluster is running"
-            ) from err
+            raise CheckAborted(f"{cannot_reach(server_of(err.url), err.message)}; {CHECK_CONNECTION}") from err
         if err.status < 400:
             raise CheckAborted(f"{verb} {resource}: the API server did not answer JSON: {err.message}") from err
         raise CheckAborted(f"{verb} {resource}: HTTP {err.status}: {err.message}") from err

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx2
 
-from knuma.kube.client import KubeConfigError, async_client, async_http
+from knuma.kube.client import KubeConfigError, async_client, async_http, transport_error
 from knuma.kube.errors import KubeApiError
 from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.spec import nodes_of
@@ -78,7 +78,8 @@ async def run(args: argparse.Namespace) -> int:
     try:
         await fleet.run(stop)
     except (httpx2.HTTPError, KubeApiError) as err:
-        log.error("simulated nodes cannot reach the API server: %s", err)
+        # the error names the server and why: `cannot reach the API server at URL (...): connection refused`
+        log.error("simulated nodes stopped: %s", transport_error(err) if isinstance(err, httpx2.HTTPError) else err)
         return 1
     finally:
         announcer.cancel()
