@@ -44,6 +44,7 @@ def refused(dead: DeadApiServer) -> str:
         (["remove"], 1),
         (["detect"], 1),
         (["validate"], 3),
+        (["operator", "--metrics-port", "0"], 1),
     ],
 )
 def test_a_tool_says_which_server_refused_in_one_line(
