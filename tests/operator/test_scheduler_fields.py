@@ -61,6 +61,29 @@ def test_defaults_are_upstreams() -> None:
     assert spec.cache_resync_debug.value == "DumpJSONFile"
 
 
+@pytest.mark.parametrize(("debug", "dumps"), [(None, True), ("DumpJSONFile", True), ("Disabled", False)])
+def test_cache_resync_debug_sets_the_dump_directory_of_the_scheduler(debug: str | None, dumps: bool) -> None:
+    """As numaresources-operator: `DumpJSONFile` (the default) gives the scheduler `PFP_STATUS_DUMP=/run/pfpstatus`
+    and a memory volume there, where its overreserve cache dumps each resync check (`knuma.scheduler.cache.resyncdebug`,
+    which reads that variable)."""
+    from knuma.scheduler.cache.resyncdebug import DUMP_ENV
+
+    owner = {**OWNER, "metadata": {"name": "numaresourcesscheduler", "uid": "u"}}
+    spec = {"cacheResyncPeriod": "5s", **({"cacheResyncDebug": debug} if debug else {})}
+    objects = scheduler_objects(owner, parse_scheduler_spec(spec), 1, "ops")
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    if dumps:
+        assert env == {DUMP_ENV: "/run/pfpstatus"}
+        volume = next(v for v in pod["volumes"] if v["name"] == mounts["/run/pfpstatus"])
+        assert volume["emptyDir"]["medium"] == "Memory"
+    else:
+        assert DUMP_ENV not in env and "/run/pfpstatus" not in mounts
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -172,6 +172,10 @@ class DeployOptions:
     """`cache.informerMode`; None: no key (the scheduler's default, Dedicated)."""
     preemption_mode: str | None = None
     """`preemptionMode`; None: no key (disabled), as upstream's deployer deletes it when unset."""
+    resync_debug_dir: str | None = None
+    """knuma's scheduler Deployment: `PFP_STATUS_DUMP` and a memory-backed volume at this directory, where the
+    overreserve cache dumps its resync checks (numaresources-operator's `cacheResyncDebug: DumpJSONFile`); None:
+    no dump."""
     namespace: str = ""
     """One namespace for every component's namespaced objects (the operator's operand namespace); empty means the
     per-component defaults (`tas-topology-updater`, `tas-scheduler`)."""

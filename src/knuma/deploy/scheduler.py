@@ -28,6 +28,7 @@ from knuma.deploy.objects import (
     service_account,
 )
 from knuma.deploy.options import DeployOptions
+from knuma.scheduler.cache.resyncdebug import DUMP_ENV as RESYNC_DUMP_ENV
 
 __all__ = [
     "CONFIG_KEY",
@@ -192,7 +193,11 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
     pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
     text = config_text(scheduler_config(options))
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "initialDelaySeconds": 5, "periodSeconds": 10}
-    container = {
+    mounts: list[Manifest] = [
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    container: Manifest = {
         "name": NAME,
         "image": options.images.knuma,
         "imagePullPolicy": options.pull_policy,
@@ -202,11 +207,17 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "metrics"}},
         "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
         "securityContext": security_context(),
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
+        "volumeMounts": mounts,
     }
+    volumes: list[Manifest] = [
+        {"name": "config", "configMap": {"name": CONFIG_MAP}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+    ]
+    if options.resync_debug_dir:
+        # numaresources-operator's scheduler Deployment: PFP_STATUS_DUMP and a Memory emptyDir there
+        container["env"] = [{"name": RESYNC_DUMP_ENV, "value": options.resync_debug_dir}]
+        mounts.append({"name": "pfpstatus", "mountPath": options.resync_debug_dir})
+        volumes.append({"name": "pfpstatus", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}})
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -224,10 +235,7 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
                     "priorityClassName": "system-cluster-critical",
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [container],
-                    "volumes": [
-                        {"name": "config", "configMap": {"name": CONFIG_MAP}},
-                        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
-                    ],
+                    "volumes": volumes,
                     **placement(options, pod_labels),
                 },
             },

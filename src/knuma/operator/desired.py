@@ -15,6 +15,7 @@ from typing import Any
 
 from knuma.api.numaresources import (
     ANNOTATION_NRT_API_DEFINITION,
+    CacheResyncDebug,
     InfoRefreshMode,
     NodeGroup,
     OperatorSpec,
@@ -41,6 +42,8 @@ __all__ = [
 ]
 
 DEFAULT_NAMESPACE = "numaresources-operator"
+RESYNC_DUMP_DIR = "/run/pfpstatus"
+"""Where the scheduler dumps its resync checks with `cacheResyncDebug: DumpJSONFile` (upstream's path)."""
 #: On every object the operator owns; the operator watches owned kinds with this label selector.
 OWNED_BY_LABEL = "nodetopology.openshift.io/owned-by"
 NODE_GROUP_LABEL = "nodetopology.openshift.io/node-group"
@@ -179,6 +182,7 @@ def scheduler_options(
         foreign_pods_detect=spec.cache_resync_detection.foreign_pods_detect,
         informer_mode=spec.scheduler_informer.value,
         preemption_mode=spec.preemption_mode.value if spec.preemption_mode else None,
+        resync_debug_dir=RESYNC_DUMP_DIR if spec.cache_resync_debug is CacheResyncDebug.DUMP_JSON_FILE else None,
     )
 
 

@@ -21,6 +21,9 @@ What it does, following upstream function by function:
   terminal pods too and counts every pod that left Pending; `Shared` counts Running pods only.
 - `cache.resyncScope: All` (`attr_watch.go`): an NRT whose Topology Manager policy, scope or max NUMA nodes changed
   is adopted at the next resync without a fingerprint check.
+- `checkPodFingerprintForNode`'s tracing status (`podfingerprint.Status`, dumped by pfpstatus when `PFP_STATUS_DUMP`
+  is set): with a `debug` dump every check is recorded with the cache state behind it
+  (`knuma.scheduler.cache.resyncdebug`).
 
 One difference, on purpose: upstream lists NRT objects once at start and never stores NRTs created later (issue
 #967: such nodes look like nodes without NRT data, and every pod passes their Filter). knuma stores an NRT the first
@@ -35,6 +38,7 @@ from knuma.api.fingerprint import Method, compute
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.interface import NO_DATA, PENDING, RUNNING, BoundPod, NRTView, OnChange, PublishedNRT
 from knuma.scheduler.cache.reservation import holds_exclusive_resources
+from knuma.scheduler.cache.resyncdebug import ResyncCheck, ResyncDump
 from knuma.topology.node import NodeTopology
 
 __all__ = ["OverReserve"]
@@ -56,7 +60,10 @@ class OverReserve:
         resync_method: str = "Autodetect",
         informer_mode: str = "Dedicated",
         resync_scope: str = "All",
+        debug: ResyncDump | None = None,
     ) -> None:
+        self.debug = debug
+        """The resync debug dump (`cacheResyncDebug: DumpJSONFile`); None: checks are not recorded."""
         self.resync_period: float | None = resync_period
         self.on_change = on_change
         self.profile_names = frozenset(profile_names)
@@ -89,19 +96,24 @@ class OverReserve:
     def _view(self, node: str) -> NRTView:
         if node in self.foreign:
             return _FOREIGN
+        topology = self._reserved_topology(node)
+        return NO_DATA if topology is None else NRTView(topology)
+
+    def _reserved_topology(self, node: str) -> NodeTopology | None:
+        """The stored NRT minus the assumed pods (None: no NRT data)."""
         base = self.store.get(node)
         if base is None:
-            return NO_DATA
+            return None
         assumed = self.assumed.get(node)
         if not assumed:
-            return NRTView(base)
+            return base
         available = {z.id: dict(z.available) for z in base.zones}
         for request in assumed.values():
             for zone in available.values():
                 for name, amount in request.items():
                     if name in zone:
                         zone[name] = max(0, zone[name] - amount)
-        return NRTView(base.with_available(available))
+        return base.with_available(available)
 
     def _changed(self, node: str) -> None:
         self._views.pop(node, None)
@@ -180,26 +192,67 @@ class OverReserve:
         return None
 
     def resync(self) -> bool:
-        """One resync pass; True if a node was flushed (its view changed)."""
+        """One resync pass; True if a node was flushed (its view changed). With a `debug` dump, every check is
+        recorded (`knuma.scheduler.cache.resyncdebug`), with the node's assumed pods and view before the check."""
         before = self.flushes
         for node in sorted(self.foreign | self.maybe_over_reserved):
             published = self.published.get(node)
+            debug = self._debug_context(node) if self.debug is not None else None
             if published is None or not published.fingerprint:
-                continue  # "missing NodeTopology podset fingerprint data"
+                self._record(debug, node, published, (), "", "skipped: missing NodeTopology podset fingerprint data")
+                continue
             pods = [p for p in self.pods.get(node, {}).values() if self._relevant(p)]
             if not pods:
-                continue  # "cannot find any pod for node"
-            if self._only_exclusive(published):
+                self._record(debug, node, published, (), "", "skipped: cannot find any pod for node")
+                continue
+            only_exclusive = self._only_exclusive(published)
+            if only_exclusive:
                 base = self.store.get(node)
                 pods = [p for p in pods if p.pod is not None and holds_exclusive_resources(p.pod, base)]
-            if compute((p.namespace, p.name) for p in pods) != published.fingerprint:
-                continue  # the NRT does not count what the scheduler sees yet: stay dirty
+            counted = tuple((p.namespace, p.name) for p in pods)
+            computed = compute(counted)
+            if computed != published.fingerprint:
+                # the NRT does not count what the scheduler sees yet: stay dirty
+                self._record(debug, node, published, counted, computed, "mismatch", only_exclusive)
+                continue
+            self._record(debug, node, published, counted, computed, "flushed", only_exclusive)
             self._flush(published)
         for node in sorted(self.config_changed):
             published = self.published.get(node)
             if published is not None:
+                debug = self._debug_context(node) if self.debug is not None else None
+                self._record(debug, node, published, (), "", "config-changed")
                 self._flush(published)
+        if self.debug is not None:
+            self.debug.write()
         return self.flushes != before
+
+    def _debug_context(self, node: str) -> tuple[tuple[str, ...], dict[str, dict[str, int]], tuple[str, ...]]:
+        """(assumed pods, view per zone, dirty reasons) of `node` before its check."""
+        view = self._reserved_topology(node)  # also for a node with foreign pods, whose view is "not fresh"
+        zones = {f"node-{z.id}": dict(z.available) for z in view.zones} if view is not None else {}
+        reasons = (
+            ("foreign",) * (node in self.foreign)
+            + ("maybe-over-reserved",) * (node in self.maybe_over_reserved)
+            + ("config-changed",) * (node in self.config_changed)
+        )
+        return tuple(sorted(self.assumed.get(node, {}))), zones, reasons
+
+    def _record(
+        self,
+        debug: tuple[tuple[str, ...], dict[str, dict[str, int]], tuple[str, ...]] | None,
+        node: str,
+        published: PublishedNRT | None,
+        pods: tuple[tuple[str, str], ...],
+        computed: str,
+        result: str,
+        only_exclusive: bool = False,
+    ) -> None:
+        if self.debug is None or debug is None:
+            return
+        assumed, view, dirty = debug
+        expected = published.fingerprint if published is not None else ""
+        self.debug.record(ResyncCheck(node, expected, computed, pods, result, only_exclusive, assumed, view, dirty))
 
     def _only_exclusive(self, nrt: PublishedNRT) -> bool:
         if self.resync_method == "OnlyExclusiveResources":

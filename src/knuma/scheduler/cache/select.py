@@ -17,6 +17,7 @@ from knuma.scheduler.cache.interface import NRTCache, OnChange
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.cache.overreserve import OverReserve
 from knuma.scheduler.cache.passthrough import Passthrough
+from knuma.scheduler.cache.resyncdebug import ResyncDump
 from knuma.scheduler.plugins.numa_args import NumaArgs
 
 __all__ = ["MODES", "make_nrt_cache", "nrt_cache"]
@@ -30,9 +31,11 @@ def nrt_cache(
     *,
     profile_names: Collection[str] = (),
     wait_for_sync: bool = False,
+    resync_debug: ResyncDump | None = None,
 ) -> NRTCache:
     """The cache these arguments select. `profile_names`: the scheduler names of this daemon's profiles (pods bound
-    under any other name are foreign to the overreserve cache); `wait_for_sync`: see `make_nrt_cache`."""
+    under any other name are foreign to the overreserve cache); `wait_for_sync`: see `make_nrt_cache`;
+    `resync_debug`: where the overreserve cache records its resync checks (`PFP_STATUS_DUMP`)."""
     return make_nrt_cache(
         args.cache_mode,
         on_change,
@@ -43,6 +46,7 @@ def nrt_cache(
         resync_method=args.resync_method,
         informer_mode=args.informer_mode,
         resync_scope=args.resync_scope,
+        resync_debug=resync_debug,
     )
 
 
@@ -57,6 +61,7 @@ def make_nrt_cache(
     informer_mode: str = "Dedicated",
     resync_scope: str = "All",
     wait_for_sync: bool = False,
+    resync_debug: ResyncDump | None = None,
 ) -> NRTCache:
     """A cache by mode name (one of `MODES`). `wait_for_sync`: knuma's cache seeds its shadows only when the daemon
     calls `informers_synced` (a daemon starting on a running cluster); otherwise at each node's first NRT."""
@@ -77,5 +82,6 @@ def make_nrt_cache(
             resync_method=resync_method,
             informer_mode=informer_mode,
             resync_scope=resync_scope,
+            debug=resync_debug,
         )
     raise ValueError(f"unknown NRT cache mode {mode!r}; expected one of {', '.join(MODES)}")

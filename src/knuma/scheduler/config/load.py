@@ -30,6 +30,7 @@ from typing import Any
 from knuma.duration import format_duration
 from knuma.manifests import ManifestError, load_documents
 from knuma.scheduler.cache.interface import NRTCache
+from knuma.scheduler.cache.resyncdebug import ResyncDump
 from knuma.scheduler.cache.select import nrt_cache
 from knuma.scheduler.config.document import read_configuration
 from knuma.scheduler.config.model import (
@@ -183,10 +184,13 @@ def build_profiles(
     return {p.scheduler_name: build_profile(p, nrt, devices) for p in config.profiles}
 
 
-def build_nrt_cache(config: SchedulerConfiguration) -> NRTCache:
+def build_nrt_cache(config: SchedulerConfiguration, resync_debug: ResyncDump | None = None) -> NRTCache:
     """The daemon's one NRT cache, selected by the topology-aware profiles' NodeResourceTopologyMatch args as
-    upstream selects it (`knuma.scheduler.cache.select`); pods bound under any other scheduler name are foreign."""
-    return nrt_cache(config.nrt_cache_args, profile_names=config.scheduler_names, wait_for_sync=True)
+    upstream selects it (`knuma.scheduler.cache.select`); pods bound under any other scheduler name are foreign.
+    `resync_debug`: the resync debug dump (`PFP_STATUS_DUMP`), used by the overreserve cache."""
+    return nrt_cache(
+        config.nrt_cache_args, profile_names=config.scheduler_names, wait_for_sync=True, resync_debug=resync_debug
+    )
 
 
 # -- the human summary (`knuma scheduler --check-config`) ------------------------------------------------------

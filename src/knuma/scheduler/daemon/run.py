@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
 
 from knuma.kube.client import async_http
 from knuma.kube.leaderelection import LeaseConfig
+from knuma.scheduler.cache.resyncdebug import ResyncDump
 from knuma.scheduler.config.load import build_nrt_cache, build_profiles
 from knuma.scheduler.config.model import SchedulerConfiguration
 from knuma.scheduler.daemon.health import HealthServer
@@ -77,7 +79,7 @@ def run(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
 async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
     settings = daemon_settings(configuration, flags)
     http = async_http(flags.kubeconfig or configuration.client_connection.kubeconfig or None, flags.context)
-    nrt = build_nrt_cache(configuration)
+    nrt = build_nrt_cache(configuration, ResyncDump.from_env(os.environ))
     daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt)
     health = HealthServer(daemon)
     try:
