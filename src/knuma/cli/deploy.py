@@ -256,7 +256,6 @@ def _cluster_command(
     delete_crd_in_use: bool = False,
 ) -> None:
     import httpx2
-    from lightkube import ApiError
 
     from knuma.deploy import cluster
     from knuma.deploy.detect import DetectError, detect
@@ -301,7 +300,7 @@ def _cluster_command(
         fail(f"{action} failed:\n{err}", FAILURE)
     except (httpx2.HTTPError, kube_errors.Unavailable) as err:
         fail(unreachable(err), FAILURE)
-    except (ApiError, kube_errors.KubeApiError, DetectError) as err:
+    except (kube_errors.KubeApiError, DetectError) as err:
         fail(f"{action} failed: {err}", FAILURE)
     finally:
         progress.stop()

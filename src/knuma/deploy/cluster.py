@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
 from knuma.deploy.objects import Manifest
@@ -27,7 +27,7 @@ from knuma.errors import OperationFailed
 from knuma.kube import rest
 from knuma.kube.apply import Change, Outcome, apply_object, delete_object, object_lines, stripped
 from knuma.kube.client import http_client, load_config, sync_client
-from knuma.kube.errors import NotFound
+from knuma.kube.errors import KubeApiError, NotFound
 from knuma.kube.resources import RestMapper, UnknownKindError, object_ref
 from knuma.kube.wait import Readiness, WaitTimeout, wait_for
 
@@ -91,8 +91,8 @@ def control_plane_replicas(client: Client) -> int:
 
 def _error(action: str, obj: Manifest, err: Exception) -> str:
     reason = str(err)
-    if isinstance(err, ApiError):
-        reason = f"{err.status.reason or err.status.code}: {err.status.message}"
+    if isinstance(err, KubeApiError):
+        reason = err.summary
     return f"{action} {object_ref(obj)}: {reason}"
 
 
@@ -120,7 +120,7 @@ def deploy(
                     outcome = apply_object(
                         session.client, session.mapper, obj, field_manager=FIELD_MANAGER, dry_run=dry_run
                     )
-            except (ApiError, UnknownKindError) as err:
+            except (KubeApiError, UnknownKindError) as err:
                 raise ClusterError(_error("cannot apply", obj, err) + _after(outcomes)) from err
             if dry_run and obj["kind"] == "Namespace" and outcome.change is Change.CREATED:
                 new_namespaces.add(obj["metadata"]["name"])
@@ -220,7 +220,7 @@ def remove(
                 outcome = delete_object(session.client, session.mapper, obj, dry_run=dry_run)
             except UnknownKindError:
                 outcome = Outcome(object_ref(obj), Change.ABSENT)  # a kind the cluster does not serve has no objects
-            except ApiError as err:
+            except KubeApiError as err:
                 failures.append(_error("cannot delete", obj, err))
                 continue
             outcomes.append(outcome)

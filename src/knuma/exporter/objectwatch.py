@@ -15,13 +15,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection
 
-import httpx2
 from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
 from lightkube.operators import BinaryOperator, SequenceOperator
 
 from knuma.exporter.publisher import NRT
-from knuma.kube.client import transport_error
+from knuma.kube.client import lightkube_errors
+from knuma.kube.errors import Forbidden, KubeApiError
 
 __all__ = ["watch_for_deletion"]
 
@@ -44,35 +43,30 @@ async def watch_for_deletion(
     serving, first = True, True
     while True:
         try:
-            listed = {str(obj.metadata.name) async for obj in client.list(NRT, fields=fields) if obj.metadata}
-            if not serving:
-                log.info("NodeResourceTopology objects can be listed again (CRD re-created?): publishing again")
-                gone(None)
-            elif not first:  # at start, publishing the missing objects is the caller's first job anyway
-                for name in set(names or ()) - listed:
-                    gone(name)
-            serving, first = True, False
-            async for event, obj in client.watch(NRT, fields=fields):
-                if event == "DELETED" and obj.metadata is not None and obj.metadata.name:
-                    log.info("NodeResourceTopology %s was deleted: publishing it again", obj.metadata.name)
-                    gone(str(obj.metadata.name))
+            with lightkube_errors():
+                listed = {str(obj.metadata.name) async for obj in client.list(NRT, fields=fields) if obj.metadata}
+                if not serving:
+                    log.info("NodeResourceTopology objects can be listed again (CRD re-created?): publishing again")
+                    gone(None)
+                elif not first:  # at start, publishing the missing objects is the caller's first job anyway
+                    for name in set(names or ()) - listed:
+                        gone(name)
+                serving, first = True, False
+                async for event, obj in client.watch(NRT, fields=fields):
+                    if event == "DELETED" and obj.metadata is not None and obj.metadata.name:
+                        log.info("NodeResourceTopology %s was deleted: publishing it again", obj.metadata.name)
+                        gone(str(obj.metadata.name))
         except asyncio.CancelledError:
             raise
-        except ApiError as err:
-            if err.status.code == 403:
-                log.warning(
-                    "not allowed to list/watch NodeResourceTopology objects (%s): a deleted object comes back only "
-                    "at the next resync; grant list and watch on noderesourcetopologies to fix this",
-                    err.status.message,
-                )
-                return
+        except Forbidden as err:
+            log.warning(
+                "not allowed to list/watch NodeResourceTopology objects (%s): a deleted object comes back only "
+                "at the next resync; grant list and watch on noderesourcetopologies to fix this",
+                err.message,
+            )
+            return
+        except (KubeApiError, OSError, ValueError) as err:
             if serving:
                 log.info("NodeResourceTopology objects cannot be watched (%s); retrying every %.0fs", err, retry)
-            serving = False
-            await asyncio.sleep(retry)
-        except (httpx2.HTTPError, OSError, ValueError) as err:
-            if serving:
-                problem = transport_error(err) if isinstance(err, httpx2.HTTPError) else err
-                log.info("NodeResourceTopology objects cannot be watched (%s); retrying every %.0fs", problem, retry)
             serving = False
             await asyncio.sleep(retry)

@@ -4,7 +4,8 @@ Apply is idempotent: an object whose applied fields already hold the desired val
 skips no-op applies, so its resourceVersion stays), which is how `created` / `configured` / `unchanged` are told
 apart. Conflicts with other field managers are forced: the deployer owns the fields it renders, and a re-run must
 converge after someone edited them. With `dry_run`, the server computes the result without storing it, and the
-report carries a diff against the live object.
+report carries a diff against the live object. A failure is the `knuma.kube.errors` class for the server's
+answer (`Forbidden`, `Invalid`, `Unavailable`...), as on every other request path.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.types import CascadeType
 
+from knuma.kube.client import lightkube_errors
+from knuma.kube.errors import NotFound
 from knuma.kube.resources import RestMapper, object_ref
 
 __all__ = ["Change", "Outcome", "apply_object", "delete_object", "get_object", "object_lines", "stripped"]
@@ -85,11 +88,10 @@ def get_object(client: Client, mapper: RestMapper, obj: dict[str, Any]) -> dict[
     resource = mapper.resource_for(obj["apiVersion"], obj["kind"])
     md = obj["metadata"]
     try:
-        live = client.get(resource.lightkube_class(), md["name"], namespace=md.get("namespace"))
-    except ApiError as err:
-        if err.status.code == 404:
-            return None
-        raise
+        with lightkube_errors():
+            live = client.get(resource.lightkube_class(), md["name"], namespace=md.get("namespace"))
+    except NotFound:
+        return None
     return dict(live)
 
 
@@ -100,14 +102,15 @@ def apply_object(
     cls = resource.lightkube_class()
     ref = object_ref(obj)
     live = get_object(client, mapper, obj)
-    result = dict(
-        client.apply(
-            cls(obj),  # the namespace comes from the object's metadata
-            field_manager=field_manager,
-            force=True,
-            dry_run=dry_run,
+    with lightkube_errors():
+        result = dict(
+            client.apply(
+                cls(obj),  # the namespace comes from the object's metadata
+                field_manager=field_manager,
+                force=True,
+                dry_run=dry_run,
+            )
         )
-    )
     if live is None:
         return Outcome(ref, Change.CREATED, _diff(ref, None, stripped(result)) if dry_run else [])
     if dry_run:
@@ -125,15 +128,14 @@ def delete_object(client: Client, mapper: RestMapper, obj: dict[str, Any], *, dr
     md = obj["metadata"]
     ref = object_ref(obj)
     try:
-        client.delete(
-            resource.lightkube_class(),
-            md["name"],
-            namespace=md.get("namespace") if resource.namespaced else None,
-            cascade=CascadeType.BACKGROUND,
-            dry_run=dry_run,
-        )
-    except ApiError as err:
-        if err.status.code == 404:
-            return Outcome(ref, Change.ABSENT)
-        raise
+        with lightkube_errors():
+            client.delete(
+                resource.lightkube_class(),
+                md["name"],
+                namespace=md.get("namespace") if resource.namespaced else None,
+                cascade=CascadeType.BACKGROUND,
+                dry_run=dry_run,
+            )
+    except NotFound:
+        return Outcome(ref, Change.ABSENT)
     return Outcome(ref, Change.DELETED)

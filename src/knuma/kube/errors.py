@@ -60,6 +60,14 @@ class KubeApiError(OperationFailed):
         answer = f"HTTP {status} {reason}".rstrip() if status is not None else "no answer"
         super().__init__(f"{method} {url}: {answer}: {message}")
 
+    @property
+    def summary(self) -> str:
+        """The server's answer without the request (`Forbidden: ...`), for a line that already names the object;
+        with no answer at all, the whole message (it names the server that could not be reached)."""
+        if self.status is None:
+            return str(self)
+        return f"{self.reason or self.status}: {self.message}"
+
 
 class Unauthorized(KubeApiError):
     """401: the credentials are missing, wrong or expired (check the kubeconfig's token or certificate)."""

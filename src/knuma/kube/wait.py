@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.core_v1 import Event, Pod
 
 from knuma.errors import OperationFailed
 from knuma.kube.apply import get_object
+from knuma.kube.client import lightkube_errors
+from knuma.kube.errors import KubeApiError
 from knuma.kube.resources import RestMapper, object_ref
 
 __all__ = ["Readiness", "WaitTimeout", "readiness", "wait_for"]
@@ -94,9 +96,10 @@ def why_not_ready(client: Client, obj: dict[str, Any]) -> list[str]:
     selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     pod_names: set[str] = set()
     try:
-        pods = list(client.list(Pod, namespace=ns, labels=selector))
-    except ApiError as err:
-        return [f"cannot list its pods: {err.status.message}"]
+        with lightkube_errors():
+            pods = list(client.list(Pod, namespace=ns, labels=selector))
+    except KubeApiError as err:
+        return [f"cannot list its pods: {err.message}"]
     if not pods:
         lines.append("no pods created")
     for pod in pods[:10]:
@@ -114,14 +117,15 @@ def why_not_ready(client: Client, obj: dict[str, Any]) -> list[str]:
                 reasons.append(f"{cs.name} {waiting.reason}: {waiting.message or ''}".rstrip(": "))
         lines.append(f"pod {name}: {phase}" + (f" ({'; '.join(reasons)})" if reasons else ""))
     try:
-        events = [
-            e
-            for e in client.list(Event, namespace=ns)
-            if e.type == "Warning"
-            and e.involvedObject is not None
-            and (e.involvedObject.name == md.get("name") or e.involvedObject.name in pod_names)
-        ]
-    except ApiError:
+        with lightkube_errors():
+            events = [
+                e
+                for e in client.list(Event, namespace=ns)
+                if e.type == "Warning"
+                and e.involvedObject is not None
+                and (e.involvedObject.name == md.get("name") or e.involvedObject.name in pod_names)
+            ]
+    except KubeApiError:
         events = []
     for event in events[-5:]:
         lines.append(f"event {event.involvedObject.kind}/{event.involvedObject.name}: {event.reason}: {event.message}")

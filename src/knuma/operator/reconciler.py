@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube import ApiError as LightkubeError
-
 from knuma.api.numaresources import (
     API_VERSION,
     OPERATOR_NAME,
@@ -77,8 +75,8 @@ def _now() -> str:
 
 
 def _reason(err: Exception) -> str:
-    if isinstance(err, LightkubeError):
-        return f"{err.status.reason or err.status.code}: {err.status.message}"
+    if isinstance(err, KubeApiError):
+        return err.summary
     return str(err)
 
 
@@ -183,7 +181,7 @@ class Reconciler:
         for obj in objects:
             try:
                 outcome = apply_object(self.session.client, self.session.mapper, obj, field_manager=FIELD_MANAGER)
-            except (LightkubeError, UnknownKindError) as err:
+            except (KubeApiError, UnknownKindError) as err:
                 raise _ApplyError(f"cannot apply {object_ref(obj)}: {_reason(err)}") from err
             if outcome.change is not Change.UNCHANGED:
                 changed.append(f"{outcome.ref} {outcome.change}")
