@@ -86,6 +86,7 @@ def test_render_reads_the_updater_config_file(tmp_path: Path) -> None:
         (["render", "--updater-sync-period", "soon"], "invalid --updater-sync-period 'soon'"),
         (["render", "-o", "xml"], "unknown output format 'xml'"),
         (["render", "--updater-scc", "v3"], "invalid --updater-scc 'v3'"),
+        (["render", "--updater-type", "RTE", "--updater-dra-devices"], "--updater-dra-devices needs the knuma updater"),
     ],
 )
 def test_render_rejects_bad_input_with_exit_2(args: list[str], message: str) -> None:

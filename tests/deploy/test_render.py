@@ -178,6 +178,22 @@ def test_knuma_exporter_rbac_is_exactly_what_it_uses() -> None:
     }
 
 
+def test_knuma_exporter_with_dra_devices_may_list_and_watch_slices_and_claims_and_nothing_more() -> None:
+    """`--dra-devices` runs two informers (knuma.exporter.drawatch): this node's ResourceSlices and every
+    ResourceClaim (their allocations say which devices are taken); without the rule it would log 403s forever."""
+    plain = _rules(render([Component.UPDATER], DeployOptions()), "ClusterRole", "knuma-exporter")
+    with_dra = _rules(
+        render([Component.UPDATER], DeployOptions(updater_dra_devices=True)), "ClusterRole", "knuma-exporter"
+    )
+    assert with_dra - plain == {
+        ("resource.k8s.io", resource, verb, "")
+        for resource in ("resourceslices", "resourceclaims")
+        for verb in ("list", "watch")
+    }
+    assert "--dra-devices" in _exporter(DeployOptions(updater_dra_devices=True))["args"]
+    assert "--dra-devices" not in _exporter(DeployOptions())["args"]
+
+
 def _exporter(options: DeployOptions) -> dict[str, Any]:
     ds = next(o for o in render([Component.UPDATER], options) if o["kind"] == "DaemonSet")
     container: dict[str, Any] = ds["spec"]["template"]["spec"]["containers"][0]
@@ -186,8 +202,12 @@ def _exporter(options: DeployOptions) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "options",
-    [DeployOptions(), DeployOptions(updater_notifications=True, updater_config="x: 1\n", updater_pfp=False)],
-    ids=["default", "notify-config-nopfp"],
+    [
+        DeployOptions(),
+        DeployOptions(updater_notifications=True, updater_config="x: 1\n", updater_pfp=False),
+        DeployOptions(updater_dra_devices=True),
+    ],
+    ids=["default", "notify-config-nopfp", "dra-devices"],
 )
 def test_exporter_args_are_real_knuma_exporter_flags(options: DeployOptions) -> None:
     """The DaemonSet's command line parses with `knuma exporter`'s own parser (an unknown flag would crash-loop)."""
@@ -205,6 +225,7 @@ def test_exporter_args_are_real_knuma_exporter_flags(options: DeployOptions) -> 
     assert params["sleep_interval"] == "10s"
     assert params["pods_fingerprint"] is options.updater_pfp
     assert (params["notify_file"] is not None) is options.updater_notifications
+    assert params["dra_devices"] is options.updater_dra_devices
     assert (params["config"] == "/etc/knuma-exporter/config.yaml") is (options.updater_config is not None)
     assert container["env"][0]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     with pytest.raises(Exception, match="No such option: --no-such-flag"):

@@ -55,6 +55,12 @@ _PFP = typer.Option(
     True, "--updater-pfp-enable/--no-updater-pfp-enable", help="Publish the pods fingerprint (scheduler cache)."
 )
 _NOTIF = typer.Option(False, "--updater-notif-enable", help="Updater notify file (event-driven updates).")
+_DRA = typer.Option(
+    False,
+    "--updater-dra-devices",
+    help="knuma updater only: publish each NUMA zone's DRA devices (`knuma exporter --dra-devices`), with list and "
+    "watch on resourceslices and resourceclaims in its ClusterRole.",
+)
 _SCC = typer.Option("v2", "--updater-scc", help="OpenShift SecurityContextConstraints version: v1 or v2.")
 _UPDATER_VERBOSE = typer.Option(1, "--updater-verbose", help="Upstream updater -v.")
 _IMAGE = typer.Option(None, "--image", help="knuma image [env KNUMA_IMAGE].")
@@ -105,6 +111,11 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
     updater = {v.value.lower(): v for v in UpdaterType}.get(flags["updater_type"].lower())
     if updater is None:
         raise OptionsError(f"{flags['updater_type']!r} is invalid updater type: expected knuma, RTE or NFD")
+    if flags["updater_dra_devices"] and updater is not UpdaterType.KNUMA:
+        raise OptionsError(
+            f"--updater-dra-devices needs the knuma updater (--updater-type knuma): {updater.value} does not publish "
+            "DRA devices"
+        )
     config = None
     if flags["rte_config_file"]:
         try:
@@ -136,6 +147,7 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
         updater_sync_period=parse_duration(flags["updater_sync_period"], "--updater-sync-period"),
         updater_pfp=flags["updater_pfp_enable"],
         updater_notifications=flags["updater_notif_enable"],
+        updater_dra_devices=flags["updater_dra_devices"],
         updater_config=config,
         updater_scc=flags["updater_scc"],
         ctrlplane_affinity=flags["sched_ctrlplane_affinity"],
@@ -176,6 +188,7 @@ def render(
     updater_sync_period: str = _SYNC,
     updater_pfp_enable: bool = _PFP,
     updater_notif_enable: bool = _NOTIF,
+    updater_dra_devices: bool = _DRA,
     updater_scc: str = _SCC,
     updater_verbose: int = _UPDATER_VERBOSE,
     image: str | None = _IMAGE,
@@ -328,6 +341,7 @@ def deploy(
     updater_sync_period: str = _SYNC,
     updater_pfp_enable: bool = _PFP,
     updater_notif_enable: bool = _NOTIF,
+    updater_dra_devices: bool = _DRA,
     updater_scc: str = _SCC,
     updater_verbose: int = _UPDATER_VERBOSE,
     image: str | None = _IMAGE,
@@ -365,6 +379,7 @@ def remove(
     updater_sync_period: str = _SYNC,
     updater_pfp_enable: bool = _PFP,
     updater_notif_enable: bool = _NOTIF,
+    updater_dra_devices: bool = _DRA,
     updater_scc: str = _SCC,
     updater_verbose: int = _UPDATER_VERBOSE,
     image: str | None = _IMAGE,
@@ -531,6 +546,7 @@ def images(
         updater_sync_period="10s",
         updater_pfp_enable=True,
         updater_notif_enable=False,
+        updater_dra_devices=False,
         updater_scc="v2",
         sched_ctrlplane_affinity=True,
         sched_leader_elect_resource="",

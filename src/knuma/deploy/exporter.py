@@ -60,6 +60,8 @@ def exporter_args(options: DeployOptions) -> list[str]:
     ]
     if options.updater_notifications:
         args.append(f"--notify-file={HOST_NOTIFY_DIR}/notify")
+    if options.updater_dra_devices:
+        args.append("--dra-devices")
     if options.updater_config is not None:
         args.append(f"--config={CONFIG_DIR}/{CONFIG_KEY}")
     return args
@@ -113,17 +115,16 @@ def _pod_spec(options: DeployOptions) -> dict[str, Any]:
 def render_knuma_exporter(options: DeployOptions) -> list[Manifest]:
     ns = updater_namespace(options)
     pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
+    rules = [
+        rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "list", "patch", "watch"]),
+        rule([""], ["nodes"], ["get"]),
+    ]
+    if options.updater_dra_devices:  # knuma.exporter.drawatch: this node's slices, every claim's allocation
+        rules.append(rule(["resource.k8s.io"], ["resourceslices", "resourceclaims"], ["list", "watch"]))
     objects: list[Manifest] = [
         namespace(ns, COMPONENT, extra_labels=POD_SECURITY_PRIVILEGED),
         service_account(NAME, ns, COMPONENT),
-        cluster_role(
-            NAME,
-            COMPONENT,
-            [
-                rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "list", "patch", "watch"]),
-                rule([""], ["nodes"], ["get"]),
-            ],
-        ),
+        cluster_role(NAME, COMPONENT, rules),
         cluster_role_binding(NAME, COMPONENT, NAME, NAME, ns),
         *network_policies(NAME, ns, COMPONENT, pod_labels, ingress_ports=[("metrics", METRICS_PORT)]),
     ]

@@ -155,6 +155,9 @@ class DeployOptions:
     """The updater's `--sleep-interval`; 0 disables periodic updates."""
     updater_pfp: bool = True
     updater_notifications: bool = False
+    updater_dra_devices: bool = False
+    """`knuma exporter --dra-devices`: publish each zone's DRA devices (ResourceSlices with a NUMA attribute), which
+    needs list and watch on resourceslices and resourceclaims (added to the exporter's ClusterRole)."""
     updater_config: str | None = None
     """Contents of `--rte-config-file`, put in a ConfigMap the updater reads."""
     updater_scc: str = "v2"
