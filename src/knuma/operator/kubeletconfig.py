@@ -16,8 +16,13 @@ node group:
 Distilled settings: the Topology Manager policy, scope and policy options, the CPU manager policy and policy options,
 the memory manager policy and the reserved CPUs (`kubelet:` section; knuma's exporter reads all of them, RTE reads the
 first two). The exporter watches the file, and the kubelet updates a mounted ConfigMap in place, so a kubelet change
-reaches the published NRT attributes without restarting anything: within the operator's resync period (configz
-changes raise no event) plus the kubelet's ConfigMap sync period.
+reaches the published NRT attributes without restarting anything.
+
+When the operator looks: upstream's controller reconciles on KubeletConfig events. knuma's manager
+(`knuma.operator.manager`) watches KubeletConfigs where the cluster serves them and Nodes, and a pass follows any
+KubeletConfig change and any Node change `node_signature` says matters (a node added to or removed from a group, a
+reboot, new reservations); configz itself raises no event, so a kubelet reconfigured in place without any of those is
+picked up by the periodic resync (`--resync-period`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from knuma.kube.configz import ConfigzError, read_configz_many
 from knuma.kube.errors import Forbidden, NotFound
 
 __all__ = [
+    "KUBELETCONFIGS_PATH",
     "KUBELET_KEYS",
     "LABEL_NAME",
     "LABEL_POOL",
@@ -46,6 +52,7 @@ __all__ = [
     "distil",
     "group_selector",
     "kubeletconfig_for_pool",
+    "node_signature",
     "read_group_kubelet",
     "read_openshift_sources",
     "render_config",
@@ -65,6 +72,7 @@ KUBELET_KEYS = (
 LABEL_NAME = "numaresourcesoperator.nodetopology.openshift.io/name"
 LABEL_POOL = "nodegroup.nodetopology.openshift.io/machineconfigpool"
 _MCO = "/apis/machineconfiguration.openshift.io/v1"
+KUBELETCONFIGS_PATH = f"{_MCO}/kubeletconfigs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +166,26 @@ def kubeletconfig_for_pool(kubeletconfigs: Sequence[JsonObj], pools: Sequence[Js
     return None
 
 
+def node_signature(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of a Node can change a group's kubelet settings, for the Node watch: its labels (group membership), its
+    capacity and allocatable (`reservedSystemCPUs` and the memory reservations change them), its `nodeInfo` (a reboot
+    changes `bootID`, a kubelet upgrade the version) and its conditions' status and transition times (a kubelet
+    restart that takes long enough flips Ready). Heartbeats (`lastHeartbeatTime`, a new resourceVersion) change
+    nothing here, so the many status updates of a large cluster do not each cost a pass."""
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    conditions = tuple(
+        (c.get("type"), c.get("status"), c.get("lastTransitionTime")) for c in status.get("conditions") or ()
+    )
+    return (
+        tuple(sorted((meta.get("labels") or {}).items())),
+        repr(status.get("capacity")),
+        repr(status.get("allocatable")),
+        repr(status.get("nodeInfo")),
+        conditions,
+    )
+
+
 def _list(http: httpx2.Client, path: str, params: Mapping[str, str] | None = None) -> list[JsonObj] | None:
     try:
         listed = rest.request_sync(http, "GET", path, params=dict(params or {}))
@@ -168,7 +196,7 @@ def _list(http: httpx2.Client, path: str, params: Mapping[str, str] | None = Non
 
 def read_openshift_sources(http: httpx2.Client) -> tuple[list[JsonObj], list[JsonObj]]:
     """KubeletConfigs and MachineConfigPools, or empty lists where the cluster does not serve (or show) them."""
-    return _list(http, f"{_MCO}/kubeletconfigs") or [], _list(http, f"{_MCO}/machineconfigpools") or []
+    return _list(http, KUBELETCONFIGS_PATH) or [], _list(http, f"{_MCO}/machineconfigpools") or []
 
 
 def read_group_kubelet(

@@ -2,9 +2,11 @@
 
 Informers (`knuma.kube.informer`) watch the two custom resources and the workloads and ConfigMaps the operator owns
 (label `nodetopology.openshift.io/owned-by`), so an edited CR or a deleted or edited DaemonSet is reconciled within
-a fraction of a second. Events are coalesced: a burst (our own applies included) gives one pass. Passes run in a
-worker thread, one at a time; a failing pass (API server unreachable) is logged and retried with backoff. `stop`
-ends the loop between passes (SIGINT / SIGTERM in the CLI).
+a fraction of a second; they also watch Nodes (changes that matter to the kubeletconfig controller only) and, where
+served, OpenShift KubeletConfigs, so a group's kubelet ConfigMap follows them promptly. Events are coalesced: a
+burst (our own applies included) gives one pass. Passes run in a worker thread, one at a time; a failing pass (API
+server unreachable) is logged and retried with backoff. `stop` ends the loop between passes (SIGINT / SIGTERM in
+the CLI).
 
 With a Lease (`knuma.kube.leaderelection`, client-go's rules), a replica waits to lead before it writes anything
 (CRDs included), checks it still leads before every pass, and stops with `OperatorLeaseLost` when it cannot renew in
@@ -36,6 +38,7 @@ from knuma.kube.informer import Backoff, Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.kube.wait import wait_for
 from knuma.operator.desired import OWNED_BY_LABEL
+from knuma.operator.kubeletconfig import KUBELETCONFIGS_PATH, node_signature
 from knuma.operator.metrics import OperatorMetrics
 from knuma.operator.reconciler import FIELD_MANAGER, Reconciler, Settings
 
@@ -95,6 +98,15 @@ class _Wake:
         self.event.set()
 
 
+class _NodeWake(_Wake):
+    """Wakes on Nodes added or deleted, and on updates that can change a group's kubelet settings
+    (`kubeletconfig.node_signature`), not on heartbeats."""
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if node_signature(old) != node_signature(new):
+            self.event.set()
+
+
 def _paths(namespace: str) -> list[tuple[str, str | None]]:
     return [
         (f"/apis/{API_VERSION}/{OPERATOR_PLURAL}", None),
@@ -103,6 +115,31 @@ def _paths(namespace: str) -> list[tuple[str, str | None]]:
         (f"/apis/apps/v1/namespaces/{namespace}/deployments", OWNED_BY_LABEL),
         (f"/api/v1/namespaces/{namespace}/configmaps", OWNED_BY_LABEL),
     ]
+
+
+async def _served(http: httpx2.AsyncClient, path: str) -> bool:
+    """Whether the cluster serves (and shows this user) a list: OpenShift's KubeletConfigs exist only there."""
+    try:
+        await rest.get(http, path, params={"limit": "1"})
+    except (NotFound, Forbidden):
+        return False
+    return True
+
+
+async def _informers(http: httpx2.AsyncClient, namespace: str, wake: asyncio.Event) -> list[Informer]:
+    """The watches that wake a pass: the custom resources and owned objects, Nodes (the kubeletconfig controller's
+    groups), and KubeletConfigs where the cluster serves them (checked once at start; the periodic resync reads them
+    anyway if their CRD appears later)."""
+    handler = _Wake(wake)
+    informers = [
+        Informer(http, path, handler, label_selector=selector, watch_timeout=60, on_error=log.warning)
+        for path, selector in _paths(namespace)
+    ]
+    informers.append(Informer(http, "/api/v1/nodes", _NodeWake(wake), watch_timeout=60, on_error=log.warning))
+    if await _served(http, KUBELETCONFIGS_PATH):
+        log.info("watching OpenShift KubeletConfigs")
+        informers.append(Informer(http, KUBELETCONFIGS_PATH, handler, watch_timeout=60, on_error=log.warning))
+    return informers
 
 
 async def run(
@@ -135,11 +172,7 @@ async def run(
         if loop_settings.install_crds:
             await asyncio.to_thread(install_crds, session)
         wake = asyncio.Event()
-        handler = _Wake(wake)
-        informers = [
-            Informer(http, path, handler, label_selector=selector, watch_timeout=60, on_error=log.warning)
-            for path, selector in _paths(settings.namespace)
-        ]
+        informers = await _informers(http, settings.namespace, wake)
         tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]
         reconciler = Reconciler(session, settings, metrics=metrics)
         backoff = Backoff(initial=1.0, maximum=30.0)

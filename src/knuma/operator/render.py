@@ -106,7 +106,8 @@ def operator_rules(namespace_name: str = DEFAULT_NAMESPACE) -> tuple[list[dict[s
         rule([GROUP], [f"{OPERATOR_PLURAL}/finalizers", f"{SCHEDULER_PLURAL}/finalizers"], ["update"]),
         rule([""], ["nodes"], ["get", "list", "watch"]),
         rule([""], ["nodes/proxy"], ["get"]),
-        rule(["machineconfiguration.openshift.io"], ["kubeletconfigs", "machineconfigpools"], ["get", "list"]),
+        rule(["machineconfiguration.openshift.io"], ["kubeletconfigs"], ["get", "list", "watch"]),
+        rule(["machineconfiguration.openshift.io"], ["machineconfigpools"], ["get", "list"]),
         rule(["apiextensions.k8s.io"], ["customresourcedefinitions"], ["create"]),
         rule(
             ["apiextensions.k8s.io"],
