@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
+
+from knuma.cli import completion
+from knuma.cli.output import Column
+
+if TYPE_CHECKING:  # numpy and the scheduler only when the command runs
+    from knuma.bench.throughput import BenchResult
+
+OUTPUTS = ("table", "wide", "json")
 
 
 def register(app: typer.Typer) -> None:
@@ -25,15 +34,21 @@ def bench(
         min=0,
         help="Pods timed in the worst case, every pod a shape never seen before, on a fresh cluster (0: skip).",
     ),
-    output: str = typer.Option("table", "-o", "--output", help="table or json."),
+    output: str = typer.Option(
+        "table",
+        "-o",
+        "--output",
+        help="table (fits the terminal), wide (every column) or json.",
+        autocompletion=completion.output_formats(*OUTPUTS),
+    ),
 ) -> None:
     """Schedule PODS pods on NODES nodes (filter + score + reserve on every node, no sampling) and report
     SchedulingThroughput, per-pod latency, and the speed-up over the straightforward implementation; the vectorised
     path without its per-shape cache is timed too, as the before/after comparison, and the worst case: every pod a
     new shape (target: 1000 pods/s at 5000 nodes)."""
-    if output not in ("table", "json"):
-        typer.echo(f"error: unknown output format {output!r}; use table or json", err=True)
-        raise typer.Exit(2)
+    from knuma.cli.output import output_format
+
+    output_format(output, OUTPUTS)
     try:
         zone_counts = tuple(int(z) for z in zones.split(",") if z.strip())
         if not zone_counts or any(z < 1 or z > 64 for z in zone_counts):
@@ -55,42 +70,59 @@ def bench(
     if output == "json":
         typer.echo(json.dumps(doc, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
+    _print_table(result, f"knuma bench: {nodes} nodes ({zones} NUMA zones), {pods} pods", wide=output == "wide")
 
-    table = Table(title=f"knuma bench: {nodes} nodes ({zones} NUMA zones), {pods} pods", title_justify="left")
-    for column in ("scheduler", "pods", "avg pods/s", "p50", "p90", "p99", "latency p50 ms", "latency p99 ms"):
-        table.add_column(column, justify="right" if column != "scheduler" else "left")
+
+COLUMNS = (
+    Column("scheduler"),
+    Column("pods", "right", drop=3),
+    Column("avg pods/s", "right"),
+    Column("p50", "right", drop=4),
+    Column("p90", "right", drop=5),
+    Column("p99", "right", drop=2),
+    Column("latency p50 ms", "right"),
+    Column("latency p99 ms", "right", drop=1),
+)
+"""The throughput percentiles go first on a narrow terminal; the average and the median latency stay."""
+
+
+def _print_table(result: BenchResult, title: str, *, wide: bool) -> None:
+    from knuma.cli.output import fitted_table, print_table, table_console
+
     k = result.knuma
-    table.add_row(
-        "knuma (vectorised)",
-        str(k.pods),
-        f"{k.average:.1f}",
-        f"{k.p50}",
-        f"{k.p90}",
-        f"{k.p99}",
-        f"{k.latency_ms['p50']}",
-        f"{k.latency_ms['p99']}",
-    )
+    rows = [
+        [
+            "knuma (vectorised)",
+            str(k.pods),
+            f"{k.average:.1f}",
+            f"{k.p50}",
+            f"{k.p90}",
+            f"{k.p99}",
+            f"{k.latency_ms['p50']}",
+            f"{k.latency_ms['p99']}",
+        ]
+    ]
     if result.uncached is not None:
         u = result.uncached
-        table.add_row("vectorised, no cache", str(u.pods), f"{u.average:.1f}", "", "", "", f"{u.latency_ms['p50']}", "")
+        rows.append(["vectorised, no cache", str(u.pods), f"{u.average:.1f}", "", "", "", f"{u.latency_ms['p50']}", ""])
     if result.new_shapes is not None:
         w = result.new_shapes
-        table.add_row(
-            "every pod a new shape",
-            str(w.pods),
-            f"{w.average:.1f}",
-            "",
-            "",
-            "",
-            f"{w.latency_ms['p50']}",
-            f"{w.latency_ms['p99']}",
+        rows.append(
+            [
+                "every pod a new shape",
+                str(w.pods),
+                f"{w.average:.1f}",
+                "",
+                "",
+                "",
+                f"{w.latency_ms['p50']}",
+                f"{w.latency_ms['p99']}",
+            ]
         )
     ref = result.reference
-    table.add_row(
-        "reference (per node)", str(ref.pods), f"{ref.average:.2f}", "", "", "", f"{ref.latency_ms['p50']}", ""
+    rows.append(
+        ["reference (per node)", str(ref.pods), f"{ref.average:.2f}", "", "", "", f"{ref.latency_ms['p50']}", ""]
     )
-    console = Console()
-    console.print(table)
-    console.print(f"speed-up: {result.speedup:.1f}x; scheduled {k.scheduled}/{k.pods} pods")
+    console = table_console()
+    print_table(console, fitted_table(COLUMNS, rows, width=console.width, wide=wide, title=title))
+    console.print(f"speed-up: {result.speedup:.1f}x; scheduled {k.scheduled}/{k.pods} pods", highlight=False)

@@ -12,7 +12,10 @@ import json
 
 import typer
 
+from knuma.cli import completion
 from knuma.cli.errors import fail
+
+OUTPUTS = ("table", "wide", "json")
 
 CHECK_ERROR = 3
 """The cluster could not be checked (0 and 1 are verdicts)."""
@@ -45,19 +48,25 @@ def check(
     stale_grace: str = typer.Option(
         "5s", "--stale-grace", help="How long a node whose NRT lags its pods gets to catch up before it is reported."
     ),
-    output: str = typer.Option("table", "-o", "--output", help="table or json."),
+    output: str = typer.Option(
+        "table",
+        "-o",
+        "--output",
+        help="table (fits the terminal), wide (every column, whole lines) or json.",
+        autocompletion=completion.output_formats(*OUTPUTS),
+    ),
 ) -> None:
     """Check the NUMA-aware scheduling stack: per node NRT present and fresh, NRT Topology Manager attributes equal
     to the kubelet's configz, exporter pod running; the scheduler Ready with NodeResourceTopologyMatch; its Pending
     pods and why; pods rejected with TopologyAffinityError / SMTAlignmentError and which scheduler placed them.
     Exit status 0 healthy, 1 problems found, 3 the cluster could not be checked."""
+    from knuma.cli.output import TextLayout, output_format, table_console
     from knuma.deploy.check import CheckAborted, CheckSettings, render_json, render_text, run_check
     from knuma.deploy.check.state import EXPORTER_SELECTORS
     from knuma.duration import parse_interval
     from knuma.kube.client import http_client
 
-    if output not in ("table", "json"):
-        fail(f"unknown output format {output!r}; use table or json")
+    output_format(output, OUTPUTS)
     grace = parse_interval(stale_grace, "--stale-grace")
     settings = CheckSettings(
         node_selector=node_selector,
@@ -73,7 +82,7 @@ def check(
     if output == "json":
         typer.echo(json.dumps(render_json(diagnosis), indent=2))
     else:
-        typer.echo(render_text(diagnosis), nl=False)
+        typer.echo(render_text(diagnosis, TextLayout.for_console(table_console(), wide=output == "wide")), nl=False)
     if not diagnosis.healthy:
         raise typer.Exit(1)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from knuma.cli.errors import fail
+
+if TYPE_CHECKING:
+    from knuma.cli.output import TextLayout
 
 # The allocator (CEL engine) is imported inside the commands: every `knuma` command imports this module at start-up.
 
@@ -70,10 +73,14 @@ def schedule(
 
         typer.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
     else:
-        typer.echo(_table(doc, verbose), nl=False)
+        from knuma.cli.output import TextLayout, table_console
+
+        typer.echo(_table(doc, verbose, TextLayout.for_console(table_console())), nl=False)
 
 
-def _table(doc: dict[str, Any], verbose: bool) -> str:
+def _table(doc: dict[str, Any], verbose: bool, layout: TextLayout) -> str:
+    """The prototype's sections; the node results' long lines (the reasons) wrap to the terminal, indented under
+    their node, as `knuma check`'s problems do."""
     import yaml
 
     prototype = "pod" not in doc
@@ -87,15 +94,17 @@ def _table(doc: dict[str, Any], verbose: bool) -> str:
         verbose_results = [node["verbose"] for node in doc["nodes"].values()]
         lines.append(yaml.safe_dump(verbose_results, sort_keys=True).rstrip())
     else:
+        results: list[str] = []
         for node in doc["nodes"].values():
-            lines.append(node["summary"])
+            results.append(node["summary"])
             if not prototype and node["reason"]:
                 exhausted = " (search budget exhausted)" if node["exhausted"] else ""
-                lines.append(f"    {node['stage']}{exhausted}: {node['reason']}")
+                results.append(f"    {node['stage']}{exhausted}: {node['reason']}")
             if verbose and not prototype:
                 for request, counts in node["stages"].items():
                     stages = ", ".join(f"{stage} {count}" for stage, count in counts.items())
-                    lines.append(f"    {request}: {stages}")
+                    results.append(f"    {request}: {stages}")
+        lines += layout.wrap(results)
     return "\n".join(lines) + "\n"
 
 

@@ -5,13 +5,19 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from knuma.cli import completion
 from knuma.cli.logopts import log_level_option, resolve
 
-__all__ = ["register"]
+if TYPE_CHECKING:  # rich and the local cluster are imported when the command runs
+    from rich.console import RenderableType
+
+    from knuma.local.up.summary import ClusterSummary
+
+__all__ = ["register", "summary_view"]
 
 
 def register(app: typer.Typer) -> None:
@@ -93,7 +99,7 @@ def up(
     from knuma.local.up.lock import DataDirInUse
     from knuma.local.up.options import UpError, UpOptions, nrt_period_seconds, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
-    from knuma.local.up.summary import ClusterSummary, line, table
+    from knuma.local.up.summary import line
 
     options = UpOptions(
         nodes=nodes,
@@ -159,7 +165,7 @@ def up(
 
     def show(summary: ClusterSummary) -> None:
         if live is not None:
-            live.update(table(summary, title))
+            live.update(summary_view(summary, title, err.width))
             return
         text = line(summary)
         if text != last[0]:
@@ -178,3 +184,24 @@ def up(
         if live is not None:
             live.stop()
     raise typer.Exit(code)
+
+
+def summary_view(summary: ClusterSummary, title: str, width: int) -> RenderableType:
+    """The live summary for a terminal `width` columns wide: `knuma.cli.output.fitted_table` leaves out the shape and
+    the policy first when the nodes' zones need the room, and says so under the table."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from knuma.cli.output import Column, fitted_table
+    from knuma.local.up.summary import COLUMNS, caption, table_rows
+
+    columns = [Column(header, "right" if justify == "right" else "left", drop) for header, justify, drop in COLUMNS]
+    fitted = fitted_table(
+        columns,
+        table_rows(summary),
+        width=width,
+        title=title,
+        caption=caption(summary),
+        shows_all="a wider terminal shows them",
+    )
+    return Group(fitted.table, Text(fitted.note)) if fitted.note else fitted.table

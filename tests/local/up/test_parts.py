@@ -13,7 +13,7 @@ from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec, nodes_of
 from knuma.local.up.options import UpError, UpOptions, resolve_cluster, save_cluster
 from knuma.local.up.stack import AWARE_PROFILE, UNAWARE_PROFILE, scheduler_configuration
-from knuma.local.up.summary import line, summarize, table
+from knuma.local.up.summary import COLUMNS, line, summarize, table_rows
 from knuma.scheduler.config.load import build_profiles, parse_config
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from tests.local.nodes.builders import guaranteed
@@ -80,7 +80,8 @@ def test_summary_counts_outcomes_and_free_cpus_per_zone() -> None:
     assert summary.ready_nodes == 1 and summary.nrts == 1
     assert summary.nodes[0].zones_cpu == ((5, 8), (8, 8)) and summary.nodes[0].pods == 1
     assert line(summary) == "nodes 1/1 Ready, NRT 1; pods: 1 Pending (unscheduled), 1 Running, 1 TopologyAffinityError"
-    assert table(summary, "t").row_count == 1
+    assert table_rows(summary) == [["w-0", "yes", "small", "single-numa-node", "1", "0: 5/8  1: 8/8"]]
+    assert len(COLUMNS) == len(table_rows(summary)[0])
 
 
 def test_data_dir_lock_names_its_holder_and_is_released(tmp_path: Path) -> None:

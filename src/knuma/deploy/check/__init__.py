@@ -17,10 +17,20 @@ import httpx2
 
 from knuma.deploy.check.gather import CheckAborted, gather, read_nrts, read_pods
 from knuma.deploy.check.nodes import stale_nodes
-from knuma.deploy.check.report import Diagnosis, diagnose, render_json, render_text
+from knuma.deploy.check.report import NATURAL, Diagnosis, Layout, diagnose, render_json, render_text
 from knuma.deploy.check.state import CheckSettings, ClusterState
 
-__all__ = ["CheckAborted", "CheckSettings", "ClusterState", "Diagnosis", "render_json", "render_text", "run_check"]
+__all__ = [
+    "NATURAL",
+    "CheckAborted",
+    "CheckSettings",
+    "ClusterState",
+    "Diagnosis",
+    "Layout",
+    "render_json",
+    "render_text",
+    "run_check",
+]
 
 
 def run_check(http: httpx2.Client, settings: CheckSettings, sleep: Callable[[float], None] = time.sleep) -> Diagnosis:

@@ -3,13 +3,19 @@
 The problem lines keep the deployer's / nrovalidate's `ERROR#NNN: Incorrect configuration of ...` format
 (`knuma.deploy.validate.format_issue`), each followed by a `fix:` line, and the last line is upstream's
 `PASSED>>` / `FAILED>>` verdict.
+
+The text's tables and lines are laid out by a `Layout`: `NATURAL` (whole rows, whole lines) for files such as `knuma
+gather`'s check.txt; the command line passes one fitted to the terminal (`knuma.cli.output`), which may leave out the
+columns marked optional here and wraps long lines. Verdicts (NRT, FRESH, the reasons, ERROR lines) are never left
+out.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from knuma.deploy.check.nodes import NodeRow, check_nodes
 from knuma.deploy.check.scheduling import (
@@ -23,7 +29,7 @@ from knuma.deploy.check.scheduling import (
 from knuma.deploy.check.state import ClusterState
 from knuma.deploy.validate import FAILED, PASSED, Issue, format_issue
 
-__all__ = ["Diagnosis", "diagnose", "render_json", "render_text"]
+__all__ = ["NATURAL", "Diagnosis", "Layout", "diagnose", "render_json", "render_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,46 +64,66 @@ def diagnose(state: ClusterState, scheduler_name: str) -> Diagnosis:
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return ["   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+class Layout(Protocol):
+    def table(self, columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+        """The lines of a table, each starting with `indent`. `columns`: (header, drop) pairs; drop 0 is always
+        shown, a higher drop may be left out on a narrow terminal (the highest first)."""
+        ...
+
+    def wrap(self, lines: Sequence[str]) -> list[str]:
+        """Prose lines, wrapped if the layout has a width."""
+        ...
 
 
-def render_text(diagnosis: Diagnosis) -> str:
-    lines = _table(
-        ["NODE", "NRT", "FRESH", "TOPOLOGY MANAGER", "EXPORTER"],
+class _Natural:
+    """Whole rows and lines: kubectl's column layout, three spaces apart."""
+
+    def table(self, columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+        header = [name for name, _ in columns]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        return [
+            indent + "   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+            for r in [header, *rows]
+        ]
+
+    def wrap(self, lines: Sequence[str]) -> list[str]:
+        return list(lines)
+
+
+NATURAL: Layout = _Natural()
+
+
+def render_text(diagnosis: Diagnosis, layout: Layout = NATURAL) -> str:
+    lines = layout.table(
+        [("NODE", 0), ("NRT", 0), ("FRESH", 0), ("TOPOLOGY MANAGER", 2), ("EXPORTER", 1)],
         [[r.node, r.nrt, r.fresh, r.topology_manager, r.exporter] for r in diagnosis.nodes],
     )
     lines.append("")
     sched = diagnosis.scheduler
     if sched.deployment:
         plugin = "NodeResourceTopologyMatch enabled" if sched.plugin else "NodeResourceTopologyMatch NOT enabled"
-        lines.append(
-            f"scheduler {diagnosis.scheduler_name}: Deployment {sched.deployment}, {sched.ready} ready, {plugin}"
+        lines += layout.wrap(
+            [f"scheduler {diagnosis.scheduler_name}: Deployment {sched.deployment}, {sched.ready} ready, {plugin}"]
         )
     else:
-        lines.append(f"scheduler {diagnosis.scheduler_name}: no Deployment runs this profile")
-    lines.append(f"pending pods of {diagnosis.scheduler_name}: {len(diagnosis.pending)}")
+        lines += layout.wrap([f"scheduler {diagnosis.scheduler_name}: no Deployment runs this profile"])
+    lines += layout.wrap([f"pending pods of {diagnosis.scheduler_name}: {len(diagnosis.pending)}"])
     if diagnosis.pending_reasons:
-        lines += [
-            "  " + line
-            for line in _table(
-                ["REASON", "NODES (summed over pods)"],
-                [[reason, str(n)] for reason, n in diagnosis.pending_reasons.most_common()],
-            )
-        ]
+        lines += layout.table(
+            [("REASON", 0), ("NODES (summed over pods)", 0)],
+            [[reason, str(n)] for reason, n in diagnosis.pending_reasons.most_common()],
+            indent="  ",
+        )
     lines.append(f"pods rejected at admission: {len(diagnosis.failed)}")
     if diagnosis.failed:
-        lines += [
-            "  " + line
-            for line in _table(
-                ["POD", "NODE", "REASON", "PLACED BY"],
-                [[f.pod, f.node, f.reason, f.scheduler] for f in diagnosis.failed],
-            )
-        ]
+        lines += layout.table(
+            [("POD", 0), ("NODE", 2), ("REASON", 0), ("PLACED BY", 1)],
+            [[f.pod, f.node, f.reason, f.scheduler] for f in diagnosis.failed],
+            indent="  ",
+        )
     lines.append("")
     for index, issue in enumerate(diagnosis.issues):
-        lines += [format_issue(index, issue), f"  fix: {issue.fix}"]
+        lines += layout.wrap([format_issue(index, issue), f"  fix: {issue.fix}"])
     lines.append(PASSED if diagnosis.healthy else FAILED)
     return "\n".join(lines) + "\n"
 

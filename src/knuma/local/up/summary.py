@@ -1,7 +1,8 @@
 """What `knuma up` shows while it runs: nodes, pods by outcome, and each node's free CPUs per NUMA zone.
 
 `summarize` is a pure function of the objects in the API server (Nodes, Pods, NodeResourceTopologies, Leases);
-`table` renders it for a terminal (refreshed in place) and `line` as one log line for pipes and files.
+`table_rows` and `caption` are what `knuma up` shows on a terminal (refreshed in place, fitted to its width by
+`knuma.cli.output`), and `line` is one log line for pipes and files.
 """
 
 from __future__ import annotations
@@ -10,15 +11,24 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rich.table import Table
-
 from knuma.api.nrt import NodeResourceTopology, NRTError
 from knuma.api.resources import CPU
 from knuma.api.types import JsonView
 
-__all__ = ["ClusterSummary", "NodeRow", "line", "summarize", "table"]
+__all__ = ["COLUMNS", "ClusterSummary", "NodeRow", "caption", "line", "summarize", "table_rows"]
 
 MAX_ROWS = 12
+
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("NODE", "left", 0),
+    ("READY", "left", 0),
+    ("SHAPE", "left", 2),
+    ("POLICY", "left", 1),
+    ("PODS", "right", 0),
+    ("FREE CPUS PER NUMA ZONE", "left", 0),
+)
+"""(header, justify, drop): the shape and the policy may be left out on a narrow terminal (`kubectl get nodes -L`
+and `kubectl get nrt` show them); the rest is the state the user watches."""
 
 
 @dataclass(frozen=True)
@@ -114,17 +124,19 @@ def line(summary: ClusterSummary) -> str:
     return text + (f"; restarted: {_restarts_text(summary)}" if summary.restarts else "")
 
 
-def table(summary: ClusterSummary, title: str) -> Table:
-    caption = f"pods: {_pods_text(summary)}" + (f"\nrestarted: {_restarts_text(summary)}" if summary.restarts else "")
-    grid = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    for column in ("NODE", "READY", "SHAPE", "POLICY", "PODS", "FREE CPUS PER NUMA ZONE"):
-        grid.add_column(column, justify="right" if column == "PODS" else "left")
+def caption(summary: ClusterSummary) -> str:
+    return f"pods: {_pods_text(summary)}" + (f"\nrestarted: {_restarts_text(summary)}" if summary.restarts else "")
+
+
+def table_rows(summary: ClusterSummary) -> list[list[str]]:
+    """One row per node (the first `MAX_ROWS`, then one for the rest), cells in `COLUMNS`' order."""
+    rows = []
     for row in summary.nodes[:MAX_ROWS]:
         zones = "  ".join(f"{zone}: {free}/{total}" for zone, (free, total) in enumerate(row.zones_cpu)) or "-"
-        grid.add_row(row.name, "yes" if row.ready else "no", row.shape, row.policy or "-", str(row.pods), zones)
+        rows.append([row.name, "yes" if row.ready else "no", row.shape, row.policy or "-", str(row.pods), zones])
     if len(summary.nodes) > MAX_ROWS:
         rest = summary.nodes[MAX_ROWS:]
-        grid.add_row(
-            f"... {len(rest)} more", f"{sum(r.ready for r in rest)} ready", "", "", str(sum(r.pods for r in rest)), ""
+        rows.append(
+            [f"... {len(rest)} more", f"{sum(r.ready for r in rest)} ready", "", "", str(sum(r.pods for r in rest)), ""]
         )
-    return grid
+    return rows
