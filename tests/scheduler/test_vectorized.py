@@ -298,3 +298,79 @@ def test_full_pcpus_only_nodes_stay_on_the_array_path_and_agree_with_the_plugin(
     feasible, _ = fast.filter_and_score(pod(8, 8))
     slow = [NodeResourceTopologyMatch().filter(CycleState(), pod(8, 8), n).ok for n in nodes]
     assert list(feasible) == slow == [False, True]
+
+
+# -- every pod a new shape (the per-shape cache never hits; every row evaluated in arrays) ----------------------------
+
+
+def odd_zone_node(rng: random.Random, index: int) -> NodeInfo:
+    """A single-numa-node node with a zone count the arrays pad (3, 5, 6) or fill (8), partly used, sometimes pod
+    scope, sometimes with devices or `full-pcpus-only`."""
+    zones = rng.choice([3, 5, 6, 8])
+    allocatable = {
+        z: {"cpu": rng.choice([4, 8, 12]) * 1000, "memory": rng.choice([8, 16]) * GI, **({DEVICE: 2} if z < 2 else {})}
+        for z in range(zones)
+    }
+    available = {
+        z: {
+            name: rng.randrange(0, amount + 1) if name != "cpu" else rng.randrange(0, amount // 1000 + 1) * 1000
+            for name, amount in resources.items()
+        }
+        for z, resources in allocatable.items()
+    }
+    scope = rng.choice([Scope.CONTAINER, Scope.POD])
+    topology = NodeTopology.build(f"odd{index}", allocatable, Policy.SINGLE_NUMA_NODE, scope, available=available)
+    if rng.random() < 0.2:
+        topology = replace(topology, cpu_manager=CPUManagerOptions(full_pcpus_only=True, cpus_per_core=2))
+    return NodeInfo(topology.name, allocatable=topology.available_total() | {"pods": 110}, topology=topology)
+
+
+def new_shape_pod(rng: random.Random, index: int) -> Pod:
+    """`random_pod`'s kinds with up to three containers, each container's memory unique to this pod."""
+    kind = rng.choice(["guaranteed"] * 5 + ["fractional", "burstable", "besteffort", "init"])
+    containers = []
+    for c in range(rng.choice([1, 1, 2, 3])):
+        limits = {"cpu": str(rng.choice([1, 2, 3, 4, 6])), "memory": f"{rng.choice([1, 2, 4]) * 1024 + index}Mi"}
+        if rng.random() < 0.2:
+            limits[DEVICE] = "1"
+        if kind == "fractional":
+            limits["cpu"] = f"{1000 + 10 * index + c}m"
+        resources: dict[str, object] = {"limits": limits}
+        if kind == "burstable":
+            resources = {"requests": {"cpu": f"{100 + index}m", "memory": limits["memory"]}, "limits": limits}
+        elif kind == "besteffort":
+            resources = {}
+        containers.append({"name": f"c{c}", "resources": resources})
+    spec: dict[str, object] = {"containers": containers}
+    if kind == "init":
+        spec["initContainers"] = [{"name": "setup", "resources": {"limits": {"cpu": "2", "memory": f"{index}Mi"}}}]
+    return Pod.from_manifest({"metadata": {"name": f"new{index}"}, "spec": spec})
+
+
+@pytest.mark.parametrize("strategy", list(StrategyType))
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_every_pod_a_new_shape_scores_every_node_as_schedule_one(seed: int, strategy: StrategyType) -> None:
+    """Randomized agreement where no pod shape repeats: every node's verdict and score from `filter_and_score` and
+    every decision from `schedule` equal `schedule_one`'s, as the cluster fills (odd zone counts, pod scope,
+    devices, `full-pcpus-only` included)."""
+    rng = random.Random(seed)
+    scoring = ScoringStrategy(strategy)
+    infos = random_cluster(rng, 16) + [odd_zone_node(rng, i) for i in range(16)]
+    fast = VectorizedScheduler(infos, scoring)
+    placed = 0
+    for index in range(70):
+        pod = new_shape_pod(rng, index)
+        want = schedule_one(default_profile(scoring, demand=fast.demand), pod, infos, explain=False)
+        if index % 2:  # a cold shape through filter_and_score: every row's verdict and score
+            feasible, scores = fast.filter_and_score(pod)
+            assert feasible.tolist() == [r.filter.ok for r in want.nodes], f"pod {index}: {pod}"
+            assert scores.tolist() == [r.score or 0 for r in want.nodes], f"pod {index}: {pod}"
+        decision = fast.schedule(pod)  # odd pods: from the cached rows; even ones: a cold shape
+        assert decision.node == want.selected, f"pod {index}: {pod}"
+        if want.selected is not None:
+            row = [i.name for i in infos].index(want.selected)
+            topology = infos[row].numa
+            infos[row] = assume(infos[row], pod, admit(pod, topology) if topology is not None else None)
+            placed += 1
+    assert placed > 20
+    assert [fast.node(i.name) for i in infos] == infos

@@ -54,6 +54,7 @@ import numpy.typing as npt
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod, QOSClass
 from knuma.api.resources import CPU, PODS, is_native, is_numa_affine
+from knuma.scheduler.fast.placement import ZonePlacement, padded_zones, place
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
@@ -292,7 +293,11 @@ class VectorizedScheduler:
                 self._demand_version = self.demand.version
                 self._shapes.clear()  # cached scores assumed the old sizes
         shape = self._shape(pod)
-        if len(shape.seen) < n:  # nodes were added since the shape was cached
+        if not len(shape.seen) and candidates is None:  # a new shape: every row, nothing to compare
+            shape.ranked = self._evaluate(pod, shape, slice(0, n))
+            shape.seen = self.version.copy()
+            return shape.ranked
+        if len(shape.seen) < n:  # nodes were added since the shape was cached (or a new shape, some rows asked)
             grow = n - len(shape.seen)
             shape.seen = np.concatenate([shape.seen, np.full(grow, -1, dtype=np.int64)])
             shape.ranked = np.concatenate([shape.ranked, np.full(grow, -1, dtype=np.int64)])
@@ -320,7 +325,6 @@ class VectorizedScheduler:
         return shape
 
     def _plan(self, pod: Pod) -> _Shape:
-        n = len(self._infos)
         request = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
         known = [name for name in request if name in self.index]
         vectors = self._exclusive(pod)
@@ -353,8 +357,6 @@ class VectorizedScheduler:
             else (),
             zone_requests=self._zone_requests([*(c.requests for c in pod.containers), pod.effective_request]),
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
-            ranked=np.full(n, -1, dtype=np.int64),
-            seen=np.full(n, -1, dtype=np.int64),
         )
 
     def _exclusive(self, pod: Pod) -> list[Int64Array] | None:
@@ -409,13 +411,16 @@ class VectorizedScheduler:
         has_nrt = self.has_nrt[rows]
         if shape.exclusive is not None:
             simple = self.simple_node[rows]
-            fast = np.flatnonzero(feasible & simple)
-            if len(fast):
-                sub = _select(rows, fast)
-                feasible[fast] = self._zone_fit(shape, sub) & self._smt_ok(shape, sub)
+            candidates = feasible & simple
+            if candidates.any():
+                # Every row at once (views, no gathers); the rows that are not candidates are masked out after.
+                placement = self._zone_placement(shape, rows)
+                smt = self._smt_ok(shape, rows)
+                fits = placement.fits if smt is None else placement.fits & smt
                 if shape.guaranteed:
-                    fast = fast[feasible[fast]]
-                    numa[fast] = self._zone_scores(pod, shape, _select(rows, fast))
+                    scored = candidates & fits
+                    numa = np.where(scored, self._zone_scores(pod, shape, rows, placement, scored), numa)
+                feasible &= ~simple | fits
             exact = np.flatnonzero(feasible & has_nrt & ~simple)
         else:
             exact = np.flatnonzero(feasible & has_nrt)
@@ -443,94 +448,92 @@ class VectorizedScheduler:
     def _node_fit(self, shape: _Shape, rows: Rows) -> BoolArray:
         """NodeResourcesFit's filter: each requested resource fits what is free (nodes without a Node object only
         check what their zones report), and there is room for one more pod."""
-        ok: BoolArray = self.max_pods[rows] > self.pod_counts[rows]
-        with_object = self.has_node_object[rows]
+        ok: BoolArray = self.has_room[rows]
         if shape.fit_missing:
-            ok &= ~with_object
-        if len(shape.fit_columns):
-            known = self.node_known[rows][:, shape.fit_columns]
-            fits = self.node_free[rows][:, shape.fit_columns] >= shape.fit_amounts
-            ok &= np.where(known, fits, ~with_object[:, None]).all(axis=1)
-        return ok
+            ok = ok & ~self.has_node_object[rows]
+        for column, amount in zip(shape.fit_columns.tolist(), shape.fit_amounts.tolist(), strict=True):
+            ok = ok & (self.fit_free[rows, column] >= amount)
+        return ok.copy() if ok.base is not None else ok
 
     def _fit_scores(self, shape: _Shape, rows: Rows) -> Int64Array:
         """NodeResourcesFit's LeastAllocated score over the non-zero requests (divisions in float64, exact for the
         `float_exact` rows; the others ask the plugin)."""
-        allocatable = self.scored_allocatable[rows]
-        requested = self.scored_requested[rows] + shape.non_zero
-        present = allocatable > 0
-        fraction = (allocatable - requested) * 100.0 / np.maximum(allocatable, 1)
-        scores = np.where(present & (requested <= allocatable), np.floor(fraction), 0.0)
-        weights = present * _FIT_WEIGHTS
-        total: Int64Array = np.floor((scores @ _FIT_WEIGHTS) / np.maximum(weights.sum(axis=1), 1)).astype(np.int64)
+        # (allocatable - requested) * 100 / allocatable where the request fits (0 otherwise, and 0 where the node has
+        # none of the resource: there the difference is positive only if nothing is requested), as the plugin does.
+        free = self.scored_free[rows] - shape.non_zero
+        scores = np.where(free >= 0, np.floor(free * 100.0 / self.scored_scale[rows]), 0.0)
+        total: Int64Array = np.floor((scores @ _FIT_WEIGHTS) / self.fit_divisor[rows]).astype(np.int64)
+        if self.float_exact[rows].all():
+            return total
         inexact = np.flatnonzero(~self.float_exact[rows])
         for i, row in zip(inexact.tolist(), _select(rows, inexact).tolist(), strict=True):
             total[i] = self._fit.score(CycleState(), shape.pod, self._infos[row])
         return total
 
-    def _zone_fit(self, shape: _Shape, rows: IntpArray) -> BoolArray:
-        """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds
-        all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does."""
-        return self._zone_placement(shape, rows)[0]
-
-    def _smt_ok(self, shape: _Shape, rows: IntpArray) -> BoolArray:
+    def _smt_ok(self, shape: _Shape, rows: Rows) -> BoolArray | None:
         """`full-pcpus-only` (`staticPolicy.Allocate`): every container's exclusive CPUs a multiple of the CPUs per
         core, and each within the free physical CPUs left when it is allocated, i.e. their running sum, so the whole
-        pod's, within the row's limit."""
-        ok: BoolArray = np.ones(len(rows), dtype=np.bool_)
+        pod's, within the row's limit. None: no such row, or no exclusive CPU (every row passes)."""
         counts = [c for c in shape.exclusive_cpu_counts if c]
-        if not counts:
-            return ok
+        limit = self.smt_limit[rows]
+        if not counts or not (limit < SMT_UNBOUNDED).any():
+            return None
+        ok: BoolArray = np.ones(len(limit), dtype=np.bool_)
         group = self.smt_group[rows]
         for count in counts:
             ok &= count % group == 0
-        ok &= sum(counts) <= self.smt_limit[rows]
+        ok &= sum(counts) <= limit
         return ok
 
-    def _stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
-        """`knuma.scheduler.plugins.stranding.stranding_penalty` on rows where the pod fits: per zone the
-        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs."""
-        taken = self._zone_cpu_taken(shape, rows) // 1000
-        before = self.whole_cpu_available[rows][:, :, self.cpu_index] // 1000
-        after = before - taken
-        fill = self.demand.fill_table(int(before.max(initial=0)))
-        added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
-        counted = (taken > 0) & (added > 0) & self.zone_strands[rows]
-        zone_cpus = np.maximum(self.zone_cpu_total[rows], 1)
-        per_zone = np.where(counted, STRANDING_WEIGHT * 100 * added // zone_cpus, 0)
-        penalty: Int64Array = per_zone.sum(axis=1)
+    def _stranding_penalty(self, shape: _Shape, rows: Rows, placement: ZonePlacement) -> Int64Array:
+        """`knuma.scheduler.plugins.stranding.stranding_penalty` (meaningful on rows where the pod fits): per zone the
+        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs. One
+        allocation (one container, or pod scope) touches one zone per row: only that zone is read."""
+        cpu = self._cpu_position(shape)
+        if cpu is None:
+            return np.zeros(len(placement.fits), dtype=np.int64)
+        free = self.whole_cpu_available[rows, :, self.cpu_index]
+        strands, zone_cpus = self.zone_strands[rows], self.zone_cpu_total[rows]
+        penalty: Int64Array = np.zeros(len(placement.fits), dtype=np.int64)
+        every = np.arange(len(placement.fits))
+        for zone, took, first in placement.touched(cpu):
+            before = free[every, zone] // 1000
+            taken = took // 1000
+            after = before - taken
+            fill = self.demand.fill_table(int(before.max(initial=0)))
+            added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
+            counted = first & (taken > 0) & (added > 0) & strands[every, zone]
+            charge = STRANDING_WEIGHT * 100 * added // np.maximum(zone_cpus[every, zone], 1)
+            penalty += np.where(counted, charge, 0)
         return penalty
 
-    def _zone_cpu_taken(self, shape: _Shape, rows: IntpArray) -> Int64Array:
-        """The milli-CPUs the pod takes from each zone (`[rows, zones]`; meaningful where it fits)."""
-        taken = self._zone_placement(shape, rows)[1]
-        cpu: IntpArray = (
-            np.flatnonzero(shape.exclusive_columns == self.cpu_index)
-            if self.cpu_index is not None
-            else np.zeros(0, dtype=np.intp)
-        )
-        if not len(cpu):
-            return np.zeros(taken.shape[:2], dtype=np.int64)
-        cpu_taken: Int64Array = taken[:, :, int(cpu[0])]
-        return cpu_taken
+    def _cpu_position(self, shape: _Shape) -> int | None:
+        """The position of the cpu column among the pod's exclusive columns (None: it pins no CPU)."""
+        if self.cpu_index is None:
+            return None
+        where = np.flatnonzero(shape.exclusive_columns == self.cpu_index)
+        return int(where[0]) if len(where) else None
 
-    def _device_stranding_penalty(self, shape: _Shape, rows: IntpArray) -> Int64Array:
+    def _device_stranding_penalty(
+        self, shape: _Shape, rows: Rows, placement: ZonePlacement, scored: BoolArray
+    ) -> Int64Array:
         """`knuma.scheduler.plugins.device_stranding.device_stranding_penalty` on rows where the pod fits: per device
         zone whose free amounts the placement changes, the increase in devices no recent device pod shape can use,
         relative to the zone's devices. Only rows with device zones are visited (one memoised knapsack per distinct
         free vector)."""
-        penalty: Int64Array = np.zeros(len(rows), dtype=np.int64)
         zone_devices = self.zone_devices[rows]
-        visit = np.flatnonzero((zone_devices > 0).any(axis=1))
+        penalty: Int64Array = np.zeros(len(zone_devices), dtype=np.int64)
+        visit = np.flatnonzero(scored & (zone_devices > 0).any(axis=1))
         if not len(visit):
             return penalty
         demand = self.demand.devices
-        taken = self._zone_placement(shape, rows[visit])[1]
+        columns_taken = [placement.taken(p)[visit] for p in range(len(shape.exclusive_columns))]
+        taken = np.stack(columns_taken, axis=2) if columns_taken else np.zeros((len(visit), self.zone_count, 0))
         position = {int(column): p for p, column in enumerate(shape.exclusive_columns.tolist())}
         names = demand.names
         columns = [self.index.get(name) for name in names]
         is_cpu = [name == CPU for name in names]
-        for k, (i, row) in enumerate(zip(visit.tolist(), rows[visit].tolist(), strict=True)):
+        for k, (i, row) in enumerate(zip(visit.tolist(), _select(rows, visit).tolist(), strict=True)):
             for z in np.flatnonzero(zone_devices[i] > 0).tolist():
                 free = self.whole_cpu_available[row, z]
                 took = taken[k, z]
@@ -548,53 +551,47 @@ class VectorizedScheduler:
                     penalty[i] += DEVICE_STRANDING_WEIGHT * 100 * added // int(zone_devices[i, z])
         return penalty
 
-    def _zone_placement(self, shape: _Shape, rows: IntpArray) -> tuple[BoolArray, Int64Array]:
-        """`_zone_fit`, and the amounts the pod takes from each zone on its exclusive columns (`[rows, zones,
-        exclusive columns]`, milli-CPUs for cpu; meaningful where it fits)."""
-        columns = shape.exclusive_columns
-        valid = self.zone_valid[rows]
-        managed = self.managed[rows][:, columns]
-        available = self.whole_cpu_available[rows][:, :, columns]
-        pod_scope = self.pod_scope[rows]
-        every = np.arange(len(rows))[:, None]
-        taken = np.zeros((*valid.shape, len(columns)), dtype=np.int64)
-        fits: BoolArray = np.ones(len(rows), dtype=np.bool_)
-        if pod_scope.any():
-            need = shape.exclusive_total[columns] * managed
-            zone_ok = valid & (available >= need[:, None, :]).all(axis=2)
-            fits = np.any(zone_ok, axis=1)
-            taken[every, np.argmax(zone_ok, axis=1)[:, None]] += need[:, None, :]
-        if not pod_scope.all():
-            containers = shape.exclusive or []
-            container_taken = np.zeros(taken.shape, dtype=np.int64)
-            container_fit = np.ones(len(rows), dtype=np.bool_)
-            for positions, amounts in containers:
-                need = amounts * managed[:, positions]
-                zone_ok = valid & (available[:, :, positions] >= need[:, None, :]).all(axis=2)
-                container_fit &= zone_ok.any(axis=1)
-                # Rows where nothing fits take zone 0 here; they are infeasible already.
-                zone = np.argmax(zone_ok, axis=1)[:, None]
-                available[every, zone, positions[None, :]] -= need
-                container_taken[every, zone, positions[None, :]] += need
-            fits = np.where(pod_scope, fits, container_fit)
-            taken = np.where(pod_scope[:, None, None], taken, container_taken)
-        return fits, taken
+    def _zone_placement(self, shape: _Shape, rows: Rows) -> ZonePlacement:
+        """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds
+        all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does
+        (`knuma.scheduler.fast.placement`)."""
+        columns = shape.exclusive_columns.tolist()
+        return place(
+            self.zone_valid[rows],
+            [self.whole_cpu_available[rows, :, c] for c in columns],
+            [self.managed[rows, c] for c in columns],
+            self.pod_scope[rows],
+            [int(shape.exclusive_total[c]) for c in columns],
+            [(positions.tolist(), amounts.tolist()) for positions, amounts in shape.exclusive or ()],
+        )
 
-    def _zone_scores(self, pod: Pod, shape: _Shape, rows: IntpArray) -> Int64Array:
-        """NodeResourceTopologyMatch's score on single-numa-node rows where the pod fits: upstream's per-zone
-        Most/LeastAllocated (whole units), the smallest non-zero zone score per request, then the pod's (pod scope) or
-        the mean over its containers (container scope). All requests at once, `[rows, zones, requests, columns]`;
-        divisions in float64, exact for the `float_exact` rows (the others, and the other strategies, ask the
-        plugin)."""
+    def _zone_scores(
+        self, pod: Pod, shape: _Shape, rows: Rows, placement: ZonePlacement, scored: BoolArray
+    ) -> Int64Array:
+        """NodeResourceTopologyMatch's score on the single-numa-node rows where the pod fits (`scored`; other rows
+        get a meaningless value). KnumaBinPacking is computed on every row at once from `placement`; the other
+        strategies on the `scored` rows only (`_allocation_scores`)."""
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             total = self.numa_cpu_total[rows]
             used = total - self.numa_cpu_free[rows] + shape.exclusive_cpu
             packed: Int64Array = used * 100 // np.maximum(total, 1)
             if self.demand.sizes and shape.exclusive_cpu:
-                packed = packed - self._stranding_penalty(shape, rows)
+                packed = packed - self._stranding_penalty(shape, rows, placement)
             if self.demand.devices and len(shape.exclusive_columns):
-                packed = packed - self._device_stranding_penalty(shape, rows)
+                packed = packed - self._device_stranding_penalty(shape, rows, placement, scored)
             return np.where(total > 0, np.clip(packed, 0, 100), 0)
+        positions = np.flatnonzero(scored)
+        scores: Int64Array = np.zeros(len(scored), dtype=np.int64)
+        if len(positions):
+            scores[positions] = self._allocation_scores(pod, shape, _select(rows, positions))
+        return scores
+
+    def _allocation_scores(self, pod: Pod, shape: _Shape, rows: IntpArray) -> Int64Array:
+        """The other strategies' NodeResourceTopologyMatch score on single-numa-node rows where the pod fits:
+        upstream's per-zone Most/LeastAllocated (whole units), the smallest non-zero zone score per request, then the
+        pod's (pod scope) or the mean over its containers (container scope). All requests at once, `[rows, zones,
+        requests, columns]`; divisions in float64, exact for the `float_exact` rows (the others, and the other
+        strategies, ask the plugin)."""
         if self.scoring.type not in (StrategyType.LEAST_ALLOCATED, StrategyType.MOST_ALLOCATED):
             return np.array([self._numa.score(CycleState(), pod, self._infos[r]) for r in rows.tolist()])
         requests = shape.zone_requests
@@ -620,7 +617,7 @@ class VectorizedScheduler:
         self.resources = sorted(resources)
         self.index = {name: i for i, name in enumerate(self.resources)}
         self.cpu_index = self.index.get(CPU)
-        self.zone_count = max(1, zones)
+        self.zone_count = padded_zones(max(1, zones))
         self._shapes.clear()
         self._buffers = {}
         self._capacity = 0
@@ -644,8 +641,13 @@ class VectorizedScheduler:
             "managed": ((r,), np.bool_),
             "node_free": ((r,), np.int64),
             "node_known": ((r,), np.bool_),
+            "fit_free": ((r,), np.int64),
+            "has_room": ((), np.bool_),
             "scored_allocatable": ((s,), np.int64),
             "scored_requested": ((s,), np.int64),
+            "scored_free": ((s,), np.int64),
+            "scored_scale": ((s,), np.float64),
+            "fit_divisor": ((), np.float64),
             "numa_cpu_total": ((), np.int64),
             "numa_cpu_free": ((), np.int64),
             "pod_counts": ((), np.int64),
@@ -692,8 +694,19 @@ class VectorizedScheduler:
         """[nodes, resources]: the resource is NUMA-managed on the node (some zone reports it)."""
         self.node_free: Int64Array = b["node_free"][:n]  # type: ignore[assignment]
         self.node_known: BoolArray = b["node_known"][:n]  # type: ignore[assignment]
+        self.fit_free: Int64Array = b["fit_free"][:n]  # type: ignore[assignment]
+        """`node_free` where the node knows the resource; elsewhere what NodeResourcesFit makes of a (positive)
+        request for it: it fits nodes without a Node object (the maximum), not the others (-1)."""
+        self.has_room: BoolArray = b["has_room"][:n]  # type: ignore[assignment]
+        """Fewer pods than the node's `pods` allocatable."""
         self.scored_allocatable: Int64Array = b["scored_allocatable"][:n]  # type: ignore[assignment]
         self.scored_requested: Int64Array = b["scored_requested"][:n]  # type: ignore[assignment]
+        self.scored_free: Int64Array = b["scored_free"][:n]  # type: ignore[assignment]
+        """`scored_allocatable - scored_requested`: what NodeResourcesFit's score subtracts the pod's requests from."""
+        self.scored_scale: Float64Array = b["scored_scale"][:n]  # type: ignore[assignment]
+        """`max(scored_allocatable, 1)` in float64: the score's divisors."""
+        self.fit_divisor: Float64Array = b["fit_divisor"][:n]  # type: ignore[assignment]
+        """The weights of the scored resources the node has (at least 1): the score's mean."""
         self.numa_cpu_total: Int64Array = b["numa_cpu_total"][:n]  # type: ignore[assignment]
         """Milli-CPUs the node's zones hold (allocatable), for KnumaBinPacking."""
         self.numa_cpu_free: Int64Array = b["numa_cpu_free"][:n]  # type: ignore[assignment]
@@ -770,15 +783,23 @@ class VectorizedScheduler:
             known[i] = True
         self.node_free[row] = free
         self.node_known[row] = known
+        self.fit_free[row] = np.where(known, free, -1 if info.has_node_object else _BIG)
         on_node = info.non_zero_requested if info.non_zero_requested is not None else info.requested
         scored_allocatable = [info.allocatable.get(name, 0) for name, _ in SCORED_RESOURCES]
         self.scored_allocatable[row] = scored_allocatable
         self.float_exact[row] = max(scored_allocatable, default=0) < FLOAT_EXACT_LIMIT and (
             not whole.size or int(np.abs(whole).max()) < FLOAT_EXACT_LIMIT
         )
-        self.scored_requested[row] = [on_node.get(name, 0) for name, _ in SCORED_RESOURCES]
+        scored_requested = [on_node.get(name, 0) for name, _ in SCORED_RESOURCES]
+        self.scored_requested[row] = scored_requested
+        self.scored_free[row] = [a - r for a, r in zip(scored_allocatable, scored_requested, strict=True)]
+        self.scored_scale[row] = [max(a, 1) for a in scored_allocatable]
+        self.fit_divisor[row] = max(
+            1, sum(w for (_, w), a in zip(SCORED_RESOURCES, scored_allocatable, strict=True) if a > 0)
+        )
         self.pod_counts[row] = info.pod_count
         self.max_pods[row] = info.allocatable.get(PODS, MAX_PODS_UNSET)
+        self.has_room[row] = self.max_pods[row] > info.pod_count
         self.has_node_object[row] = info.has_node_object
 
 
