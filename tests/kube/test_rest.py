@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from knuma.kube import MERGE_PATCH, rest
-from knuma.kube.client import async_http, http_client
+from knuma.kube.client import api_session, async_http, http_client
 from knuma.kube.errors import (
     Conflict,
     Forbidden,
@@ -46,7 +46,8 @@ Call = tuple[str, str, dict[str, Any] | None, dict[str, str] | None]
 
 
 def send(api: RunningApiServer, mode: str, call: Call, kubeconfig: Path | None = None) -> dict[str, Any]:
-    """One request, through the asynchronous or the synchronous function."""
+    """One request, through the synchronous function or the asynchronous one (with the `httpx2` client, or the
+    `ApiSession` the scheduler binds with)."""
     method, path, body, params = call
     config = kubeconfig or api.kubeconfig
     if mode == "sync":
@@ -54,7 +55,7 @@ def send(api: RunningApiServer, mode: str, call: Call, kubeconfig: Path | None =
             return rest.request_sync(http, method, path, body=body, params=params)
 
     async def run() -> dict[str, Any]:
-        http = async_http(config)
+        http: rest.AsyncApi = api_session(config) if mode == "session" else async_http(config)
         try:
             return await rest.request(http, method, path, body=body, params=params)
         finally:
@@ -63,7 +64,7 @@ def send(api: RunningApiServer, mode: str, call: Call, kubeconfig: Path | None =
     return asyncio.run(run())
 
 
-MODES = pytest.mark.parametrize("mode", ["async", "sync"])
+MODES = pytest.mark.parametrize("mode", ["async", "sync", "session"])
 
 
 @MODES
@@ -232,3 +233,28 @@ def test_api_errors_are_knuma_errors() -> None:
 
     for cls in (KubeApiError, Conflict, Forbidden, Gone, Invalid, NotFound, Unauthorized, Unavailable):
         assert issubclass(cls, OperationFailed) and issubclass(cls, KnumaError)
+
+
+def test_session_rereads_a_rotated_token_file_after_a_401(api: RunningApiServer, tmp_path: Path) -> None:
+    """The session caches the kubeconfig's `Authorization` header; a 401 makes the authenticator run again (here:
+    re-read the token file the kubelet rotates), and the request is retried once with the new header."""
+    config = yaml.safe_load(api.kubeconfig.read_text())
+    token = config["users"][0]["user"].pop("token")
+    token_file = tmp_path / "token"
+    token_file.write_text("stale-token")
+    config["users"][0]["user"]["tokenFile"] = str(token_file)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+
+    async def run() -> None:
+        session = api_session(kubeconfig)
+        try:
+            with pytest.raises(Unauthorized):  # the file's token is wrong: refreshed once, still refused
+                await rest.get(session, CM)
+            token_file.write_text(token)  # rotated
+            listed = await rest.get(session, CM)
+            assert listed["kind"] == "ConfigMapList"
+        finally:
+            await session.aclose()
+
+    asyncio.run(run())

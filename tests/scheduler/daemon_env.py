@@ -12,7 +12,8 @@ from typing import Any
 import httpx2
 
 from knuma.api.crd import nrt_crd
-from knuma.kube.client import async_http
+from knuma.kube.client import api_session, async_http
+from knuma.kube.session import ApiSession
 from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.daemon.loop import DaemonSettings, Scheduler
 from knuma.scheduler.framework.interface import Profile
@@ -176,13 +177,18 @@ async def running_scheduler(
     profiles: Mapping[str, Profile] | None = None,
     settings: DaemonSettings | None = None,
     nrt: NRTCache | None = None,
+    writer: ApiSession | None = None,
 ) -> AsyncIterator[Scheduler]:
+    """The daemon as `knuma scheduler` runs it: informers on the `httpx2` client, bindings and events over an
+    `ApiSession` (`writer`, closed here; one to the same API server when None)."""
     http = async_http(api.kubeconfig)
+    writer = writer or api_session(api.kubeconfig)
     daemon = Scheduler(
         http,
         profiles or {SCHEDULER_NAME: default_profile()},
         settings or DaemonSettings(leader_elect=False, initial_backoff=0.1, max_backoff=0.5),
         nrt=nrt,
+        writer=writer,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
@@ -192,4 +198,5 @@ async def running_scheduler(
         stop.set()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 10)
+        await writer.aclose()
         await http.aclose()

@@ -108,7 +108,7 @@ async def _create_all(http: Any, path: str, bodies: list[dict[str, Any]], concur
 async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E2EResult:
     from knuma.api.crd import NRT_CRD
     from knuma.kube import rest
-    from knuma.kube.client import async_http
+    from knuma.kube.client import api_session, async_http
     from knuma.kube.errors import NotFound
     from knuma.scheduler.config.load import DEFAULT_SCHEDULER_NAME, build_profiles, default_config
     from knuma.scheduler.daemon.loop import DaemonSettings, Scheduler
@@ -137,6 +137,7 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
                 async_http(api.kubeconfig, timeout=60),
                 build_profiles(default_config()),
                 DaemonSettings(leader_elect=False),
+                writer=api_session(api.kubeconfig, timeout=60),
             )
             stop = asyncio.Event()
             task = asyncio.create_task(daemon.run(stop))
@@ -151,6 +152,7 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
             stop.set()
             await task
             await daemon.http.aclose()
+            await daemon.writer.aclose()
             p50, p99 = _attempt_percentiles(daemon)
             return E2EResult(nodes, zones, pods, daemon.scheduled, elapsed, p50, p99)
         finally:

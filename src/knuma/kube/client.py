@@ -21,9 +21,11 @@ from lightkube.core.exceptions import ConfigError
 
 import knuma.errors as knuma_errors
 from knuma.kube.errors import KubeApiError, Unavailable, connection_failure, from_status
+from knuma.kube.session import ApiSession
 
 __all__ = [
     "KubeConfigError",
+    "api_session",
     "async_client",
     "async_http",
     "http_client",
@@ -116,6 +118,28 @@ def async_http(
 
     params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
     return adapter_client(load_config(kubeconfig, context), params)
+
+
+def api_session(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    limit: int = 32,
+) -> ApiSession:
+    """The same connection as `async_http` (base URL, TLS, credentials) as an `ApiSession`: at most `limit`
+    keep-alive connections and a quarter of the client CPU per request, for the scheduler's bindings and events."""
+    from lightkube.config.client_adapter import user_auth, verify_cluster
+
+    config = load_config(kubeconfig, context)
+    if config.user is None:  # lightkube's own clients refuse such a context too
+        raise KubeConfigError(f"kubeconfig context {config.context_name!r} names no user; add one or pick --context")
+    ssl_context = verify_cluster(config.cluster, config.user, config.abs_file, trust_env=False)
+    try:
+        auth = user_auth(config.user)
+    except ConfigError as err:
+        raise KubeConfigError(f"cannot authenticate with the kubeconfig's user: {err}") from err
+    return ApiSession(config.cluster.server, ssl_context=ssl_context, auth=auth, timeout=timeout, limit=limit)
 
 
 def http_client(

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
 
@@ -53,7 +51,7 @@ class _Recorded:
 class EventRecorder:
     def __init__(
         self,
-        http: httpx2.AsyncClient,
+        http: rest.AsyncApi,
         component: str,
         *,
         qps: float = 50.0,

@@ -133,3 +133,48 @@ def test_replaying_watch_events_rebuilds_the_store(ops: list[tuple[str, str, int
             replay[name] = event.obj
     assert replay == {o["metadata"]["name"]: o for o in store.scan(gr)}
     assert last == store.rv
+
+
+containers = st.lists(
+    st.fixed_dictionaries({"name": st.sampled_from(["c1", "c2"])}, optional={"image": scalars, "args": maps}),
+    max_size=2,
+)
+objects: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {},
+    optional={
+        "metadata": st.dictionaries(st.sampled_from(["labels", "annotations", "resourceVersion", "name"]), maps),
+        "spec": st.one_of(
+            scalars, st.fixed_dictionaries({}, optional={"containers": containers, "nodeName": scalars, "x": maps})
+        ),
+        "status": maps,
+        "data": st.one_of(st.none(), maps),
+    },
+)
+
+
+@given(objects, objects, st.booleans())
+def test_changed_fields_are_the_paths_that_differ(old: dict[str, Any], new: dict[str, Any], status: bool) -> None:
+    """The field manager walks only what differs; the result is the definition: paths of `new` that `old` lacks or
+    holds with another value, and paths of `old` that `new` lacks."""
+    old_paths = fieldmanager.field_paths(old, status=status)
+    new_paths = fieldmanager.field_paths(new, status=status)
+    expected_changed = {
+        p for p in new_paths if p not in old_paths or fieldmanager.get_path(old, p) != fieldmanager.get_path(new, p)
+    }
+    assert fieldmanager._changes(old, new, status=status) == (expected_changed, old_paths - new_paths)
+
+
+@given(objects, objects)
+def test_an_update_moves_only_the_changed_fields_to_its_manager(old: dict[str, Any], new: dict[str, Any]) -> None:
+    created = copy.deepcopy(old)
+    fieldmanager.record_update(None, created, "creator", "v1")
+    updated = copy.deepcopy(new)
+    fieldmanager.record_update(created, updated, "updater", "v1")
+    owners = {e["manager"]: fieldmanager.from_fields_v1(e["fieldsV1"]) for e in updated["metadata"]["managedFields"]}
+    old_paths = fieldmanager.field_paths(old, status=False)
+    new_paths = fieldmanager.field_paths(new, status=False)
+    changed = {
+        p for p in new_paths if p not in old_paths or fieldmanager.get_path(old, p) != fieldmanager.get_path(new, p)
+    }
+    assert owners.get("updater", set()) == changed
+    assert owners.get("creator", set()) == old_paths - changed - (old_paths - new_paths)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -193,30 +194,39 @@ def _entries(obj: JsonObj) -> list[JsonObj]:
     return list((obj.get("metadata") or {}).get("managedFields") or [])
 
 
-def _entry_id(e: JsonObj) -> tuple[str, str, str]:
+EntryId = tuple[str, str, str]
+"""(manager, operation, subresource): one `managedFields` entry."""
+
+
+def _entry_id(e: JsonObj) -> EntryId:
     return (e.get("manager", ""), e.get("operation", ""), e.get("subresource", ""))
 
 
-def _owned(entries: list[JsonObj]) -> dict[tuple[str, str, str], set[Path]]:
+def _owned(entries: list[JsonObj]) -> dict[EntryId, set[Path]]:
     return {_entry_id(e): from_fields_v1(e.get("fieldsV1") or {}) for e in entries}
 
 
 def _write_entries(
     obj: JsonObj,
-    owned: dict[tuple[str, str, str], set[Path]],
+    owned: Mapping[EntryId, set[Path] | None],
     api_version: str,
-    touched: tuple[str, str, str],
+    touched: EntryId,
     *,
     changed: bool = True,
+    kept: Mapping[EntryId, JsonObj] | None = None,
 ) -> None:
     """Rewrite `managedFields`; the touched entry gets a new time only when the write changed something, so a
-    no-op update or apply leaves the object (and its resourceVersion) as it was."""
+    no-op update or apply leaves the object (and its resourceVersion) as it was. An entry whose paths are None
+    keeps its `FieldsV1` tree from `kept` (it owns none of the fields that changed)."""
     old = {_entry_id(e): e for e in _entries(obj)}
     if not changed and touched in old:
-        changed = old[touched].get("fieldsV1") != to_fields_v1(owned.get(touched, set()))
+        changed = old[touched].get("fieldsV1") != to_fields_v1(owned.get(touched) or set())
     out: list[JsonObj] = []
     for eid, paths in owned.items():
-        if not paths:
+        tree = (kept or {}).get(eid, {}) if paths is None else None
+        if tree is not None and not any(k != "." for k in tree):
+            continue
+        if tree is None and not paths:
             continue
         manager, operation, sub = eid
         entry: JsonObj = {
@@ -225,7 +235,7 @@ def _write_entries(
             "apiVersion": api_version if eid == touched else old.get(eid, {}).get("apiVersion", api_version),
             "time": _now() if eid == touched and changed else old.get(eid, {}).get("time", _now()),
             "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(paths),
+            "fieldsV1": tree if tree is not None else to_fields_v1(paths or set()),
         }
         if sub:
             entry["subresource"] = sub
@@ -234,20 +244,100 @@ def _write_entries(
 
 
 def record_update(old: JsonObj | None, new: JsonObj, manager: str, api_version: str, subresource: str = "") -> None:
-    """Give `manager` (operation Update) the fields that changed between `old` and `new`, in place on `new`."""
+    """Give `manager` (operation Update) the fields that changed between `old` and `new`, in place on `new`.
+
+    Only what differs is walked (`_changes`), and only the entries that own a changed field are re-parsed, so a
+    binding (one field of a large pod) costs little whatever the pod's size."""
     status = subresource == "status"
-    owned = _owned(_entries(old) if old is not None else [])
-    new_paths = field_paths(new, status=status)
-    old_paths = field_paths(old, status=status) if old is not None else set()
-    changed = {p for p in new_paths if p not in old_paths or get_path(old, p) != get_path(new, p)}
-    removed = old_paths - new_paths
     me = (manager, "Update", subresource)
+    if old is None:
+        changed, removed, entries = field_paths(new, status=status), set[Path](), []
+    else:
+        changed, removed = _changes(old, new, status=status)
+        entries = _entries(old)
+    touched = changed | removed
+    owned: dict[EntryId, set[Path] | None] = {}
+    kept: dict[EntryId, JsonObj] = {}
+    for entry in entries:
+        eid = _entry_id(entry)
+        tree = entry.get("fieldsV1") or {}
+        if eid == me or any(_tree_has(tree, p) for p in touched):
+            owned[eid] = from_fields_v1(tree)
+        else:  # owns none of the changed fields: its tree stays as it is
+            owned[eid] = None
+            kept[eid] = tree
     for eid, paths in owned.items():
+        if paths is None:
+            continue
         if eid != me:
             paths -= changed
         paths -= removed
-    owned.setdefault(me, set()).update(changed)
-    _write_entries(new, owned, api_version, me, changed=bool(changed or removed))
+    mine = owned.get(me) or set()
+    owned[me] = mine | changed
+    _write_entries(new, owned, api_version, me, changed=bool(changed or removed), kept=kept)
+
+
+def _changes(old: JsonObj, new: JsonObj, *, status: bool) -> tuple[set[Path], set[Path]]:
+    """(changed, removed): the leaf paths of `new` that `old` lacks or holds with another value, and those of `old`
+    that `new` lacks; as comparing `field_paths` of both objects path by path, but equal subtrees are skipped."""
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    for key in new.keys() | old.keys():
+        if key in ("apiVersion", "kind") or (key == "status") != status:
+            continue
+        before, after = old.get(key, _MISSING), new.get(key, _MISSING)
+        if before == after:
+            continue
+        if key == "metadata" and isinstance(before, dict) and isinstance(after, dict):
+            for mk in after.keys() | before.keys():
+                if mk not in _IGNORED_META:
+                    _subtree_changes(("f:metadata", f"f:{mk}"), mk, before, after, changed, removed)
+            continue
+        if key == "metadata":  # not a map on one side: compare as `field_paths` sees it
+            old_paths = field_paths({key: before} if key in old else {}, status=status)
+            new_paths = field_paths({key: after} if key in new else {}, status=status)
+            changed |= {p for p in new_paths if p not in old_paths or get_path(old, p) != get_path(new, p)}
+            removed |= old_paths - new_paths
+            continue
+        _subtree_changes((f"f:{key}",), key, old, new, changed, removed)
+    return changed, removed
+
+
+def _subtree_changes(
+    prefix: Path, field: str, old_parent: JsonObj, new_parent: JsonObj, changed: set[Path], removed: set[Path]
+) -> None:
+    """The changes under `field` of two maps whose paths so far (`prefix`) are map keys only."""
+    before, after = old_parent.get(field, _MISSING), new_parent.get(field, _MISSING)
+    if before == after:
+        return
+    if isinstance(before, dict) and isinstance(after, dict) and before and after:
+        for key in after.keys() | before.keys():
+            _subtree_changes((*prefix, f"f:{key}"), key, before, after, changed, removed)
+        return
+    old_paths: set[Path] = set()
+    new_paths: set[Path] = set()
+    if before is not _MISSING:
+        _collect(prefix, field, before, old_paths)
+    if after is not _MISSING:
+        _collect(prefix, field, after, new_paths)
+    depth = len(prefix) - 1  # the paths below start with `prefix`; look them up from the parents
+    for p in new_paths:
+        if p not in old_paths or get_path(old_parent, p[depth:]) != get_path(new_parent, p[depth:]):
+            changed.add(p)
+    removed |= old_paths - new_paths
+
+
+_MISSING: Any = object()
+
+
+def _tree_has(tree: JsonObj, path: Path) -> bool:
+    """Whether a `FieldsV1` tree has a node at `path` (so the entry may own it)."""
+    node: Any = tree
+    for el in path:
+        node = node.get(el) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return True
 
 
 def _merge(live: Any, config: Any, field: str = "") -> Any:

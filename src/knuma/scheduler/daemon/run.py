@@ -12,7 +12,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from knuma.kube.client import async_http
+from knuma.kube.client import api_session, async_http
 from knuma.kube.leaderelection import LeaseConfig
 from knuma.scheduler.cache.resyncdebug import ResyncDump
 from knuma.scheduler.config.load import build_nrt_cache, build_profiles
@@ -78,9 +78,11 @@ def run(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
 
 async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> int:
     settings = daemon_settings(configuration, flags)
-    http = async_http(flags.kubeconfig or configuration.client_connection.kubeconfig or None, flags.context)
+    kubeconfig = flags.kubeconfig or configuration.client_connection.kubeconfig or None
+    http = async_http(kubeconfig, flags.context)
+    writer = api_session(kubeconfig, flags.context)
     nrt = build_nrt_cache(configuration, ResyncDump.from_env(os.environ))
-    daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt)
+    daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt, writer=writer)
     health = HealthServer(daemon)
     try:
         if flags.metrics_port:
@@ -95,4 +97,5 @@ async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> i
         return 1
     finally:
         await health.stop()
+        await writer.aclose()
         await http.aclose()
