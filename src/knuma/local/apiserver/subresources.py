@@ -117,12 +117,18 @@ def bind(service: ObjectService, namespace: str, name: str, body: Any, opts: Wri
         raise errors.conflict("", "pods/binding", name, f'pod {name} is already assigned to node "{current}"')
     if _meta(existing).get("deletionTimestamp"):
         raise errors.conflict("", "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
-    new = copy.deepcopy(existing)
-    new["spec"]["nodeName"] = node
-    status = new.setdefault("status", {})
+    # Copy only the maps this write changes; the rest is shared with the stored pod, which nobody mutates (the
+    # store's rule), instead of deep-copying a pod per binding.
+    status = dict(existing.get("status") or {})
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()})
     status["conditions"] = conditions
+    new = {
+        **existing,
+        "metadata": dict(existing["metadata"]),
+        "spec": {**existing["spec"], "nodeName": node},
+        "status": status,
+    }
     fieldmanager.record_update(existing, new, opts.manager, "v1")
     if not opts.dry_run:
         service.put(POD_GR, new, created=False, old=existing)
