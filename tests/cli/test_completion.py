@@ -33,6 +33,16 @@ def complete(line: str) -> list[str]:
         ("knuma schedule -o y", ["yaml"]),
         ("knuma simulate -o ", ["table", "json", "yaml"]),
         ("knuma simulate --scenario frag", ["fragmented"]),
+        ("knuma bench -o ", ["table", "wide", "json"]),
+        ("knuma check -o w", ["wide"]),
+        ("knuma claims schedule -o ", ["table", "json", "yaml"]),
+        ("knuma render -o j", ["json"]),
+        ("knuma validate --topology-manager-policy re", ["restricted"]),
+        ("knuma deploy --updater-type ", ["knuma", "RTE", "NFD"]),
+        ("knuma deploy --scheduler up", ["upstream"]),
+        ("knuma exporter --topology-manager-scope ", ["container", "pod"]),
+        ("knuma exporter --metrics-mode http", ["http", "httptls"]),
+        ("knuma e2e --deploy m", ["missing"]),
     ],
 )
 def test_values_are_completed(line: str, expected: list[str]) -> None:

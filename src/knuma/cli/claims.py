@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from knuma.cli import completion
 from knuma.cli.errors import fail
+from knuma.cli.output import output_format
 
 if TYPE_CHECKING:
     from knuma.cli.output import TextLayout
@@ -23,6 +25,8 @@ claims_app = typer.Typer(
 )
 
 DEFAULT_BUDGET = 20_000
+OUTPUTS = ("table", "json", "yaml")
+ALLOCATE_OUTPUTS = ("json", "yaml")
 
 
 def register(app: typer.Typer) -> None:
@@ -48,15 +52,16 @@ def _input_errors() -> tuple[type[Exception], ...]:
 
 def schedule(
     files: list[Path] = typer.Option(..., "-f", "--filename", help="YAML stream(s) of objects; repeatable."),
-    output: str = typer.Option("table", "-o", "--output", help="table, yaml or json."),
+    output: str = typer.Option(
+        "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Per-claim pool-set results / per-stage counts."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", min=1, help="Search budget per node (leaves)."),
 ) -> None:
     """Choose a node for the claims in FILE: the k8srm prototype's DeviceClaims and DevicePools, or
     resource.k8s.io/v1 ResourceClaims (or a Pod with its claims) with ResourceSlices, DeviceClasses, Nodes and
     NodeResourceTopology objects."""
-    if output not in ("table", "yaml", "json"):
-        fail(f"unknown output format {output!r}; use table, yaml or json")
+    output_format(output, OUTPUTS)
     try:
         from knuma.devices.explain import schedule_document
 
@@ -112,12 +117,13 @@ def allocate(
     node: str = typer.Option(..., "--node", help="The node to allocate on."),
     files: list[Path] = typer.Option(..., "-f", "--filename", help="YAML stream(s) of resource.k8s.io/v1 objects."),
     claim: list[str] = typer.Option([], "--claim", help="Claim to allocate, NAME or NAMESPACE/NAME; repeatable."),
-    output: str = typer.Option("json", "-o", "--output", help="json or yaml."),
+    output: str = typer.Option(
+        "json", "-o", "--output", help="json or yaml.", autocompletion=completion.output_formats(*ALLOCATE_OUTPUTS)
+    ),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", min=1, help="Search budget (leaves)."),
 ) -> None:
     """Allocate claims on one node and print the v1 AllocationResult of each (exit 0 whether or not they fit)."""
-    if output not in ("json", "yaml"):
-        fail(f"unknown output format {output!r}; use json or yaml")
+    output_format(output, ALLOCATE_OUTPUTS)
     try:
         from knuma.devices.explain import allocate_document
         from knuma.devices.scenario import DRAScenario

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 __all__ = [
+    "choices",
     "components",
     "exporter_modes",
     "output_formats",
@@ -71,10 +72,15 @@ def exporter_modes(incomplete: str) -> list[str]:
     return _matching(("auto", "process", "in-process"), incomplete)
 
 
-def output_formats(*formats: str) -> Completer:
-    """A completer for `-o` offering `formats`."""
+def choices(*values: str) -> Completer:
+    """A completer offering a fixed set of values (`--deploy never|missing`, `--metrics-mode`, ...)."""
 
     def complete(incomplete: str) -> list[str]:
-        return _matching(formats, incomplete)
+        return _matching(values, incomplete)
 
     return complete
+
+
+def output_formats(*formats: str) -> Completer:
+    """A completer for `-o` offering `formats`."""
+    return choices(*formats)

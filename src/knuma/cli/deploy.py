@@ -29,8 +29,18 @@ CHECK_ERROR = 3
 _PLATFORM = typer.Option(
     None, "-P", "--platform", help="kubernetes, openshift or hypershift, optionally :VERSION; default: detected."
 )
-_SCHEDULER = typer.Option("knuma", "--scheduler", help="knuma, or upstream (scheduler-plugins' kube-scheduler).")
-_UPDATER = typer.Option("knuma", "--updater-type", help="knuma (knuma exporter), RTE or NFD.")
+_SCHEDULER = typer.Option(
+    "knuma",
+    "--scheduler",
+    help="knuma, or upstream (scheduler-plugins' kube-scheduler).",
+    autocompletion=completion.choices("knuma", "upstream"),
+)
+_UPDATER = typer.Option(
+    "knuma",
+    "--updater-type",
+    help="knuma (knuma exporter), RTE or NFD.",
+    autocompletion=completion.choices("knuma", "RTE", "NFD"),
+)
 _REPLICAS = typer.Option(
     1, "-R", "--replicas", help="Scheduler replicas (leader election when > 1); negative: one per control-plane node."
 )
@@ -173,7 +183,13 @@ def _components(text: str | None) -> list[Component]:
 
 def render(
     component: str | None = _COMPONENT,
-    output: str = typer.Option("yaml", "-o", "--output", help="yaml (a multi-document stream) or json (a v1 List)."),
+    output: str = typer.Option(
+        "yaml",
+        "-o",
+        "--output",
+        help="yaml (a multi-document stream) or json (a v1 List).",
+        autocompletion=completion.output_formats("yaml", "json"),
+    ),
     platform: str | None = _PLATFORM,
     scheduler: str = _SCHEDULER,
     updater_type: str = _UPDATER,
@@ -427,9 +443,14 @@ def validate(
         "node-role.kubernetes.io/worker", "-l", "--node-selector", help="Label selector of the nodes to check."
     ),
     topology_manager_policy: str = typer.Option(
-        "single-numa-node", "--topology-manager-policy", help="The Topology Manager policy the nodes must have."
+        "single-numa-node",
+        "--topology-manager-policy",
+        help="The Topology Manager policy the nodes must have.",
+        autocompletion=completion.policies,
     ),
-    output: str = typer.Option("text", "-o", "--output", help="text or json."),
+    output: str = typer.Option(
+        "text", "-o", "--output", help="text or json.", autocompletion=completion.output_formats("text", "json")
+    ),
     json_flag: bool = typer.Option(False, "-J", "--json", help="Same as -o json (upstream's flag)."),
 ) -> None:
     """Check that the cluster can run topology-aware scheduling: version, and every worker's kubelet (CPU, memory and
@@ -480,7 +501,9 @@ def detect(
     kubeconfig: str | None = _KUBECONFIG,
     context: str | None = _CONTEXT,
     platform: str | None = _PLATFORM,
-    output: str = typer.Option("text", "-o", "--output", help="text or json."),
+    output: str = typer.Option(
+        "text", "-o", "--output", help="text or json.", autocompletion=completion.output_formats("text", "json")
+    ),
     json_flag: bool = typer.Option(False, "-J", "--json", help="Same as -o json (upstream's flag)."),
     control_plane: bool = typer.Option(False, "--control-plane", help="Print the number of control-plane nodes."),
 ) -> None:
@@ -514,7 +537,13 @@ def detect(
 
 
 def images(
-    output: str = typer.Option("text", "-o", "--output", help="text (NAME=IMAGE lines) or json."),
+    output: str = typer.Option(
+        "text",
+        "-o",
+        "--output",
+        help="text (NAME=IMAGE lines) or json.",
+        autocompletion=completion.output_formats("text", "json"),
+    ),
     raw: bool = typer.Option(False, "-r", "--raw", help="Only the pull specs the selected variants use."),
     scheduler: str = _SCHEDULER,
     updater_type: str = _UPDATER,

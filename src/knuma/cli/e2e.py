@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from knuma.cli import completion
+
 
 def register(app: typer.Typer) -> None:
     app.command("e2e", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(e2e)
@@ -18,7 +20,10 @@ def e2e(
         "topology-aware-scheduler", "--scheduler-name", help="The schedulerName of the NUMA-aware profile."
     ),
     deploy: str = typer.Option(
-        "never", "--deploy", help="never (use the deployed stack) or missing (deploy it if absent, remove it after)."
+        "never",
+        "--deploy",
+        help="never (use the deployed stack) or missing (deploy it if absent, remove it after).",
+        autocompletion=completion.choices("never", "missing"),
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="One line per test."),
 ) -> None:

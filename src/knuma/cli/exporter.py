@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from knuma.cli import completion
 from knuma.cli.errors import fail
 from knuma.cli.logopts import log_level_option, resolve
 from knuma.podresources.address import DEFAULT_SOCKET
@@ -42,14 +43,22 @@ def exporter(
         help="RTE-style config (the operator's ConfigMap): kubelet.topologyManager*, podExclude, resourceExclude.",
     ),
     topology_manager_policy: str | None = typer.Option(
-        None, "--topology-manager-policy", help="none, best-effort, restricted or single-numa-node."
+        None,
+        "--topology-manager-policy",
+        help="none, best-effort, restricted or single-numa-node.",
+        autocompletion=completion.policies,
     ),
-    topology_manager_scope: str | None = typer.Option(None, "--topology-manager-scope", help="container or pod."),
+    topology_manager_scope: str | None = typer.Option(
+        None, "--topology-manager-scope", help="container or pod.", autocompletion=completion.scopes
+    ),
     pods_fingerprint: bool = typer.Option(
         True, "--pods-fingerprint/--no-pods-fingerprint", help="Publish the pod-set fingerprint."
     ),
     pods_fingerprint_method: str = typer.Option(
-        "with-exclusive-resources", "--pods-fingerprint-method", help="with-exclusive-resources or all."
+        "with-exclusive-resources",
+        "--pods-fingerprint-method",
+        help="with-exclusive-resources or all.",
+        autocompletion=completion.choices("with-exclusive-resources", "all"),
     ),
     pods_fingerprint_status_file: str | None = typer.Option(
         None,
@@ -82,7 +91,13 @@ def exporter(
     ),
     once: bool = typer.Option(False, "--once", "--oneshot", help="Build (and publish) once, then exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the object instead of publishing it."),
-    output: str = typer.Option("yaml", "-o", "--output", help="With --dry-run: yaml or json."),
+    output: str = typer.Option(
+        "yaml",
+        "-o",
+        "--output",
+        help="With --dry-run: yaml or json.",
+        autocompletion=completion.output_formats("yaml", "json"),
+    ),
     sleep_interval: str = typer.Option("60s", "--sleep-interval", help="Periodic update interval; 0 disables."),
     notify_file: str | None = typer.Option(
         None, "--notify-file", help="Update (within 1 s) whenever this file is touched or written."
@@ -93,7 +108,10 @@ def exporter(
         help="Update when cpu_manager_state, memory_manager_state or the device checkpoint change under this dir.",
     ),
     metrics_mode: str = typer.Option(
-        "http", "--metrics-mode", help="http, httptls (HTTPS with a reloading certificate) or disabled."
+        "http",
+        "--metrics-mode",
+        help="http, httptls (HTTPS with a reloading certificate) or disabled.",
+        autocompletion=completion.choices("http", "httptls", "disabled"),
     ),
     metrics_address: str = typer.Option(
         "0.0.0.0", "--metrics-address", "--metrics-ip", help="Address for /metrics, /healthz, /readyz."

@@ -37,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -93,6 +94,20 @@ def _wrap_every_command(typer_app: typer.Typer, wrap: Callable[[Callable[..., An
             _wrap_every_command(group.typer_instance, wrap)
 
 
+def _group_versions(typer_app: typer.Typer) -> None:
+    """Give each command group (`knuma claims`) the `--version` flag too, with a callback that does nothing else."""
+    for group in typer_app.registered_groups:
+        sub_app = group.typer_instance
+        if sub_app is None or sub_app.registered_callback is not None:
+            continue
+
+        def group_root(_version: bool = _version_option()) -> None:
+            pass
+
+        sub_app.callback()(group_root)
+        _group_versions(sub_app)
+
+
 def _reflow(text: str) -> str:
     """A docstring as help text: the lines of each paragraph joined, so the terminal wraps them (a hard line break
     mid-sentence would show as one in `knuma -h`); paragraphs and indented blocks stay as written."""
@@ -125,6 +140,7 @@ def version() -> None:
 # after every command is registered: help text reflowed, errors become exit statuses in one place, and every command
 # takes -v/--log-level and --version
 _reflow_help(app)
+_group_versions(app)
 _wrap_every_command(app, logopts.with_log_options)
 _wrap_every_command(app, errors.reporting_errors)
 _wrap_every_command(app, _with_version)
