@@ -7,7 +7,9 @@ covers the fields `knuma.api.numaresources` reads (unknown fields are pruned by 
 
 from __future__ import annotations
 
+import base64
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.numaresources import (
@@ -29,7 +31,7 @@ from knuma.api.numaresources import (
     ScoringType,
 )
 
-__all__ = ["ALPHA_VERSION", "operator_crd", "operator_crds", "scheduler_crd"]
+__all__ = ["ALPHA_VERSION", "ConversionWebhook", "operator_crd", "operator_crds", "scheduler_crd"]
 
 _STRING = {"type": "string"}
 _DURATION = {"type": "string", "description": "A duration such as 10s or 1m30s; 0s disables."}
@@ -307,18 +309,58 @@ def _crd(kind: str, plural: str, short: str, schema: dict[str, Any], alpha: dict
     }
 
 
-def operator_crd() -> dict[str, Any]:
-    return copy.deepcopy(
-        _crd(OPERATOR_KIND, OPERATOR_PLURAL, "numaresop", _operator_schema(), _operator_alpha_schema())
+@dataclass(frozen=True, slots=True)
+class ConversionWebhook:
+    """Where the API server sends ConversionReviews for v1alpha1 <-> v1 (the operator's webhook Service), and the CA
+    that signed its serving certificate (PEM)."""
+
+    namespace: str
+    service: str
+    ca_bundle_pem: str
+    path: str = "/convert"
+    port: int = 443
+
+    def conversion(self) -> dict[str, Any]:
+        """The CRD's `spec.conversion` (`apiextensions.k8s.io/v1`, ConversionReview v1)."""
+        return {
+            "strategy": "Webhook",
+            "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {
+                    "service": {
+                        "namespace": self.namespace,
+                        "name": self.service,
+                        "path": self.path,
+                        "port": self.port,
+                    },
+                    "caBundle": base64.b64encode(self.ca_bundle_pem.encode()).decode(),
+                },
+            },
+        }
+
+
+def _with(crd: dict[str, Any], webhook: ConversionWebhook | None) -> dict[str, Any]:
+    out = copy.deepcopy(crd)
+    if webhook is not None:
+        out["spec"]["conversion"] = webhook.conversion()
+    return out
+
+
+def operator_crd(webhook: ConversionWebhook | None = None) -> dict[str, Any]:
+    return _with(
+        _crd(OPERATOR_KIND, OPERATOR_PLURAL, "numaresop", _operator_schema(), _operator_alpha_schema()), webhook
     )
 
 
-def scheduler_crd() -> dict[str, Any]:
-    return copy.deepcopy(
-        _crd(SCHEDULER_KIND, SCHEDULER_PLURAL, "numaressched", _scheduler_schema(), _scheduler_alpha_schema())
+def scheduler_crd(webhook: ConversionWebhook | None = None) -> dict[str, Any]:
+    return _with(
+        _crd(SCHEDULER_KIND, SCHEDULER_PLURAL, "numaressched", _scheduler_schema(), _scheduler_alpha_schema()),
+        webhook,
     )
 
 
-def operator_crds() -> list[dict[str, Any]]:
-    """Both CRDs, what `knuma operator --render-crds` prints and `knuma operator --install-crds` applies."""
-    return [operator_crd(), scheduler_crd()]
+def operator_crds(webhook: ConversionWebhook | None = None) -> list[dict[str, Any]]:
+    """Both CRDs, what `knuma operator --render-crds` prints and `knuma operator --install-crds` applies: conversion
+    strategy `None` (`knuma apiserver`, clusters that only ever see v1), or `Webhook` to the operator's conversion
+    webhook (`knuma.operator.webhook`), which converts v1alpha1's fields as upstream does."""
+    return [operator_crd(webhook), scheduler_crd(webhook)]

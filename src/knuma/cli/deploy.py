@@ -211,6 +211,13 @@ def render(
     scheduler_plugin_image: str | None = _PLUGIN_IMAGE,
     rte_image: str | None = _RTE_IMAGE,
     nfd_image: str | None = _NFD_IMAGE,
+    conversion_webhook: bool = typer.Option(
+        True,
+        "--conversion-webhook/--no-conversion-webhook",
+        help="operator only: the CRDs convert v1alpha1 through the operator's webhook (a self-signed certificate "
+        "made for this render, in a Secret); --no-conversion-webhook keeps strategy None, for clusters that only "
+        "ever use v1.",
+    ),
 ) -> None:
     """Print the manifests of the stack (or one component) without touching a cluster, for GitOps."""
     from knuma.deploy.options import PlatformSpec
@@ -224,13 +231,24 @@ def render(
         from knuma.operator.render import render_operator
 
         # the operator with two replicas and leader election unless -R asks for more
-        objects = render_operator(images=resolve_images({"knuma": image}), replicas=max(2, replicas))
+        webhook = None
+        if conversion_webhook:
+            from knuma.local.apiserver.tls import self_signed
+            from knuma.operator.render import WebhookTLS, webhook_hosts
+
+            cert = self_signed(webhook_hosts(), common_name="knuma-operator-webhook")
+            webhook = WebhookTLS(cert.cert_pem, cert.key_pem)
+        objects = render_operator(images=resolve_images({"knuma": image}), replicas=max(2, replicas), webhook=webhook)
         sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))
         return
     components = _components(component)
     if replicas < 1:
         fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")
-    flags = {k: v for k, v in locals().items() if k not in ("component", "output", "platform", "replicas")}
+    flags = {
+        k: v
+        for k, v in locals().items()
+        if k not in ("component", "output", "platform", "replicas", "conversion_webhook")
+    }
     options = _options(_platform_flag(platform) or PlatformSpec(), replicas, **flags)
     objects = render_objects(components, options)
     sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))

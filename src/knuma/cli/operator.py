@@ -51,6 +51,26 @@ def operator(
         "127.0.0.1", "--metrics-address", help="Bind address of /metrics, /healthz (the rendered Deployment: 0.0.0.0)."
     ),
     metrics_port: int = typer.Option(8080, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
+    webhook_port: int = typer.Option(
+        0,
+        "--webhook-port",
+        help="Serve the v1alpha1 <-> v1 conversion webhook (HTTPS, POST /convert) on this port, and install the CRDs "
+        "with strategy Webhook to --webhook-service; 0 (default): no webhook, strategy None (upstream: 9443).",
+    ),
+    webhook_address: str = typer.Option(
+        "127.0.0.1", "--webhook-address", help="Bind address of the webhook (the rendered Deployment: 0.0.0.0)."
+    ),
+    webhook_cert_dir: str = typer.Option(
+        "/tmp/k8s-webhook-server/serving-certs",
+        "--webhook-cert-dir",
+        help="Directory of the webhook's tls.crt and tls.key (reloaded when they change) and ca.crt, the caBundle of "
+        "the CRDs (default: tls.crt, a self-signed certificate).",
+    ),
+    webhook_service: str = typer.Option(
+        "knuma-operator-webhook",
+        "--webhook-service",
+        help="The Service in front of the webhook, in $POD_NAMESPACE (else --namespace), port 443.",
+    ),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr (-v: debug)."),
     log_level: str | None = log_level_option(),
 ) -> None:
@@ -91,6 +111,28 @@ def operator(
         fail("--resync-period must be positive (e.g. 30s)")
     if not 0 <= metrics_port <= 65535:
         fail(f"--metrics-port must be between 0 and 65535, got {metrics_port}")
+    if not 0 <= webhook_port <= 65535:
+        fail(f"--webhook-port must be between 0 and 65535, got {webhook_port}")
+    certificate, conversion = None, None
+    if webhook_port:
+        from pathlib import Path
+
+        from knuma.api.numaresources_crd import ConversionWebhook
+        from knuma.serving.tls import ServingCertificate, TLSConfigError
+
+        cert_dir = Path(webhook_cert_dir)
+        try:
+            certificate = ServingCertificate(
+                cert_dir / "tls.crt",
+                cert_dir / "tls.key",
+                purpose="conversion webhook",
+                hint="pass --webhook-cert-dir with tls.crt and tls.key",
+            )
+        except TLSConfigError as err:
+            fail(str(err))
+        ca_file = cert_dir / "ca.crt" if (cert_dir / "ca.crt").is_file() else cert_dir / "tls.crt"
+        webhook_namespace = os.environ.get("POD_NAMESPACE") or namespace
+        conversion = ConversionWebhook(webhook_namespace, webhook_service, ca_file.read_text())
     lease = None
     if leader_elect:
         try:
@@ -99,7 +141,7 @@ def operator(
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(USAGE_ERROR) from None
         lease = LeaseConfig(namespace=lease_ns, name=lease_name)
-    loop_settings = LoopSettings(period, install_crds, lease)
+    loop_settings = LoopSettings(period, install_crds, lease, conversion_webhook=conversion)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -117,6 +159,20 @@ def operator(
                     "--metrics-port (0 disables it)"
                 ) from None
             logging.getLogger("knuma.operator").info("serving /metrics, /healthz, /readyz on port %d", port)
+        webhook = None
+        if certificate is not None:
+            from knuma.operator.webhook import WebhookServer
+
+            webhook = WebhookServer(certificate)
+            try:
+                port = await webhook.start(webhook_address, webhook_port)
+            except OSError as err:
+                await health.stop()
+                raise OperatorStartError(
+                    f"cannot serve the conversion webhook on {webhook_address}:{webhook_port}: {err.strerror or err}; "
+                    "pick another --webhook-port"
+                ) from None
+            logging.getLogger("knuma.operator").info("serving the conversion webhook (HTTPS) on port %d", port)
         http = async_http(kubeconfig, context)
         try:
             with connect(kubeconfig, context) as session:
@@ -124,6 +180,8 @@ def operator(
         finally:
             await http.aclose()
             await health.stop()
+            if webhook is not None:
+                await webhook.stop()
 
     try:
         asyncio.run(main())

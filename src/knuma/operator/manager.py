@@ -27,7 +27,7 @@ from typing import Any
 import httpx2
 
 from knuma.api.numaresources import API_VERSION, OPERATOR_PLURAL, SCHEDULER_PLURAL
-from knuma.api.numaresources_crd import operator_crds
+from knuma.api.numaresources_crd import ConversionWebhook, operator_crds
 from knuma.deploy.cluster import Session
 from knuma.errors import OperationFailed
 from knuma.kube import rest
@@ -59,6 +59,8 @@ class LoopSettings:
     """Leader election on this Lease (replicas > 1); None runs without it."""
     identity: str = ""
     """This replica's holder identity (default: host name and a random suffix, as client-go's)."""
+    conversion_webhook: ConversionWebhook | None = None
+    """Installed CRDs convert through this webhook (`knuma operator --webhook-port`); None: strategy None."""
 
 
 class OperatorStartError(OperationFailed):
@@ -73,9 +75,10 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
-def install_crds(session: Session) -> None:
-    """Apply the operator's own CRDs and wait until they are served (what OLM does for upstream's operator)."""
-    crds = operator_crds()
+def install_crds(session: Session, webhook: ConversionWebhook | None = None) -> None:
+    """Apply the operator's own CRDs and wait until they are served (what OLM does for upstream's operator); with
+    `webhook`, their v1alpha1 <-> v1 conversion goes to it."""
+    crds = operator_crds(webhook)
     for crd in crds:
         apply_object(session.client, session.mapper, crd, field_manager=FIELD_MANAGER)
     wait_for(session.client, session.mapper, crds, timeout=30.0, interval=0.2)
@@ -170,7 +173,7 @@ async def run(
             tasks.append(asyncio.create_task(elector.renew_forever(), name="lease renewal"))
         metrics.leader.labels(lease_name).set(1)
         if loop_settings.install_crds:
-            await asyncio.to_thread(install_crds, session)
+            await asyncio.to_thread(install_crds, session, loop_settings.conversion_webhook)
         wake = asyncio.Event()
         informers = await _informers(http, settings.namespace, wake)
         tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]

@@ -16,11 +16,17 @@ resources, so a new operand object cannot be forgotten and nothing more is grant
 
 The Deployment runs two replicas with `--leader-elect`; both probes use `/healthz`, because `/readyz` reports
 leadership and a standby that never became ready would stall every rolling update.
+
+For real clusters the CRDs convert v1alpha1 through the operator's conversion webhook (`knuma.operator.webhook`):
+a Service `knuma-operator-webhook` (443 -> 9443) in front of every replica, the serving certificate in a Secret,
+self-signed (its own CA, the CRDs' `caBundle`); the operator installs its CRDs at start-up with the same webhook, so
+its own apply keeps them so. Without it (`--no-conversion-webhook`), strategy `None`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.numaresources import (
@@ -33,7 +39,7 @@ from knuma.api.numaresources import (
     parse_operator_spec,
     parse_scheduler_spec,
 )
-from knuma.api.numaresources_crd import operator_crds
+from knuma.api.numaresources_crd import ConversionWebhook, operator_crds
 from knuma.deploy.images import Images
 from knuma.deploy.objects import (
     Manifest,
@@ -49,12 +55,27 @@ from knuma.deploy.objects import (
 )
 from knuma.operator.desired import DEFAULT_NAMESPACE, operand_namespace, operator_objects, scheduler_objects
 
-__all__ = ["LEASE_NAME", "METRICS_PORT", "NAME", "applied_objects", "operator_rules", "render_operator"]
+__all__ = [
+    "LEASE_NAME",
+    "METRICS_PORT",
+    "NAME",
+    "WEBHOOK_PORT",
+    "WebhookTLS",
+    "applied_objects",
+    "operator_rules",
+    "render_operator",
+    "webhook_hosts",
+]
 
 NAME = "knuma-operator"
 COMPONENT = "operator"
 LEASE_NAME = "knuma-operator-leader"
 METRICS_PORT = 8080
+WEBHOOK_PORT = 9443
+"""controller-runtime's (and numaresources-operator's) webhook port."""
+WEBHOOK_SERVICE = "knuma-operator-webhook"
+WEBHOOK_SECRET = "knuma-operator-webhook-cert"
+WEBHOOK_CERT_DIR = "/etc/knuma-operator/webhook"
 _ALL = ["get", "list", "watch", "create", "patch", "update", "delete"]
 _PLURALS = {"NetworkPolicy": "networkpolicies"}
 
@@ -134,10 +155,45 @@ def operator_rules(namespace_name: str = DEFAULT_NAMESPACE) -> tuple[list[dict[s
     return _merged(cluster), _merged(namespaced)
 
 
-def _deployment(namespace_name: str, images: Images, replicas: int) -> Manifest:
+@dataclass(frozen=True, slots=True)
+class WebhookTLS:
+    """The conversion webhook's serving certificate (self-signed: it is its own CA, the CRDs' caBundle) and key,
+    PEM. `knuma render operator` makes one per render (`webhook_hosts` names what it must be valid for)."""
+
+    cert_pem: str
+    key_pem: str
+
+
+def webhook_hosts(namespace_name: str = DEFAULT_NAMESPACE) -> list[str]:
+    """The DNS names the API server may use for the webhook Service (it dials `<service>.<namespace>.svc`)."""
+    base = f"{WEBHOOK_SERVICE}.{namespace_name}"
+    return [WEBHOOK_SERVICE, base, f"{base}.svc", f"{base}.svc.cluster.local"]
+
+
+def _webhook_objects(namespace_name: str, tls: WebhookTLS, pod_labels: Mapping[str, str]) -> list[Manifest]:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(WEBHOOK_SECRET, COMPONENT, namespace_name),
+        "type": "kubernetes.io/tls",
+        "stringData": {"tls.crt": tls.cert_pem, "tls.key": tls.key_pem, "ca.crt": tls.cert_pem},
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(WEBHOOK_SERVICE, COMPONENT, namespace_name),
+        "spec": {
+            "selector": dict(pod_labels),
+            "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+        },
+    }
+    return [secret, service]
+
+
+def _deployment(namespace_name: str, images: Images, replicas: int, webhook: bool = False) -> Manifest:
     pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "initialDelaySeconds": 5, "periodSeconds": 10}
-    container = {
+    container: Manifest = {
         "name": NAME,
         "image": images.knuma,
         "args": [
@@ -156,6 +212,17 @@ def _deployment(namespace_name: str, images: Images, replicas: int) -> Manifest:
         "securityContext": security_context(),
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
+    volumes: list[Manifest] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if webhook:
+        container["args"] += [
+            f"--webhook-port={WEBHOOK_PORT}",
+            "--webhook-address=0.0.0.0",  # the API server dials the pod through the Service
+            f"--webhook-cert-dir={WEBHOOK_CERT_DIR}",
+            f"--webhook-service={WEBHOOK_SERVICE}",
+        ]
+        container["ports"].append({"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"})
+        container["volumeMounts"].append({"name": "webhook-cert", "mountPath": WEBHOOK_CERT_DIR, "readOnly": True})
+        volumes.append({"name": "webhook-cert", "secret": {"secretName": WEBHOOK_SECRET}})
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -169,7 +236,7 @@ def _deployment(namespace_name: str, images: Images, replicas: int) -> Manifest:
                     "serviceAccountName": NAME,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                    "volumes": volumes,
                     "affinity": {
                         "podAntiAffinity": {
                             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -190,19 +257,27 @@ def _deployment(namespace_name: str, images: Images, replicas: int) -> Manifest:
 
 
 def render_operator(
-    namespace_name: str = DEFAULT_NAMESPACE, images: Images = Images(), replicas: int = 2
+    namespace_name: str = DEFAULT_NAMESPACE,
+    images: Images = Images(),
+    replicas: int = 2,
+    webhook: WebhookTLS | None = None,
 ) -> list[Manifest]:
-    """The operator's CRDs, namespace, ServiceAccount, RBAC, NetworkPolicies and Deployment, in apply order."""
+    """The operator's CRDs, namespace, ServiceAccount, RBAC, NetworkPolicies and Deployment, in apply order. With
+    `webhook`: the CRDs convert v1alpha1 through the operator's webhook (`--webhook-port`), behind a Service, with
+    its certificate in a Secret; without: conversion strategy `None`."""
     cluster_rules, namespaced_rules = operator_rules(namespace_name)
     pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
+    conversion = ConversionWebhook(namespace_name, WEBHOOK_SERVICE, webhook.cert_pem) if webhook else None
+    ports = [("metrics", METRICS_PORT)] + ([("webhook", WEBHOOK_PORT)] if webhook else [])
     return [
-        *operator_crds(),
+        *operator_crds(conversion),
         operand_namespace(namespace_name),
         service_account(NAME, namespace_name, COMPONENT),
         cluster_role(NAME, COMPONENT, cluster_rules),
         cluster_role_binding(NAME, COMPONENT, NAME, NAME, namespace_name),
         role(NAME, namespace_name, COMPONENT, namespaced_rules),
         role_binding(NAME, namespace_name, COMPONENT, NAME, NAME, namespace_name),
-        *network_policies(NAME, namespace_name, COMPONENT, pod_labels, ingress_ports=[("metrics", METRICS_PORT)]),
-        _deployment(namespace_name, images, replicas),
+        *network_policies(NAME, namespace_name, COMPONENT, pod_labels, ingress_ports=ports),
+        *(_webhook_objects(namespace_name, webhook, pod_labels) if webhook else []),
+        _deployment(namespace_name, images, replicas, webhook is not None),
     ]

@@ -1,4 +1,5 @@
-"""A tiny HTTP/1.1 server for `/metrics`, `/healthz` and `/readyz`, on asyncio streams.
+"""A tiny HTTP/1.1 server for `/metrics`, `/healthz` and `/readyz` (and the operator's conversion webhook, the one
+POST route), on asyncio streams.
 
 Why not aiohttp (the project's HTTP library elsewhere): the exporter runs on every node and targets < 60 MB of
 resident memory; importing aiohttp alone costs ~8 MB, and three GET endpoints polled by Prometheus and the kubelet
@@ -18,20 +19,31 @@ import ssl
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 
-__all__ = ["Handler", "Response", "SimpleHTTPServer"]
+__all__ = ["BodyHandler", "Handler", "Response", "SimpleHTTPServer"]
 
 log = logging.getLogger("knuma.serving.http")
 
 Response = tuple[int, str, bytes]
 """(status, content type, body)"""
 Handler = Callable[[], Response]
+BodyHandler = Callable[[bytes], Response]
+"""A POST route: the request body in, the response out."""
 
 _MAX_HEAD = 16 * 1024
+MAX_BODY = 32 * 1024 * 1024
+"""Larger request bodies are refused (413): a ConversionReview of many objects stays well below."""
 
 
 class SimpleHTTPServer:
-    def __init__(self, routes: Mapping[str, Handler], tls: Callable[[], ssl.SSLContext] | None = None) -> None:
+    def __init__(
+        self,
+        routes: Mapping[str, Handler],
+        tls: Callable[[], ssl.SSLContext] | None = None,
+        *,
+        posts: Mapping[str, BodyHandler] | None = None,
+    ) -> None:
         self.routes = dict(routes)
+        self.posts = dict(posts or {})
         self.tls = tls
         self._server: asyncio.Server | None = None
         self.port: int | None = None
@@ -57,7 +69,11 @@ class SimpleHTTPServer:
                 return
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
-            status, ctype, body = self._respond(head)
+            post = self._post_handler(head)
+            if post is None:
+                status, ctype, body = self._respond(head)
+            else:
+                status, ctype, body = await self._respond_post(head, reader, post)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             writer.close()
             return
@@ -72,6 +88,31 @@ class SimpleHTTPServer:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+    def _post_handler(self, head: bytes) -> BodyHandler | None:
+        parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        if len(parts) == 3 and parts[0] == "POST" and len(head) <= _MAX_HEAD:
+            return self.posts.get(parts[1].split("?", 1)[0])
+        return None
+
+    async def _respond_post(self, head: bytes, reader: asyncio.StreamReader, handler: BodyHandler) -> Response:
+        length = None
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip()) if value.strip().isdigit() else -1
+            elif name.strip().lower() == "transfer-encoding" and value.strip().lower() != "identity":
+                return 411, "text/plain", b"chunked request bodies are not supported; send Content-Length\n"
+        if length is None or length < 0:
+            return 411, "text/plain", b"Content-Length required\n"
+        if length > MAX_BODY:
+            return 413, "text/plain", b"request body too large\n"
+        body = await asyncio.wait_for(reader.readexactly(length), timeout=30)
+        try:
+            return handler(body)
+        except Exception:
+            log.exception("POST handler failed")
+            return 500, "text/plain", b"internal error\n"
 
     def _respond(self, head: bytes) -> Response:
         if len(head) > _MAX_HEAD:

@@ -60,7 +60,13 @@ class ServingCertificate:
         key_file: str | os.PathLike[str],
         *,
         min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+        purpose: str = "/metrics",
+        hint: str = "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file",
     ) -> None:
+        self.purpose = purpose
+        """What the certificate serves, for messages (`/metrics`, `the conversion webhook`)."""
+        self.hint = hint
+        """What to do when the files are missing."""
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self.min_version = min_version
@@ -83,7 +89,7 @@ class ServingCertificate:
             self._seen = current
             try:
                 self._context = self._load()
-                log.info("reloaded the /metrics certificate from %s", self.cert_file)
+                log.info("reloaded the %s certificate from %s", self.purpose, self.cert_file)
             except TLSConfigError as err:
                 log.warning("%s; still serving the previous certificate", err)
         return self._context
@@ -95,8 +101,8 @@ class ServingCertificate:
         for path, what in ((self.cert_file, "certificate"), (self.key_file, "key")):
             if not path.is_file():
                 raise TLSConfigError(
-                    f"/metrics TLS {what} {path} does not exist: mount the serving certificate Secret there, or "
-                    "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file"
+                    f"{self.purpose} TLS {what} {path} does not exist: mount the serving certificate Secret there, "
+                    f"or {self.hint}"
                 )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = self.min_version
@@ -104,7 +110,7 @@ class ServingCertificate:
             context.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError) as err:
             raise TLSConfigError(
-                f"cannot load the /metrics certificate {self.cert_file} with key {self.key_file}: {err}"
+                f"cannot load the {self.purpose} certificate {self.cert_file} with key {self.key_file}: {err}"
             ) from None
         self.loads += 1
         return context
