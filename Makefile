@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 PYTEST_ARGS ?=
 
-.PHONY: run shell test lint bench fmt clean venv dev proto
+.PHONY: run shell test lint bench fmt clean venv dev proto chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +38,27 @@ shell: $(VENV)/.installed-run
 	@echo "knuma $$($(BIN)/knuma --version) and the pinned kubectl are on PATH in this shell; 'exit' leaves it."
 	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" exec $${SHELL:-/bin/sh} -i
 
-## test: lint, type-check and the whole test suite
-test: $(VENV)/.installed-dev lint
+## test: lint, type-check and the whole test suite (installs chromium for the report's browser test when it can)
+test: $(VENV)/.installed-dev lint chromium
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+## chromium: Debian's chromium for the browser test of `knuma simulate --report` (about 20 s, ~100 MB, once).
+## Free when chromium is there or KNUMA_SKIP_BROWSER=1; without apt-get or root (or passwordless sudo) it says so and
+## the rest of the suite still runs: the browser test then fails saying how to install chromium.
+CHROMIUM_HINT := install it with 'apt-get install -y --no-install-recommends chromium' as root, set KNUMA_CHROMIUM to a Chrome/Chromium binary, or set KNUMA_SKIP_BROWSER=1 to skip the browser test
+chromium:
+	@if [ "$$KNUMA_SKIP_BROWSER" = 1 ] || [ -n "$$KNUMA_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 \
+	    || dpkg-query -W -f='$${Status}' chromium 2>/dev/null | grep -q ' installed$$'; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: chromium is missing and apt-get is not available: $(CHROMIUM_HINT)" >&2; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; elif sudo -n true >/dev/null 2>&1; then sudo="sudo -n"; else \
+	    echo "make: chromium is missing and installing it needs root (or passwordless sudo): $(CHROMIUM_HINT)" >&2; \
+	    exit 0; fi; \
+	echo "make: installing chromium for the browser test (apt-get, about 20 s, once)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+	    || { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+	    || echo "make: could not install chromium with apt-get: $(CHROMIUM_HINT)" >&2
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests

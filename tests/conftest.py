@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 # CI runs the property tests with a fixed seed, so that a submission is judged on the examples its author ran;
@@ -11,3 +12,17 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The Chromium the browser tests drive. Missing, the test fails and says how to install it (`make test` does when
+    it can); only an explicit KNUMA_SKIP_BROWSER=1 turns that into a skip."""
+    from knuma.testing.browser import BrowserMissing, find_chromium
+
+    try:
+        return find_chromium()
+    except BrowserMissing as err:
+        if os.environ.get("KNUMA_SKIP_BROWSER") == "1":
+            pytest.skip(f"KNUMA_SKIP_BROWSER=1: browser test skipped on request ({err})")
+        pytest.fail(f"{err}; or set KNUMA_SKIP_BROWSER=1 to skip the browser tests", pytrace=False)

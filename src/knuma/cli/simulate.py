@@ -29,25 +29,6 @@ class Output(StrEnum):
 OUTPUTS = tuple(o.value for o in Output)
 
 
-ROWS: list[tuple[str, str]] = [
-    ("placed", "placed"),
-    ("running", "running"),
-    ("topology_affinity_errors", "TopologyAffinityError"),
-    ("smt_alignment_errors", "SMTAlignmentError"),
-    ("other_admission_errors", "other admission errors"),
-    ("pending", "pending"),
-    ("false_negative_pending", "false-negative pending"),
-    ("cpu_utilization", "CPU utilisation (last 25% of the run)"),
-    ("mean_cpu_utilization", "CPU utilisation (whole run)"),
-    ("memory_utilization", "memory utilisation (last 25%)"),
-    ("zone_cpu_utilization", "zone exclusive CPU p10/mean/p90"),
-    ("zone_memory_utilization", "zone exclusive memory p10/mean/p90"),
-    ("stranded_cpus", "stranded CPUs (no Guaranteed template fits)"),
-    ("throughput_pods_per_s", "throughput (pods/s)"),
-    ("latency_ms", "latency p50/p90/p99 (ms)"),
-]
-
-
 def register(app: typer.Typer) -> None:
     app.command("simulate")(simulate)
 
@@ -250,42 +231,17 @@ def _list(out: Console) -> None:
     out.print(table)
 
 
-def _format(key: str, value: Any) -> str:
-    if value is None or value == "":
-        return "-"
-    if key.startswith("zone_") and isinstance(value, dict):
-        return f"{value['p10']:.0%} / {value['mean']:.0%} / {value['p90']:.0%}"
-    if key.endswith("utilization"):
-        return f"{value:.1%}"
-    if key == "latency_ms" and isinstance(value, dict):
-        return f"{value['p50']:.2f} / {value['p90']:.2f} / {value['p99']:.2f}"
-    if isinstance(value, float):
-        return f"{value:,.1f}"
-    return str(value)
-
-
 def _table(out: Console, comparison: Comparison) -> None:
     from rich.table import Table
 
-    from knuma.sim.comparison import OPTIMAL
+    from knuma.sim.comparison_table import comparison_table
 
-    scenario = comparison.scenario
-    title = (
-        f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "
-        f"NRT every {scenario.nrt_period:g} s; scoring {scenario.scoring or 'default'}; seed {comparison.seed}"
-    )
-    table = Table(title=title, title_justify="left")
+    shown = comparison_table(comparison)
+    table = Table(title=shown.title, title_justify="left", caption=shown.caption)
     table.add_column("metric")
-    for name in comparison.results:
+    for name in shown.columns:
         table.add_column(name, justify="right", style="bold" if name == "knuma" else None)
-    for key, label in ROWS:
-        values = [comparison.results[name].get(key) for name in comparison.results]
-        if all(v is None for v in values):
-            continue
-        table.add_row(label, *(_format(key, v) for v in values))
-    if OPTIMAL in comparison.results:
-        optimal = comparison.results[OPTIMAL]
-        proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {optimal.get('bound')}"
-        table.caption = f"optimal: CP-SAT, {optimal.get('solve_seconds')} s, {proven}"
+    for label, cells in shown.rows:
+        table.add_row(label, *cells)
     out.print(table)
-    out.print(comparison.verdict(), highlight=False)
+    out.print(shown.verdict, highlight=False)

@@ -1,0 +1,85 @@
+"""The comparison as a table of labelled, formatted cells: what `knuma simulate` prints and its HTML report shows.
+
+One definition of the row labels and value formats (`CPU utilisation (last 25% of the run)`, `93.4%`), so the
+terminal and the report cannot drift apart: the CLI renders `comparison_table(...)` with rich, the report as HTML.
+Raw keys and fractions stay in `-o json` and the report's `metrics.json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from knuma.sim.comparison import OPTIMAL, Comparison
+
+__all__ = ["LABELS", "ROWS", "ComparisonTable", "comparison_table", "format_metric"]
+
+ROWS: tuple[tuple[str, str], ...] = (
+    ("placed", "placed"),
+    ("running", "running"),
+    ("topology_affinity_errors", "TopologyAffinityError"),
+    ("smt_alignment_errors", "SMTAlignmentError"),
+    ("other_admission_errors", "other admission errors"),
+    ("pending", "pending"),
+    ("false_negative_pending", "false-negative pending"),
+    ("cpu_utilization", "CPU utilisation (last 25% of the run)"),
+    ("mean_cpu_utilization", "CPU utilisation (whole run)"),
+    ("memory_utilization", "memory utilisation (last 25%)"),
+    ("zone_cpu_utilization", "zone exclusive CPU p10/mean/p90"),
+    ("zone_memory_utilization", "zone exclusive memory p10/mean/p90"),
+    ("stranded_cpus", "stranded CPUs (no Guaranteed template fits)"),
+    ("throughput_pods_per_s", "throughput (pods/s)"),
+    ("latency_ms", "latency p50/p90/p99 (ms)"),
+)
+"""Metric key -> row label, in table order."""
+
+LABELS = dict(ROWS)
+"""Metric key -> row label."""
+
+
+def format_metric(key: str, value: Any) -> str:
+    """One cell: fractions as percentages, percentile dicts as `p10 / mean / p90`, `-` for a metric not measured."""
+    if value is None or value == "":
+        return "-"
+    if key.startswith("zone_") and isinstance(value, dict):
+        return f"{value['p10']:.0%} / {value['mean']:.0%} / {value['p90']:.0%}"
+    if key.endswith("utilization"):
+        return f"{value:.1%}"
+    if key == "latency_ms" and isinstance(value, dict):
+        return f"{value['p50']:.2f} / {value['p90']:.2f} / {value['p99']:.2f}"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    title: str
+    columns: list[str]
+    """Scheduler names, in run order (`optimal` last when it ran)."""
+    rows: list[tuple[str, list[str]]]
+    """(label, one formatted cell per column); rows no scheduler measured are left out."""
+    caption: str | None
+    """How the optimum was found, when it was."""
+    verdict: str
+
+
+def comparison_table(comparison: Comparison) -> ComparisonTable:
+    scenario = comparison.scenario
+    title = (
+        f"knuma simulate — scenario {scenario.name}: {scenario.cluster.describe()}; {scenario.workload.pods} pods; "
+        f"NRT every {scenario.nrt_period:g} s; scoring {scenario.scoring or 'default'}; seed {comparison.seed}"
+    )
+    columns = list(comparison.results)
+    rows = []
+    for key, label in ROWS:
+        values = [comparison.results[name].get(key) for name in columns]
+        if all(v is None for v in values):
+            continue
+        rows.append((label, [format_metric(key, v) for v in values]))
+    caption = None
+    if OPTIMAL in comparison.results:
+        optimal = comparison.results[OPTIMAL]
+        proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {optimal.get('bound')}"
+        caption = f"optimal: CP-SAT, {optimal.get('solve_seconds')} s, {proven}"
+    return ComparisonTable(title, columns, rows, caption, comparison.verdict())
