@@ -1,9 +1,10 @@
 """The PNG plots of `knuma simulate --report` (matplotlib, Agg canvas: no pyplot state, no display needed).
 
-Every plot has a title, axes labelled with their units and a legend (a colour bar for the heat map); a scheduler
-keeps its colour across plots. Where the CP-SAT optimum ran (static workloads), its final packing is drawn as a dashed
-black line, so each curve reads against the best possible end state. The heat map names its nodes (every k-th when
-there are many, long names trimmed) and its NUMA zones.
+Every plot has a title, axes labelled with their units and a legend (a colour bar for the heat map). A scheduler
+keeps its colour across plots, and earlier curves are drawn wider, so schedulers with identical curves all show.
+Where the CP-SAT optimum ran (static workloads), its final packing is drawn as a dashed black line, so each curve
+reads against the best possible end state. The heat map names its nodes (every k-th when there are many, long names
+trimmed) and its NUMA zones.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ _TIMELINES = (
         "topology_affinity_errors",
     ),
     _Timeline(
-        "pending.png", "Pending pods over time (never bound)", "pods pending (count)", lambda s: s.pending, "pending"
+        "pending.png",
+        "Pending pods over time (not bound to a node yet)",
+        "pods pending (count)",
+        lambda s: s.pending,
+        "pending",
     ),
 )
 
@@ -93,12 +98,13 @@ def _colours(names: Sequence[str]) -> dict[str, str]:
 def _timeline(comparison: Comparison, spec: _Timeline, colours: dict[str, str], directory: Path) -> Plot:
     figure = _figure((9, 3.8))
     axes = figure.subplots()
-    for name, result in comparison.runs.items():
+    last = len(comparison.runs) - 1
+    for index, (name, result) in enumerate(comparison.runs.items()):
         times = [s.time for s in result.samples]
         values = [spec.value(s) for s in result.samples]
         style = "steps-post" if spec.steps else "default"
-        bold = 2.2 if name == "knuma" else 1.4
-        axes.plot(times, values, label=name, color=colours[name], drawstyle=style, linewidth=bold)
+        width = 1.3 + 0.5 * (last - index)  # earlier curves wider: one equal to a later one still shows beneath it
+        axes.plot(times, values, label=name, color=colours[name], drawstyle=style, linewidth=width)
     optimal = comparison.results.get(OPTIMAL)
     if optimal is not None and spec.optimum_key is not None and optimal.get(spec.optimum_key) is not None:
         value = optimal[spec.optimum_key]

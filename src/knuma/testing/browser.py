@@ -144,7 +144,7 @@ def find_chromium() -> str:
 async def load_page(
     url: str, *, chromium: str | None = None, width: int = 1280, height: int = 1024, timeout: float = 120.0
 ) -> PageCheck:
-    """Open `url` in a fresh headless Chromium, wait for its load event, and return what it showed."""
+    """Open `url` in a fresh headless Chromium, wait until it has loaded (images included), return what it showed."""
     binary = chromium or find_chromium()
     with tempfile.TemporaryDirectory(prefix="knuma-chromium-") as profile:
         async with _chromium(binary, Path(profile), width, height, timeout) as devtools:
