@@ -119,14 +119,17 @@ def place(
             need[position] = int(amount) if everywhere[position] else np.where(managed[position], int(amount), 0)
         ok = _holding(valid, free, positions, need)
         if positions and steps:
-            # The earlier containers took from one zone each: there, what they left decides (one value per row).
+            # The earlier containers took from one zone each: there, what they left decides (one value per row,
+            # read and written by flat index).
+            cells = every * zones
             for earlier in steps:
                 zone = earlier.zone
-                left_ok = valid[every, zone]
+                at = cells + zone
+                left_ok = np.ravel(valid).take(at)
                 for position in positions:
                     used = sum((s.amounts[position] * (s.zone == zone) for s in steps), start=np.zeros_like(zone))
-                    left_ok &= free[position][every, zone] - used >= need[position]
-                ok[every, zone] = left_ok
+                    left_ok &= np.ravel(free[position]).take(at) - used >= need[position]
+                ok.put(at, left_ok)
         zone, fit = first_true(ok)
         fits &= fit
         steps.append(Step(zone, tuple(need)))

@@ -405,10 +405,8 @@ class VectorizedScheduler:
             fit_only = self._fit_scores(shape, rows) * self.fit_weight
             return np.where(feasible, fit_only, -1)
         if not shape.numa_exempt:
-            feasible &= ~self.nrt_stale[rows]
-        count = len(feasible)
-        numa = np.full(count, 0 if shape.guaranteed else 100, dtype=np.int64)
-        has_nrt = self.has_nrt[rows]
+            feasible &= self.nrt_fresh[rows]
+        numa: Int64Array | int = 0 if shape.guaranteed else 100
         if shape.exclusive is not None:
             simple = self.simple_node[rows]
             candidates = feasible & simple
@@ -419,19 +417,23 @@ class VectorizedScheduler:
                 fits = placement.fits if smt is None else placement.fits & smt
                 if shape.guaranteed:
                     scored = candidates & fits
-                    numa = np.where(scored, self._zone_scores(pod, shape, rows, placement, scored), numa)
-                feasible &= ~simple | fits
-            exact = np.flatnonzero(feasible & has_nrt & ~simple)
+                    numa = np.where(scored, self._zone_scores(pod, shape, rows, placement, scored), 0)
+                feasible &= fits | ~simple
+            by_plugin = self.plugin_rows[rows]
         else:
-            exact = np.flatnonzero(feasible & has_nrt)
-        row_ids = np.arange(self._size)[rows] if isinstance(rows, slice) else rows
-        for i in exact.tolist():
-            info = self._infos[int(row_ids[i])]
-            state = CycleState()
-            if self._numa.filter(state, pod, info).ok:
-                numa[i] = self._numa.score(state, pod, info)
-            else:
-                feasible[i] = False
+            by_plugin = self.has_nrt[rows]
+        if by_plugin.any():
+            exact = np.flatnonzero(feasible & by_plugin)
+            if len(exact):
+                numa = np.full(len(feasible), numa, dtype=np.int64) if isinstance(numa, int) else numa
+                row_ids = np.arange(self._size)[rows] if isinstance(rows, slice) else rows
+                for i in exact.tolist():
+                    info = self._infos[int(row_ids[i])]
+                    state = CycleState()
+                    if self._numa.filter(state, pod, info).ok:
+                        numa[i] = self._numa.score(state, pod, info)
+                    else:
+                        feasible[i] = False
         total = numa * self.numa_weight
         if self.fit_weight:
             total = total + self._fit_scores(shape, rows) * self.fit_weight
@@ -460,9 +462,12 @@ class VectorizedScheduler:
         `float_exact` rows; the others ask the plugin)."""
         # (allocatable - requested) * 100 / allocatable where the request fits (0 otherwise, and 0 where the node has
         # none of the resource: there the difference is positive only if nothing is requested), as the plugin does.
-        free = self.scored_free[rows] - shape.non_zero
-        scores = np.where(free >= 0, np.floor(free * 100.0 / self.scored_scale[rows]), 0.0)
-        total: Int64Array = np.floor((scores @ _FIT_WEIGHTS) / self.fit_divisor[rows]).astype(np.int64)
+        weighted: Float64Array | float = 0.0
+        for i, weight in enumerate(_FIT_WEIGHTS.tolist()):  # column by column: one pass over the rows each
+            free = self.scored_free[rows, i] - int(shape.non_zero[i])
+            score = np.floor(free * 100.0 / self.scored_scale[rows, i])
+            weighted = weighted + np.where(free >= 0, score, 0.0) * float(weight)
+        total: Int64Array = np.floor(weighted / self.fit_divisor[rows]).astype(np.int64)
         if self.float_exact[rows].all():
             return total
         inexact = np.flatnonzero(~self.float_exact[rows])
@@ -487,24 +492,28 @@ class VectorizedScheduler:
 
     def _stranding_penalty(self, shape: _Shape, rows: Rows, placement: ZonePlacement) -> Int64Array:
         """`knuma.scheduler.plugins.stranding.stranding_penalty` (meaningful on rows where the pod fits): per zone the
-        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs. One
-        allocation (one container, or pod scope) touches one zone per row: only that zone is read."""
+        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs. Only
+        the zones the allocation steps touch are read (one value per step and row, by flat index), not every zone."""
         cpu = self._cpu_position(shape)
-        if cpu is None:
-            return np.zeros(len(placement.fits), dtype=np.int64)
-        free = self.whole_cpu_available[rows, :, self.cpu_index]
-        strands, zone_cpus = self.zone_strands[rows], self.zone_cpu_total[rows]
-        penalty: Int64Array = np.zeros(len(placement.fits), dtype=np.int64)
-        every = np.arange(len(placement.fits))
+        count = len(placement.fits)
+        penalty: Int64Array = np.zeros(count, dtype=np.int64)
+        if cpu is None or self.cpu_index is None:
+            return penalty
+        free = np.ravel(self.zone_free[self.cpu_index][rows])  # [rows, zones], flat
+        strands = np.ravel(self.zone_strands[rows])
+        zone_cpus = np.ravel(self.zone_cpu_total[rows])
+        cells = np.arange(count) * self.zone_count
         for zone, took, first in placement.touched(cpu):
-            before = free[every, zone] // 1000
+            at = cells + zone
+            before = free.take(at) // 1000
             taken = took // 1000
             after = before - taken
             fill = self.demand.fill_table(int(before.max(initial=0)))
             added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
-            counted = first & (taken > 0) & (added > 0) & strands[every, zone]
-            charge = STRANDING_WEIGHT * 100 * added // np.maximum(zone_cpus[every, zone], 1)
-            penalty += np.where(counted, charge, 0)
+            counted = first & (taken > 0) & (added > 0) & strands.take(at)
+            # floor(a / b) in float64 is a // b for these small integers (exact quotients stay exact).
+            charge = np.floor(STRANDING_WEIGHT * 100.0 * added / np.maximum(zone_cpus.take(at), 1))
+            penalty += np.where(counted, charge, 0.0).astype(np.int64)
         return penalty
 
     def _cpu_position(self, shape: _Shape) -> int | None:
@@ -558,7 +567,7 @@ class VectorizedScheduler:
         columns = shape.exclusive_columns.tolist()
         return place(
             self.zone_valid[rows],
-            [self.whole_cpu_available[rows, :, c] for c in columns],
+            [self.zone_free[c][rows] for c in columns],
             [self.managed[rows, c] for c in columns],
             self.pod_scope[rows],
             [int(shape.exclusive_total[c]) for c in columns],
@@ -655,12 +664,16 @@ class VectorizedScheduler:
             "has_node_object": ((), np.bool_),
             "has_nrt": ((), np.bool_),
             "nrt_stale": ((), np.bool_),
+            "nrt_fresh": ((), np.bool_),
             "simple_node": ((), np.bool_),
+            "plugin_rows": ((), np.bool_),
             "smt_group": ((), np.int64),
             "smt_limit": ((), np.int64),
             "pod_scope": ((), np.bool_),
             "version": ((), np.int64),
         }
+        for column in range(r):  # one contiguous `[rows, zones]` array per column (see `zone_free`)
+            layout[f"zone_free/{column}"] = ((z,), np.int64)
         kept = self._capacity
         buffers: dict[str, npt.NDArray[np.generic]] = {}
         for name, (trailing, dtype) in layout.items():
@@ -679,6 +692,9 @@ class VectorizedScheduler:
         """[nodes, zones, resources]: per-zone available (milli-CPU for cpu)."""
         self.whole_cpu_available: Int64Array = b["whole_cpu_available"][:n]  # type: ignore[assignment]
         """`available` with cpu rounded down to whole CPUs: what the CPU manager can pin."""
+        self.zone_free: list[Int64Array] = [b[f"zone_free/{c}"][:n] for c in range(len(self.resources))]  # type: ignore[misc]
+        """Per resource column, `whole_cpu_available[:, :, column]` as its own contiguous `[nodes, zones]` array: what
+        the placement compares and the stranding term reads, in single passes instead of a short loop per node."""
         self.whole_units: Float64Array = b["whole_units"][:n]  # type: ignore[assignment]
         """`available` in whole units, rounded up (Go `Quantity.Value()`), as the scoring strategies read it."""
         self.float_exact: BoolArray = b["float_exact"][:n]  # type: ignore[assignment]
@@ -717,7 +733,10 @@ class VectorizedScheduler:
         self.has_nrt: BoolArray = b["has_nrt"][:n]  # type: ignore[assignment]
         self.nrt_stale: BoolArray = b["nrt_stale"][:n]  # type: ignore[assignment]
         """The NRT cache says the node's NUMA data may not be used (`NodeInfo.nrt_fresh` False)."""
+        self.nrt_fresh: BoolArray = b["nrt_fresh"][:n]  # type: ignore[assignment]
         self.simple_node: BoolArray = b["simple_node"][:n]  # type: ignore[assignment]
+        self.plugin_rows: BoolArray = b["plugin_rows"][:n]  # type: ignore[assignment]
+        """Rows with NUMA data where the arrays cannot decide (not `simple_node`): the plugin does, row by row."""
         self.smt_group: Int64Array = b["smt_group"][:n]  # type: ignore[assignment]
         """`full-pcpus-only` rows: CPUs per core (a container's exclusive CPUs must be a multiple); 1 elsewhere."""
         self.smt_limit: Int64Array = b["smt_limit"][:n]  # type: ignore[assignment]
@@ -759,14 +778,18 @@ class VectorizedScheduler:
             whole[:, self.cpu_index] = -(-cpu // 1000)
             self.whole_cpu_available[row, :, self.cpu_index] = cpu // 1000 * 1000
         self.whole_units[row] = whole
+        for column, zone_free in enumerate(self.zone_free):
+            zone_free[row] = self.whole_cpu_available[row, :, column]
         self.has_nrt[row] = topology is not None
         self.nrt_stale[row] = not info.nrt_fresh
+        self.nrt_fresh[row] = info.nrt_fresh
         self.pod_scope[row] = topology is not None and topology.config.scope is Scope.POD
         self.simple_node[row] = topology is not None and (
             topology.config.policy is Policy.SINGLE_NUMA_NODE
             and not topology.memory_groups
             and len(topology.zones) <= topology.config.max_numa_nodes
         )
+        self.plugin_rows[row] = topology is not None and not self.simple_node[row]
         smt = topology is not None and topology.cpu_manager.full_pcpus_only and topology.cpu_managed
         self.smt_group[row] = topology.cpu_manager.cpu_group_size if smt and topology is not None else 1
         self.smt_limit[row] = (
