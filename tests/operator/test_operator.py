@@ -270,6 +270,18 @@ def test_pause_wrong_name_and_invalid_spec(api: RunningApiServer) -> None:
     with Operator(api):
         paused = '{"config.numa-operator.openshift.io/pause-reconciliation": "enabled"}'
         kubectl(api, "apply", "-f", "-", stdin=NRO.format(name="numaresourcesoperator", annotations=paused))
+        refused = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(api.kubeconfig), "apply", "-f", "-"],
+            input=NRO.format(name="numa", annotations="{}"),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        # The CRD's CEL rule refuses another name, as kube-apiserver does (knuma apiserver evaluates CEL rules) ...
+        assert refused.returncode == 1 and "the only accepted name is numaresourcesoperator" in refused.stderr
+        # ... and where the CRD has no rule (an older CRD), the operator itself reports the wrong name.
+        no_rule = '[{"op": "remove", "path": "/spec/versions/0/schema/openAPIV3Schema/x-kubernetes-validations"}]'
+        kubectl(api, "patch", "crd", "numaresourcesoperators.nodetopology.openshift.io", "--type=json", "-p", no_rule)
         kubectl(api, "apply", "-f", "-", stdin=NRO.format(name="numa", annotations="{}"))
         degraded = true_condition(api, "numaresop", "numa", "Degraded")
         assert degraded["reason"] == "IncorrectNUMAResourcesOperatorResourceName"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from knuma.api.types import JsonObj
+from knuma.local.apiserver import celrules
 from knuma.local.apiserver.resources import ResourceType
 
 
@@ -38,6 +39,7 @@ def resource_types(crd: JsonObj) -> list[ResourceType]:
                 subresources=subs,
                 categories=tuple(names.get("categories") or ()),
                 schema=schema,
+                validation_rules=celrules.rules_present(schema),
                 custom=True,
                 storage_version=storage,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from knuma.local.apiserver import celrules
 from knuma.local.apiserver.patterns import SchemaPatternError, compile_pattern
 
 JsonObj = dict[str, Any]
@@ -190,6 +191,7 @@ def _version(version: Any, path: str) -> list[Cause]:
             causes.append(_invalid(f"{path}.schema", schema, "must be an object"))
         elif schema.get("openAPIV3Schema") is not None:
             causes += schema_causes(schema["openAPIV3Schema"], f"{path}.schema.openAPIV3Schema")
+            causes += celrules.compile_causes(schema["openAPIV3Schema"], f"{path}.schema.openAPIV3Schema")
     subresources = version.get("subresources")
     if subresources is not None and not isinstance(subresources, dict):
         causes.append(_invalid(f"{path}.subresources", subresources, "must be an object"))
@@ -310,6 +312,7 @@ def causes(
             found.append(_invalid("spec.validation", legacy, "must be an object"))
         elif legacy.get("openAPIV3Schema") is not None:
             found += schema_causes(legacy["openAPIV3Schema"], "spec.validation.openAPIV3Schema")
+            found += celrules.compile_causes(legacy["openAPIV3Schema"], "spec.validation.openAPIV3Schema")
     if found:
         return found
     assert isinstance(group, str) and isinstance(names, dict)

@@ -31,6 +31,8 @@ class ResourceType:
     verbs: tuple[str, ...] = ALL_VERBS
     #: The openAPIV3Schema of a CRD version, used for validation; None for built-in kinds.
     schema: dict[str, Any] | None = None
+    #: Whether `schema` has `x-kubernetes-validations` rules anywhere (most CRDs have none; their writes skip CEL).
+    validation_rules: bool = False
     #: True for kinds defined by a CRD (strategic merge patch is then rejected, like a real server does).
     custom: bool = False
     #: The version objects are stored in (the CRD's storage version); equals `version` for built-ins.

@@ -21,6 +21,7 @@ from typing import Any
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.local.apiserver import (
     bodies,
+    celrules,
     conversion,
     crdvalidation,
     errors,
@@ -225,6 +226,11 @@ class ObjectService:
             if causes:
                 raise errors.invalid(rt.kind, rt.group, str(_meta(obj).get("name", "")), causes)
             obj = schema.prune(rt.schema, obj)
+            if rt.validation_rules:  # CEL rules run on the pruned object, after the schema's own checks
+                verdict = celrules.evaluate(rt.schema, obj, old)
+                opts.warnings.extend(verdict.warnings)
+                if verdict.causes:
+                    raise errors.invalid(rt.kind, rt.group, str(_meta(obj).get("name", "")), verdict.causes)
         return obj
 
     def _decode_builtin(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions) -> JsonObj:
