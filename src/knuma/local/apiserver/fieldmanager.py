@@ -182,7 +182,7 @@ def from_fields_v1(tree: JsonObj, prefix: Path = ()) -> set[Path]:
         children = {k: v for k, v in (sub or {}).items() if k != "."}
         if children:
             paths |= from_fields_v1(children, (*prefix, el))
-        else:
+        if not children or "." in (sub or {}):  # ".": the list item (or map) itself is owned too
             paths.add((*prefix, el))
     return paths
 
