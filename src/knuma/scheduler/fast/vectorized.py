@@ -131,7 +131,8 @@ class _Shape:
     """Milli-CPUs the pod pins (what KnumaBinPacking adds to a node's used CPUs)."""
     exclusive_cpu_counts: tuple[int, ...]
     """Whole CPUs each container pins (the CPU manager's `full-pcpus-only` checks each)."""
-    zone_requests: _ZoneRequests
+    zone_requests: _ZoneRequests | None
+    """Laid out on first use (`_allocation_scores`: LeastAllocated and MostAllocated only)."""
     numa_exempt: bool = False
     """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
     ranked: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -274,7 +275,7 @@ class VectorizedScheduler:
         topology = info.numa
         admission = admit(pod, topology) if topology is not None else None
         self._infos[row] = assume(info, pod, admission)
-        self._load_row(row)
+        self._load_row(row, static=False)
         return admission
 
     # -- cached results ----------------------------------------------------------------------------------------
@@ -355,7 +356,7 @@ class VectorizedScheduler:
             exclusive_cpu_counts=tuple(int(v[self.cpu_index]) // 1000 for v in vectors or ())
             if self.cpu_index is not None and pod.is_guaranteed
             else (),
-            zone_requests=self._zone_requests([*(c.requests for c in pod.containers), pod.effective_request]),
+            zone_requests=None,
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
         )
 
@@ -603,6 +604,9 @@ class VectorizedScheduler:
         strategies, ask the plugin)."""
         if self.scoring.type not in (StrategyType.LEAST_ALLOCATED, StrategyType.MOST_ALLOCATED):
             return np.array([self._numa.score(CycleState(), pod, self._infos[r]) for r in rows.tolist()])
+        if shape.zone_requests is None:
+            per_request = [*(c.requests for c in pod.containers), pod.effective_request]
+            shape.zone_requests = self._zone_requests(per_request)
         requests = shape.zone_requests
         have = self.whole_units[rows][:, :, None, requests.columns]
         amounts = requests.amounts
@@ -745,32 +749,24 @@ class VectorizedScheduler:
         self.pod_scope: BoolArray = b["pod_scope"][:n]  # type: ignore[assignment]
         self.version: Int64Array = b["version"][:n]  # type: ignore[assignment]
 
-    def _load_row(self, row: int) -> None:
+    def _load_row(self, row: int, *, static: bool = True) -> None:
+        """Copy the row's NodeInfo into the arrays. `static=False` after a reservation (`assume`): what a reserved
+        pod cannot change (capacities, zone layout, policy and scope, the Node's allocatable) is kept, the usage is
+        reloaded."""
         info = self._infos[row]
         topology = info.numa
         index = self.index
         self._clock += 1
         self.version[row] = self._clock
+        if static:
+            self._load_static(row, info)
         available = np.zeros((self.zone_count, len(self.resources)), dtype=np.int64)
-        managed = np.zeros(len(self.resources), dtype=np.bool_)
-        self.zone_valid[row] = False
-        self.zone_cpu_total[row] = 0
-        self.zone_strands[row] = False
-        self.zone_devices[row] = 0
-        self.numa_cpu_total[row] = 0 if topology is None else sum(zone.total(CPU) for zone in topology.zones)
         self.numa_cpu_free[row] = 0 if topology is None else sum(zone.available.get(CPU, 0) for zone in topology.zones)
         if topology is not None:
-            self.zone_valid[row, : len(topology.zones)] = True
             for z, zone in enumerate(topology.zones):
                 for name, amount in zone.available.items():
                     available[z, index[name]] = amount
-                self.zone_cpu_total[row, z] = zone.total(CPU) // 1000
-                self.zone_strands[row, z] = zone_strands_cpus(zone)
-                self.zone_devices[row, z] = zone_device_total(zone)
-            for name in topology.numa_managed:
-                managed[index[name]] = True
         self.available[row] = available
-        self.managed[row] = managed
         whole = available.copy()
         self.whole_cpu_available[row] = available
         if self.cpu_index is not None:
@@ -780,10 +776,6 @@ class VectorizedScheduler:
         self.whole_units[row] = whole
         for column, zone_free in enumerate(self.zone_free):
             zone_free[row] = self.whole_cpu_available[row, :, column]
-        self.has_nrt[row] = topology is not None
-        self.nrt_stale[row] = not info.nrt_fresh
-        self.nrt_fresh[row] = info.nrt_fresh
-        self.pod_scope[row] = topology is not None and topology.config.scope is Scope.POD
         self.simple_node[row] = topology is not None and (
             topology.config.policy is Policy.SINGLE_NUMA_NODE
             and not topology.memory_groups
@@ -791,7 +783,6 @@ class VectorizedScheduler:
         )
         self.plugin_rows[row] = topology is not None and not self.simple_node[row]
         smt = topology is not None and topology.cpu_manager.full_pcpus_only and topology.cpu_managed
-        self.smt_group[row] = topology.cpu_manager.cpu_group_size if smt and topology is not None else 1
         self.smt_limit[row] = (
             sum(zone.available.get(CPU, 0) // 1000 for zone in topology.zones)
             - topology.cpu_manager.reserved_core_siblings
@@ -799,30 +790,59 @@ class VectorizedScheduler:
             else SMT_UNBOUNDED
         )
         free = np.zeros(len(self.resources), dtype=np.int64)
-        known = np.zeros(len(self.resources), dtype=np.bool_)
         for name, amount in info.allocatable.items():
-            i = index[name]
-            free[i] = amount - info.requested.get(name, 0)
-            known[i] = True
+            free[index[name]] = amount - info.requested.get(name, 0)
+        known = self.node_known[row]
         self.node_free[row] = free
-        self.node_known[row] = known
         self.fit_free[row] = np.where(known, free, -1 if info.has_node_object else _BIG)
         on_node = info.non_zero_requested if info.non_zero_requested is not None else info.requested
-        scored_allocatable = [info.allocatable.get(name, 0) for name, _ in SCORED_RESOURCES]
-        self.scored_allocatable[row] = scored_allocatable
+        scored_allocatable = self.scored_allocatable[row].tolist()
         self.float_exact[row] = max(scored_allocatable, default=0) < FLOAT_EXACT_LIMIT and (
             not whole.size or int(np.abs(whole).max()) < FLOAT_EXACT_LIMIT
         )
         scored_requested = [on_node.get(name, 0) for name, _ in SCORED_RESOURCES]
         self.scored_requested[row] = scored_requested
         self.scored_free[row] = [a - r for a, r in zip(scored_allocatable, scored_requested, strict=True)]
+        self.pod_counts[row] = info.pod_count
+        self.has_room[row] = self.max_pods[row] > info.pod_count
+
+    def _load_static(self, row: int, info: NodeInfo) -> None:
+        """The part of a row a reservation leaves as it is: zone layout and capacities, NUMA-managed resources,
+        policy and scope, the CPU manager's options, the Node's allocatable."""
+        topology = info.numa
+        index = self.index
+        managed = np.zeros(len(self.resources), dtype=np.bool_)
+        self.zone_valid[row] = False
+        self.zone_cpu_total[row] = 0
+        self.zone_strands[row] = False
+        self.zone_devices[row] = 0
+        self.numa_cpu_total[row] = 0 if topology is None else sum(zone.total(CPU) for zone in topology.zones)
+        if topology is not None:
+            self.zone_valid[row, : len(topology.zones)] = True
+            for z, zone in enumerate(topology.zones):
+                self.zone_cpu_total[row, z] = zone.total(CPU) // 1000
+                self.zone_strands[row, z] = zone_strands_cpus(zone)
+                self.zone_devices[row, z] = zone_device_total(zone)
+            for name in topology.numa_managed:
+                managed[index[name]] = True
+        self.managed[row] = managed
+        self.has_nrt[row] = topology is not None
+        self.nrt_stale[row] = not info.nrt_fresh
+        self.nrt_fresh[row] = info.nrt_fresh
+        self.pod_scope[row] = topology is not None and topology.config.scope is Scope.POD
+        smt = topology is not None and topology.cpu_manager.full_pcpus_only and topology.cpu_managed
+        self.smt_group[row] = topology.cpu_manager.cpu_group_size if smt and topology is not None else 1
+        known = np.zeros(len(self.resources), dtype=np.bool_)
+        for name in info.allocatable:
+            known[index[name]] = True
+        self.node_known[row] = known
+        scored_allocatable = [info.allocatable.get(name, 0) for name, _ in SCORED_RESOURCES]
+        self.scored_allocatable[row] = scored_allocatable
         self.scored_scale[row] = [max(a, 1) for a in scored_allocatable]
         self.fit_divisor[row] = max(
             1, sum(w for (_, w), a in zip(SCORED_RESOURCES, scored_allocatable, strict=True) if a > 0)
         )
-        self.pod_counts[row] = info.pod_count
         self.max_pods[row] = info.allocatable.get(PODS, MAX_PODS_UNSET)
-        self.has_room[row] = self.max_pods[row] > info.pod_count
         self.has_node_object[row] = info.has_node_object
 
 
