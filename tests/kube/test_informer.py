@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
 from knuma.kube.client import async_http
-from knuma.kube.informer import Informer
+from knuma.kube.informer import Informer, decode_event
 from knuma.testing.apiserver import apiserver_in_thread
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -117,3 +118,12 @@ async def test_a_failing_handler_does_not_stop_the_informer(tmp_path: Path) -> N
                 await task
         finally:
             await http.aclose()
+
+
+def test_watch_lines_decode_as_json_loads_does_also_beyond_64_bit_integers() -> None:
+    for line in (
+        b'{"type":"MODIFIED","object":{"metadata":{"name":"p","resourceVersion":"7"},"spec":{"x":[1,2.5,null,true]}}}',
+        b'{"type":"ADDED","object":{"metadata":{"name":"big"},"spec":{"n":123456789012345678901234567890}}}',
+        '{"type":"ADDED","object":{"metadata":{"name":"\\u00e9t\\u00e9"},"data":{"k":"\u00e9"}}}'.encode(),
+    ):
+        assert decode_event(line) == json.loads(line)

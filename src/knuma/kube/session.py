@@ -57,6 +57,7 @@ class ApiSession:
         self.base_url = base_url.rstrip("/")
         self.user_agent = user_agent
         self.timeout = timeout
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._ssl = ssl_context
         self._auth = auth
         self._limit = limit
@@ -90,7 +91,7 @@ class ApiSession:
                     data=content,
                     params=dict(params) if params else None,
                     headers=sent,
-                    timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
+                    timeout=self._timeout if timeout is None else aiohttp.ClientTimeout(total=timeout),
                 ) as response:
                     body = await response.read()
                     answer = Answer(response.status, response.reason or "", body, str(response.url))

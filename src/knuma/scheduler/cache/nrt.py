@@ -215,9 +215,19 @@ class ClusterCache:
         if entry is None:
             self._add(key, _PodEntry(bound.pod, bound.node, assumed=False))
         else:
+            updated = _PodEntry(bound.pod, bound.node, assumed=False)
+            if (
+                updated.pod.effective_request == entry.pod.effective_request
+                and updated.non_zero == entry.non_zero
+                and updated.ports == entry.ports
+            ):
+                # The binding the scheduler assumed, coming back from the informer (kube-scheduler's `AddPod` of an
+                # assumed pod on the same node): the node's sums stay, so its NodeInfo and the fast path's rows do
+                # not need rebuilding.
+                entry.pod, entry.assumed = bound.pod, False
+                return
             node = self._node(bound.node)
             node.account(entry, -1)
-            updated = _PodEntry(bound.pod, bound.node, assumed=False)
             node.account(updated, +1)
             entry.pod, entry.assumed, entry.non_zero, entry.ports = bound.pod, False, updated.non_zero, updated.ports
             self._touch(bound.node)
