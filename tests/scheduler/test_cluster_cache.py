@@ -8,8 +8,6 @@ from typing import Any
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.nrt import ClusterCache
 
-from .builders import guaranteed, pod
-
 
 def _node(name: str) -> dict[str, Any]:
     return {
@@ -20,18 +18,25 @@ def _node(name: str) -> dict[str, Any]:
     }
 
 
-def _bound(p: Pod, node: str, cpu: str = "2") -> dict[str, Any]:
+def _manifest(name: str, node: str = "", cpu: str = "2") -> dict[str, Any]:
     resources = {"cpu": cpu, "memory": "1Gi"}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": resources, "limits": resources}}]
+    }
+    if node:
+        spec["nodeName"] = node
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": p.name, "namespace": p.namespace, "resourceVersion": "9"},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": resources, "limits": resources}}],
-        },
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": "9"},
+        "spec": spec,
         "status": {"phase": "Pending"},
     }
+
+
+def _pending(name: str) -> Pod:
+    """The pod as the scheduler's queue has it: parsed from the pending manifest the informer delivered."""
+    return Pod.from_manifest(_manifest(name))
 
 
 def _cache() -> ClusterCache:
@@ -44,11 +49,11 @@ def _cache() -> ClusterCache:
 
 def test_the_informer_confirming_an_assumed_binding_leaves_the_node_as_it_is() -> None:
     cache = _cache()
-    p = pod(guaranteed("c", "2", "1Gi"), name="a")
+    p = _pending("a")
     cache.assume(p, "n1")
     assert cache.take_dirty()[0] == {"n1"}
     before = cache.node_info("n1")
-    cache.upsert_pod(_bound(p, "n1"))
+    cache.upsert_pod(_manifest("a", "n1"))
     assert not cache.is_assumed(p.key)
     assert cache.take_dirty() == (set(), set())
     assert cache.node_info("n1") is before and before is not None and before.requested["cpu"] == 2000
@@ -56,13 +61,13 @@ def test_the_informer_confirming_an_assumed_binding_leaves_the_node_as_it_is() -
 
 def test_a_binding_elsewhere_or_with_other_requests_rebuilds_the_nodes() -> None:
     cache = _cache()
-    a, b = pod(guaranteed("c", "2", "1Gi"), name="a"), pod(guaranteed("c", "2", "1Gi"), name="b")
+    a, b = _pending("a"), _pending("b")
     cache.assume(a, "n1")
     cache.assume(b, "n1")
     cache.take_dirty()
-    cache.upsert_pod(_bound(a, "n2"))  # another binder won the race
+    cache.upsert_pod(_manifest("a", "n2"))  # another binder won the race
     assert cache.take_dirty()[0] == {"n1", "n2"}
-    cache.upsert_pod(_bound(b, "n1", cpu="3"))  # resized meanwhile: the node's sums change
+    cache.upsert_pod(_manifest("b", "n1", cpu="3"))  # resized meanwhile: the node's sums change
     assert cache.take_dirty()[0] == {"n1"}
     n1, n2 = cache.node_info("n1"), cache.node_info("n2")
     assert n1 is not None and n2 is not None

@@ -45,6 +45,12 @@ def terminal(obj: JsonView) -> bool:
     return (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
+def _same_demand(old: Pod, new: Pod) -> bool:
+    """Whether two versions of a pod take the same from a node (requests, non-zero requests, host ports): all three
+    derive from the containers, init containers and overhead alone."""
+    return all(old.spec.get(key) == new.spec.get(key) for key in ("containers", "initContainers", "overhead"))
+
+
 @dataclass
 class _PodEntry:
     pod: Pod
@@ -215,17 +221,13 @@ class ClusterCache:
         if entry is None:
             self._add(key, _PodEntry(bound.pod, bound.node, assumed=False))
         else:
-            updated = _PodEntry(bound.pod, bound.node, assumed=False)
-            if (
-                updated.pod.effective_request == entry.pod.effective_request
-                and updated.non_zero == entry.non_zero
-                and updated.ports == entry.ports
-            ):
+            if _same_demand(entry.pod, bound.pod):
                 # The binding the scheduler assumed, coming back from the informer (kube-scheduler's `AddPod` of an
                 # assumed pod on the same node): the node's sums stay, so its NodeInfo and the fast path's rows do
                 # not need rebuilding.
                 entry.pod, entry.assumed = bound.pod, False
                 return
+            updated = _PodEntry(bound.pod, bound.node, assumed=False)
             node = self._node(bound.node)
             node.account(entry, -1)
             node.account(updated, +1)
