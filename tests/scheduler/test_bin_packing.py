@@ -5,6 +5,7 @@ from __future__ import annotations
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from tests.scheduler.builders import container, guaranteed, node_info, nrt, pod
 
@@ -38,6 +39,12 @@ def test_guaranteed_pods_go_to_the_fullest_node_that_fits_and_knuma_uses_it_by_d
 
 
 def test_restricted_nodes_are_scored_from_the_predicted_placement_too() -> None:
-    plugin = NodeResourceTopologyMatch(PACKING)
+    ones = CPUDemand()
+    ones.observe(pod(guaranteed("app", "1", "1Gi"), name="one"))  # 1-CPU pods fill any remainder: no stranding term
+    plugin = NodeResourceTopologyMatch(PACKING, demand=ones)
     wide = pod(guaranteed("app", "10", "10Gi"))  # spans both zones under restricted: 2 + 10 in use of 16
-    assert plugin.score(CycleState(), wide, two_zones("r", "6", "8", policy="restricted")) == 75
+    node = two_zones("r", "6", "8", policy="restricted")
+    assert plugin.score(CycleState(), wide, node) == 75
+    # With only 10-CPU pods seen, the 6 and 8 free CPUs were stranded for pods that fit one zone; spanning both, the
+    # wide pod uses them: credited up to the top score
+    assert NodeResourceTopologyMatch(PACKING).score(CycleState(), wide, node) == 100

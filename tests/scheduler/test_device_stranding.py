@@ -131,11 +131,12 @@ def test_vectorized_and_sequential_agree_on_a_gpu_cluster(seed: int) -> None:
     assert penalised > 5
 
 
-def test_new_device_shapes_do_not_rebuild_the_cpu_fill_table() -> None:
-    """Device shapes change `CPUDemand.version` (cached scores must be recomputed) but not the CPU sizes: the fill
-    table stays as it was (it once doubled on every version change, and 40 new shapes hung the scheduler)."""
+def test_new_device_shapes_do_not_rebuild_the_cpu_stranding_table() -> None:
+    """Device shapes change `CPUDemand.version` (cached scores must be recomputed) but not the CPU sizes: the
+    stranding table stays as it was (the CPU table once doubled on every version change, and 40 new shapes hung the
+    scheduler)."""
     demand = seen(cpu_pod(4, "four"))
-    table = demand.fill_table(10)
+    table = demand.stranded_table(10)
     for index in range(40):
         demand.observe(gpu_pod(1 + index, 4, f"g{index}"))  # 4 CPUs: a size seen already
-    assert demand.fill_table(10) is table and len(table) <= 1 + 64
+    assert demand.stranded_table(10) is table and len(table) <= 1 + 64

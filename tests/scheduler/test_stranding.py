@@ -1,4 +1,5 @@
-"""Stranded CPUs: KnumaBinPacking charges placements for zone remainders no recent pod size can fill."""
+"""Stranded CPUs: KnumaBinPacking charges placements for the zone remainders the recent mix of pod sizes is not
+expected to fill, and credits placements that leave their zone easier to fill exactly."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.scheduler.plugins.stranding import CPUDemand, exclusive_cpu_sizes, stranding_penalty
+from knuma.scheduler.plugins.stranding import (
+    MIX_REFRESH,
+    CPUDemand,
+    exclusive_cpu_sizes,
+    expected_stranded_table,
+    stranding_penalty,
+)
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
 from knuma.topology.kubelet import admit
@@ -35,6 +42,11 @@ def demand_of(*sizes: int) -> CPUDemand:
     return demand
 
 
+def zones_of(name: str, size: int, *free: int) -> NodeInfo:
+    """A node whose zones hold `size` CPUs each, with `free` CPUs available per zone."""
+    return node_info(nrt(name, {z: {"cpu": (str(size), str(cpus)), "memory": "64Gi"} for z, cpus in enumerate(free)}))
+
+
 def twelve_cpu_zones(name: str, *free: int, devices: bool = False) -> NodeInfo:
     zones = {}
     for z, cpus in enumerate(free):
@@ -53,31 +65,67 @@ def test_sizes_are_the_long_running_exclusive_cpus_of_guaranteed_pods() -> None:
     assert exclusive_cpu_sizes(pod(container("app", requests={"cpu": "4"}))) == ()  # Burstable
 
 
-def test_stranded_cpus_are_what_no_sum_of_sizes_fills() -> None:
-    demand = demand_of(*SIZES)
-    # 3 and 5 fill 8 and 11 exactly; 4 takes one 3 and strands 1; nothing fits 1 or 2
-    assert [demand.stranded(free) for free in range(13)] == [0, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
-    assert demand.stranded(10_000) == 0  # the table grows on demand
-    assert CPUDemand().stranded(2) == 0  # nothing seen yet: no penalty, plain bin packing
+def test_expected_stranded_cpus_of_a_remainder_under_a_mix_of_sizes() -> None:
+    """E(g): nothing fits -> g; else the count-weighted mean of E(g - s) over the sizes that fit (hundredths)."""
+    # 3s and 5s alike: E(1) = 1, E(2) = 2, E(3) = E(0) = 0, E(4) = E(1) = 1 (only a 3 fits), E(5) = (E(2) + E(0)) / 2,
+    # E(6) = (E(3) + E(1)) / 2, E(7) = (E(4) + E(2)) / 2, E(8) = (E(5) + E(3)) / 2, E(9) = (E(6) + E(4)) / 2
+    assert expected_stranded_table({3: 1, 5: 1}, 9).tolist() == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
+    # 8 = 5 + 3 ends full when the 5 comes first: likely if 5s are common, not if 3s are (3 + 3 leaves 2)
+    assert expected_stranded_table({3: 1, 5: 9}, 8)[8] == 2
+    assert expected_stranded_table({3: 9, 5: 1}, 8)[8] == 162
+    assert expected_stranded_table({}, 5).tolist() == [0] * 6  # nothing seen: no information, no penalty
 
 
-def test_each_pod_counts_once_and_the_window_forgets_old_sizes() -> None:
-    demand = CPUDemand(window=2)
-    demand.observe(sized(4, "a"))
+@pytest.mark.parametrize("seed", range(5))
+def test_expected_stranding_is_never_below_what_no_sum_of_sizes_fills(seed: int) -> None:
+    rng = random.Random(seed)
+    mix = {rng.randint(1, 12): rng.randint(1, 20) for _ in range(rng.randint(1, 4))}
+    table = expected_stranded_table(mix, 40)
+    reachable = {0}
+    for free in range(1, 41):
+        if any(free - size in reachable for size in mix if size <= free):
+            reachable.add(free)
+        fill = max(r for r in reachable if r <= free)
+        assert table[free] >= 100 * (free - fill), (mix, free)
+        if free < min(mix):
+            assert table[free] == 100 * free  # no size fits: all of it is stranded
+        if all(size == 1 for size in mix):
+            assert table[free] == 0
+
+
+def test_the_demand_reads_its_table_from_the_window() -> None:
+    demand = demand_of(3, 5)
+    assert [demand.expected_stranded(free) for free in range(10)] == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
+    assert demand.expected_stranded(10_000) >= 0  # the table grows on demand
+    assert demand.stranded_table(10_000)[:10].tolist() == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
+    assert CPUDemand().expected_stranded(2) == 0  # nothing seen yet: no penalty, plain bin packing
+
+
+def test_the_table_follows_the_mix_without_invalidating_scores_for_nothing() -> None:
+    """`version` (what cached scores are checked against) changes when the table does, not with every pod: pods that
+    keep the window's mix as it was keep it; a shift in the mix changes it."""
+    demand = CPUDemand(window=10)
+    for index in range(10):
+        demand.observe(sized(3 if index % 2 else 5, f"first-{index}"))
     version = demand.version
-    demand.observe(sized(4, "a"))  # a retry of the same pod
-    demand.observe(sized(4, "b"))  # the same size again
-    assert demand.sizes == {4} and demand.version == version
-    demand.observe(sized(6, "c"))  # "a" leaves the window; 4 is still there through "b"
-    assert demand.sizes == {4, 6} and demand.version == version + 1
-    demand.observe(sized(6, "d"))  # "b" leaves: no 4-CPU pod in the window any more
-    assert demand.sizes == {6} and demand.version == version + 2
-    with pytest.raises(ValueError, match="window must be at least 1 pod"):
-        CPUDemand(window=0)
+    assert demand.mix == {3: 5, 5: 5}
+    for index in range(20):  # each pod replaces one of its size in the window: the same mix
+        demand.observe(sized(3 if index % 2 else 5, f"more-{index}"))
+    assert demand.version == version
+    before = demand.expected_stranded(8)
+    for index in range(4):  # now mostly 3s
+        demand.observe(sized(3, f"three-{index}"))
+    assert demand.version > version and demand.mix[3] > demand.mix[5]
+    assert demand.expected_stranded(8) > before  # 8 = 5 + 3 is less likely to end full
+    # in a large window the table is refreshed once a tenth of the window's pods came since the last refresh
+    large = CPUDemand(window=1000)
+    for index in range(500):
+        large.observe(sized(3 if index % 2 else 5, f"large-{index}"))
+    assert sum(large.mix.values()) >= 500 - 500 // MIX_REFRESH
 
 
-def test_penalty_is_the_increase_in_stranded_cpus_relative_to_the_zone() -> None:
-    demand = demand_of(*SIZES)
+def test_penalty_is_the_change_in_expected_stranded_cpus_relative_to_the_zone() -> None:
+    demand = demand_of(3, 5)  # E(9) = 0.75 (see above)
     node = twelve_cpu_zones("n", 9)
     assert node.topology is not None
 
@@ -87,25 +135,43 @@ def test_penalty_is_the_increase_in_stranded_cpus_relative_to_the_zone() -> None
         assert admission.admitted
         return stranding_penalty(on.topology, admission.node, demand)
 
-    assert penalty(7) == 3 * 100 * 2 // 12  # 9 - 7 leaves 2: both stranded
-    assert penalty(5) == 3 * 100 * 1 // 12  # leaves 4: a 3-CPU pod fits, 1 CPU stranded
-    assert penalty(6) == 0  # leaves 3: exactly one 3-CPU pod
+    assert penalty(7) == 3 * (200 - 75) // 12  # 9 - 7 leaves 2: both stranded, where 0.75 were expected
+    assert penalty(5) == 3 * (100 - 75) // 12  # leaves 4: a 3-CPU pod fits, 1 CPU stranded
+    assert penalty(6) == 3 * (0 - 75) // 12 < 0  # leaves 3, exactly a 3-CPU pod: a credit
     assert penalty(7, twelve_cpu_zones("gpu", 9, devices=True)) == 0  # zones with devices are exempt
 
 
 def test_knuma_bin_packing_leaves_remainders_later_pods_can_use() -> None:
-    """A 7-CPU pod: packing alone picks the fuller node and strands 2 CPUs there; with the sizes seen it takes the
-    empty zone and leaves 5, which a 5-CPU pod fills."""
+    """A 7-CPU pod: packing alone picks the fuller node and strands 2 CPUs there; with mostly 5-CPU pods seen it takes
+    the empty zone and leaves 5, which a 5-CPU pod fills."""
     nodes = [twelve_cpu_zones("fuller", 9, 0), twelve_cpu_zones("emptier", 12, 12)]
     p = sized(7, "new")
     assert schedule_one(default_profile(PACKING), p, nodes).selected == "fuller"  # only its own size seen: 7
-    demand = demand_of(*SIZES)
+    sizes = (5,) * 9 + (3,)
+    demand = demand_of(*sizes)
     assert schedule_one(default_profile(PACKING, demand=demand), p, nodes).selected == "emptier"
-    vectorized = VectorizedScheduler(nodes, PACKING, demand=demand_of(*SIZES))
+    vectorized = VectorizedScheduler(nodes, PACKING, demand=demand_of(*sizes))
     feasible, scores = vectorized.filter_and_score(p)
     exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=False)
     assert scores.tolist() == [r.score for r in exact.nodes] and feasible.all()
     assert vectorized.schedule(p).node == "emptier"
+
+
+@pytest.mark.parametrize(("common", "rare", "chosen"), [(5, 3, "twelve"), (3, 5, "fifteen")])
+def test_the_choice_follows_how_often_each_size_comes(common: int, rare: int, chosen: str) -> None:
+    """Two nodes alike but for their zones: a 7-CPU pod leaves 8 free CPUs on one (15 - 7) and 5 on the other
+    (12 - 7). When 5-CPU pods are common, 5 is the remainder most likely to end exactly full; when 3-CPU pods are,
+    5 usually becomes 2 (3 fits, then nothing), and the zone that had 15 free loses less."""
+    nodes = [zones_of("fifteen", 16, 15, 9), zones_of("twelve", 16, 12, 12)]
+    p = sized(7, "new")
+    sizes = (common,) * 9 + (rare,)
+    demand = demand_of(*sizes)
+    exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=False)
+    assert exact.selected == chosen
+    vectorized = VectorizedScheduler(nodes, PACKING, demand=demand_of(*sizes))
+    _, scores = vectorized.filter_and_score(p)
+    assert scores.tolist() == [r.score for r in exact.nodes]
+    assert vectorized.schedule(p).node == chosen
 
 
 def test_the_plugin_counts_pending_pods_too() -> None:
@@ -120,15 +186,16 @@ def test_vectorized_rescores_cached_shapes_when_the_sizes_change() -> None:
     nodes = [twelve_cpu_zones("fuller", 9, 0), twelve_cpu_zones("emptier", 12, 12)]
     vectorized = VectorizedScheduler(nodes, PACKING)
     _, before = vectorized.filter_and_score(sized(7, "first"))
-    # With only 7s seen, a 7 strands nothing new anywhere. Once 3s are seen, 9 and 12 are sums of 3s, and the 2 or 5
-    # CPUs a 7 leaves strand 2: the scores cached for the 7-CPU shape are stale.
+    # With only 7s seen, a 7 changes nothing expected anywhere (9 and 2 strand all, 12 and 5 too). Once 3s are seen,
+    # 9 (3 + 3 + 3) can end full and 2 cannot: the scores cached for the 7-CPU shape are stale.
     vectorized.demand.observe(sized(3, "a-three"))
     second = sized(7, "second")
     _, after = vectorized.filter_and_score(second)
     exact = schedule_one(default_profile(PACKING, demand=vectorized.demand), second, nodes, explain=False)
     assert after.tolist() == [r.score for r in exact.nodes]
-    assert after[0] == before[0] - 3 * 100 * 2 // 12
-    assert after[1] < before[1]
+    demand = vectorized.demand
+    assert after[0] == before[0] - 3 * (demand.expected_stranded(2) - demand.expected_stranded(9)) // 12
+    assert after[0] < before[0]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -145,23 +212,28 @@ def test_vectorized_and_sequential_agree_on_a_fragmenting_workload(seed: int) ->
         topology = NodeTopology.build(f"n{index}", zones, Policy.SINGLE_NUMA_NODE, scope)
         nodes.append(NodeInfo(f"n{index}", allocatable=topology.available_total() | {"pods": 110}, topology=topology))
     sequential, vectorized = SequentialScheduler(nodes, PACKING), VectorizedScheduler(nodes, PACKING)
-    penalised = 0
+    penalised = credited = 0
     for index in range(150):
         apps = [guaranteed(f"c{i}", str(rng.choice(SIZES)), "2Gi") for i in range(rng.choice([1, 1, 1, 2]))]
         p = pod(*apps, name=f"p{index}")
+        charges = _charges(sequential, p)
         want, got = sequential.schedule(p), vectorized.schedule(p)
         assert (got.node, got.score) == (want.node, want.score), f"pod {index}"
-        penalised += int(_penalised(sequential, p))
-    assert penalised > 20
+        penalised += any(charge > 0 for charge in charges)
+        credited += any(charge < 0 for charge in charges)
+    assert penalised > 20 and credited > 20
 
 
-def _penalised(sequential: SequentialScheduler, p: Pod) -> bool:
-    """Whether the pod's stranding penalty is positive on some node it fits (as the sequential scheduler sees them)."""
+def _charges(sequential: SequentialScheduler, p: Pod) -> list[int]:
+    """The pod's stranding penalty on each node it fits (as the sequential scheduler sees them, with the pod's own
+    size counted as scheduling it will)."""
     plugin = next(f for f in sequential.profile.filters if isinstance(f, NodeResourceTopologyMatch))
+    plugin.demand.observe(p)
+    charges = []
     for node in sequential.nodes:
         if node.topology is None:
             continue
         admission = admit(p, node.topology)
-        if admission.admitted and stranding_penalty(node.topology, admission.node, plugin.demand) > 0:
-            return True
-    return False
+        if admission.admitted:
+            charges.append(stranding_penalty(node.topology, admission.node, plugin.demand))
+    return charges

@@ -493,8 +493,9 @@ class VectorizedScheduler:
 
     def _stranding_penalty(self, shape: _Shape, rows: Rows, placement: ZonePlacement) -> Int64Array:
         """`knuma.scheduler.plugins.stranding.stranding_penalty` (meaningful on rows where the pod fits): per zone the
-        placement takes CPUs from, the increase in CPUs no recent pod size fills, relative to the zone's CPUs. Only
-        the zones the allocation steps touch are read (one value per step and row, by flat index), not every zone."""
+        placement takes CPUs from, the change in CPUs the recent mix of sizes is expected to strand there, relative
+        to the zone's CPUs (negative: a credit). Only the zones the allocation steps touch are read (one value per
+        step and row, by flat index), not every zone."""
         cpu = self._cpu_position(shape)
         count = len(placement.fits)
         penalty: Int64Array = np.zeros(count, dtype=np.int64)
@@ -512,11 +513,12 @@ class VectorizedScheduler:
             before = free.take(at) // 1000
             taken = took // 1000
             after = before - taken
-            fill = self.demand.fill_table(int(before.max(initial=0)))
-            added = (after - fill[np.maximum(after, 0)]) - (before - fill[np.maximum(before, 0)])
-            counted = first & (taken > 0) & (added > 0) & strands.take(at)
-            # floor(a / b) in float64 is a // b for these small integers (exact quotients stay exact).
-            charge = np.floor(STRANDING_WEIGHT * 100.0 * added / np.maximum(zone_cpus.take(at), 1))
+            table = self.demand.stranded_table(int(before.max(initial=0)))
+            added = table[np.maximum(after, 0)] - table[np.maximum(before, 0)]
+            counted = first & (taken > 0) & strands.take(at)
+            # floor(a / b) in float64 is a // b for these small integers, negative ones too (exact quotients stay
+            # exact).
+            charge = np.floor(STRANDING_WEIGHT * added / np.maximum(zone_cpus.take(at), 1))
             penalty += np.where(counted, charge, 0.0).astype(np.int64)
         return penalty
 

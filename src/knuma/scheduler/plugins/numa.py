@@ -21,6 +21,7 @@ from knuma.scheduler.framework.interface import (
     CycleState,
     FastPathKind,
     NodeInfo,
+    PreFilterResult,
     Status,
 )
 from knuma.scheduler.plugins.stranding import CPUDemand
@@ -77,7 +78,14 @@ class NodeResourceTopologyMatch:
             for node in nodes:
                 self.cache.node_maybe_over_reserved(node)
 
-    # -- Filter ------------------------------------------------------------------------------------------------
+    # -- PreFilter / Filter ------------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult:
+        """Count the pod into the demand before any node is looked at: a pod that no node fits (NodeResourcesFit
+        rejects it everywhere, so Filter never runs here) still says which sizes the zones are asked for, as the
+        vectorised path counts it."""
+        self._observe(state, pod)
+        return PreFilterResult()
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         self._observe(state, pod)

@@ -1,12 +1,21 @@
-"""Stranded CPUs: the free CPUs of a NUMA zone that no combination of the workload's exclusive CPU sizes can use.
+"""Stranded CPUs: the free CPUs of a NUMA zone the workload's exclusive CPU sizes are not expected to use.
 
 The CPU manager pins whole CPUs of one zone to a Guaranteed container. When the pods come in a few sizes, a zone's
 leftover matters more than its amount: with pods of 3, 5, 6, 7 and 10 CPUs, a zone left with 4 free CPUs can take
 one 3-CPU pod and strands the last CPU, and one left with 2 strands both, while 8 (5 + 3) can be filled exactly.
 Bin packing alone (`KnumaBinPacking` without this term) leaves such remainders in most zones of a full cluster; the
 `fragmented` simulator scenario lost 8 of 239 pods to them. An online scheduler cannot know the future pods, but it
-sees the sizes of the recent ones: `CPUDemand` keeps them (a window of the last `WINDOW` pods), and
-`stranding_penalty` charges a placement for the CPUs it strands, relative to the zone's size.
+sees the sizes of the recent ones and how often each came: `CPUDemand` keeps them (a window of the last `WINDOW`
+pods).
+
+Whether *some* sum of sizes fills a remainder is not enough: 8 = 5 + 3 only if a 3 comes before a 5 or a 6 takes
+the zone down to 3 or 2. `CPUDemand.expected_stranded` is the CPUs a zone is expected to strand if it keeps
+receiving pods drawn from the recent mix (each size that still fits, as often as it was seen) until none fits:
+`E(g) = g` when no size fits in `g` free CPUs, else the mean of `E(g - s)` over the sizes `s <= g`, weighted by
+their counts. It is never below the CPUs no sum of sizes fills (`g - max sum <= g`), and it is 0 for a remainder
+only when every fitting sequence of pods ends exactly full. `stranding_penalty` charges a placement for the change
+in expected stranded CPUs of the zones it takes from, relative to the zone's size, and credits it when that change
+is negative (a placement that leaves its zone easier to fill exactly than before).
 
 Zones with devices are exempt: there the devices are the scarce resource and the CPUs are provisioned for the
 device pods; charging their CPU remainders packed GPUs worse in the `devices` scenario. Their remainders are charged
@@ -17,6 +26,7 @@ device pod needs), from the device pod shapes `CPUDemand.devices` keeps.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -26,13 +36,30 @@ from knuma.api.resources import CPU
 from knuma.scheduler.plugins.device_stranding import DeviceDemand
 from knuma.topology.node import NodeTopology, NUMAZone, is_device
 
-__all__ = ["STRANDING_WEIGHT", "WINDOW", "CPUDemand", "exclusive_cpu_sizes", "stranding_penalty", "zone_strands_cpus"]
+__all__ = [
+    "MIX_REFRESH",
+    "STRANDED_UNIT",
+    "STRANDING_WEIGHT",
+    "WINDOW",
+    "CPUDemand",
+    "exclusive_cpu_sizes",
+    "expected_stranded_table",
+    "stranding_penalty",
+    "zone_strands_cpus",
+]
 
 WINDOW = 1000
 """Pods whose sizes `CPUDemand` remembers (the most recent ones, each counted once however often it is retried)."""
 STRANDING_WEIGHT = 3
 """Score points per percent of a zone's CPUs stranded: one stranded CPU of a 12-CPU zone costs 25 of the 100 points
 the packing term gives, about what using a quarter of the node's CPUs earns."""
+STRANDED_UNIT = 100
+"""Expected stranded CPUs are counted in hundredths of a CPU (integers, so that the plugin and the vectorised path
+compute the same scores)."""
+MIX_REFRESH = 10
+"""The expected-stranding table follows the window's mix of sizes when the set of sizes changes, and otherwise once
+the pods seen since it was last computed reach 1/MIX_REFRESH of the window's pods: each refresh may change every
+cached score (the vectorised path re-evaluates its rows), and the mix of the last thousand pods drifts slowly."""
 
 
 def exclusive_cpu_sizes(pod: Pod) -> tuple[int, ...]:
@@ -43,12 +70,30 @@ def exclusive_cpu_sizes(pod: Pod) -> tuple[int, ...]:
     return tuple(cpus for cpus in map(pod.exclusive_cpus, long_running) if cpus)
 
 
-class CPUDemand:
-    """The exclusive CPU sizes of the last `window` Guaranteed pods the scheduler saw, and what they can fill.
+def expected_stranded_table(mix: Mapping[int, int], up_to: int) -> npt.NDArray[np.int64]:
+    """`E(g)` for `g` in `0..up_to`, in `STRANDED_UNIT`s: the CPUs a zone with `g` free CPUs is expected to strand
+    when pods keep arriving with sizes drawn from `mix` (size -> how often it was seen), each placed there if it
+    fits, until none fits. With an empty mix nothing is stranded (no information, no penalty)."""
+    expected = np.zeros(up_to + 1, dtype=np.float64)
+    if mix:
+        sizes = sorted(mix)
+        for free in range(1, up_to + 1):
+            fitting = [size for size in sizes if size <= free]
+            if not fitting:
+                expected[free] = free
+                continue
+            weight = sum(mix[size] for size in fitting)
+            expected[free] = sum(mix[size] * expected[free - size] for size in fitting) / weight
+    return np.rint(expected * STRANDED_UNIT).astype(np.int64)
 
-    `fill(g)` is the largest sum of sizes (each usable any number of times) not above `g`; a zone with `g` free
-    CPUs strands `g - fill(g)`. With no sizes seen, nothing is stranded (no information, no penalty). `version`
-    changes whenever the set of sizes does, so cached scores know when to recompute."""
+
+class CPUDemand:
+    """The exclusive CPU sizes of the last `window` Guaranteed pods the scheduler saw, how often each came, and the
+    CPUs a zone remainder is expected to strand under that mix.
+
+    `expected_stranded(g)`: hundredths of a CPU a zone with `g` free CPUs is expected to strand
+    (`expected_stranded_table`), from the mix as of the last refresh (`MIX_REFRESH`). `version` changes whenever
+    the table or the device shapes do, so cached scores know when to recompute."""
 
     def __init__(self, window: int = WINDOW) -> None:
         if window < 1:
@@ -57,16 +102,21 @@ class CPUDemand:
         self.version = 0
         self._pods: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self._counts: dict[int, int] = {}
-        self._fill: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
-        self._fill_version = -1
-        self._sizes_version = 0
-        """Changes with the CPU sizes only (`version` also with the device shapes): when the fill table is stale."""
+        self._mix: dict[int, int] = {}
+        """The counts the table was computed from."""
+        self._since_refresh = 0
+        self._table: npt.NDArray[np.int64] = expected_stranded_table({}, 64)
         self.devices = DeviceDemand(window)
         """The device pods' shapes (`knuma.scheduler.plugins.device_stranding`), observed with the CPU sizes."""
 
     @property
     def sizes(self) -> frozenset[int]:
         return frozenset(self._counts)
+
+    @property
+    def mix(self) -> dict[int, int]:
+        """Size -> pods (containers) of that size the stranding table was computed from."""
+        return dict(self._mix)
 
     def observe(self, pod: Pod) -> None:
         """Remember `pod`'s sizes (once per pod: retries and every node of a cycle call this)."""
@@ -78,7 +128,6 @@ class CPUDemand:
         sizes = exclusive_cpu_sizes(pod)
         if not sizes:
             return
-        before = set(self._counts)
         self._pods[key] = sizes
         for size in sizes:
             self._counts[size] = self._counts.get(size, 0) + 1
@@ -88,37 +137,33 @@ class CPUDemand:
                 self._counts[size] -= 1
                 if not self._counts[size]:
                     del self._counts[size]
-        if self._counts.keys() != before:
-            self.version += 1
-            self._sizes_version += 1
+        self._since_refresh += 1
+        if self._counts.keys() != self._mix.keys() or self._since_refresh * MIX_REFRESH >= len(self._pods):
+            self._refresh()
 
-    def fill_table(self, up_to: int) -> npt.NDArray[np.int64]:
-        """`fill(g)` for every `g` in `0..up_to` (at least; the table grows as needed and is shared)."""
-        if self._fill_version != self._sizes_version or len(self._fill) <= up_to:
-            length = max(len(self._fill) - 1, 64)
+    def _refresh(self) -> None:
+        self._mix = dict(self._counts)
+        self._since_refresh = 0
+        table = expected_stranded_table(self._mix, len(self._table) - 1)
+        if not np.array_equal(table, self._table):
+            self._table = table
+            self.version += 1
+
+    def stranded_table(self, up_to: int) -> npt.NDArray[np.int64]:
+        """`expected_stranded(g)` for every `g` in `0..up_to` (at least; the table grows as needed and is shared;
+        growing it does not change the entries already there)."""
+        if len(self._table) <= up_to:
+            length = len(self._table) - 1
             while length < up_to:
                 length *= 2
-            self._fill = _fill_table(self.sizes, length)
-            self._fill_version = self._sizes_version
-        return self._fill
+            self._table = expected_stranded_table(self._mix, length)
+        return self._table
 
-    def stranded(self, free: int) -> int:
-        """CPUs of a zone with `free` whole CPUs that no sum of sizes fills."""
-        if free <= 0 or not self._counts:
+    def expected_stranded(self, free: int) -> int:
+        """Hundredths of a CPU a zone with `free` whole CPUs is expected to strand."""
+        if free <= 0:
             return 0
-        return free - int(self.fill_table(free)[free])
-
-
-def _fill_table(sizes: frozenset[int], up_to: int) -> npt.NDArray[np.int64]:
-    """Unbounded knapsack reachability over `sizes`, as the largest reachable sum <= g for each g."""
-    reachable = np.zeros(up_to + 1, dtype=np.bool_)
-    reachable[0] = True
-    if not sizes:
-        reachable[:] = True
-    for g in range(1, up_to + 1):
-        reachable[g] = reachable[g] or any(size <= g and reachable[g - size] for size in sizes)
-    indices = np.where(reachable, np.arange(up_to + 1), 0)
-    return np.maximum.accumulate(indices).astype(np.int64)
+        return int(self.stranded_table(free)[free])
 
 
 def zone_strands_cpus(zone: NUMAZone) -> bool:
@@ -127,9 +172,9 @@ def zone_strands_cpus(zone: NUMAZone) -> bool:
 
 
 def stranding_penalty(before: NodeTopology, after: NodeTopology, demand: CPUDemand) -> int:
-    """Score points a placement loses for the CPUs it strands: per zone whose free CPUs it changes, the increase
-    in stranded CPUs as a share of the zone's CPUs, times `STRANDING_WEIGHT` (integer arithmetic, zone by zone, as
-    the vectorised path computes it)."""
+    """Score points a placement loses for the CPUs it is expected to strand: per zone whose free CPUs it changes,
+    the change in expected stranded CPUs as a share of the zone's CPUs, times `STRANDING_WEIGHT` (negative: a
+    credit; integer arithmetic, zone by zone, as the vectorised path computes it)."""
     if not demand.sizes:
         return 0
     penalty = 0
@@ -138,7 +183,6 @@ def stranding_penalty(before: NodeTopology, after: NodeTopology, demand: CPUDema
         free_after = new.available.get(CPU, 0) // 1000
         if free_before == free_after or not zone_strands_cpus(old):
             continue
-        added = demand.stranded(free_after) - demand.stranded(free_before)
-        if added > 0:
-            penalty += STRANDING_WEIGHT * 100 * added // (old.total(CPU) // 1000)
+        added = demand.expected_stranded(free_after) - demand.expected_stranded(free_before)
+        penalty += STRANDING_WEIGHT * added // (old.total(CPU) // 1000)
     return penalty
