@@ -45,8 +45,9 @@ class StrategyType(enum.StrEnum):
     LEAST_NUMA_NODES = "LeastNUMANodes"
     KNUMA_BIN_PACKING = "KnumaBinPacking"
     """knuma's own (not upstream): the share of the node's NUMA-managed CPUs in use once the pod is where the kubelet
-    model puts it, less a penalty for zone remainders no recent pod size fills (`bin_packing_score`). Packs exclusive
-    CPUs onto fewer nodes, leaving whole nodes and zones for large pods; knuma's default."""
+    model puts it, less a penalty for the zone remainders the recent mix of pod sizes is expected to strand
+    (`bin_packing_score`). Packs exclusive CPUs onto fewer nodes, leaving whole nodes and zones for large pods;
+    knuma's default."""
 
     @classmethod
     def parse(cls, value: str) -> StrategyType:

@@ -1,6 +1,7 @@
 """`KnumaBinPacking` (knuma's own, its profile's default): node-level best fit of exclusive CPUs with a penalty for
-the zone remainders no recent pod size fills (`knuma.scheduler.plugins.stranding`) and for the devices left in a zone
-without what any recent device pod needs with them (`knuma.scheduler.plugins.device_stranding`)."""
+the zone remainders the recent mix of pod sizes is expected to strand (`knuma.scheduler.plugins.stranding`) and for
+the devices left in a zone without what any recent device pod needs with them
+(`knuma.scheduler.plugins.device_stranding`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ __all__ = ["bin_packing_score"]
 
 def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None) -> int:
     """`KnumaBinPacking`: the share (0-100) of the node's NUMA-managed CPUs allocated once the pod is admitted (`after`
-    is the kubelet model's node after admission), less `stranding_penalty` for the CPUs the placement leaves in its
-    zones that no recent pod size can fill and `device_stranding_penalty` for the devices it leaves unusable; 0 on a
-    node whose zones report no CPU.
+    is the kubelet model's node after admission), less `stranding_penalty` for the CPUs its zones are expected to
+    strand under the recent mix of sizes once the pod is there (a credit when that drops) and
+    `device_stranding_penalty` for the devices it leaves unusable; 0 on a node whose zones report no CPU.
 
     Exclusive CPUs are what fragments a NUMA cluster: the CPU manager pins whole CPUs in one zone, so free CPUs spread
     thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those,
