@@ -501,8 +501,7 @@ class VectorizedScheduler:
         penalty: Int64Array = np.zeros(count, dtype=np.int64)
         if cpu is None or self.cpu_index is None:
             return penalty
-        fill = self.demand.fill_table(1)
-        if np.array_equal(fill, np.arange(len(fill))):  # the sizes fill every count (a 1-CPU size): nothing strands
+        if self.demand.strands_nothing:  # a 1-CPU size: every remainder ends exactly full, the term is 0
             return penalty
         free = np.ravel(self.zone_free[self.cpu_index][rows])  # [rows, zones], flat
         strands = np.ravel(self.zone_strands[rows])

@@ -114,6 +114,12 @@ class CPUDemand:
         return frozenset(self._counts)
 
     @property
+    def strands_nothing(self) -> bool:
+        """The mix has a 1-CPU size: every remainder can end exactly full, so `expected_stranded` is 0 everywhere
+        (the vectorised path skips the term)."""
+        return 1 in self._mix
+
+    @property
     def mix(self) -> dict[int, int]:
         """Size -> pods (containers) of that size the stranding table was computed from."""
         return dict(self._mix)
