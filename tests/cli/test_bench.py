@@ -27,6 +27,7 @@ def test_json_output_shape() -> None:
     worst = doc["new_shape_throughput"]
     assert worst["pods"] == 20 and 0 < worst["scheduled"] <= 20 and worst["average"] > 0
     assert worst["latency_ms"]["p50"] <= worst["latency_ms"]["p99"] and worst["target"] == 1000
+    assert worst["per_cpu_second"] > 0
 
 
 def test_table_output_names_every_row() -> None:

@@ -89,7 +89,9 @@ def throughput_section() -> str:
             + (f"; over the uncached vectorised path: **{k.average / u.average:.1f}x**." if u and u.average else ".")
             + (
                 f" Every pod a new shape: **{w.average:.0f} pods/s** (target {throughput.NEW_SHAPE_TARGET}: "
-                f"{'met' if w.average >= throughput.NEW_SHAPE_TARGET else 'not met'})."
+                f"{'met' if w.average >= throughput.NEW_SHAPE_TARGET else 'not met'}); "
+                f"{w.pods / w.cpu_seconds if w.cpu_seconds else 0:.0f} pods per CPU-second of the benchmark process "
+                "(what one free core gives when other work shares the machine)."
                 if w is not None
                 else ""
             ),

@@ -30,6 +30,8 @@ class Throughput:
     pods: int
     scheduled: int
     seconds: float
+    cpu_seconds: float
+    """This process's CPU time over the run: on a loaded machine, `pods / cpu_seconds` is what one free core gives."""
     average: float
     p50: float
     p90: float
@@ -75,6 +77,9 @@ class BenchResult:
                         "pods": self.new_shapes.pods,
                         "scheduled": self.new_shapes.scheduled,
                         "latency_ms": self.new_shapes.latency_ms,
+                        "per_cpu_second": round(self.new_shapes.pods / self.new_shapes.cpu_seconds, 1)
+                        if self.new_shapes.cpu_seconds
+                        else 0.0,
                         "target": NEW_SHAPE_TARGET,
                     }
                 }
@@ -153,7 +158,7 @@ def new_shape_workload(pods: int, seed: int = 13) -> list[Pod]:
 def measure(schedule: Callable[[Pod], Decision], pods: Sequence[Pod]) -> Throughput:
     latencies = []
     scheduled = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     window_start, window_count, windows = start, 0, []
     for pod in pods:
         t0 = time.perf_counter()
@@ -165,7 +170,7 @@ def measure(schedule: Callable[[Pod], Decision], pods: Sequence[Pod]) -> Through
         if t1 - window_start >= 1.0:
             windows.append(window_count / (t1 - window_start))
             window_start, window_count = t1, 0
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     average = len(pods) / elapsed if elapsed else 0.0
     if not windows:
         windows = [average]
@@ -179,6 +184,7 @@ def measure(schedule: Callable[[Pod], Decision], pods: Sequence[Pod]) -> Through
         pods=len(pods),
         scheduled=scheduled,
         seconds=elapsed,
+        cpu_seconds=cpu,
         average=average,
         p50=round(pct(ordered, 0.50), 1),
         p90=round(pct(ordered, 0.10), 1),  # scheduler_perf: the throughput exceeded 90% of the time
