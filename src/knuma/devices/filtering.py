@@ -28,19 +28,25 @@ _BLOCKING = ("NoSchedule", "NoExecute")
 class SelectorCache:
     """CEL verdicts keyed by device content; share one across nodes and pods."""
 
-    verdicts: dict[tuple[str, tuple[str, tuple[object, ...]]], bool] = field(default_factory=dict)
-    environments: dict[tuple[str, tuple[object, ...]], dict[str, object]] = field(default_factory=dict)
+    verdicts: dict[tuple[str, int], bool] = field(default_factory=dict)
+    """(expression, content id) -> verdict."""
+    environments: dict[int, dict[str, object]] = field(default_factory=dict)
+    """Content id -> the CEL `device` variable."""
     evaluations: int = 0
-    contents: dict[int, tuple[object, tuple[str, tuple[object, ...]]]] = field(default_factory=dict)
-    """id(device) -> (device, content key): the key is computed once per published device."""
+    contents: dict[int, tuple[object, int]] = field(default_factory=dict)
+    """id(device) -> (device, content id): the content is keyed once per published device."""
+    content_ids: dict[tuple[str, tuple[object, ...]], int] = field(default_factory=dict)
+    """(driver, content key) -> a small int: verdict look-ups hash an int and a string, not the device's attributes
+    (semantic versions among them) on every node of every pod."""
 
-    def content(self, candidate: Candidate) -> tuple[str, tuple[object, ...]]:
+    def content(self, candidate: Candidate) -> int:
         known = self.contents.get(id(candidate.device))
         if known is not None and known[0] is candidate.device:
             return known[1]
         key = (candidate.driver, _content_key(candidate))
-        self.contents[id(candidate.device)] = (candidate.device, key)
-        return key
+        content_id = self.content_ids.setdefault(key, len(self.content_ids))
+        self.contents[id(candidate.device)] = (candidate.device, content_id)
+        return content_id
 
     def matches(self, selector: Selector, candidate: Candidate, where: str) -> bool:
         content = self.content(candidate)

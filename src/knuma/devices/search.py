@@ -29,7 +29,7 @@ from knuma.devices.demand import Alternative, ClaimDemand
 from knuma.devices.filtering import Eligible
 from knuma.devices.matching import assign
 from knuma.devices.numa import Locality, Placement, locality_of
-from knuma.devices.pools import Candidate
+from knuma.devices.pools import Candidate, DeviceID
 from knuma.errors import KnumaError
 
 __all__ = ["STAGE_ORDER", "Found", "NotFound", "SearchSpace", "search"]
@@ -183,6 +183,21 @@ def _flow(
         key, device_key = clash
         eligible[key] = [d for d in eligible[key] if d != device_key]
     return None
+
+
+def _feasible(space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slot, Sequence[Candidate]]) -> bool:
+    """Whether `_flow` finds distinct devices, without running it when the answer is plain: requests whose pools share
+    no device (a GPU request and a NIC request) each need only enough devices of their own. Admin access may repeat
+    devices, so such a choice always goes through the flow."""
+    seen: set[DeviceID] = set()
+    for slot, k in choice.items():
+        if _alternative(space, slot, k).request.admin_access or not _enough(space, slot, k, pools[slot]):
+            return _flow(space, choice, pools) is not None
+        ids = {c.id for c in pools[slot]}
+        if not seen.isdisjoint(ids):
+            return _flow(space, choice, pools) is not None
+        seen |= ids
+    return True
 
 
 def _admin_clash(
@@ -348,7 +363,7 @@ def _solve(
             if len(distinct) < sum(_needed(space, slot, choice[slot]) for slot in pools):
                 continue  # the group cannot hold the pod's devices at all: no flow needed
             _spend(space)
-            if _flow(space, choice, pools) is None:
+            if not _feasible(space, choice, pools):
                 continue
         for filtered in _value_choices(space, choice, pools):
             space.leaves += 1
@@ -382,7 +397,7 @@ def search(space: SearchSpace) -> Found | NotFound:
             if not _count_check(space, choice):
                 continue
             everything = {slot: list(space.eligible[(*slot, k)].devices) for slot, k in choice.items()}
-            if _flow(space, choice, everything) is None:
+            if not _feasible(space, choice, everything):
                 names = ", ".join(_alternative(space, s, k).name for s, k in choice.items())
                 space.note(
                     NotFound(f"requests {names} together need more distinct devices than the node offers", "capacity")
