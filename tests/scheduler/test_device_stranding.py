@@ -1,5 +1,6 @@
-"""Stranded devices: KnumaBinPacking charges placements that leave a zone's GPUs without the CPUs or memory any recent
-device pod needs with them."""
+"""Stranded devices: KnumaBinPacking charges placements for the GPUs a zone is expected to strand under the recent mix
+of device pods (GPUs left without the CPUs or memory the pods that usually come need with them), and credits
+placements that lower it."""
 
 from __future__ import annotations
 
@@ -54,18 +55,30 @@ def test_shapes_are_the_devices_and_aligned_resources_of_device_pods() -> None:
     assert device_shape(cpu_pod(16, "b")) == ()  # no devices: the CPU stranding term's business
 
 
-def test_stranded_devices_are_those_no_multiset_of_shapes_can_use() -> None:
+def test_expected_stranded_devices_of_a_zone() -> None:
     demand = DeviceDemand()
     for index, (gpus, cpus) in enumerate([(1, 8), (2, 16)]):
         demand.observe(gpu_pod(gpus, cpus, f"seen-{index}"))
     assert demand.names == ("cpu", GPU, "memory")
-    assert demand.stranded((32, 4, 256 * GI)) == 0  # four 1-GPU pods, or two 2-GPU pods
-    assert demand.stranded((10, 2, 256 * GI)) == 1  # CPUs for one 8-CPU pod: the second GPU is stuck
-    assert demand.stranded((7, 4, 256 * GI)) == 4  # not even one pod's CPUs
-    assert demand.stranded((47, 4, 64 * GI)) == 2  # memory for two 1-GPU pods only
-    assert DeviceDemand().stranded((0, 4, 0)) == 0  # nothing seen: no penalty
+    assert demand.expected_stranded((32, 4, 256 * GI)) == 0  # 8 CPUs per GPU either way: every GPU gets used
+    assert demand.expected_stranded((10, 2, 256 * GI)) == 100  # CPUs for one 8-CPU pod: the second GPU is stuck
+    assert demand.expected_stranded((7, 4, 256 * GI)) == 400  # not even one pod's CPUs
+    assert demand.expected_stranded((47, 4, 64 * GI)) == 200  # memory for two 1-GPU pods or one 2-GPU pod
+    assert DeviceDemand().expected_stranded((0, 4, 0)) == 0  # nothing seen: no penalty
     with pytest.raises(ValueError, match="window must be at least 1 pod"):
         DeviceDemand(window=0)
+
+
+@pytest.mark.parametrize(("ones", "fours", "expected"), [(9, 1, 90), (1, 9, 10)])
+def test_the_expectation_follows_how_often_each_shape_comes(ones: int, fours: int, expected: int) -> None:
+    """4 free GPUs and 31 CPUs: a 4-GPU pod of 24 CPUs uses them all, 1-GPU pods of 8 CPUs only three. Some multiset
+    of shapes uses every GPU, but how likely it is depends on which pod comes first."""
+    demand = DeviceDemand()
+    for index in range(ones):
+        demand.observe(gpu_pod(1, 8, f"one-{index}"))
+    for index in range(fours):
+        demand.observe(gpu_pod(4, 24, f"four-{index}"))
+    assert demand.expected_stranded((31, 4, 256 * GI)) == expected
 
 
 def test_the_window_forgets_old_shapes() -> None:
@@ -73,18 +86,33 @@ def test_the_window_forgets_old_shapes() -> None:
     assert demand.observe(gpu_pod(1, 8, "a"))
     assert not demand.observe(gpu_pod(1, 8, "a"))  # a retry
     assert demand.observe(gpu_pod(4, 24, "b"))  # "a" leaves
-    assert demand.stranded((30, 3, 256 * GI)) == 3  # only the 4-GPU shape is known now
+    assert demand.expected_stranded((30, 3, 256 * GI)) == 300  # only the 4-GPU shape is known now
+
+
+def test_observe_reports_a_change_only_when_the_expectations_read_so_far_change() -> None:
+    """What `CPUDemand.version` (and so every cached score) follows: the same mix again changes nothing; a shift in
+    the mix that moves an expectation the scheduler has read does."""
+    demand = DeviceDemand(window=10)
+    for index in range(10):
+        demand.observe(gpu_pod(1, 8, f"a-{index}") if index % 2 else gpu_pod(4, 24, f"a-{index}"))
+    assert demand.expected_stranded((31, 4, 256 * GI)) == 50
+    assert not any(  # each pod replaces one of its shape in the window
+        demand.observe(gpu_pod(1, 8, f"b-{index}") if index % 2 else gpu_pod(4, 24, f"b-{index}"))
+        for index in range(20)
+    )
+    changes = [demand.observe(gpu_pod(1, 8, f"c-{index}")) for index in range(4)]
+    assert any(changes) and demand.expected_stranded((31, 4, 256 * GI)) > 50
 
 
 def test_a_cpu_pod_that_would_strand_gpus_goes_where_it_strands_none() -> None:
     """A 16-CPU pod: CPU packing prefers the fuller GPU node, but there it leaves 2 GPUs with 10 CPUs, enough for
-    one 8-CPU GPU pod; on the emptier node the GPUs keep their CPUs."""
+    one 8-CPU GPU pod (one GPU stranded where none was expected); on the emptier node the GPUs keep their CPUs."""
     demand = seen(gpu_pod(1, 8, "g1"), gpu_pod(2, 16, "g2"))
     fuller, emptier = gpu_node("fuller", (2, 26)), gpu_node("emptier", (4, 48))
     p = cpu_pod(16, "cpu16")
     assert fuller.topology is not None
     admission = admit(p, fuller.topology)
-    assert device_stranding_penalty(fuller.topology, admission.node, demand.devices) == 3 * 100 * 1 // 4
+    assert device_stranding_penalty(fuller.topology, admission.node, demand.devices) == 3 * (100 - 0) // 4
     nodes = [fuller, emptier]
     assert schedule_one(default_profile(PACKING), p, nodes).selected == "fuller"  # no device pod seen
     exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=False)
@@ -93,6 +121,24 @@ def test_a_cpu_pod_that_would_strand_gpus_goes_where_it_strands_none() -> None:
     _, scores = vectorized.filter_and_score(p)
     assert scores.tolist() == [r.score for r in exact.nodes]
     assert vectorized.schedule(p).node == "emptier"
+
+
+def test_a_placement_that_makes_a_zone_likelier_to_end_full_is_credited() -> None:
+    """With 1-GPU pods of 8 CPUs common, a zone of 4 GPUs and 31 CPUs is expected to strand 0.9 GPU; a 4-GPU pod of 24
+    CPUs takes all four: a credit, on both paths."""
+    demand = seen(*(gpu_pod(1, 8, f"one-{index}") for index in range(9)), gpu_pod(4, 24, "four"))
+    nodes = [gpu_node("tight", (4, 31)), gpu_node("roomy", (4, 48))]
+    p = gpu_pod(4, 24, "new-four")
+    demand.observe(p)
+    for node, charge in zip(nodes, (3 * (0 - 90) // 4, 0), strict=True):
+        assert node.topology is not None
+        admission = admit(p, node.topology)
+        assert device_stranding_penalty(node.topology, admission.node, demand.devices) == charge
+    exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=False)
+    assert exact.selected == "tight"
+    vectorized = VectorizedScheduler(nodes, PACKING, demand=demand)
+    _, scores = vectorized.filter_and_score(p)
+    assert scores.tolist() == [r.score for r in exact.nodes]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -112,23 +158,26 @@ def test_vectorized_and_sequential_agree_on_a_gpu_cluster(seed: int) -> None:
         nodes.append(NodeInfo(f"n{index}", allocatable=topology.available_total() | {"pods": 110}, topology=topology))
     sequential, vectorized = SequentialScheduler(nodes, PACKING), VectorizedScheduler(nodes, PACKING)
     plugin = next(f for f in sequential.profile.filters if isinstance(f, NodeResourceTopologyMatch))
-    penalised = 0
+    penalised = credited = 0
     for index in range(80):
         if rng.random() < 0.7:
             gpus = rng.choice([1, 1, 2, 3, 4])
             p = gpu_pod(gpus, gpus * rng.choice([3, 4, 6]), f"p{index}")
         else:
             p = cpu_pod(rng.choice([4, 8, 12]), f"p{index}")
-        want, got = sequential.schedule(p), vectorized.schedule(p)
-        assert (got.node, got.score) == (want.node, want.score), f"pod {index}"
+        plugin.demand.observe(p)  # as scheduling it will: its own shape counts
+        charges = []
         for node in sequential.nodes:
             if node.topology is None:
                 continue
             admission = admit(p, node.topology)
-            if admission.admitted and device_stranding_penalty(node.topology, admission.node, plugin.demand.devices):
-                penalised += 1
-                break
-    assert penalised > 5
+            if admission.admitted:
+                charges.append(device_stranding_penalty(node.topology, admission.node, plugin.demand.devices))
+        penalised += any(charge > 0 for charge in charges)
+        credited += any(charge < 0 for charge in charges)
+        want, got = sequential.schedule(p), vectorized.schedule(p)
+        assert (got.node, got.score) == (want.node, want.score), f"pod {index}"
+    assert penalised > 5 and penalised + credited > 10
 
 
 def test_new_device_shapes_do_not_rebuild_the_cpu_stranding_table() -> None:

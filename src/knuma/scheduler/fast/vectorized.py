@@ -538,9 +538,9 @@ class VectorizedScheduler:
         self, shape: _Shape, rows: Rows, placement: ZonePlacement, scored: BoolArray
     ) -> Int64Array:
         """`knuma.scheduler.plugins.device_stranding.device_stranding_penalty` on rows where the pod fits: per device
-        zone whose free amounts the placement changes, the increase in devices no recent device pod shape can use,
-        relative to the zone's devices. Only rows with device zones are visited (one memoised knapsack per distinct
-        free vector)."""
+        zone whose free amounts the placement changes, the change in devices the recent mix of device pod shapes is
+        expected to strand, relative to the zone's devices (negative: a credit). Only rows with device zones are
+        visited (one memoised expectation per distinct free vector)."""
         zone_devices = self.zone_devices[rows]
         penalty: Int64Array = np.zeros(len(zone_devices), dtype=np.int64)
         visit = np.flatnonzero(scored & (zone_devices > 0).any(axis=1))
@@ -566,9 +566,8 @@ class VectorizedScheduler:
                     after.append((have - used) // 1000 if cpu else have - used)
                 if before == after:
                     continue
-                added = demand.stranded(tuple(after)) - demand.stranded(tuple(before))
-                if added > 0:
-                    penalty[i] += DEVICE_STRANDING_WEIGHT * 100 * added // int(zone_devices[i, z])
+                added = demand.expected_stranded(tuple(after)) - demand.expected_stranded(tuple(before))
+                penalty[i] += DEVICE_STRANDING_WEIGHT * added // int(zone_devices[i, z])
         return penalty
 
     def _zone_placement(self, shape: _Shape, rows: Rows) -> ZonePlacement:

@@ -1,12 +1,16 @@
-"""Stranded devices: the free devices of a NUMA zone that no combination of the workload's device pods can use.
+"""Stranded devices: the free devices of a NUMA zone the workload's device pods are not expected to use.
 
 Under `single-numa-node` a device pod needs its devices *and* its exclusive CPUs, memory and hugepages from one zone.
 A zone whose GPUs are free but whose CPUs or memory went to other pods (CPU-only pods, or device pods with a high
 CPU-to-device ratio) keeps GPUs nobody can use: the `devices` simulator scenario lost pods that way although the
 cluster had GPUs left. This is the device counterpart of `knuma.scheduler.plugins.stranding` (zones with devices are
-exempt there): `DeviceDemand` keeps the shapes of the last `WINDOW` device pods (devices, whole CPUs, memory, ...
-the pod requests of the NUMA-aligned resources), and a zone strands `free devices - usable(zone's free amounts)`
-devices, where `usable` is the most devices a multiset of those shapes can take within the zone.
+exempt there), with the same expectation: `DeviceDemand` keeps the shapes of the last `WINDOW` device pods (devices,
+whole CPUs, memory, ... the pod requests of the NUMA-aligned resources) and how often each came, and a zone is
+expected to strand `E(free)` devices: its free devices when no shape fits in its free amounts, else the
+count-weighted mean of `E(free - shape)` over the shapes that fit (the zone keeps receiving device pods drawn from
+the recent mix until none fits). A CPU-only pod that leaves a GPU zone 31 CPUs where 1-GPU pods of 8 CPUs are
+common strands a GPU in expectation, although a 4-GPU pod of 24 CPUs could still use all four: whether *some*
+multiset of shapes uses every device (the previous rule) missed that, and CPU-only pods took the GPU zones' CPUs.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from knuma.topology.node import NodeTopology, NUMAZone, is_device
 
 __all__ = [
     "DEVICE_STRANDING_WEIGHT",
+    "MIX_REFRESH",
+    "STRANDED_UNIT",
     "DeviceDemand",
     "device_shape",
     "device_stranding_penalty",
@@ -32,6 +38,13 @@ WINDOW = 1000
 DEVICE_STRANDING_WEIGHT = 3
 """Score points per percent of a zone's devices stranded, as `STRANDING_WEIGHT` for CPUs: stranding one GPU of a
 4-GPU zone costs 75 points, more than any difference in CPU packing between two nodes."""
+STRANDED_UNIT = 100
+"""Expected stranded CPUs and devices are counted in hundredths (integers, so that the plugin and the vectorised
+path compute the same scores)."""
+MIX_REFRESH = 10
+"""The expectations follow the window's mix of sizes and shapes when the set of sizes (shapes) changes, and otherwise
+once the pods seen since the mix was last read reach 1/MIX_REFRESH of the window's pods: a change may invalidate every
+cached score (the vectorised path re-evaluates its rows), and the mix of the last thousand pods drifts slowly."""
 
 
 def device_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
@@ -62,34 +75,43 @@ def zone_device_total(zone: NUMAZone) -> int:
 
 
 class DeviceDemand:
-    """The shapes of the last `window` device pods the scheduler saw, and what a zone's free amounts can hold.
+    """The shapes of the last `window` device pods the scheduler saw, how often each came, and the devices a zone's
+    free amounts are expected to strand under that mix.
 
-    `names` are the resources any shape names (sorted); `stranded(free)` takes a zone's free amounts on `names`
-    (`zone_free`). With no device pod seen, nothing is stranded. `version` changes whenever the set of shapes does."""
+    `names` are the resources any shape names (sorted); `expected_stranded(free)` takes a zone's free amounts on
+    `names` (`zone_free`) and answers in `STRANDED_UNIT`s. With no device pod seen, nothing is stranded. The mix is
+    re-read as `knuma.scheduler.plugins.stranding.CPUDemand`'s (`MIX_REFRESH`); `observe` says when the answers
+    given so far changed, so cached scores know when to recompute."""
 
     def __init__(self, window: int = WINDOW) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1 pod, got {window}")
         self.window = window
-        self.version = 0
         self._pods: OrderedDict[str, tuple[tuple[str, int], ...]] = OrderedDict()
         self._counts: dict[tuple[tuple[str, int], ...], int] = {}
+        self._mix: dict[tuple[tuple[str, int], ...], int] = {}
+        self._since_refresh = 0
         self.names: tuple[str, ...] = ()
         self._vectors: list[tuple[tuple[int, ...], int]] = []
-        self._usable: dict[tuple[int, ...], int] = {}
+        """Per shape of the mix: its amounts on `names`, and how often it came."""
+        self._expected: dict[tuple[int, ...], float] = {}
 
     def __bool__(self) -> bool:
-        return bool(self._counts)
+        return bool(self._mix)
+
+    @property
+    def mix(self) -> dict[tuple[tuple[str, int], ...], int]:
+        """Shape -> device pods of that shape the expectation is computed from."""
+        return dict(self._mix)
 
     def observe(self, pod: Pod) -> bool:
-        """Remember `pod`'s shape (once per pod); True when the set of shapes changed."""
+        """Remember `pod`'s shape (once per pod); True when the expected stranding the scheduler read may change."""
         key = pod.uid or pod.key
         if key in self._pods:
             return False
         shape = device_shape(pod)
         if not shape:
             return False
-        before = set(self._counts)
         self._pods[key] = shape
         self._counts[shape] = self._counts.get(shape, 0) + 1
         if len(self._pods) > self.window:
@@ -97,44 +119,64 @@ class DeviceDemand:
             self._counts[gone] -= 1
             if not self._counts[gone]:
                 del self._counts[gone]
-        if self._counts.keys() == before:
+        self._since_refresh += 1
+        if self._counts.keys() == self._mix.keys() and self._since_refresh * MIX_REFRESH < len(self._pods):
             return False
-        self.version += 1
-        self.names = tuple(sorted({name for shape in self._counts for name, _ in shape}))
-        self._vectors = []
-        for shape in self._counts:
-            amounts = dict(shape)
-            devices = sum(amount for name, amount in shape if is_device(name))
-            self._vectors.append((tuple(amounts.get(name, 0) for name in self.names), devices))
-        self._usable = {}
-        return True
+        return self._refresh()
 
-    def stranded(self, free: tuple[int, ...]) -> int:
-        """Free devices of a zone with these free amounts that no multiset of the shapes can use."""
+    def _refresh(self) -> bool:
+        """Read the window's mix; True unless every expectation computed so far keeps its value (in units)."""
+        shapes_changed = self._counts.keys() != self._mix.keys()
+        seen = list(self._expected)
+        old = {free: _units(self._expected[free]) for free in seen}
+        self._mix = dict(self._counts)
+        self._since_refresh = 0
+        self.names = tuple(sorted({name for shape in self._mix for name, _ in shape}))
+        self._vectors = []
+        for shape, count in self._mix.items():
+            amounts = dict(shape)
+            self._vectors.append((tuple(amounts.get(name, 0) for name in self.names), count))
+        self._expected = {}
+        if shapes_changed:
+            return True
+        return any(_units(self._expect(free)) != value for free, value in old.items())
+
+    def expected_stranded(self, free: tuple[int, ...]) -> int:
+        """Devices (in `STRANDED_UNIT`s) a zone with these free amounts on `names` is expected to strand."""
         if not self._vectors:
             return 0
-        devices = sum(amount for name, amount in zip(self.names, free, strict=True) if is_device(name))
-        return max(0, devices - self._most_devices(free))
+        return _units(self._expect(free))
 
-    def _most_devices(self, free: tuple[int, ...]) -> int:
-        """Unbounded multi-dimensional knapsack: the most devices shapes can take within `free` (every shape takes
-        at least one device, so the depth is at most the zone's free devices)."""
-        known = self._usable.get(free)
+    def _expect(self, free: tuple[int, ...]) -> float:
+        """`E(free)`, memoised per free vector (every shape takes at least one device, so the depth is at most the
+        zone's free devices)."""
+        known = self._expected.get(free)
         if known is not None:
             return known
-        best = 0
-        for vector, devices in self._vectors:
+        total = 0.0
+        weight = 0
+        for vector, count in self._vectors:
             if all(need <= have for need, have in zip(vector, free, strict=True)):
                 rest = tuple(have - need for need, have in zip(vector, free, strict=True))
-                best = max(best, devices + self._most_devices(rest))
-        self._usable[free] = best
-        return best
+                total += count * self._expect(rest)
+                weight += count
+        if weight:
+            value = total / weight
+        else:
+            value = float(sum(amount for name, amount in zip(self.names, free, strict=True) if is_device(name)))
+        self._expected[free] = value
+        return value
+
+
+def _units(expected: float) -> int:
+    return round(expected * STRANDED_UNIT)
 
 
 def device_stranding_penalty(before: NodeTopology, after: NodeTopology, demand: DeviceDemand) -> int:
-    """Score points a placement loses for the devices it strands: per device zone whose free amounts it changes, the
-    increase in stranded devices as a share of the zone's devices, times `DEVICE_STRANDING_WEIGHT` (integer
-    arithmetic, zone by zone, as the vectorised path computes it)."""
+    """Score points a placement loses for the devices it is expected to strand: per device zone whose free amounts
+    it changes, the change in expected stranded devices as a share of the zone's devices, times
+    `DEVICE_STRANDING_WEIGHT` (negative: a credit; integer arithmetic, zone by zone, as the vectorised path computes
+    it)."""
     if not demand:
         return 0
     penalty = 0
@@ -146,7 +188,6 @@ def device_stranding_penalty(before: NodeTopology, after: NodeTopology, demand: 
         free_after = zone_free(new.available, demand.names)
         if free_before == free_after:
             continue
-        added = demand.stranded(free_after) - demand.stranded(free_before)
-        if added > 0:
-            penalty += DEVICE_STRANDING_WEIGHT * 100 * added // devices
+        added = demand.expected_stranded(free_after) - demand.expected_stranded(free_before)
+        penalty += DEVICE_STRANDING_WEIGHT * added // devices
     return penalty

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU
-from knuma.scheduler.plugins.device_stranding import DeviceDemand
+from knuma.scheduler.plugins.device_stranding import MIX_REFRESH, STRANDED_UNIT, DeviceDemand
 from knuma.topology.node import NodeTopology, NUMAZone, is_device
 
 __all__ = [
@@ -53,13 +53,6 @@ WINDOW = 1000
 STRANDING_WEIGHT = 3
 """Score points per percent of a zone's CPUs stranded: one stranded CPU of a 12-CPU zone costs 25 of the 100 points
 the packing term gives, about what using a quarter of the node's CPUs earns."""
-STRANDED_UNIT = 100
-"""Expected stranded CPUs are counted in hundredths of a CPU (integers, so that the plugin and the vectorised path
-compute the same scores)."""
-MIX_REFRESH = 10
-"""The expected-stranding table follows the window's mix of sizes when the set of sizes changes, and otherwise once
-the pods seen since it was last computed reach 1/MIX_REFRESH of the window's pods: each refresh may change every
-cached score (the vectorised path re-evaluates its rows), and the mix of the last thousand pods drifts slowly."""
 
 
 def exclusive_cpu_sizes(pod: Pod) -> tuple[int, ...]:
