@@ -49,9 +49,15 @@ def test_e2e_deploys_when_missing_then_runs_whole_against_a_deployed_stack(up: U
 
     deployed = knuma(up, "deploy", "--wait", "-T", "90s", timeout=180)
     assert deployed.returncode == 0, deployed.stderr
+    before = len(up.stderr.read_text())
     whole = knuma(up, "e2e")
     assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-2000:]
     assert "6 passed" in whole.stdout and "skipped" not in whole.stdout
+    # the scheduler-restart test deleted the deployed scheduler's (simulated) pod: knuma up restarted its real
+    # scheduler process, which schedules that profile, and the pod created meanwhile was scheduled by the new one
+    log = up.stderr.read_text()[before:]
+    assert "deleted: restarting knuma up's scheduler process" in log, log[-3000:]
+    assert "scheduler started again (restart" in log, log[-3000:]
     assert not [p for p in up.get("pods", "-A")["items"] if p["metadata"]["namespace"].startswith("knuma-e2e-")]
 
 

@@ -2,10 +2,9 @@
 once it is back (upstream's `scheduler_removal`); deleting a node's exporter pod brings a new one that publishes the
 node's NRT again, fresh.
 
-On `knuma up` these pods are simulated, so the tests restart the pods, not the processes that schedule and publish:
-the suite starts no process and talks to the cluster only through its API server, and `knuma up`'s scheduler and
-exporters are its own children, not the Deployment's and DaemonSet's pods (see the README's `knuma e2e` section).
-On a real cluster the pods are the processes."""
+On `knuma up` these pods are simulated: deleting the scheduler's pod makes `knuma up` restart its own scheduler
+process (which schedules that profile there), while the exporter test restarts a simulated exporter pod only. On a
+real cluster the pods are the processes."""
 
 from __future__ import annotations
 

@@ -28,10 +28,12 @@ import httpx2
 import yaml
 
 from knuma.api.crd import NRT_CRD
+from knuma.deploy.scheduler import NAME as DEPLOYED_SCHEDULER
 from knuma.duration import format_duration
 from knuma.kube import rest
 from knuma.kube.client import async_http
 from knuma.kube.errors import Conflict, KubeApiError
+from knuma.kube.informer import Informer
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
@@ -81,6 +83,35 @@ def scheduler_configuration() -> dict[str, Any]:
     }
 
 
+class _SchedulerPodDeleted:
+    """A deployed scheduler's pod (`knuma deploy`'s Deployment `topology-aware-scheduler`) is simulated, and the
+    pods of its profile are scheduled by `knuma up`'s own scheduler child: so that deleting that pod restarts a real
+    scheduler, as it does on a cluster (`knuma e2e`'s scheduler-restart test), its deletion stops the child, which
+    the supervisor starts again."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        return None
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        return None
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        child = self.cluster.scheduler
+        if child is None or child.exited() is not None:
+            return
+        md = obj.get("metadata") or {}
+        log.warning(
+            "scheduler pod %s/%s deleted: restarting knuma up's scheduler process (pid %s), which schedules for it",
+            md.get("namespace"),
+            md.get("name"),
+            child.pid,
+        )
+        child.signal(signal.SIGTERM)
+
+
 class LocalCluster:
     def __init__(self, options: UpOptions, cluster: ClusterSpec, document: dict[str, Any]) -> None:
         self.options = options
@@ -107,6 +138,7 @@ class LocalCluster:
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
+        self._scheduler_pods_task: asyncio.Task[None] | None = None
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
@@ -146,6 +178,15 @@ class LocalCluster:
             self._start_exporters()
         if self.options.scheduler:
             self._start_scheduler()
+            pods = Informer(
+                self.http,
+                "/api/v1/pods",
+                _SchedulerPodDeleted(self),
+                label_selector=f"app.kubernetes.io/name={DEPLOYED_SCHEDULER}",
+                watch_timeout=60,
+                on_error=log.debug,
+            )
+            self._scheduler_pods_task = asyncio.create_task(pods.run())
 
     @property
     def url(self) -> str:
@@ -297,7 +338,7 @@ class LocalCluster:
         await asyncio.to_thread(stop_all, first)
         if self.node_process is not None:
             await asyncio.to_thread(self.node_process.stop, 15.0)
-        for task in (self._controller_task, self._claim_controller_task):
+        for task in (self._scheduler_pods_task, self._controller_task, self._claim_controller_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
