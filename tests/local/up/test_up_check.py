@@ -25,7 +25,7 @@ def test_check_healthy_then_pending_and_rejected_pods(start: Callable[..., Up]) 
     deployed = knuma(up, "deploy", "--wait", "-T", "90s")
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
 
-    healthy = eventually(lambda: (r := knuma(up, "check")).returncode == 0 and r, timeout=60)
+    healthy = eventually(lambda: (r := knuma(up, "check", "-o", "wide")).returncode == 0 and r, timeout=60)
     lines = healthy.stdout.splitlines()
     assert lines[0].split() == ["NODE", "NRT", "FRESH", "TOPOLOGY", "MANAGER", "EXPORTER"]
     for row in lines[1:3]:
@@ -67,7 +67,7 @@ def test_check_healthy_then_pending_and_rejected_pods(start: Callable[..., Up]) 
     settings = {(e["component"], e["setting"]) for e in report["errors"]}
     assert settings == {("pod", "default/numa-big"), ("admission", "default/plain-big")}
 
-    text = knuma(up, "check", "--stale-grace", "1s")
+    text = knuma(up, "check", "-o", "wide", "--stale-grace", "1s")  # whole lines (pytest sets COLUMNS=80)
     assert text.returncode == 1
     errors = [line for line in text.stdout.splitlines() if line.startswith("ERROR#")]
     assert errors == [
