@@ -78,7 +78,6 @@ def simulate(
 
     from knuma.cli.output import output_format, table_console
     from knuma.sim.comparison import parse_schedulers
-    from knuma.testbed.cluster import SpecError
 
     output = Output(output_format(output_name, OUTPUTS))
     out = table_console()
@@ -87,15 +86,11 @@ def simulate(
         _list(out)
         return
     if scenario == "dra":
-        _dra(out, err, seed, schedulers, output)
+        _dra(out, seed, schedulers, output)
         return
-    try:
-        chosen = _scenario(scenario, cluster, workload, nrt_period)
-        names = parse_schedulers(schedulers, chosen)
-    except (SpecError, ValueError, KeyError) as error:
-        message = error.args[0] if isinstance(error, KeyError) else str(error)
-        err.print(f"[red]error:[/red] {message}", highlight=False)
-        raise typer.Exit(2) from None
+    # a bad scenario, spec file or scheduler list is an InvalidInput (SpecError): knuma.cli.errors prints it, exit 2
+    chosen = _scenario(scenario, cluster, workload, nrt_period)
+    names = parse_schedulers(schedulers, chosen)
     target = None
     if report is not None:
         from knuma.sim.report import report_target
@@ -115,7 +110,7 @@ def simulate(
     _table(out, comparison)
 
 
-def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: Output) -> None:
+def _dra(out: Console, seed: int, schedulers: str | None, output: Output) -> None:
     """Scenario `dra` (`knuma.sim.dra`): devices, CPUs and memory per pod, knuma vs upstream vs the optimum."""
     from rich.table import Table
 
@@ -124,11 +119,7 @@ def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: 
 
     scenario = DraScenario()
     names = [s.strip() for s in (schedulers or "knuma,upstream,optimal").split(",") if s.strip()]
-    try:
-        runs = run_dra(scenario, seed, names)
-    except ValueError as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
-        raise typer.Exit(2) from None
+    runs = run_dra(scenario, seed, names)  # unknown schedulers: InvalidInput, reported by knuma.cli.errors
     if output is not Output.table:
         document = {"scenario": "dra", "seed": seed, "nodes": scenario.nodes, "pods": scenario.pods}
         _document({**document, "results": [r.to_json() for r in runs]}, output)

@@ -95,8 +95,7 @@ def up(
     from rich.logging import RichHandler
 
     from knuma.duration import format_duration
-    from knuma.local.apiserver.loader import LoadError, read_manifests
-    from knuma.local.up.lock import DataDirInUse
+    from knuma.local.apiserver.loader import read_manifests
     from knuma.local.up.options import UpError, UpOptions, nrt_period_seconds, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import line
@@ -116,16 +115,14 @@ def up(
         load=tuple(p.absolute() for p in load),
     )
     err = Console(stderr=True)
-    try:
-        if nrt_period is not None:
-            options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
-        if exporters not in ("auto", "process", "in-process"):
-            raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
-        spec, document = resolve_cluster(options)
-        read_manifests(options.load)  # unreadable files fail here, before anything starts
-    except (UpError, LoadError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+    # errors reach the one mapping in knuma.cli.errors: bad options and --load files (UpError, LoadError) exit 2
+    # before anything starts; a cluster that cannot start (UpFailed) or a data dir in use (DataDirInUse) exit 1
+    if nrt_period is not None:
+        options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
+    if exporters not in ("auto", "process", "in-process"):
+        raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
+    spec, document = resolve_cluster(options)
+    read_manifests(options.load)  # unreadable files fail here, before anything starts
     interactive = err.is_terminal
     level = resolve(verbose, log_level, logging.INFO)
     handler: logging.Handler = (
@@ -174,12 +171,6 @@ def up(
 
     try:
         code = asyncio.run(run(options, spec, document, announce=announce, progress=progress, show=show))
-    except LoadError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
-    except (UpError, DataDirInUse) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
     finally:
         if live is not None:
             live.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from knuma.errors import InvalidInput
 from knuma.sim.dra import DraRun, DraScenario, run_knuma, run_upstream
 from knuma.sim.dra_optimal import optimal_dra
 
@@ -18,7 +19,7 @@ def run_dra(
     runners = {"knuma": run_knuma, "upstream": run_upstream, "optimal": optimal_dra}
     unknown = [s for s in schedulers if s not in runners]
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown scheduler(s) for scenario dra: {', '.join(unknown)}; choose from knuma, upstream, optimal"
         )
     return [runners[name](scenario, seed) for name in schedulers]

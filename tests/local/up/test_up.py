@@ -249,6 +249,27 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--load" in result.output and "no such file or directory" in result.output
 
 
+def test_a_taken_port_is_a_one_line_failure_exit_1(tmp_path: Path) -> None:
+    """Valid options on a machine that cannot host the cluster: exit 1 (not 2), one `error:` line, nothing left."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "knuma", "up", "--data-dir", str(tmp_path / "d"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"], done.stderr
+    assert "Traceback" not in done.stderr and "resumes this cluster" not in done.stderr, done.stderr
+
+
 def test_a_second_up_on_the_same_data_dir_is_refused(start: Callable[..., Up], tmp_path: Path) -> None:
     """The second `knuma up --data-dir D` exits 1 naming the first one's PID and URL, and changes nothing in D."""
     first = start("--nodes", "1", "--shape", "small", "--exporters", "in-process", "--no-scheduler")

@@ -17,11 +17,11 @@ import yaml
 
 from knuma.api.nrt import Policy, Scope
 from knuma.duration import DurationError, parse_duration
-from knuma.errors import InvalidInput
+from knuma.errors import InvalidInput, OperationFailed
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
-__all__ = ["DEFAULT_NODES", "DEFAULT_SHAPE", "UpError", "UpOptions", "resolve_cluster", "save_cluster"]
+__all__ = ["DEFAULT_NODES", "DEFAULT_SHAPE", "UpError", "UpFailed", "UpOptions", "resolve_cluster", "save_cluster"]
 
 DEFAULT_NODES = 3
 DEFAULT_SHAPE = "two-socket"
@@ -29,7 +29,11 @@ CLUSTER_FILE = "cluster.yaml"
 
 
 class UpError(InvalidInput):
-    """Options `knuma up` cannot run with; the message says what to change."""
+    """Options `knuma up` cannot run with; the message says what to change (exit 2)."""
+
+
+class UpFailed(OperationFailed):
+    """The cluster could not start with valid options: the port is taken, the nodes did not come up (exit 1)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -43,7 +44,7 @@ from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.spec import NodeSpec, nodes_of
 from knuma.local.up.children import Child, stop_all
 from knuma.local.up.lock import DataDirInUse, DataDirLock
-from knuma.local.up.options import UpError, UpOptions, save_cluster
+from knuma.local.up.options import UpError, UpFailed, UpOptions, save_cluster
 from knuma.local.up.summary import ClusterSummary, summarize
 from knuma.local.up.supervisor import Supervisor
 from knuma.testbed.cluster import ClusterSpec
@@ -205,7 +206,8 @@ class LocalCluster:
             await self.server.start("127.0.0.1", port or 0)
         except OSError as err:
             if self.options.port is not None:
-                raise UpError(f"cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
+                reason = os.strerror(err.errno).lower() if err.errno else str(err)  # asyncio repeats the address
+                raise UpFailed(f"cannot listen on 127.0.0.1:{port}: {reason}") from None
             await self.server.start("127.0.0.1", 0)
         if self.persistent:
             port_file.write_text(f"{self.server.port}\n")
@@ -220,7 +222,7 @@ class LocalCluster:
         except Conflict:
             pass  # installed by an earlier run
         except KubeApiError as err:
-            raise UpError(f"cannot install the NodeResourceTopology CRD: {err}") from err
+            raise UpFailed(f"cannot install the NodeResourceTopology CRD: {err}") from err
 
     async def _start_nodes(self, cluster_file: Path) -> None:
         ready = self.work_dir / "run" / "nodes.ready"
@@ -254,9 +256,9 @@ class LocalCluster:
         while not ready.exists():
             code = self.node_process.exited()
             if code is not None:
-                raise UpError(f"the simulated nodes exited with {code}:\n{self.node_process.tail()}")
+                raise UpFailed(f"the simulated nodes exited with {code}:\n{self.node_process.tail()}")
             if loop.time() > deadline:
-                raise UpError(
+                raise UpFailed(
                     f"the simulated nodes were not ready within {timeout:.0f}s; see {self.logs / 'nodes.log'}"
                 )
             await asyncio.sleep(0.05)
