@@ -179,3 +179,23 @@ def test_up_summary(width: int) -> None:
         assert note(text) == "not shown at 80 columns: SHAPE, POLICY (a wider terminal shows them)"
     else:
         assert note(text) is None and "eight-numa" in text and "single-numa-node" in text
+
+
+@pytest.mark.parametrize("command", [[], ["claims"]], ids=["knuma", "claims"])
+def test_command_lists_fit_80_columns_without_cutting_a_summary(command: list[str]) -> None:
+    done = knuma(*command, "-h", columns=80)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("Commands:\n")[1].splitlines()
+    assert widest(done.stdout) <= 80 and listed, done.stdout
+    assert not [line for line in listed if line.rstrip().endswith("...")], done.stdout
+    names = {line.split()[0] for line in listed}
+    assert {"schedule", "allocate"} == names if command else {"check", "bench", "up", "claims"} <= names
+
+
+@pytest.mark.parametrize("command", ["scheduler", "exporter", "deploy", "claims schedule"])
+def test_help_names_every_option_whole_at_80_columns(command: str) -> None:
+    done = knuma(*command.split(), "-h", columns=80)
+    assert done.returncode == 0, done.stderr
+    assert widest(done.stdout) <= 80 and "…" not in done.stdout, done.stdout
+    if command == "scheduler":
+        assert "--leader-elect-resource-namespace" in done.stdout

@@ -94,6 +94,47 @@ def _wrap_every_command(typer_app: typer.Typer, wrap: Callable[[Callable[..., An
             _wrap_every_command(group.typer_instance, wrap)
 
 
+SHORT_HELP = {
+    "schedule": "Explain where one pod would go among given nodes, and why.",
+    "scheduler": "Run the NUMA-aware scheduler against a cluster.",
+    "apiserver": "Run a Kubernetes-compatible API server (the subset knuma uses).",
+    "exporter": "Publish this node's per-NUMA resources (NodeResourceTopology).",
+    "simulate": "Compare schedulers on a simulated cluster.",
+    "bench": "Measure the scheduling core's throughput.",
+    "render": "Print the stack's manifests without touching a cluster.",
+    "deploy": "Apply the stack (or one component) to a cluster.",
+    "remove": "Delete the stack (or one component) from a cluster.",
+    "validate": "Check that the nodes' kubelets suit NUMA-aware scheduling.",
+    "detect": "Print the cluster's platform and version.",
+    "images": "List the container images of the stack.",
+    "check": "Diagnose the NUMA-aware scheduling stack on a cluster.",
+    "gather": "Collect what a bug report needs into a tarball.",
+    "e2e": "Run the end-to-end suite against a cluster.",
+    "up": "Run a local cluster of simulated NUMA nodes with the stack.",
+    "operator": "Run the operator (NUMAResources custom resources).",
+    "version": "Print the knuma version.",
+    "claims": "Schedule and allocate device claims offline (DRA).",
+    "claims schedule": "Choose a node for device claims, explained per node.",
+    "claims allocate": "Allocate claims on one node (v1 AllocationResult).",
+}
+"""The one-line summaries in `knuma -h`'s command list, short enough for 80 columns (click would cut the first
+sentence of the help with `...`); `knuma COMMAND -h` shows the whole help."""
+
+
+def _short_help(typer_app: typer.Typer, prefix: str = "") -> None:
+    for info in typer_app.registered_commands:
+        name = prefix + (info.name or "")
+        if name in SHORT_HELP and info.short_help is None:
+            info.short_help = SHORT_HELP[name]
+    for group in typer_app.registered_groups:
+        if group.typer_instance is None:
+            continue
+        name = prefix + str(group.name or group.typer_instance.info.name or "")
+        if name in SHORT_HELP:
+            group.typer_instance.info.short_help = SHORT_HELP[name]
+        _short_help(group.typer_instance, f"{name} ")
+
+
 def _group_versions(typer_app: typer.Typer) -> None:
     """Give each command group (`knuma claims`) the `--version` flag too, with a callback that does nothing else."""
     for group in typer_app.registered_groups:
@@ -140,6 +181,7 @@ def version() -> None:
 # after every command is registered: help text reflowed, errors become exit statuses in one place, and every command
 # takes -v/--log-level and --version
 _reflow_help(app)
+_short_help(app)
 _group_versions(app)
 _wrap_every_command(app, logopts.with_log_options)
 _wrap_every_command(app, errors.reporting_errors)
