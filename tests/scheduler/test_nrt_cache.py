@@ -252,6 +252,19 @@ def test_overreserve_foreign_pods_make_the_node_unusable_until_resync(
     assert info is not None and info.nrt_fresh
 
 
+def test_overreserve_a_foreign_pod_seen_before_its_nodes_nrt_still_marks_the_node() -> None:
+    """At start the pod and NRT informers sync concurrently; upstream lists the NRTs first, so a foreign pod delivered
+    before its node's NRT must still mark the node once the NRT arrives (CI once bound a pod right past it)."""
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = ClusterCache(over)
+    cache.upsert_node(node_manifest("n1"))
+    cache.pod_bound(bound(pod(guaranteed("c", "2", "1Gi"), name="foreign"), scheduler="default-scheduler"))
+    cache.upsert_nrt(nrt("n1", ZONES))
+    info = cache.node_info("n1")
+    assert info is not None and not info.nrt_fresh
+    assert over.foreign == {"n1"}
+
+
 @pytest.mark.parametrize(
     ("method", "published", "flushes"),
     [

@@ -127,6 +127,10 @@ class OverReserve:
         if stored is None:
             self.store[nrt.node] = nrt.topology  # first sight (upstream: only at start, issue #967)
             self._changed(nrt.node)
+            # Upstream lists every NRT before its pod informer starts, so a foreign pod always finds its node's
+            # data; here the informers sync concurrently, so pods seen before their node's NRT are checked now.
+            for pod in list(self.pods.get(nrt.node, {}).values()):
+                self._detect_foreign(pod)
         elif self.resync_scope == "All" and stored.config != nrt.topology.config:
             self.config_changed.add(nrt.node)
 
