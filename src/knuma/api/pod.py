@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -124,6 +124,14 @@ class Pod:
     def effective_request(self) -> dict[str, int]:
         """What the scheduler reserves for the pod: the larger of init and long-running needs, plus overhead."""
         return add(long_running_request(self.init_containers, self.containers), self.overhead)
+
+    @cached_property
+    def admission_key(self) -> Hashable:
+        """What the kubelet's admission reads of the pod (QoS, each container's name, kind and requests, the NUMA
+        nodes of its DRA devices), as a hashable: pods with equal keys are admitted alike on equal nodes."""
+        containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in self.all_containers)
+        devices = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in self.dra_devices.items()))
+        return (self.qos, containers, devices)
 
     @cached_property
     def requested_names(self) -> frozenset[str]:

@@ -22,8 +22,9 @@ Published on the NodeResourceTopology as knuma attributes (see `attributes()`), 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from itertools import combinations
 
 from knuma.errors import ConfigError
@@ -102,6 +103,12 @@ class CPUManagerOptions:
     cpus_per_core: int = 1
     reserved_core_siblings: int = 0
     numa_sockets: Mapping[int, int] = field(default_factory=dict)
+
+    @cached_property
+    def key(self) -> Hashable:
+        """Every option and fact as a hashable (part of `NodeTopology.admission_key`)."""
+        values = (getattr(self, f.name) for f in fields(self))
+        return tuple(tuple(sorted(v.items())) if isinstance(v, Mapping) else v for v in values)
 
     @property
     def cpu_group_size(self) -> int:

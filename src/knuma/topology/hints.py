@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from knuma.api.nrt import Policy
 
@@ -39,6 +40,12 @@ IMPOSSIBLE = Hint(None, False)
 
 def bits(mask: int) -> tuple[int, ...]:
     """The NUMA ids set in `mask`, ascending."""
+    if mask < len(_BITS):
+        return _BITS[mask]
+    return _bits(mask)
+
+
+def _bits(mask: int) -> tuple[int, ...]:
     out = []
     index = 0
     while mask:
@@ -47,6 +54,11 @@ def bits(mask: int) -> tuple[int, ...]:
         mask >>= 1
         index += 1
     return tuple(out)
+
+
+_BITS = tuple(_bits(mask) for mask in range(1 << 8))
+"""`bits` of every mask of up to 8 NUMA nodes (the kubelet's default `max-allowable-numa-nodes`), looked up: admission
+asks for them millions of times in a simulation."""
 
 
 def mask_of(ids: Sequence[int]) -> int:
@@ -58,8 +70,14 @@ def mask_of(ids: Sequence[int]) -> int:
 
 def iterate_masks(numa_ids: Sequence[int]) -> list[int]:
     """Every non-empty combination of `numa_ids`, narrowest first (kubelet `bitmask.IterateBitMasks` order)."""
+    return list(_iterate_masks(tuple(sorted(numa_ids))))
+
+
+@lru_cache(maxsize=256)
+def _iterate_masks(ids: tuple[int, ...]) -> tuple[int, ...]:
+    """`iterate_masks` of sorted ids, computed once per NUMA layout (255 masks on an 8-NUMA machine, asked for at
+    every memory-manager allocation)."""
     masks: list[int] = []
-    ids = sorted(numa_ids)
 
     def combine(start: int, k: int, mask: int) -> None:
         if k == 0:
@@ -70,7 +88,7 @@ def iterate_masks(numa_ids: Sequence[int]) -> list[int]:
 
     for width in range(1, len(ids) + 1):
         combine(0, width, 0)
-    return masks
+    return tuple(masks)
 
 
 def narrower(a: int, b: int) -> bool:

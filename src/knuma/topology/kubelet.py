@@ -7,7 +7,8 @@ when the policy says so, otherwise allocate right away so that the next containe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knuma.api.nrt import Policy, Scope
@@ -16,7 +17,7 @@ from knuma.api.resources import CPU
 from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
 from knuma.topology.managers import AllocationError, WorkingNode, exclusive_request, memory_types
-from knuma.topology.node import NodeTopology
+from knuma.topology.node import NodeTopology, NUMAZone, frozen
 from knuma.topology.trace import HintStep, ProviderHints
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Admission",
     "ContainerPlacement",
     "admit",
+    "pinned_request",
 ]
 
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
@@ -96,7 +98,67 @@ def admit(
 ) -> Admission:
     """Admit `pod` on `node` as the kubelet's Topology Manager and resource managers would. `dra_devices`: the
     NUMA nodes of the DRA devices allocated to each container (see `dra_device_hints`). `trace`: receives every
-    provider's full hint lists and each merge (`knuma.topology.trace`)."""
+    provider's full hint lists and each merge (`knuma.topology.trace`).
+
+    A pure function of what it reads, so verdicts are memoised (`_Memo`): a scheduler asks the same question of
+    many nodes in the same state (same shape, same free zones), and again at every attempt."""
+    if trace is not None:
+        return _admit(pod, node, dra_devices, trace)
+    key = (pod.admission_key, None if dra_devices is None else frozen(dra_devices), node.admission_key)
+    known = _MEMO.get(key)
+    if known is not None:
+        return known.on(node)
+    admission = _admit(pod, node, dra_devices, None)
+    _MEMO.put(key, _Verdict.of(admission))
+    return admission
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """An `Admission` without the node it was decided on: the zones and memory groups after it, if admitted."""
+
+    admission: Admission
+    zones: tuple[NUMAZone, ...]
+    memory_groups: Mapping[int, frozenset[int]]
+
+    @classmethod
+    def of(cls, admission: Admission) -> _Verdict:
+        return cls(admission, admission.node.zones, admission.node.memory_groups)
+
+    def on(self, node: NodeTopology) -> Admission:
+        """The same admission on `node` (equal `admission_key`, maybe another name)."""
+        if not self.admission.admitted:
+            return replace(self.admission, node=node)
+        return replace(self.admission, node=replace(node, zones=self.zones, memory_groups=self.memory_groups))
+
+
+class _Memo:
+    """A bounded map of admission verdicts; the oldest entries go first when it is full."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: dict[Hashable, _Verdict] = {}
+
+    def get(self, key: Hashable) -> _Verdict | None:
+        return self.entries.get(key)
+
+    def put(self, key: Hashable, verdict: _Verdict) -> None:
+        entries = self.entries
+        if len(entries) >= self.size:
+            for old in list(itertools.islice(entries, self.size // 4)):
+                entries.pop(old, None)
+        entries[key] = verdict
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+MEMO_SIZE = 1 << 16
+"""Verdicts kept (a few hundred MB at most; a 5000-node simulation reuses most within a few thousand pods)."""
+_MEMO = _Memo(MEMO_SIZE)
+
+
+def _admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None, trace: list[HintStep] | None) -> Admission:
     config = node.config
     if config.policy is not Policy.NONE and len(node.zones) > config.max_numa_nodes:
         return Admission(
@@ -235,6 +297,15 @@ def _admit_pod_scope(
     if not admitted:
         raise _Rejected(TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, "", hint)
     return tuple(_allocate(pod, container, work, hint) for container in pod.all_containers)
+
+
+def pinned_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
+    """What the pod's exclusive resources take from `node`'s zones in all, in the zones' units (milli-CPU): an upper
+    bound for holding a pod whose zones are unknown."""
+    request = _pod_exclusive_request(pod, node)
+    if CPU in request:
+        request[CPU] *= 1000
+    return request
 
 
 def _pod_exclusive_request(pod: Pod, node: NodeTopology) -> dict[str, int]:

@@ -6,15 +6,15 @@ admitting a pod returns a new `NodeTopology`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, MEMORY, is_hugepages, is_native
 from knuma.topology.cpumanager import CPUManagerOptions
 
-__all__ = ["NUMAZone", "NodeTopology", "is_device"]
+__all__ = ["NUMAZone", "NodeTopology", "frozen", "is_device"]
 
 ATTR_PREFER_CLOSEST = "topologyManagerOptionPreferClosestNumaNodes"
 
@@ -22,6 +22,14 @@ ATTR_PREFER_CLOSEST = "topologyManagerOptionPreferClosestNumaNodes"
 def is_device(name: str) -> bool:
     """Device-plugin (extended) resources: a domain-qualified name outside `kubernetes.io`."""
     return not is_native(name) and not name.startswith("requests.")
+
+
+def frozen(value: object) -> Hashable:
+    """`value` as a hashable: mappings become sorted item tuples (recursively), the rest is kept."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((key, frozen(item)) for key, item in value.items()))
+    assert isinstance(value, Hashable)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,13 @@ class NodeTopology:
     """NUMA id -> the multi-NUMA group the memory manager already used it in (its `Cells`)."""
     cpu_manager: CPUManagerOptions = field(default_factory=CPUManagerOptions)
     """The static CPU manager's policy options and the CPU topology facts they need."""
+
+    @cached_property
+    def admission_key(self) -> Hashable:
+        """Everything `knuma.topology.admit` reads of the node, i.e. all but its name: nodes with equal keys admit
+        the same pods on the same zones (what lets admission verdicts be memoised across nodes and calls)."""
+        zones = tuple(tuple(frozen(getattr(zone, f.name)) for f in fields(zone)) for zone in self.zones)
+        return (zones, self.config, self.prefer_closest, frozen(self.memory_groups), self.cpu_manager.key)
 
     @cached_property
     def numa_ids(self) -> tuple[int, ...]:
