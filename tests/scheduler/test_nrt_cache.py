@@ -383,9 +383,10 @@ def test_knuma_checks_the_shadow_against_nrts_that_count_the_same_pods() -> None
     assert cpus(cache) == [4000, 2000], "after drift, a's zones are unknown: its release frees nothing"
 
 
-def test_knuma_seeds_from_the_nrt_after_a_restart_and_replays_what_it_does_not_reflect() -> None:
+def test_knuma_seeds_from_the_nrt_after_a_restart_and_bounds_what_it_does_not_reflect() -> None:
     """A daemon starting on a running cluster: the NRT reflects a (running before) but not b (admitted since); c is
-    bound and not admitted yet. The shadow holds a where the NRT shows it and admits b and c on top."""
+    bound and not admitted yet. The shadow holds a where the NRT shows it; b's zone is unknown, so b is taken from
+    every zone until an NRT that counts a and b gives the zones; c is replayed on top."""
     knuma = KnumaCache(wait_for_sync=True)
     cache = ClusterCache(knuma)
     cache.upsert_node(node_manifest("n1"))
@@ -396,8 +397,41 @@ def test_knuma_seeds_from_the_nrt_after_a_restart_and_replays_what_it_does_not_r
     cache.pod_bound(bound(c, phase="Pending"))
     assert cache.node_info("n1").topology is None  # type: ignore[union-attr]
     knuma.informers_synced()
-    assert cpus(cache) == [0, 2000]
-    assert knuma.reserved("n1") == 1
+    assert cpus(cache) == [0, 0] and knuma.reserved("n1") == 1
+    assert not knuma.exact("n1")
+    # The kubelet had put b on zone 0: the next NRT that counts a and b says so.
+    cache.upsert_nrt(nrt("n1", {0: used("0", "6Gi"), 1: ZONES[1]}, nodeTopologyPodsFingerprint=fingerprint(a, b)))
+    assert cpus(cache) == [0, 2000] and knuma.exact("n1")
+
+
+def test_knuma_seeds_every_running_pod_as_unknown_when_the_nrt_counts_other_pods() -> None:
+    """The NRT was published before a pod that has terminated since (the fingerprint matches no set of listed pods):
+    no running pod is known to be reflected, so each is taken from every zone."""
+    knuma = KnumaCache(wait_for_sync=True)
+    cache = ClusterCache(knuma)
+    cache.upsert_node(node_manifest("n1"))
+    a, gone = two_cpu("a"), two_cpu("gone")
+    cache.upsert_nrt(nrt("n1", {0: used("0"), 1: ZONES[1]}, nodeTopologyPodsFingerprint=fingerprint(a, gone)))
+    cache.pod_bound(bound(a))
+    knuma.informers_synced()
+    assert cpus(cache) == [0, 2000] and not knuma.exact("n1") and knuma.stats.unmatched == 1
+
+
+def test_a_pod_held_without_zones_may_free_any_zone_that_could_hold_it() -> None:
+    """After a restart, StableUnderRelease considers the release of a pod whose zones are unknown on each zone that
+    could have held it; releasing such a pod makes the node inexact until an NRT gives the zones again."""
+    knuma = KnumaCache(wait_for_sync=True)
+    cache = ClusterCache(knuma)
+    cache.upsert_node(node_manifest("n1"))
+    a = two_cpu("a")
+    cache.upsert_nrt(nrt("n1", {0: used("2"), 1: ZONES[1]}, nodeTopologyPodsFingerprint=fingerprint(a)))
+    cache.pod_bound(bound(a))
+    knuma.informers_synced()
+    assert cpus(cache) == [2000, 4000] and knuma.exact("n1")
+    releases = [[z.available["cpu"] for z in after.zones] for _, after in knuma.single_releases("n1")]
+    assert releases == [[4000, 4000]]  # zone 1 is whole: a can only be on zone 0
+    cache.pod_removed(a.key, "n1")
+    assert cpus(cache) == [2000, 4000] and not knuma.exact("n1")
 
 
 def test_knuma_reseeds_when_the_node_is_reconfigured() -> None:

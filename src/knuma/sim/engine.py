@@ -11,7 +11,10 @@ Events, in time order (ties broken by kind, then by insertion):
    happened (the same delay for all, so they arrive in the order they happened);
 5. a pod arrives and gets one scheduling attempt;
 6. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue);
-7. the scheduler's periodic work (overreserve resync).
+7. the scheduler's periodic work (overreserve resync);
+8. (samples for the plots, then) the scheduler restarts (`schedulerRestarts`): a new scheduler process starts from
+   what its informers list, the last published NRT of every node and the pods bound to nodes, as the API server shows
+   them (the status updates it has heard); pods waiting to be scheduled wait for it.
 
 Wall-clock time is measured only around scheduling attempts, for latency and throughput; everything else is
 simulated time and depends only on the scenario and the seed.
@@ -31,14 +34,14 @@ from knuma.api.pod import Pod
 from knuma.api.resources import CPU, MEMORY
 from knuma.scheduler.plugins.strategies import StrategyType
 from knuma.sim.exporter import NRTSnapshot, fingerprint
-from knuma.sim.schedulers import NodeSetup, ProductScheduler, make_scheduler
+from knuma.sim.schedulers import ListedPod, NodeSetup, ProductScheduler, make_scheduler
 from knuma.sim.spec import PodArrival, Scenario
 from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 
 __all__ = ["PodRecord", "RunResult", "Sample", "build_kubelets", "run"]
 
-TERMINATE, PUBLISH, ADMIT, NOTIFY, ARRIVE, RETRY, TICK, SAMPLE = range(8)
+TERMINATE, PUBLISH, ADMIT, NOTIFY, ARRIVE, RETRY, TICK, SAMPLE, RESTART = range(9)
 RETRY_DELAY = 1.0
 """Seconds between a change that may free room and the retry of pending pods (coalesced)."""
 SAMPLES = 120
@@ -127,12 +130,15 @@ class _Engine:
         self.check = check
         self.progress = progress
         self.kubelets = build_kubelets(scenario)
-        setups = [NodeSetup(k.name, k.allocatable, snapshot(k, 0.0)) for k in self.kubelets.values()]
+        self.published = {name: snapshot(kubelet, 0.0) for name, kubelet in self.kubelets.items()}
+        """The last NRT each exporter published."""
+        self.listed: dict[str, ListedPod] = {}
+        """Pods bound to nodes as the API server shows them (what a restarted scheduler lists)."""
         if scenario.scoring is not None:
             options = {"scoring": StrategyType.parse(scenario.scoring), **options}
-        self.scheduler: ProductScheduler = make_scheduler(
-            scheduler_name, setups, resync_period=scenario.resync_period, **options
-        )
+        self.scheduler_name, self.options = scheduler_name, options
+        self.scheduler: ProductScheduler = self.start_scheduler()
+        self.restarts = 0
         self.arrivals = scenario.workload.generate(seed)
         self.horizon = scenario.horizon(self.arrivals)
         self.rng = random.Random(f"{seed}/exporter")
@@ -149,6 +155,16 @@ class _Engine:
         self.cpu_total = sum(k.allocatable.get(CPU, 0) for k in self.kubelets.values())
         self.memory_total = sum(k.allocatable.get(MEMORY, 0) for k in self.kubelets.values())
 
+    def start_scheduler(self) -> ProductScheduler:
+        setups = [NodeSetup(k.name, k.allocatable, self.published[k.name]) for k in self.kubelets.values()]
+        return make_scheduler(
+            self.scheduler_name,
+            setups,
+            resync_period=self.scenario.resync_period,
+            pods=sorted(self.listed.values(), key=lambda p: p.pod.key),  # the API server lists in key order
+            **self.options,
+        )
+
     def push(self, when: float, kind: int, data: Any) -> None:
         heapq.heappush(self.queue, (when, kind, self.seq, data))
         self.seq += 1
@@ -164,6 +180,8 @@ class _Engine:
         step = self.horizon / SAMPLES
         for index in range(SAMPLES + 1):
             self.push(index * step, SAMPLE, None)
+        for when in self.scenario.scheduler_restarts:
+            self.push(when, RESTART, None)
         handlers: dict[int, Callable[[float, Any], None]] = {
             TERMINATE: self.on_terminate,
             PUBLISH: self.on_publish,
@@ -173,6 +191,7 @@ class _Engine:
             RETRY: self.on_retry,
             TICK: self.on_tick,
             SAMPLE: self.on_sample,
+            RESTART: self.on_restart,
         }
         last_report = 0.0
         while self.queue and self.queue[0][0] <= self.horizon:
@@ -184,6 +203,8 @@ class _Engine:
         if self.progress is not None:
             self.progress(1.0)
         stats = {**self.scheduler.stats(), "recreated": self.recreated}
+        if self.scenario.scheduler_restarts:
+            stats["scheduler_restarts"] = self.restarts
         return RunResult(
             self.scheduler.name,
             self.scenario.name,
@@ -216,6 +237,7 @@ class _Engine:
             return False
         record.node = node
         record.bound_at = now
+        self.listed[record.pod.key] = ListedPod(record.pod, node, started=False)
         self.push(now + self.scenario.bind_delay, ADMIT, record)
         return True
 
@@ -243,8 +265,10 @@ class _Engine:
         what, record = data
         key, node = record.pod.key, record.node
         if what == "running":
+            self.listed[key] = ListedPod(record.pod, node, started=True)
             self.scheduler.pod_running(key, node, now)
             return
+        self.listed.pop(key, None)
         if self.scheduler.pod_terminated(key, node, now):
             self.want_retry(now)
         if what == "failed":
@@ -286,8 +310,17 @@ class _Engine:
         node, periodic = data
         if periodic:
             self.push(now + self.scenario.nrt_period, PUBLISH, (node, True))
-        if self.scheduler.uses_nrt and self.scheduler.nrt_published(snapshot(self.kubelets[node], now), now):
+        if not self.scheduler.uses_nrt:
+            return
+        published = self.published[node] = snapshot(self.kubelets[node], now)
+        if self.scheduler.nrt_published(published, now):
             self.want_retry(now)
+
+    def on_restart(self, now: float, data: Any) -> None:
+        """The scheduler process restarts: everything it held in memory is gone."""
+        self.scheduler = self.start_scheduler()
+        self.restarts += 1
+        self.want_retry(now)
 
     def on_tick(self, now: float, data: Any) -> None:
         period = self.scheduler.tick_period

@@ -9,6 +9,7 @@
 | `devices` | GPU nodes: CPUs, memory and GPUs aligned on one NUMA zone |
 | `restricted` | `restricted` policy, pod scope: wide pods span zones, the others must fit one zone |
 | `smt` | half the nodes have the CPU manager's `full-pcpus-only`: odd CPU counts fail there (`SMTAlignmentError`) |
+| `restart` | `lag60` with a scheduler restart every 5 minutes: state rebuilt from stale NRTs and the bound pods |
 """
 
 from __future__ import annotations
@@ -237,6 +238,16 @@ BUILTIN: dict[str, dict[str, Any]] = {
         },
         "optimal": False,
     },
+}
+
+
+BUILTIN["restart"] = {
+    "description": (
+        "lag60 with the scheduler restarting every 5 minutes: each time it starts again from the published NRTs (up "
+        "to 60 s old) and the pods bound to nodes, without its reservations"
+    ),
+    **{key: value for key, value in BUILTIN["lag60"].items() if key != "description"},
+    "schedulerRestarts": [300, 600, 900, 1200, 1500],
 }
 
 

@@ -303,6 +303,9 @@ class Scenario:
     (upstream's LeastAllocated for nrt-*, KnumaBinPacking for knuma)."""
     optimal: bool | None = None
     """Whether `optimal` runs: None = when the workload is static and the cluster has at most 64 nodes."""
+    scheduler_restarts: tuple[float, ...] = ()
+    """Simulated seconds at which the scheduler restarts: it loses its memory (reservations, shadows) and starts
+    again from what its informers list (the published NRTs and the pods bound to nodes), as a restarted daemon."""
 
     def horizon(self, arrivals: Sequence[PodArrival]) -> float:
         if self.duration is not None:
@@ -331,6 +334,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     scoringStrategy: LeastAllocated   # MostAllocated, BalancedAllocation, LeastNUMANodes, KnumaBinPacking
     duration: 1800
     recreate: {enabled: true, delay: 10, maxPerPod: 3}
+    schedulerRestarts: [300, 900]     # simulated seconds at which every scheduler restarts
     optimal: auto
     ```"""
     where = "scenario"
@@ -356,6 +360,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
             "scoringStrategy",
             "duration",
             "recreate",
+            "schedulerRestarts",
             "optimal",
         },
     )
@@ -403,6 +408,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
         ),
         scoring=scoring,
         optimal=None if optimal == "auto" else bool(optimal),
+        scheduler_restarts=_restarts(raw.get("schedulerRestarts", []), f"{where}.schedulerRestarts"),
     )
 
 
@@ -412,6 +418,12 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
 def _resolve(value: Any, base: Path | None) -> Path:
     path = Path(str(value))
     return base / path if base is not None and not path.is_absolute() else path
+
+
+def _restarts(raw: Any, where: str) -> tuple[float, ...]:
+    if not isinstance(raw, list):
+        raise SpecError(f"{where}: expected a list of simulated seconds, got {raw!r}")
+    return tuple(sorted(_non_negative(value, f"{where}[{index}]") for index, value in enumerate(raw)))
 
 
 def _number(value: Any, where: str) -> float:

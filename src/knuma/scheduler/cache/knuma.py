@@ -32,8 +32,15 @@ from dataclasses import dataclass, field
 from knuma.api.fingerprint import Method, compute
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.interface import NO_DATA, BoundPod, NRTView, OnChange, PublishedNRT
-from knuma.scheduler.cache.reservation import apply_pod, fingerprint_method, holds_exclusive_resources, reconcile
+from knuma.scheduler.cache.reservation import (
+    apply_pod,
+    fingerprint_method,
+    holds_exclusive_resources,
+    reconcile,
+    take_everywhere,
+)
 from knuma.topology.allocations import Allocations, RunningPod, freed
+from knuma.topology.kubelet import pinned_request
 from knuma.topology.node import NodeTopology
 
 __all__ = ["KnumaCache"]
@@ -55,6 +62,9 @@ class _Node:
     computed since the last change."""
     releases: list[tuple[str, NodeTopology]] | None = None
     """`single_releases`, until the node changes."""
+    exact: bool = True
+    """The shadow's zones are the kubelet's, up to the pods in flight: False from the moment a pod with unknown zones
+    is held (pessimistically) or released (freeing nothing), until an NRT that counts the same pods gives the zones."""
 
 
 @dataclass
@@ -113,6 +123,12 @@ class KnumaCache:
         entry = self.nodes.get(node)
         return len(entry.reserved) if entry is not None else 0
 
+    def exact(self, node: str) -> bool:
+        """Whether the shadow knows the node's zones (see `_Node.exact`): when it does not, more may be free than
+        it shows, which only pods whose admission is not monotonic in free resources need to care about."""
+        entry = self.nodes.get(node)
+        return entry is None or entry.exact
+
     def single_releases(self, node: str) -> Iterator[tuple[str, NodeTopology]]:
         """The node as the kubelet may see it when the next pod arrives, if exactly one pod terminates first: a running
         pod, or a pod bound here that the kubelet admits and that ends at once. The release happens before the kubelet
@@ -128,8 +144,7 @@ class KnumaCache:
     @staticmethod
     def _single_releases(entry: _Node, shadow: Allocations) -> Iterator[tuple[str, NodeTopology]]:
         for running in shadow.running.values():
-            if running.placements:
-                topology = freed(shadow.topology, running.placements)
+            for topology in _released(shadow.topology, running):
                 for reserved in entry.reserved:
                     topology = apply_pod(reserved, topology)
                 yield running.pod.key, topology
@@ -158,7 +173,10 @@ class KnumaCache:
             return  # the NRT counts other pods than the shadow (some in flight): wait for the next one
         self.stats.reconciled += 1
         published = {z.id: z.available for z in nrt.topology.zones}
+        exact, entry.exact = entry.exact, True
         if all(published.get(z.id) == z.available for z in shadow.topology.zones):
+            if not exact:
+                self._changed(nrt.node)
             return
         self.stats.drift += 1
         shadow.adopt(nrt.topology)
@@ -199,16 +217,18 @@ class KnumaCache:
             counted = [b for b in started if _counted(b.pod, nrt)]
             names = {b.key: (b.namespace, b.name) for b in counted}
             outcome = reconcile(nrt.fingerprint, reflected=[], pending=list(names), started=list(names), names=names)
+            uncounted = {b.key for b in started if b.key not in names}
             if outcome is None:
-                self.stats.unmatched += 1  # trust the NRT for every running pod
+                self.stats.unmatched += 1
+                reflected = uncounted
             else:
-                reflected = set(outcome.reflected) | {b.key for b in started if b.key not in names}
+                reflected = set(outcome.reflected) | uncounted
         for bound in started:
             assert bound.pod is not None
             if bound.key in reflected:
                 shadow.hold(bound.pod, ())
             else:
-                self._admit(shadow, bound.pod)
+                self._hold_anywhere(entry, shadow, bound.pod)
         entry.reserved = [b.pod for b in early.values() if not b.started and b.pod is not None]
         self._changed(node)
 
@@ -249,7 +269,7 @@ class KnumaCache:
         chain = entry.chain
         first = bool(entry.reserved) and entry.reserved[0].key == pod.key
         entry.reserved = [p for p in entry.reserved if p.key != pod.key]
-        self._admit(shadow, pod.pod)
+        self._admit(entry, shadow, pod.pod)
         if first and chain and chain[0] == shadow.topology:
             # Admitted where predicted (the usual case): every later prediction, and so the view, still holds.
             view = entry.view
@@ -258,13 +278,19 @@ class KnumaCache:
             return
         self._changed(pod.node)
 
-    def _admit(self, shadow: Allocations, pod: Pod) -> None:
+    def _admit(self, entry: _Node, shadow: Allocations, pod: Pod) -> None:
         if not shadow.allocate(pod).admitted:
-            # The kubelet admitted what the model would not: the model has drifted. Hold the pod pessimistically (its
-            # request taken from every zone that lists it) until an NRT corrects the zones.
-            shadow.topology = apply_pod(pod, shadow.topology)
-            shadow.running[pod.key] = RunningPod(pod, ())
+            # The kubelet admitted what the model would not: the model has drifted.
+            self._hold_anywhere(entry, shadow, pod)
             self.stats.drift += 1
+
+    @staticmethod
+    def _hold_anywhere(entry: _Node, shadow: Allocations, pod: Pod) -> None:
+        """Hold a running pod whose zones are unknown pessimistically (its request taken from every zone that lists
+        it) until an NRT that counts the same pods gives the zones; meanwhile the node is not `exact`."""
+        shadow.topology = take_everywhere(pinned_request(pod, shadow.topology), shadow.topology)
+        shadow.running[pod.key] = RunningPod(pod, ())
+        entry.exact = False
 
     def pod_deleted(self, key: str, node: str) -> None:
         del node
@@ -308,9 +334,30 @@ class KnumaCache:
         entry.early.pop(key, None)
         before = len(entry.reserved)
         entry.reserved = [p for p in entry.reserved if p.key != key]
-        released = entry.shadow.release(key) if entry.shadow is not None else None
+        released = None
+        if entry.shadow is not None:
+            running = entry.shadow.running.get(key)
+            if running is not None and not running.placements and pinned_request(running.pod, entry.shadow.topology):
+                entry.exact = False  # it frees zones the shadow does not know
+            released = entry.shadow.release(key)
         if released is not None or len(entry.reserved) != before:
             self._changed(node)
+
+
+def _released(topology: NodeTopology, running: RunningPod) -> Iterator[NodeTopology]:
+    """The zones after `running` terminates: its placements freed; when they are unknown (a pod the shadow holds
+    as an NRT showed it), each zone that could have held all it pins, freed there."""
+    if running.placements:
+        yield freed(topology, running.placements)
+        return
+    pinned = pinned_request(running.pod, topology)
+    if not pinned:
+        return
+    for zone in topology.zones:
+        room = {name: zone.total(name) - zone.available.get(name, 0) for name in pinned}
+        if all(name in zone.available and room[name] >= amount for name, amount in pinned.items()):
+            available = {name: amount + pinned.get(name, 0) for name, amount in zone.available.items()}
+            yield topology.with_available({zone.id: available})
 
 
 def _hardware(topology: NodeTopology) -> tuple[object, ...]:

@@ -12,7 +12,7 @@ the plausible ones (the pods already reflected, plus the pending pods in bind or
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from knuma.api.fingerprint import Method, compute
@@ -21,7 +21,14 @@ from knuma.api.resources import CPU, is_numa_affine
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology, is_device
 
-__all__ = ["Reconciled", "apply_pod", "fingerprint_method", "holds_exclusive_resources", "reconcile"]
+__all__ = [
+    "Reconciled",
+    "apply_pod",
+    "fingerprint_method",
+    "holds_exclusive_resources",
+    "reconcile",
+    "take_everywhere",
+]
 
 
 def apply_pod(pod: Pod, topology: NodeTopology) -> NodeTopology:
@@ -30,9 +37,15 @@ def apply_pod(pod: Pod, topology: NodeTopology) -> NodeTopology:
     admission = admit(pod, topology)
     if admission.admitted:
         return admission.node
+    return take_everywhere(pod.effective_request, topology)
+
+
+def take_everywhere(request: Mapping[str, int], topology: NodeTopology) -> NodeTopology:
+    """The zones with `request` taken from every zone that reports the resource (clamped at 0): wherever the kubelet
+    put the pod, the result holds no more than the node has left."""
     available = {z.id: dict(z.available) for z in topology.zones}
     for zone in available.values():
-        for name, amount in pod.effective_request.items():
+        for name, amount in request.items():
             if name in zone:
                 zone[name] = max(0, zone[name] - amount)
     return topology.with_available(available)

@@ -6,6 +6,10 @@ few CPUs on a lower zone can move the init container there, or move a pod bound 
 container without a single zone. Pods terminate during the bind-to-admission window, so for pods with Guaranteed init
 containers the plugin checks the prediction against every single release the node could see meanwhile.
 
+For the same reason a node whose zones the cache does not know exactly (after a scheduler restart, pods running
+before it hold zones it can only bound; see `knuma.scheduler.cache.knuma`) is no place for such a pod until an NRT
+gives its zones: more may be free there than the view shows. Measured on the simulator's `restart` scenario.
+
 It needs to know which pod holds which zones, which only knuma's NRT cache (a shadow of each node's kubelet) knows:
 the profile gets this filter when the daemon runs that cache. Measured in the simulator (lag60 and restricted, seeds
 0-9): without it, knuma's cache has TopologyAffinityErrors from these releases; with it, none.
@@ -34,6 +38,11 @@ class ReleaseScenarios(Protocol):
         """(pod key, the node's zones if that pod terminated before the pods bound there are admitted)."""
         ...
 
+    def exact(self, node: str) -> bool:
+        """Whether the node's zones are known (no pod with unknown zones held or released since the last NRT that
+        counted the same pods): when they are not, more may be free than the view shows."""
+        ...
+
 
 class StableUnderRelease:
     name = NAME
@@ -53,6 +62,11 @@ class StableUnderRelease:
         topology = node.numa
         if not self.applies_to(pod) or topology is None or topology.config.scope is not Scope.CONTAINER:
             return SUCCESS
+        if not self.cache.exact(node.name):
+            self.rejected += 1
+            return Status(
+                Code.UNSCHEDULABLE, CANNOT_ALIGN_INIT_CONTAINER, NAME, "the node's zones are not known exactly yet"
+            )
         for released, after in self.cache.single_releases(node.name):
             if not admit(pod, after).admitted:
                 self.rejected += 1

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knuma.api.pod import Pod
-from knuma.scheduler.cache.interface import RUNNING, BoundPod, NRTCache, PublishedNRT
+from knuma.scheduler.cache.interface import PENDING, RUNNING, BoundPod, NRTCache, PublishedNRT
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.cache.select import make_nrt_cache
 from knuma.scheduler.fast.path import FastPath
@@ -28,7 +28,7 @@ from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.sim.exporter import NRTSnapshot
-from knuma.sim.schedulers.base import NodeSetup
+from knuma.sim.schedulers.base import ListedPod, NodeSetup
 from knuma.topology.node import NodeTopology
 
 __all__ = ["PRODUCT", "ProductScheduler", "product_scheduler"]
@@ -39,7 +39,18 @@ FINGERPRINT_METHOD = "all"
 class ProductScheduler:
     """One compared scheduler: a product profile plus an NRT cache mode."""
 
-    def __init__(self, name: str, nodes: Sequence[NodeSetup], profile: Profile, nrt: NRTCache, uses_nrt: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        nodes: Sequence[NodeSetup],
+        profile: Profile,
+        nrt: NRTCache,
+        uses_nrt: bool,
+        pods: Sequence[ListedPod] = (),
+    ) -> None:
+        """Start as the daemon does (`knuma.scheduler.daemon.loop`): the informers list the Nodes, the published NRTs
+        and the pods bound to nodes (`pods`: empty on a fresh cluster), then the NRT cache hears `informers_synced`
+        and seeds its state from them."""
         self.name = name
         self.profile = profile
         self.uses_nrt = uses_nrt
@@ -51,6 +62,10 @@ class ProductScheduler:
             self.cache.node_known(setup.name, setup.allocatable)
             if uses_nrt:
                 self.cache.nrt_published(self._published(setup.nrt))
+        for listed in pods:
+            self.pods[listed.pod.key] = listed.pod
+            self.cache.pod_bound(self._bound(listed.pod, listed.node, started=listed.started))
+        nrt.informers_synced()
 
     @property
     def nrt(self) -> NRTCache:
@@ -76,7 +91,12 @@ class ProductScheduler:
     def pod_running(self, key: str, node: str, now: float) -> None:
         pod = self.pods.get(key)
         if pod is not None:
-            self.cache.pod_bound(BoundPod(key, pod.namespace, pod.name, node, RUNNING, True, self.profile.name, pod))
+            self.cache.pod_bound(self._bound(pod, node, started=True))
+
+    def _bound(self, pod: Pod, node: str, *, started: bool) -> BoundPod:
+        """The pod as the informer shows it: Pending until the kubelet admitted it, then Running with a start time."""
+        phase = RUNNING if started else PENDING
+        return BoundPod(pod.key, pod.namespace, pod.name, node, phase, started, self.profile.name, pod)
 
     def pod_terminated(self, key: str, node: str, now: float) -> bool:
         if self.pods.pop(key, None) is None:
@@ -133,14 +153,17 @@ def product_scheduler(
     *,
     scoring: ScoringStrategy | None = None,
     resync_period: float = 5.0,
+    pods: Sequence[ListedPod] = (),
 ) -> ProductScheduler:
-    """`default` (kube-scheduler's node-level fit, no NUMA plugin), or the NUMA profile with a cache mode."""
+    """`default` (kube-scheduler's node-level fit, no NUMA plugin), or the NUMA profile with a cache mode, started
+    on `nodes` (their published NRTs) with `pods` bound (a restart)."""
     if name == "default":
         fit = NodeResourcesFit()
         profile = Profile("default-scheduler", (fit,), ((fit, 1),))
-        return ProductScheduler(name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False)
+        return ProductScheduler(name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False, pods=pods)
     mode = CACHE_OF[name]
-    nrt = make_nrt_cache(mode, resync_period=resync_period, profile_names={name})
+    nrt = make_nrt_cache(mode, resync_period=resync_period, profile_names={name}, wait_for_sync=True)
     if scoring is None and name != "knuma":
         scoring = ScoringStrategy(UPSTREAM_STRATEGY)
-    return ProductScheduler(name, nodes, default_profile(scoring, name=name, cache=nrt), nrt, uses_nrt=True)
+    profile = default_profile(scoring, name=name, cache=nrt)
+    return ProductScheduler(name, nodes, profile, nrt, uses_nrt=True, pods=pods)
