@@ -27,9 +27,9 @@ def test_restarts_are_parsed_sorted_and_checked() -> None:
     scenario = scenario_from_dict({**small_scenario(), "schedulerRestarts": [90, 30.5]})
     assert scenario.scheduler_restarts == (30.5, 90.0)
     assert scenario_from_dict(small_scenario()).scheduler_restarts == ()
-    with pytest.raises(SpecError, match=r"scenario.schedulerRestarts\[1\]: expected a number >= 0"):
+    with pytest.raises(SpecError, match=r"scenario\.schedulerRestarts\[1\]: expected a number >= 0"):
         scenario_from_dict({**small_scenario(), "schedulerRestarts": [10, -1]})
-    with pytest.raises(SpecError, match="scenario.schedulerRestarts: expected a list"):
+    with pytest.raises(SpecError, match=r"scenario\.schedulerRestarts: expected a list"):
         scenario_from_dict({**small_scenario(), "schedulerRestarts": 10})
 
 

@@ -62,7 +62,7 @@ def random_node(rng: random.Random, name: str) -> NodeTopology:
         options = CPUManagerOptions(distribute_cpus_across_numa=True)
     return NodeTopology.build(
         name,
-        {numa_id: per_zone for numa_id in range(zones)},
+        dict.fromkeys(range(zones), per_zone),
         rng.choice(list(Policy)),
         rng.choice(list(Scope)),
         cpu_manager=options,
