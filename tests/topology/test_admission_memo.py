@@ -93,7 +93,7 @@ def test_memoised_verdicts_equal_the_models_on_random_pods_and_nodes(seed: int) 
         for index in range(25):
             pod = replace(rng.choice(shapes), name=f"p{index}", uid=f"p{index}")
             expected = model._admit(pod, node, None, None)
-            hits += model._MEMO.get((pod.admission_key, None, node.admission_key)) is not None
+            hits += model._MEMO.get((model._pod_id(pod), None, node.admission_id)) is not None
             assert same(admit(pod, node), expected)
             assert same(admit(pod, node), expected), "the memoised answer"
             on_twin = admit(pod, twin)
@@ -118,3 +118,37 @@ def test_the_memo_is_bounded() -> None:
     for key in range(100):
         memo.put(key, verdict)
     assert len(memo.entries) <= 8 and memo.get(99) is verdict and memo.get(0) is None
+
+
+def test_the_keys_cover_every_field_admission_reads() -> None:
+    """`NodeTopology.admission_key` names the fields it covers: a new field must be added to it (or here, if
+    admission does not read it)."""
+    from dataclasses import fields
+
+    from knuma.topology import NUMAZone
+
+    assert [f.name for f in fields(NUMAZone)] == ["id", "capacity", "allocatable", "available", "distances"]
+    assert [f.name for f in fields(NodeTopology)] == [
+        "name",
+        "zones",
+        "config",
+        "prefer_closest",
+        "memory_groups",
+        "cpu_manager",
+    ]
+    node = random_node(random.Random(3), "n")
+    hardware = node.hardware_key
+    other = node.with_available({0: {"cpu": 0}})
+    assert other.hardware_key is hardware, "computed once per machine, not once per state"
+    assert other.admission_key != node.admission_key
+    assert other.with_available({0: node.zones[0].available}).admission_key == node.admission_key
+
+
+def test_interned_ids_are_never_reused() -> None:
+    from knuma.topology.node import Interned
+
+    ids = Interned(2)
+    a, b = ids(("a",)), ids(("b",))
+    assert ids(("a",)) == a != b
+    c = ids(("c",))  # the table was full: it starts afresh
+    assert c not in (a, b) and ids(("a",)) not in (a, b, c)

@@ -97,8 +97,11 @@ def build_kubelets(scenario: Scenario) -> dict[str, SimKubelet]:
     return kubelets
 
 
-def snapshot(kubelet: SimKubelet, now: float) -> NRTSnapshot:
-    """What the exporter publishes: zones and config (no memory-manager groups: NRT does not carry them)."""
+def snapshot(kubelet: SimKubelet, now: float, last: NRTSnapshot | None = None) -> NRTSnapshot:
+    """What the exporter publishes: zones and config (no memory-manager groups: NRT does not carry them). `last`:
+    the node's previous publication, reused when nothing changed on the node since."""
+    if last is not None and last.generation == kubelet.generation and last.node == kubelet.name:
+        return replace(last, time=now)
     topology = replace(kubelet.topology, memory_groups={})
     return NRTSnapshot(kubelet.name, topology, fingerprint(kubelet.running), kubelet.generation, now)
 
@@ -312,7 +315,7 @@ class _Engine:
             self.push(now + self.scenario.nrt_period, PUBLISH, (node, True))
         if not self.scheduler.uses_nrt:
             return
-        published = self.published[node] = snapshot(self.kubelets[node], now)
+        published = self.published[node] = snapshot(self.kubelets[node], now, self.published[node])
         if self.scheduler.nrt_published(published, now):
             self.want_retry(now)
 

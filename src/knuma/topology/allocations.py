@@ -10,7 +10,7 @@ them. Both the simulated kubelets (`knuma.testbed.simkubelet`) and knuma's NRT c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import MEMORY, is_hugepages
@@ -58,14 +58,15 @@ class Allocations:
                 for numa_id, amount in per_numa.items():
                     available[numa_id][name] = available[numa_id].get(name, 0) - amount
         self.running[pod.key] = RunningPod(pod, placements)
-        self.topology = replace(self.topology.with_available(available), memory_groups=self._memory_groups())
+        self.topology = self.topology.with_available(available, self._memory_groups())
 
     def release(self, key: str) -> Pod | None:
         """The pod terminated: give its exclusive resources back to their zones."""
         entry = self.running.pop(key, None)
         if entry is None:
             return None
-        self.topology = replace(freed(self.topology, entry.placements), memory_groups=self._memory_groups())
+        released = freed(self.topology, entry.placements)
+        self.topology = released.with_zones(released.zones, self._memory_groups())
         return entry.pod
 
     def adopt(self, topology: NodeTopology) -> None:

@@ -17,7 +17,7 @@ from knuma.api.resources import CPU
 from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
 from knuma.topology.managers import AllocationError, WorkingNode, exclusive_request, memory_types
-from knuma.topology.node import NodeTopology, NUMAZone, frozen
+from knuma.topology.node import Interned, NodeTopology, NUMAZone, frozen
 from knuma.topology.trace import HintStep, ProviderHints
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Admission",
     "ContainerPlacement",
     "admit",
+    "admits",
     "pinned_request",
 ]
 
@@ -104,13 +105,21 @@ def admit(
     many nodes in the same state (same shape, same free zones), and again at every attempt."""
     if trace is not None:
         return _admit(pod, node, dra_devices, trace)
-    key = (pod.admission_key, None if dra_devices is None else frozen(dra_devices), node.admission_key)
+    key = (_pod_id(pod), None if dra_devices is None else frozen(dra_devices), node.admission_id)
     known = _MEMO.get(key)
     if known is not None:
         return known.on(node)
     admission = _admit(pod, node, dra_devices, None)
     _MEMO.put(key, _Verdict.of(admission))
     return admission
+
+
+def admits(pod: Pod, node: NodeTopology) -> bool:
+    """`admit(pod, node).admitted`, without building the admission when the verdict is known."""
+    known = _MEMO.get((_pod_id(pod), None, node.admission_id))
+    if known is not None:
+        return known.admission.admitted
+    return admit(pod, node).admitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +136,12 @@ class _Verdict:
 
     def on(self, node: NodeTopology) -> Admission:
         """The same admission on `node` (equal `admission_key`, maybe another name)."""
-        if not self.admission.admitted:
-            return replace(self.admission, node=node)
-        return replace(self.admission, node=replace(node, zones=self.zones, memory_groups=self.memory_groups))
+        a = self.admission
+        if a.admitted:
+            node = node.with_zones(self.zones, self.memory_groups)
+        elif a.node is node:
+            return a
+        return Admission(a.admitted, node, a.placements, a.reason, a.message, a.container, a.hint, a.details)
 
 
 class _Memo:
@@ -151,6 +163,17 @@ class _Memo:
 
     def clear(self) -> None:
         self.entries.clear()
+
+
+_POD_SHAPES = Interned(1 << 16)
+
+
+def _pod_id(pod: Pod) -> int:
+    """`pod.admission_key` interned, kept on the pod (a frozen dataclass: set as a cached property would be)."""
+    known: int | None = pod.__dict__.get("_admission_id")
+    if known is None:
+        known = pod.__dict__["_admission_id"] = _POD_SHAPES(pod.admission_key)
+    return known
 
 
 MEMO_SIZE = 1 << 16
@@ -184,7 +207,7 @@ def _admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None, trace: 
             container=rejected.container,
             hint=rejected.hint,
         )
-    return Admission(True, replace(_held_after(node, placements), memory_groups=work.groups), placements)
+    return Admission(True, _held_after(node, placements, work.groups), placements)
 
 
 class _Rejected(KnumaError):
@@ -328,7 +351,9 @@ def _pod_exclusive_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
     }
 
 
-def _held_after(node: NodeTopology, placements: Sequence[ContainerPlacement]) -> NodeTopology:
+def _held_after(
+    node: NodeTopology, placements: Sequence[ContainerPlacement], memory_groups: Mapping[int, frozenset[int]]
+) -> NodeTopology:
     """Steady state after admission: app and sidecar containers hold their exclusive resources; init containers
     have run to completion and released what the app containers did not reuse."""
     available = {z.id: dict(z.available) for z in node.zones}
@@ -338,4 +363,4 @@ def _held_after(node: NodeTopology, placements: Sequence[ContainerPlacement]) ->
         for name, per_numa in placement.allocated.items():
             for numa_id, amount in per_numa.items():
                 available[numa_id][name] = available[numa_id].get(name, 0) - amount
-    return node.with_available(available)
+    return node.with_available(available, memory_groups)

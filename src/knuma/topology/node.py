@@ -6,15 +6,17 @@ admitting a pod returns a new `NodeTopology`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, MEMORY, is_hugepages, is_native
 from knuma.topology.cpumanager import CPUManagerOptions
 
-__all__ = ["NUMAZone", "NodeTopology", "frozen", "is_device"]
+__all__ = ["Interned", "NUMAZone", "NodeTopology", "frozen", "is_device"]
 
 ATTR_PREFER_CLOSEST = "topologyManagerOptionPreferClosestNumaNodes"
 
@@ -30,6 +32,32 @@ def frozen(value: object) -> Hashable:
         return tuple(sorted((key, frozen(item)) for key, item in value.items()))
     assert isinstance(value, Hashable)
     return value
+
+
+class Interned:
+    """Small ints standing for equal hashable keys, so that a memo keyed by them hashes an int, not a deep tuple.
+    Ids are never reused: when the table is full it starts afresh, and a key seen again gets a new id."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ids: dict[Hashable, int] = {}
+        self.next = itertools.count()
+
+    def __call__(self, key: Hashable) -> int:
+        known = self.ids.get(key)
+        if known is None:
+            if len(self.ids) >= self.limit:
+                self.ids.clear()
+            known = self.ids[key] = next(self.next)
+        return known
+
+
+_STATES = Interned(1 << 17)
+
+
+def _items(flat: Mapping[Any, Any]) -> tuple[tuple[Any, Any], ...]:
+    """A flat mapping (unique sortable keys, hashable values) as a hashable."""
+    return tuple(sorted(flat.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +90,23 @@ class NodeTopology:
     """The static CPU manager's policy options and the CPU topology facts they need."""
 
     @cached_property
+    def hardware_key(self) -> Hashable:
+        """What only a reconfiguration changes (zones with their capacity, allocatable and distances, the Topology
+        Manager and CPU manager configuration), as a hashable; `with_available` and `with_zones` carry it over."""
+        zones = tuple((z.id, _items(z.capacity), _items(z.allocatable), _items(z.distances)) for z in self.zones)
+        return (zones, self.config, self.prefer_closest, self.cpu_manager.key)
+
+    @cached_property
     def admission_key(self) -> Hashable:
         """Everything `knuma.topology.admit` reads of the node, i.e. all but its name: nodes with equal keys admit
         the same pods on the same zones (what lets admission verdicts be memoised across nodes and calls)."""
-        zones = tuple(tuple(frozen(getattr(zone, f.name)) for f in fields(zone)) for zone in self.zones)
-        return (zones, self.config, self.prefer_closest, frozen(self.memory_groups), self.cpu_manager.key)
+        available = tuple(_items(z.available) for z in self.zones)
+        return (self.hardware_key, available, _items(self.memory_groups))
+
+    @cached_property
+    def admission_id(self) -> int:
+        """`admission_key` interned: equal keys, equal ids (for as long as the table keeps them)."""
+        return _STATES(self.admission_key)
 
     @cached_property
     def numa_ids(self) -> tuple[int, ...]:
@@ -99,9 +139,31 @@ class NodeTopology:
                 total[name] = total.get(name, 0) + amount
         return total
 
-    def with_available(self, available: Mapping[int, Mapping[str, int]]) -> NodeTopology:
-        zones = tuple(replace(z, available=dict(available.get(z.id, z.available))) for z in self.zones)
-        return replace(self, zones=zones)
+    def with_available(
+        self,
+        available: Mapping[int, Mapping[str, int]],
+        memory_groups: Mapping[int, frozenset[int]] | None = None,
+    ) -> NodeTopology:
+        """The node with other available amounts per zone (zones not in `available` keep theirs) and, if given,
+        other memory groups."""
+        zones = tuple(
+            NUMAZone(z.id, z.capacity, z.allocatable, dict(available.get(z.id, z.available)), z.distances)
+            for z in self.zones
+        )
+        return self.with_zones(zones, memory_groups)
+
+    def with_zones(
+        self, zones: tuple[NUMAZone, ...], memory_groups: Mapping[int, frozenset[int]] | None = None
+    ) -> NodeTopology:
+        """The node with `zones` (the same hardware, other available amounts) and, if given, other memory groups."""
+        if memory_groups is None:
+            out = replace(self, zones=zones)
+        else:
+            out = replace(self, zones=zones, memory_groups=memory_groups)
+        known = self.__dict__.get("hardware_key")
+        if known is not None:
+            out.__dict__["hardware_key"] = known
+        return out
 
     @classmethod
     def from_nrt(cls, nrt: NodeResourceTopology) -> NodeTopology:

@@ -24,7 +24,7 @@ from knuma.api.nrt import Scope
 from knuma.api.pod import ContainerKind, Pod
 from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, FastPathKind, NodeInfo, Status
 from knuma.scheduler.plugins.numa import CANNOT_ALIGN_INIT_CONTAINER
-from knuma.topology.kubelet import admit
+from knuma.topology.kubelet import admits
 from knuma.topology.node import NodeTopology
 
 __all__ = ["NAME", "ReleaseScenarios", "StableUnderRelease"]
@@ -68,7 +68,7 @@ class StableUnderRelease:
                 Code.UNSCHEDULABLE, CANNOT_ALIGN_INIT_CONTAINER, NAME, "the node's zones are not known exactly yet"
             )
         for released, after in self.cache.single_releases(node.name):
-            if not admit(pod, after).admitted:
+            if not admits(pod, after):
                 self.rejected += 1
                 return Status(
                     Code.UNSCHEDULABLE,
