@@ -154,8 +154,9 @@ class ClusterCache:
     def nrt_published(self, nrt: PublishedNRT) -> None:
         entry = self._node(nrt.node)
         entry.has_nrt, entry.nrt_received = True, self.clock()
+        # NodeInfo takes nothing from the NRT but the mode's view, and every mode calls `on_change` (`_touch`) when
+        # that changes: an NRT that changes nothing (an exporter's periodic publication) reloads no fast-path row.
         self.nrt.nrt_updated(nrt)
-        self._touch(nrt.node)
 
     def delete_nrt(self, obj: JsonView) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
