@@ -163,13 +163,28 @@ class FastPath:
         if plan.numa is not None and plan.numa.reports_rejections and not feasible.all():
             rejected = vector.numa_rejected(pod, feasible, local.feasible)
             plan.numa.rejected(vector.names[r] for r in np.flatnonzero(rejected).tolist())
-        for row_filter in plan.row_filters:
-            if row_filter.applies_to(pod):
-                state = CycleState()
-                for row in np.flatnonzero(feasible).tolist():
-                    info = self.cache.node_info(vector.names[row])
-                    if info is None or not row_filter.filter(state, pod, info).ok:
-                        feasible[row] = False
+        row_filters = [f for f in plan.row_filters if f.applies_to(pod)]
+        if row_filters and not self._subset_sensitive(plan, local, feasible):
+            # The ranking does not depend on which rows the row filters drop: run them on the best rows only, in
+            # ranking order, and take the first that passes (what the argmax below would pick after filtering all).
+            total = scores.astype(np.int64)
+            for plugin, weight in plan.local_scorers:
+                total += weight * self._normalized(plugin, local.raw[plugin.name], feasible)
+            candidates = np.flatnonzero(feasible)
+            states = [CycleState() for _ in row_filters]
+            for row in candidates[np.lexsort((candidates, -total[candidates]))].tolist():
+                info = self.cache.node_info(vector.names[row])
+                if info is not None and all(
+                    f.filter(st, pod, info).ok for f, st in zip(row_filters, states, strict=True)
+                ):
+                    return Outcome(vector.names[row])
+            return decide(profile, pod, self.cache.node_infos())
+        for row_filter in row_filters:
+            state = CycleState()
+            for row in np.flatnonzero(feasible).tolist():
+                info = self.cache.node_info(vector.names[row])
+                if info is None or not row_filter.filter(state, pod, info).ok:
+                    feasible[row] = False
         if not feasible.any():
             return decide(profile, pod, self.cache.node_infos())
         total = scores.astype(np.int64)
@@ -221,6 +236,16 @@ class FastPath:
                 self._local.clear()
             self._local[key] = result
         return result
+
+    @staticmethod
+    def _subset_sensitive(plan: _Plan, local: _Local, feasible: BoolArray) -> bool:
+        """Whether dropping feasible rows can change the other rows' totals: only a normalising scorer whose raw
+        scores differ among them (`_normalized` gives zeros for equal scores and raw scores without normaliser)."""
+        for plugin, _ in plan.local_scorers:
+            values = local.raw[plugin.name][feasible]
+            if isinstance(plugin, ScoreNormalizer) and values.size and values.min() != values.max():
+                return True
+        return False
 
     def _normalized(self, plugin: ScorePlugin, raw: Int64Array, feasible: BoolArray) -> Int64Array:
         values = raw[feasible]
