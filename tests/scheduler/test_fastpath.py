@@ -142,3 +142,48 @@ def test_fast_path_decides_as_the_exact_path_with_every_cache_mode(seed: int, mo
             cache.assume(candidate, exact.node)
             if index % 3 == 0:
                 cache.bound(candidate, exact.node)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_path_runs_row_filters_on_the_best_rows_and_decides_as_the_exact_path(seed: int) -> None:
+    """knuma's profile with Guaranteed pods that have init containers (StableUnderRelease applies): the fast path
+    runs the filter on rows in ranking order and stops at the first that passes; the exact path filters every
+    node. Running pods come and go so that single releases exist and some nodes fail the filter."""
+    from knuma.scheduler.cache.interface import BoundPod
+    from knuma.scheduler.cache.select import make_nrt_cache
+    from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
+
+    rng = random.Random(seed)
+    nrt_cache = make_nrt_cache("knuma")
+    profile = build_profiles(default_config(), nrt_cache)["topology-aware-scheduler"]
+    cache = ClusterCache(nrt_cache)
+    for i in range(rng.randint(4, 9)):
+        obj, topology = node(f"n{i:02d}", rng, 2)
+        cache.upsert_node(obj)
+        cache.upsert_nrt(topology)
+    fast = FastPath(cache)
+    running: list[tuple[Pod, str]] = []
+    for index in range(60):
+        app, init = rng.choice(("1", "2", "3", "4")), rng.choice(("1", "2", "3"))
+        resources = {"requests": {"cpu": app, "memory": "1Gi"}, "limits": {"cpu": app, "memory": "1Gi"}}
+        spec: dict[str, Any] = {"schedulerName": "topology-aware-scheduler"}
+        spec["containers"] = [{"name": "app", "image": "x", "resources": resources}]
+        if rng.random() < 0.6:
+            init_resources = {"requests": {"cpu": init, "memory": "1Gi"}, "limits": {"cpu": init, "memory": "1Gi"}}
+            spec["initContainers"] = [{"name": "init", "image": "x", "resources": init_resources}]
+        candidate = Pod.from_manifest({"metadata": {"name": f"p{index}", "namespace": "default"}, "spec": spec})
+        exact = decide(profile, candidate, cache.node_infos())
+        quick = fast.decide(profile, candidate)
+        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
+        assert quick.message == exact.message
+        if exact.node is not None:
+            cache.assume(candidate, exact.node)
+            if rng.random() < 0.8:  # the kubelet admitted it
+                bound = BoundPod(candidate.key, "default", candidate.name, exact.node, "Running", True, "", candidate)
+                cache.pod_bound(bound)
+                running.append((candidate, exact.node))
+        if running and rng.random() < 0.3:
+            gone, where = running.pop(rng.randrange(len(running)))
+            cache.pod_removed(gone.key, where)
+    stable = next(p for p in profile.filters if isinstance(p, StableUnderRelease))
+    assert stable.rejected, "some nodes failed the row filter"
