@@ -21,11 +21,14 @@ import contextlib
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import aiohttp
 import httpx2
 
 from knuma.kube.errors import Unavailable, connection_failure
+
+if TYPE_CHECKING:
+    import aiohttp  # imported when a session is made: the exporter and the tools never pay its ~8 MB
 
 __all__ = ["Answer", "ApiSession"]
 
@@ -57,6 +60,8 @@ class ApiSession:
         self.base_url = base_url.rstrip("/")
         self.user_agent = user_agent
         self.timeout = timeout
+        import aiohttp
+
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._ssl = ssl_context
         self._auth = auth
@@ -77,6 +82,8 @@ class ApiSession:
     ) -> Answer:
         """Send one request and read the whole answer; `Unavailable` when there is none (connection refused or
         lost, timeout)."""
+        import aiohttp
+
         session = self._session or self._open()
         url = self.base_url + path
         sent = dict(headers or {})
@@ -108,6 +115,8 @@ class ApiSession:
 
     def _open(self) -> aiohttp.ClientSession:
         """The aiohttp session, created on first use: it belongs to the running event loop."""
+        import aiohttp
+
         connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._ssl if self._ssl is not None else True)
         self._session = aiohttp.ClientSession(
             connector=connector, headers={"User-Agent": self.user_agent}, trust_env=False
