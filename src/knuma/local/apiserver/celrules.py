@@ -105,7 +105,6 @@ LIBRARY: Mapping[str, Callable[..., Any]] = {
 
 @dataclass(frozen=True)
 class _Rule:
-    source: JsonObj
     program: Any
     message_program: Any | None
     uses_old_self: bool
@@ -139,7 +138,7 @@ def _compile(expression: str) -> Any:
 def _rule(source: JsonObj) -> _Rule:
     program = _compile(str(source.get("rule") or ""))
     message = source.get("messageExpression")
-    return _Rule(source, program, _compile(message) if message else None, "oldSelf" in program.variables())
+    return _Rule(program, _compile(message) if message else None, "oldSelf" in program.variables())
 
 
 def _rules_of(schema: JsonObj) -> list[JsonObj]:
