@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knuma.bench.memory import memory_status
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.exporter.sysfs import MachineTopology, NUMANode, format_cpulist
 from knuma.podresources.model import Allocatable, Container, Devices, Memory, Pod
@@ -271,24 +272,12 @@ def bench_daemon_rss(
                         raise RuntimeError("the exporter did not publish within 30 s") from None
                     time.sleep(0.05)
             time.sleep(settle)  # a few periodic updates
-            status = _status(proc.pid)
+            status = memory_status(proc.pid)
             return DaemonMemory(" ".join(["knuma", *command[1:], *flags]), status["VmRSS"], status["VmHWM"])
         finally:
             proc.terminate()
             proc.wait(10)
             client.close()
-
-
-def _status(pid: int) -> dict[str, int]:
-    """The memory lines of /proc/PID/status, in bytes."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key.startswith(("Vm", "Rss")) and value.strip().endswith("kB"):
-            out[key] = int(value.split()[0]) * 1024
-    if "VmRSS" not in out:
-        raise RuntimeError(f"no VmRSS for pid {pid}")
-    return out
 
 
 def _write_sysfs(root: Path, machine: MachineTopology) -> Path:

@@ -21,7 +21,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import multiprocessing
-import resource
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from knuma.api.crd import NRT_CRD
+from knuma.bench.memory import memory_status
 from knuma.kube import rest
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
@@ -133,7 +134,7 @@ async def _measure(kubeconfig: Path, count: int, window: float, pods: int) -> Fl
         while fleet.stats.status_writes < fleet.stats.admitted and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         admit_seconds = time.monotonic() - admit_started
-        rss = peak_rss_mib()
+        rss = memory_status(os.getpid())["VmHWM"] / 2**20  # this process's own peak (see knuma.bench.memory)
         return FleetBenchResult(
             nodes=count,
             register_seconds=register_seconds,
@@ -155,16 +156,6 @@ async def _measure(kubeconfig: Path, count: int, window: float, pods: int) -> Fl
             await asyncio.wait_for(task, 30)
         await http.aclose()
         await client.close()
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident memory since it started (`VmHWM`; `ru_maxrss` would also count a forking
-    parent's, since Linux carries it across fork and exec)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_one(count: int, *, window: float = 30.0, pods: int = 1000) -> FleetBenchResult:
