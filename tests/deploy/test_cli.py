@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,9 @@ from typer.testing import CliRunner
 
 from knuma.cli.main import app
 from knuma.exporter.publisher import NRT
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Any:

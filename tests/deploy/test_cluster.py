@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +12,11 @@ from lightkube import Client, KubeConfig
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Namespace
 
-from knuma.deploy.cluster import ClusterError, Session, WaitSettings, connect, deploy, remove
+from knuma.deploy.cluster import ClusterError, Session, WaitSettings, deploy, remove
 from knuma.deploy.options import Component, DeployOptions, SchedulerVariant, UpdaterType
 from knuma.deploy.render import render
 from knuma.kube.apply import Change
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 ALL = list(Component)
 
@@ -26,18 +24,6 @@ ALL = list(Component)
 def typed(kind: Any, data: dict[str, Any]) -> Any:
     """A lightkube model from a dict (lightkube types `from_dict` loosely)."""
     return kind.from_dict(data)
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
-
-
-@pytest.fixture
-def session(api: RunningApiServer) -> Iterator[Session]:
-    with connect(str(api.kubeconfig)) as s:
-        yield s
 
 
 def resource_versions(client: Client, objects: list[dict[str, Any]], session: Session) -> dict[str, str]:

@@ -4,7 +4,6 @@ and the operator handle a refused apply the way every other caller does, against
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,19 +12,7 @@ import yaml
 from knuma.deploy.cluster import Session, connect
 from knuma.kube.apply import Change, apply_object, delete_object, get_object
 from knuma.kube.errors import Forbidden, Unavailable
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
-
-
-@pytest.fixture
-def session(api: RunningApiServer) -> Iterator[Session]:
-    with connect(str(api.kubeconfig)) as s:
-        yield s
+from knuma.testing.apiserver import RunningApiServer
 
 
 def config_map(namespace: str, name: str = "settings") -> dict[str, object]:

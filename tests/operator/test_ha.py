@@ -9,8 +9,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from knuma.operator.health import HealthServer
 from knuma.operator.manager import LoopSettings, run
 from knuma.operator.metrics import OperatorMetrics
 from knuma.operator.reconciler import Settings
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 pytestmark = pytest.mark.slow
 
@@ -110,12 +109,6 @@ def reconciles_counted(replica: Replica) -> str | None:
     if status == 200 and any(float(line.rsplit(" ", 1)[1]) >= 1 for line in counted):
         return text
     return None
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
 
 
 def holder(api: RunningApiServer) -> str:

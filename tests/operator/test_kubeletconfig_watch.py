@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from knuma.kube.client import async_http
 from knuma.operator.kubeletconfig import node_signature
 from knuma.operator.manager import LoopSettings, install_crds, run
 from knuma.operator.reconciler import Settings
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 from .test_kubeletconfig import CONFIGZ, Kubelets
 
@@ -122,12 +121,6 @@ async def _operator(api: RunningApiServer, session: Session) -> AsyncIterator[No
         stop.set()
         await asyncio.wait_for(task, 30)
         await http.aclose()
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Any:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
 
 
 async def test_nodes_and_kubeletconfigs_are_followed_without_waiting_for_the_resync(api: RunningApiServer) -> None:

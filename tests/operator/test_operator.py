@@ -10,17 +10,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from knuma.deploy.cluster import Session, connect
+from knuma.deploy.cluster import connect
 from knuma.kube.client import async_http
 from knuma.operator.manager import LoopSettings, run
 from knuma.operator.reconciler import Settings
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 pytestmark = pytest.mark.slow
 
@@ -99,18 +99,6 @@ class Operator:
         self.thread.join(10)
         assert not self.thread.is_alive(), "the operator did not stop"
         assert self.error is None, self.error
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api") as running:
-        yield running
-
-
-@pytest.fixture
-def session(api: RunningApiServer) -> Iterator[Session]:
-    with connect(str(api.kubeconfig)) as s:
-        yield s
 
 
 def kubectl(api: RunningApiServer, *args: str, stdin: str | None = None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,19 +12,13 @@ from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.daemon.loop import DaemonSettings, LeadershipLost
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 from .daemon_env import SCHEDULER_NAME, cluster, running_scheduler
 
 pytestmark = pytest.mark.slow
 
 TWO_ZONES = {0: {"cpu": "4", "memory": "8Gi"}, 1: {"cpu": "4", "memory": "8Gi"}}
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 async def test_pods_of_every_qos_class_land_on_nodes_that_admit_them(api: RunningApiServer) -> None:

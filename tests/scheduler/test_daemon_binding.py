@@ -6,7 +6,6 @@ meanwhile)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,6 @@ from .daemon_env import cluster, running_scheduler
 pytestmark = pytest.mark.slow
 
 ZONES = {0: {"cpu": "8", "memory": "16Gi"}, 1: {"cpu": "8", "memory": "16Gi"}}
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 async def _true(value: bool) -> bool:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +14,7 @@ import pytest
 from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 from .daemon_env import SCHEDULER_NAME, Cluster, cluster, running_scheduler
 
@@ -26,12 +24,6 @@ RES = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RES}/namespaces/default/resourceclaims"
 # A DGX-like node as its NRT shows it: 2 NUMA nodes of 56 CPUs (2 reserved on NUMA 0 and 1), 1Ti each.
 ZONES = {0: {"cpu": "55", "memory": "1020Gi"}, 1: {"cpu": "55", "memory": "1020Gi"}}
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 async def dgx(c: Cluster, name: str, free: dict[int, dict[str, str]] | None = None) -> None:

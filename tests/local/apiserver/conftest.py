@@ -18,17 +18,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 MANIFESTS = Path(__file__).parent / "manifests"
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[RunningApiServer]:
-    """An authenticated (HTTPS + bearer token) server in a background thread, stopped after the test."""
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 @dataclass

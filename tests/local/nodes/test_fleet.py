@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
 
 from knuma.api.crd import NRT_CRD
 from knuma.api.nrt import NodeResourceTopology
@@ -18,18 +17,12 @@ from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 from .builders import guaranteed_manifest
 
 NRTS = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 MERGE = {"Content-Type": "application/merge-patch+json"}
-
-
-@pytest.fixture
-def api(tmp_path: Path):
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 def two_nodes() -> list[NodeSpec]:

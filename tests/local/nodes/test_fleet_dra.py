@@ -13,26 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
 
 from knuma.api.crd import NRT_CRD
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
-from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.apiserver import RunningApiServer
 
 from .builders import guaranteed_manifest
 from .test_fleet import create_bound, eventually, get, phase
 
 RES = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RES}/namespaces/default/resourceclaims"
-
-
-@pytest.fixture
-def api(tmp_path: Path):
-    with apiserver_in_thread(tmp_path / "api", bookmark_interval=0.3) as running:
-        yield running
 
 
 @contextlib.asynccontextmanager
