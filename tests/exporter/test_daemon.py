@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +29,12 @@ from knuma.local.apiserver.tls import self_signed
 from knuma.podresources import Allocatable, Container, Pod
 from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
 
 from .sysfs_trees import NodeSpec, write_tree
 
 KNUMA = str(Path(sys.executable).with_name("knuma"))
 """The `knuma` console script of this environment: the daemon as a DaemonSet runs it."""
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check() if asyncio.iscoroutinefunction(check) else check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(interval)
 
 
 async def read(client: AsyncClient, name: str) -> dict[str, Any]:
@@ -91,8 +80,8 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
             async with http.get(f"http://127.0.0.1:{exporter.http_port}{path}") as response:
                 return response.status, await response.text()
 
-        await eventually(lambda: exporter.http_port)
-        await eventually(lambda: exporter.health.ready)
+        await eventually_async(lambda: exporter.http_port)
+        await eventually_async(lambda: exporter.health.ready)
         assert await get("/readyz") == (200, "ok\n")
         assert await get("/healthz") == (200, "ok\n")
         obj = await read(client, "daemon-a")
@@ -105,7 +94,7 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         before = exporter.updates
         touched = time.monotonic()
         notify.touch()
-        await eventually(
+        await eventually_async(
             lambda: exporter.updates > before and Trigger.REACTIVE in exporter.last_triggers, timeout=3, interval=0.005
         )
         assert time.monotonic() - touched < 1.0
@@ -125,7 +114,7 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         # the kubelet goes away: readiness says so; it comes back: the exporter recovers by itself
         kubelet.stop()
         notify.touch()
-        await eventually(lambda: not exporter.health.ready, timeout=5)
+        await eventually_async(lambda: not exporter.health.ready, timeout=5)
         status, reason = await get("/readyz")
         assert status == 503
         assert f"kubelet: kubelet PodResources socket {kubelet.address} does not exist" in reason
@@ -135,12 +124,12 @@ async def test_daemon_publishes_reacts_and_recovers(api: RunningApiServer, tmp_p
         )
         kubelet.set_pods([])
         kubelet.start()
-        await eventually(lambda: exporter.health.ready, timeout=8)
+        await eventually_async(lambda: exporter.health.ready, timeout=8)
 
         async def recovered() -> bool:  # ready turns true after the scan, the publish follows it
             return available_cpu(await read(client, "daemon-a"), 1) == "4"
 
-        await eventually(recovered, timeout=5)
+        await eventually_async(recovered, timeout=5)
     finally:
         stop.set()
         await asyncio.wait_for(serving, 5)
@@ -254,7 +243,7 @@ def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None
 
 
 async def updated_beyond(exporter: Exporter, count: int) -> None:
-    await eventually(lambda: exporter.updates > count, timeout=3)
+    await eventually_async(lambda: exporter.updates > count, timeout=3)
 
 
 async def test_kubelet_state_files_trigger_updates(api: RunningApiServer, tmp_path: Path) -> None:
@@ -279,7 +268,7 @@ async def test_kubelet_state_files_trigger_updates(api: RunningApiServer, tmp_pa
         stop = asyncio.Event()
         serving = asyncio.create_task(exporter.serve(stop))
         try:
-            await eventually(lambda: exporter.updates == 1)
+            await eventually_async(lambda: exporter.updates == 1)
             assert exporter.last_triggers == {Trigger.INITIAL}
             for name in ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint"):
                 count = exporter.updates
@@ -346,7 +335,7 @@ async def test_configuration_changes_republish_the_topology_manager_attributes(
             return attributes_of(await read(client, "daemon-config"))
 
         try:
-            await eventually(lambda: exporter.updates == 1)
+            await eventually_async(lambda: exporter.updates == 1)
             assert (await published())["topologyManagerPolicy"] == "best-effort"
 
             # the kubelet is reconfigured (the file is rewritten in place): republished without a restart

@@ -31,9 +31,10 @@ from knuma.exporter.triggers import Trigger
 from knuma.podresources import Allocatable, Container, Pod
 from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.polling import eventually_async
 
 from .sysfs_trees import NodeSpec, write_tree
-from .test_daemon import available_cpu, eventually, read
+from .test_daemon import available_cpu, read
 
 # The kubelet lists three pods with exclusive CPUs: `batch/done` finished long ago (a completed Job pod), `prod/db`
 # runs, `prod/new` was just created (the API server has not told the exporter about it yet).
@@ -113,7 +114,7 @@ async def test_terminal_pods_are_not_counted_and_a_pod_finishing_republishes(
     stop = asyncio.Event()
     serving = asyncio.create_task(exporter.serve(stop))
     try:
-        await eventually(lambda: exporter.updates >= 1)
+        await eventually_async(lambda: exporter.updates >= 1)
         await asyncio.sleep(0.3)
         assert exporter.updates == 1  # the informer's first list does not cause an update of its own
         obj = await read(client, node)
@@ -125,7 +126,7 @@ async def test_terminal_pods_are_not_counted_and_a_pod_finishing_republishes(
 
         updates = exporter.updates
         await asyncio.to_thread(set_phase, sync_client, "prod", "db", "Failed")
-        await eventually(lambda: exporter.updates > updates, timeout=5)
+        await eventually_async(lambda: exporter.updates > updates, timeout=5)
         assert Trigger.REACTIVE in exporter.last_triggers
         assert available_cpu(await read(client, node), 0) == "6"
     finally:

@@ -11,6 +11,7 @@ from typing import Any
 from knuma.kube.client import async_http
 from knuma.kube.informer import Informer, decode_event
 from knuma.testing.apiserver import apiserver_in_thread
+from knuma.testing.polling import eventually_async
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
@@ -33,14 +34,6 @@ def configmap(name: str, value: str = "1") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}}
 
 
-async def wait_until(check: Any, timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met in time")
-
-
 async def test_list_then_watch_delivers_every_change(tmp_path: Path) -> None:
     with apiserver_in_thread(tmp_path, bookmark_interval=0.1) as api:
         http = async_http(api.kubeconfig)
@@ -54,7 +47,7 @@ async def test_list_then_watch_delivers_every_change(tmp_path: Path) -> None:
             assert sorted(recorder.events) == [("add", "cm0"), ("add", "cm1"), ("add", "cm2")]
             (await http.put(f"{CONFIGMAPS}/cm0", json=configmap("cm0", "2"))).raise_for_status()
             (await http.delete(f"{CONFIGMAPS}/cm1")).raise_for_status()
-            await wait_until(lambda: len(recorder.events) == 5)
+            await eventually_async(lambda: len(recorder.events) == 5)
             assert recorder.events[3:] == [("update", "cm0"), ("delete", "cm1")]
             rv = informer.resource_version
             await asyncio.sleep(0.3)  # bookmarks arrive; they carry no objects
@@ -84,7 +77,7 @@ async def test_expired_resource_version_relists_and_reports_what_was_missed(tmp_
                 (await http.post(CONFIGMAPS, json=configmap(f"new{i}"))).raise_for_status()
             recorder.events.clear()
             task = asyncio.create_task(informer.run())  # resumes from its old resourceVersion: 410 Gone
-            await wait_until(lambda: informer.relists == 2)
+            await eventually_async(lambda: informer.relists == 2)
             assert recorder.events[0] == ("delete", "gone")
             assert sorted(recorder.events[1:]) == [("add", f"new{i}") for i in range(6)]
             assert sorted(informer.store) == ["default/keep", *(f"default/new{i}" for i in range(6))]
@@ -111,7 +104,7 @@ async def test_a_failing_handler_does_not_stop_the_informer(tmp_path: Path) -> N
             await asyncio.wait_for(informer.synced.wait(), 5)
             for name in ("bad", "good"):
                 (await http.post(CONFIGMAPS, json=configmap(name))).raise_for_status()
-            await wait_until(lambda: ("add", "good") in recorder.events)
+            await eventually_async(lambda: ("add", "good") in recorder.events)
             assert "default/bad" in informer.store
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -9,8 +9,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -22,6 +20,7 @@ from knuma.operator.manager import LoopSettings, run
 from knuma.operator.metrics import OperatorMetrics
 from knuma.operator.reconciler import Settings
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -86,16 +85,6 @@ class Replica:
         self.thread.join(15)
         assert not self.thread.is_alive(), f"{self.identity} did not stop"
         assert self.error is None, self.error
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def reconciles_counted(replica: Replica) -> str | None:

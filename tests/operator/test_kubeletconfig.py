@@ -30,8 +30,9 @@ from knuma.operator.reconciler import Reconciler, Settings
 from knuma.podresources import Allocatable
 from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+from knuma.testing.polling import eventually_async
 from tests.exporter.sysfs_trees import NodeSpec, write_tree
-from tests.exporter.test_daemon import attributes_of, configmap_mount, eventually, read, updated_beyond
+from tests.exporter.test_daemon import attributes_of, configmap_mount, read, updated_beyond
 
 NS = "numaresources-operator"
 CM = "numaresourcesoperator-worker-cnf"
@@ -198,7 +199,7 @@ async def test_a_kubelet_change_reaches_the_nrt_attributes_without_restarts(
         stop = asyncio.Event()
         serving = asyncio.create_task(exporter.serve(stop))
         try:
-            await eventually(lambda: exporter.updates == 1)
+            await eventually_async(lambda: exporter.updates == 1)
             published = attributes_of(await read(client, "cnf-1"))
             assert (published["topologyManagerPolicy"], published["topologyManagerScope"]) == (
                 "single-numa-node",

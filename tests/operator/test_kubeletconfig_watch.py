@@ -19,6 +19,7 @@ from knuma.operator.kubeletconfig import node_signature
 from knuma.operator.manager import LoopSettings, install_crds, run
 from knuma.operator.reconciler import Settings
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
 
 from .test_kubeletconfig import CONFIGZ, Kubelets
 
@@ -103,11 +104,9 @@ def _available(session: Session) -> bool:
     return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
 
-async def _eventually(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await asyncio.to_thread(check):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
+async def _eventually(check: Callable[[], bool], what: str) -> None:
+    """Poll a blocking check (kubectl-like reads through the session) off the event loop the operator runs on."""
+    await eventually_async(lambda: asyncio.to_thread(check), what=what)
 
 
 @contextlib.asynccontextmanager

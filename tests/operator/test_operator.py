@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from knuma.kube.client import async_http
 from knuma.operator.manager import LoopSettings, run
 from knuma.operator.reconciler import Settings
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -123,17 +123,6 @@ def get(api: RunningApiServer, *args: str) -> dict[str, Any] | None:
     return result
 
 
-def eventually(fn: Callable[[], T | None], timeout: float = 10.0, what: str = "") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or fn}")
-        time.sleep(0.05)
-
-
 def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c["type"] == kind:
@@ -146,7 +135,8 @@ def true_condition(api: RunningApiServer, resource: str, name: str, kind: str) -
         c = condition(get(api, resource, name), kind)
         return c if c and c["status"] == "True" else None
 
-    return eventually(check, what=f"{resource}/{name} {kind}=True")
+    found: dict[str, Any] = eventually(check, what=f"{resource}/{name} {kind}=True")
+    return found
 
 
 def set_status(api: RunningApiServer, resource: str, name: str, status: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
 
 from .builders import guaranteed_manifest
 
@@ -46,21 +47,6 @@ async def running_fleet(api: RunningApiServer, state: Path, **settings: Any) -> 
         await asyncio.wait_for(task, 10)
         await http.aclose()
         await client.close()
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            result = await check()
-            if result:
-                return result
-        except AssertionError:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(0.05)
 
 
 async def get(http: httpx2.AsyncClient, path: str) -> Any:
@@ -115,8 +101,8 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
                 lease = await get(http, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-1")
                 return bool(lease["spec"]["renewTime"] > first_renewal)
 
-            await eventually(renewed)
-            assert await eventually(lambda: zone_cpus(http, "sim-0")) == [8000, 8000]
+            await eventually_async(renewed)
+            assert await eventually_async(lambda: zone_cpus(http, "sim-0")) == [8000, 8000]
 
             # admitted: Running with a pod IP; the NRT shows 4 CPUs taken on one zone
             await create_bound(http, guaranteed_manifest("fits", 4), "sim-0")
@@ -124,7 +110,7 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             async def running() -> bool:
                 return (await phase(http, "fits")).get("phase") == "Running"
 
-            await eventually(running)
+            await eventually_async(running)
             status = await phase(http, "fits")
             assert status["podIP"].startswith("127.128.0.") and status["qosClass"] == "Guaranteed"
             annotations = (await get(http, "/api/v1/namespaces/default/pods/fits"))["metadata"]["annotations"]
@@ -134,7 +120,7 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             async def taken() -> bool:
                 return await zone_cpus(http, "sim-0") == [4000, 8000]
 
-            await eventually(taken)
+            await eventually_async(taken)
 
             # a pod no single zone can hold: Failed / TopologyAffinityError, nothing taken, a Warning event
             await create_bound(http, guaranteed_manifest("too-wide", 10), "sim-0")
@@ -142,7 +128,7 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             async def failed() -> bool:
                 return (await phase(http, "too-wide")).get("phase") == "Failed"
 
-            await eventually(failed)
+            await eventually_async(failed)
             status = await phase(http, "too-wide")
             assert status["reason"] == "TopologyAffinityError"
             assert status["message"] == "Pod was rejected: Resources cannot be allocated with Topology locality"
@@ -161,8 +147,8 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             async def succeeded() -> bool:
                 return (await phase(http, "short")).get("phase") == "Succeeded"
 
-            await eventually(succeeded)
-            assert await eventually(lambda: _equal(zone_cpus(http, "sim-1"), [8000, 8000]))
+            await eventually_async(succeeded)
+            assert await eventually_async(lambda: _equal(zone_cpus(http, "sim-1"), [8000, 8000]))
             assert fleet.stats.admitted == 2 and fleet.stats.rejected == 1 and fleet.stats.completed == 1
 
         # a new process on the same state directory keeps the running pod where it was
@@ -173,10 +159,10 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             async def second_on_zone_1() -> bool:
                 return await zone_cpus(http, "sim-0") == [4000, 2000]
 
-            await eventually(second_on_zone_1)
+            await eventually_async(second_on_zone_1)
             # deletion releases
             assert (await http.delete("/api/v1/namespaces/default/pods/fits")).status_code == 200
-            assert await eventually(lambda: _equal(zone_cpus(http, "sim-0"), [8000, 2000]))
+            assert await eventually_async(lambda: _equal(zone_cpus(http, "sim-0"), [8000, 2000]))
             assert fleet.stats.released == 1
     finally:
         await http.aclose()

@@ -20,9 +20,10 @@ from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
 
 from .builders import guaranteed_manifest
-from .test_fleet import create_bound, eventually, get, phase
+from .test_fleet import create_bound, get, phase
 
 RES = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RES}/namespaces/default/resourceclaims"
@@ -113,7 +114,7 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
         async def running(name: str) -> bool:
             return (await phase(http, name)).get("phase") == "Running"
 
-        await eventually(lambda: running("aligned"))
+        await eventually_async(lambda: running("aligned"))
 
         async def nrt_gpus_free() -> list[int]:
             nrt = await get(http, "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/dgx-000")
@@ -123,7 +124,7 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
                 for z in zones
             ]
 
-        assert await eventually(lambda: _equal(nrt_gpus_free(), [4, 3]))
+        assert await eventually_async(lambda: _equal(nrt_gpus_free(), [4, 3]))
         annotations = (await get(http, "/api/v1/namespaces/default/pods/aligned"))["metadata"]["annotations"]
         assert json.loads(annotations["sim.knuma.io/numa"]) == {"app": [1]}
         assert json.loads(annotations["sim.knuma.io/devices"]) == {
@@ -138,7 +139,7 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
             status = await phase(http, "misaligned")
             return status if status.get("phase") == "Failed" else None
 
-        status = await eventually(failed)
+        status = await eventually_async(failed)
         assert status["reason"] == "TopologyAffinityError"
 
         # not allocated yet: the pod waits, then starts once the claim is allocated and reserved
@@ -147,7 +148,7 @@ async def test_dgx_node_publishes_slices_and_admits_pods_by_their_devices(
         await asyncio.sleep(0.5)
         assert (await phase(http, "later")).get("phase") == "Pending"
         await claim_with(http, "later", [("gpu.sim.knuma.io", "gpu-1"), ("nic.sim.knuma.io", "nic-1")])
-        await eventually(lambda: running("later"))
+        await eventually_async(lambda: running("later"))
 
 
 async def _equal(value: Any, expected: Any) -> Any:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.local.up.test_up import Up, eventually
+from knuma.testing.polling import eventually
+from tests.local.up.test_up import Up
 
 pytestmark = pytest.mark.slow
 

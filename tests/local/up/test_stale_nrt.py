@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.local.up.test_up import EXAMPLES, Up, eventually
+from knuma.testing.polling import eventually
+from tests.local.up.test_up import EXAMPLES, Up
 
 pytestmark = pytest.mark.slow
 

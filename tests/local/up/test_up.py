@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from knuma.testing.polling import eventually
+
 pytestmark = pytest.mark.slow
 
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent))
@@ -98,20 +100,6 @@ class Up:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
-
-
-def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except AssertionError as err:
-            last = err
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s: {last}")
 
 
 def free_cpus(up: Up, node: str) -> list[int]:

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from knuma.testing.polling import eventually
 from tests.local.up.test_daemonsets import knuma
-from tests.local.up.test_up import Up, eventually, guaranteed_pod
+from tests.local.up.test_up import Up, guaranteed_pod
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .test_up import Up, eventually, phase
+from knuma.testing.polling import eventually
+
+from .test_up import Up, phase
 
 pytestmark = pytest.mark.slow
 
