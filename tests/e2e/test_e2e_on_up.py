@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 def up(tmp_path: Path) -> Iterator[Up]:
     home = tmp_path / "home"
     home.mkdir()
-    running = Up(tmp_path / "cluster", home, "--nodes", "2", "--shape", "small", "--exporters", "in-process")
+    # exporter processes, so that the exporter-restart test restarts a real one
+    running = Up(tmp_path / "cluster", home, "--nodes", "2", "--shape", "small", "--exporters", "process")
     try:
         yield running
     finally:
@@ -53,11 +54,14 @@ def test_e2e_deploys_when_missing_then_runs_whole_against_a_deployed_stack(up: U
     whole = knuma(up, "e2e")
     assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-2000:]
     assert "6 passed" in whole.stdout and "skipped" not in whole.stdout
-    # the scheduler-restart test deleted the deployed scheduler's (simulated) pod: knuma up restarted its real
-    # scheduler process, which schedules that profile, and the pod created meanwhile was scheduled by the new one
+    # the restart tests deleted the deployed scheduler's and one exporter's (simulated) pods: knuma up restarted the
+    # real processes standing for them (its scheduler, which schedules that profile, and that node's exporter), and
+    # what the tests did meanwhile was handled by the new ones
     log = up.stderr.read_text()[before:]
     assert "deleted: restarting knuma up's scheduler process" in log, log[-3000:]
     assert "scheduler started again (restart" in log, log[-3000:]
+    assert "deleted: restarting the exporter process of worker-000" in log, log[-3000:]
+    assert "exporter worker-000 started again (restart" in log, log[-3000:]
     assert not [p for p in up.get("pods", "-A")["items"] if p["metadata"]["namespace"].startswith("knuma-e2e-")]
 
 

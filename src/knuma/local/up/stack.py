@@ -29,6 +29,7 @@ import httpx2
 import yaml
 
 from knuma.api.crd import NRT_CRD
+from knuma.deploy.exporter import NAME as DEPLOYED_EXPORTER
 from knuma.deploy.scheduler import NAME as DEPLOYED_SCHEDULER
 from knuma.duration import format_duration
 from knuma.kube import rest
@@ -84,11 +85,13 @@ def scheduler_configuration() -> dict[str, Any]:
     }
 
 
-class _SchedulerPodDeleted:
-    """A deployed scheduler's pod (`knuma deploy`'s Deployment `topology-aware-scheduler`) is simulated, and the
-    pods of its profile are scheduled by `knuma up`'s own scheduler child: so that deleting that pod restarts a real
-    scheduler, as it does on a cluster (`knuma e2e`'s scheduler-restart test), its deletion stops the child, which
-    the supervisor starts again."""
+class _DeployedPodDeleted:
+    """The pods of a deployed stack (`knuma deploy`'s scheduler Deployment and exporter DaemonSet) are simulated on
+    `knuma up`: the simulated kubelet runs no containers. The work they stand for is done by `knuma up`'s own
+    children: its `knuma scheduler` schedules the NUMA-aware profile's pods, and with `--exporters process` one `knuma
+    exporter` per node publishes that node's NRT. So that deleting such a pod restarts a real process, as it does on a
+    cluster (`knuma e2e`'s scheduler- and exporter-restart tests), its deletion stops the child standing for it (the
+    scheduler, or the exporter of the pod's node), which the supervisor starts again."""
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
@@ -100,14 +103,23 @@ class _SchedulerPodDeleted:
         return None
 
     def on_delete(self, obj: dict[str, Any]) -> None:
-        child = self.cluster.scheduler
+        md = obj.get("metadata") or {}
+        role = (md.get("labels") or {}).get("app.kubernetes.io/name")
+        if role == DEPLOYED_SCHEDULER:
+            child, stands_for = self.cluster.scheduler, "knuma up's scheduler process"
+        elif role == DEPLOYED_EXPORTER:
+            node = (obj.get("spec") or {}).get("nodeName")
+            child, stands_for = self.cluster.exporter_of(node), f"the exporter process of {node}"
+        else:
+            return
         if child is None or child.exited() is not None:
             return
-        md = obj.get("metadata") or {}
         log.warning(
-            "scheduler pod %s/%s deleted: restarting knuma up's scheduler process (pid %s), which schedules for it",
+            "%s pod %s/%s deleted: restarting %s (pid %s), which works for it",
+            "scheduler" if role == DEPLOYED_SCHEDULER else "exporter",
             md.get("namespace"),
             md.get("name"),
+            stands_for,
             child.pid,
         )
         child.signal(signal.SIGTERM)
@@ -139,7 +151,7 @@ class LocalCluster:
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
-        self._scheduler_pods_task: asyncio.Task[None] | None = None
+        self._deployed_pods_task: asyncio.Task[None] | None = None
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
@@ -179,15 +191,16 @@ class LocalCluster:
             self._start_exporters()
         if self.options.scheduler:
             self._start_scheduler()
+        if self.scheduler is not None or self.exporters:
             pods = Informer(
                 self.http,
                 "/api/v1/pods",
-                _SchedulerPodDeleted(self),
-                label_selector=f"app.kubernetes.io/name={DEPLOYED_SCHEDULER}",
+                _DeployedPodDeleted(self),
+                label_selector=f"app.kubernetes.io/name in ({DEPLOYED_SCHEDULER},{DEPLOYED_EXPORTER})",
                 watch_timeout=60,
                 on_error=log.debug,
             )
-            self._scheduler_pods_task = asyncio.create_task(pods.run())
+            self._deployed_pods_task = asyncio.create_task(pods.run())
 
     @property
     def url(self) -> str:
@@ -292,6 +305,10 @@ class LocalCluster:
                 args.append("--dra-devices")  # knuma's NRT extension: DRA devices per NUMA zone
             self.exporters.append(Child(f"exporter {node.name}", args, self.logs / f"exporter-{node.name}.log").start())
 
+    def exporter_of(self, node: str | None) -> Child | None:
+        """The exporter process publishing `node`'s NRT (none with `--exporters in-process`)."""
+        return next((c for c in self.exporters if c.name == f"exporter {node}"), None)
+
     def _exporter_triggers(self, files: NodeFiles) -> list[str]:
         """On every change (the node process touches the notify file), or only periodically (`--nrt-period`)."""
         if self.options.nrt_period is None:
@@ -340,7 +357,7 @@ class LocalCluster:
         await asyncio.to_thread(stop_all, first)
         if self.node_process is not None:
             await asyncio.to_thread(self.node_process.stop, 15.0)
-        for task in (self._scheduler_pods_task, self._controller_task, self._claim_controller_task):
+        for task in (self._deployed_pods_task, self._controller_task, self._claim_controller_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
