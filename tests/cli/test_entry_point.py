@@ -141,3 +141,23 @@ def test_every_command_takes_verbose_and_log_level() -> None:
         bad = runner.invoke(app, [*args, "--log-level", "loud"])
         assert bad.exit_code == 2, (args, bad.output)
         assert "unknown --log-level 'loud'; use debug, info, warning or error" in bad.output, (args, bad.output)
+
+
+def test_help_at_80_columns_never_breaks_a_hyphenated_word() -> None:
+    """Option names and upstream names (`kube-scheduler`, `--sched-resync-period`) stay whole when help wraps: a line
+    never ends inside a word at one of its hyphens (it did for `kube-` / `scheduler` in `knuma deploy -h`)."""
+    import itertools
+    import re
+
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    broken = []
+    for args in ([], *([name] for name in commands()), ["claims", "schedule"]):
+        shown = runner.invoke(app, [*args, "-h"], env={"COLUMNS": "80"})
+        assert shown.exit_code == 0, (args, shown.output)
+        lines = shown.output.splitlines()
+        for line, following in itertools.pairwise(lines):
+            if re.search(r"\w-$", line) and re.match(r"\s*\w", following):
+                broken.append(f"knuma {' '.join(args)} -h: {line.strip()!r} / {following.strip()!r}")
+    assert not broken, "\n".join(broken)

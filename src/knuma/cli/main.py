@@ -31,6 +31,27 @@ from knuma.cli import (
     up,
 )
 
+
+def _wrap_help_at_spaces_only() -> None:
+    """Help text wraps at spaces only. click's wrapper also breaks after the hyphens inside a word, which split
+    option names and upstream names a user copies (`scheduler-plugins' kube-` / `scheduler`). The wrapper help uses
+    is typer's private copy of click's (`typer._click._textwrap.TextWrapper`, looked up each time text is wrapped),
+    so it is replaced here by one that keeps hyphenated words whole; `tests/cli/test_entry_point.py` fails should
+    a typer upgrade move it."""
+    from typer._click import _textwrap
+
+    base = _textwrap.TextWrapper
+
+    class SpacesOnly(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("break_on_hyphens", False)
+            super().__init__(*args, **kwargs)
+
+    _textwrap.TextWrapper = SpacesOnly  # type: ignore[misc]
+
+
+_wrap_help_at_spaces_only()
+
 app = typer.Typer(
     name="knuma",
     help="NUMA-aware scheduling for Kubernetes: explain, schedule, export, deploy and simulate.",
