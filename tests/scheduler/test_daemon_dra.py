@@ -202,3 +202,31 @@ async def test_the_cache_predicts_the_cpus_next_to_the_devices(api: RunningApiSe
             assert info.topology is not None
             free = {z.id: z.available["cpu"] for z in info.topology.zones}
             assert free == {0: 55000, 1: 47000}
+
+
+async def test_a_pod_without_claims_leaves_free_gpus_their_cpus(api: RunningApiServer) -> None:
+    """dgx-a's GPUs are all free, dgx-b's NUMA 0 GPUs are taken by a claim. After a 1-GPU claim pod of 8 CPUs, a
+    16-CPU pod without claims goes to dgx-b's NUMA 0 although CPU packing prefers the fuller dgx-a: there it would
+    leave a NUMA node with 4 free GPUs and 4 CPUs, too few for the GPU pods seen. The daemon's cache holds each
+    zone's DRA devices (`gpu.sim.knuma.io/devices`), counted from the claims."""
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-a", {0: {"cpu": "20", "memory": "1020Gi"}, 1: {"cpu": "20", "memory": "1020Gi"}})
+        await dgx(c, "dgx-b", {0: {"cpu": "30", "memory": "1020Gi"}, 1: {"cpu": "18", "memory": "1020Gi"}})
+        await gpu_nic_claim(c, "busy", gpus=4)
+        busy = await c.request("GET", f"{CLAIMS}/busy")
+        taken = [("gpu", "gpu.sim.knuma.io", f"gpu-{i}") for i in range(4)] + [("nic", "nic.sim.knuma.io", "nic-0")]
+        results = [{"request": r, "driver": d, "pool": "dgx-b", "device": n} for r, d, n in taken]
+        busy["status"] = {"allocation": {"devices": {"results": results}}}
+        await c.request("PUT", f"{CLAIMS}/busy/status", busy)
+        await gpu_nic_claim(c, "train")
+        async with running_scheduler(api, daemon_profiles()) as daemon:
+            await claimed_pod(c, "trainer", "train")
+            assert await c.bound("trainer") in ("dgx-a", "dgx-b")
+            await c.create_pod("cpu16", "16", "32Gi")
+            assert await c.bound("cpu16") == "dgx-b"
+            (info,) = [n for n in daemon.cache.node_infos() if n.name == "dgx-b"]
+            assert info.topology is not None
+            assert info.topology.zones[0].available["gpu.sim.knuma.io/devices"] == 0
+            assert info.topology.zones[0].total("gpu.sim.knuma.io/devices") == 4
+            assert info.topology.zones[0].available["cpu"] == 14_000

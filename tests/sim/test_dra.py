@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from knuma.api.nrt import Policy
 from knuma.cli.main import app
-from knuma.sim.dra import DraScenario, pods_of
+from knuma.sim.dra import DraRun, DraScenario, pods_of, run_knuma
 from knuma.sim.dra_comparison import run_dra
 
 SMALL = DraScenario(nodes=4, pods=20)
@@ -57,3 +57,18 @@ def test_the_default_scenario_reaches_the_optimum() -> None:
     nodes first) knuma places all 40, as the optimum; locality alone left one 2-GPU pod pending."""
     knuma, optimal = run_dra(DraScenario(), 0, ("knuma", "optimal"))
     assert knuma.placed == optimal.placed == 40
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_oversubscribed_pods_without_claims_leave_the_gpus_their_cpus(seed: int) -> None:
+    """60 pods for 64 GPUs: without the DRA devices in the zones KnumaBinPacking scores, CPU packing put 16-CPU pods
+    on NUMA nodes whose GPUs then lacked CPUs and stayed free; with them, more pods are placed, never rejected."""
+    scenario = DraScenario(pods=60)
+    before = run_knuma(scenario, seed, device_zones=False)
+    after = run_knuma(scenario, seed)
+    assert after.topology_affinity_errors == after.misaligned == 0
+    assert after.placed > before.placed and gpus_left(after) < gpus_left(before)
+
+
+def gpus_left(run: DraRun) -> int:
+    return 64 - sum(1 for _, devices in run.placements.values() for d in devices if d.startswith("gpu."))

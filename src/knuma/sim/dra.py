@@ -32,8 +32,10 @@ from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, Profile, Status, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
 from knuma.testbed.simkubelet import SimKubelet
@@ -172,7 +174,9 @@ class _Cluster:
         return result.admitted
 
 
-def run_knuma(scenario: DraScenario, seed: int) -> DraRun:
+def run_knuma(scenario: DraScenario, seed: int, device_zones: bool = True) -> DraRun:
+    """knuma's plugins, with the daemon's view of the DRA devices per NUMA zone (`device_zones` False: without it,
+    as before `knuma.scheduler.plugins.dra_zones`, for comparison) and its Reserve-time device shapes."""
     cluster = _Cluster(scenario)
     state = DeviceState()
     for name in cluster.names:
@@ -182,12 +186,15 @@ def run_knuma(scenario: DraScenario, seed: int) -> DraRun:
         state.set_class(body)
     dra = DynamicResources(state)
     base = default_profile()
+    numa = next(p for p in base.filters if isinstance(p, NodeResourceTopologyMatch))
     profile = Profile("knuma", (*base.filters, dra), (*base.scorers, (dra, 1)))
     run = DraRun("knuma")
     for pod, _, claim in pods_of(scenario, seed):
         if claim:
             state.set_claim(claim)
         infos = cluster.infos()
+        if device_zones:
+            infos = [state.with_zone_devices(info) for info in infos]  # as the daemon's cache does
         result = schedule_one(profile, pod, infos, explain=False)
         if result.selected is None:
             run.pending += 1
@@ -197,6 +204,8 @@ def run_knuma(scenario: DraScenario, seed: int) -> DraRun:
             outcome, _ = dra.allocations(pod, next(i for i in infos if i.name == result.selected))
             allocation = outcome.results[0].allocation
             devices = [f"{r.driver}/{r.device}" for r in allocation.results]
+            if device_zones:
+                numa.demand.observe(pod, claimed_devices([allocation]))  # the daemon's Reserve
         if cluster.admit(run, pod, result.selected, devices) and claim:
             state.set_claim({**claim, "status": {"allocation": allocation.to_dict()}})
     return run

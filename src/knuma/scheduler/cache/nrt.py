@@ -99,6 +99,9 @@ class ClusterCache:
         self.removed: set[str] = set()
         self.nrt: NRTCache = nrt if nrt is not None else KnumaCache()
         self.nrt.on_change = self._touch
+        self.overlay: Callable[[NodeInfo], NodeInfo] | None = None
+        """Applied to every NodeInfo built (the daemon's: DRA devices into the NUMA zones,
+        `DeviceState.with_zone_devices`); its owner calls `invalidate` for the nodes whose overlay changed."""
 
     # -- nodes ---------------------------------------------------------------------------------------------
 
@@ -108,6 +111,10 @@ class ClusterCache:
             entry = self.nodes[name] = _NodeEntry(name)
             self.removed.discard(name)
         return entry
+
+    def invalidate(self, name: str) -> None:
+        """Rebuild `name`'s NodeInfo on the next read (what `overlay` adds to it changed)."""
+        self._touch(name)
 
     def _touch(self, name: str) -> None:
         entry = self.nodes.get(name)
@@ -346,7 +353,7 @@ class ClusterCache:
         non_zero = {name: amount for name, amount in entry.non_zero.items() if amount}
         used_ports = frozenset(port for port, count in entry.ports.items() if count > 0)
         view = self.nrt.view(entry.name)
-        return NodeInfo(
+        info = NodeInfo(
             name=entry.name,
             allocatable=self._allocatable(entry),
             requested=requested,
@@ -357,3 +364,4 @@ class ClusterCache:
             non_zero_requested=non_zero,
             nrt_fresh=view.fresh,
         )
+        return info if self.overlay is None else self.overlay(info)

@@ -47,7 +47,9 @@ from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
+from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["DaemonSettings", "Scheduler"]
 
@@ -127,6 +129,9 @@ class Scheduler:
                 if isinstance(plugin, DynamicResources):
                     plugin.state = self.devices
         self.device_informers = DeviceInformers(http, self.devices, self._devices_changed)
+        self.cache.overlay = self.devices.with_zone_devices
+        """KnumaBinPacking charges device-stranding against the DRA devices each NUMA zone has free, counted from
+        the claims this scheduler knows and holds in flight (`knuma.scheduler.plugins.dra_zones`)."""
         self._binds = asyncio.Semaphore(settings.bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
@@ -226,6 +231,7 @@ class Scheduler:
             return None
         profile = self.profiles[pod.scheduler_name]
         start = time.perf_counter()
+        self._sync_zone_devices()
         try:
             outcome = self.fast.decide(profile, pod)
         except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
@@ -278,7 +284,17 @@ class Scheduler:
             return None, f"cannot allocate all claims: {result.reason}"
         chosen = {c.claim: c.allocation for c in result.results}
         self.devices.reserve(pod, chosen)
+        numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
+        if numa is not None:  # the pod's DRA devices join the device shapes KnumaBinPacking expects
+            numa.demand.observe(pod, claimed_devices(chosen.values()))
         return {claim.key: chosen.get(claim.key) for claim in claims}, ""
+
+    def _sync_zone_devices(self) -> None:
+        """Nodes whose free DRA devices per NUMA zone changed (claims allocated, released or in flight; slices)
+        are re-read by the cache, so both decision paths see the counts the next cycle allocates against."""
+        changed = self.devices.zone_devices_changed()
+        for name in list(self.cache.nodes) if changed is None else changed:
+            self.cache.invalidate(name)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

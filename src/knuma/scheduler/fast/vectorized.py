@@ -65,6 +65,7 @@ from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
 from knuma.scheduler.plugins.device_stranding import DEVICE_STRANDING_WEIGHT, zone_device_total
+from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import STRANDING_WEIGHT, CPUDemand, zone_strands_cpus
@@ -141,6 +142,8 @@ class _Shape:
     """Laid out on first use (`_allocation_scores`: LeastAllocated and MostAllocated only)."""
     numa_exempt: bool = False
     """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
+    claims: bool = False
+    """The pod has ResourceClaims: no device stranding term (`dra_zones.has_claims`)."""
     ranked: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Per row: the total score when feasible, -1 when not."""
     seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -364,6 +367,7 @@ class VectorizedScheduler:
             else (),
             zone_requests=None,
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
+            claims=has_claims(pod),
         )
 
     def _exclusive(self, pod: Pod) -> list[Int64Array] | None:
@@ -596,7 +600,7 @@ class VectorizedScheduler:
             packed: Int64Array = used * 100 // np.maximum(total, 1)
             if self.demand.sizes and shape.exclusive_cpu:
                 packed = packed - self._stranding_penalty(shape, rows, placement)
-            if self.demand.devices and len(shape.exclusive_columns):
+            if self.demand.devices and len(shape.exclusive_columns) and not shape.claims:
                 packed = packed - self._device_stranding_penalty(shape, rows, placement, scored)
             return np.where(total > 0, np.clip(packed, 0, 100), 0)
         positions = np.flatnonzero(scored)
@@ -863,12 +867,14 @@ def _select(rows: Rows, positions: IntpArray) -> IntpArray:
 
 
 def _shape_key(pod: Pod) -> Hashable:
-    """What per-node results depend on: QoS class, container kinds and requests in order, overhead."""
+    """What per-node results depend on: QoS class, container kinds and requests in order, overhead, and whether it
+    has ResourceClaims (KnumaBinPacking's device term)."""
     return (
         pod.qos,
         tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.init_containers),
         tuple(tuple(sorted(c.requests.items())) for c in pod.containers),
         tuple(sorted(pod.overhead.items())),
+        has_claims(pod),
     )
 
 

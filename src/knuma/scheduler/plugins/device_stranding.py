@@ -47,10 +47,14 @@ once the pods seen since the mix was last read reach 1/MIX_REFRESH of the window
 cached score (the vectorised path re-evaluates its rows), and the mix of the last thousand pods drifts slowly."""
 
 
-def device_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
+def device_shape(pod: Pod, claimed: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
     """What a device pod takes from its zone under single-numa-node: its devices and NUMA-aligned resources (whole
-    CPUs), sorted by name; empty for a pod without devices."""
-    request = pod.effective_request
+    CPUs), sorted by name; empty for a pod without devices. `claimed`: the DRA devices its claims were allocated
+    (`knuma.scheduler.plugins.dra_zones.claimed_devices`, `<driver>/devices` -> count), which its requests do not
+    name."""
+    request = dict(pod.effective_request)
+    for name, amount in (claimed or {}).items():
+        request[name] = request.get(name, 0) + amount
     if not any(is_device(name) and amount > 0 for name, amount in request.items()):
         return ()
     shape = []
@@ -104,12 +108,13 @@ class DeviceDemand:
         """Shape -> device pods of that shape the expectation is computed from."""
         return dict(self._mix)
 
-    def observe(self, pod: Pod) -> bool:
-        """Remember `pod`'s shape (once per pod); True when the expected stranding the scheduler read may change."""
+    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None) -> bool:
+        """Remember `pod`'s shape (once per pod; `claimed`: its DRA devices, known once Reserve allocated its claims);
+        True when the expected stranding the scheduler read may change."""
         key = pod.uid or pod.key
         if key in self._pods:
             return False
-        shape = device_shape(pod)
+        shape = device_shape(pod, claimed)
         if not shape:
             return False
         self._pods[key] = shape

@@ -48,6 +48,7 @@ from knuma.scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from knuma.scheduler.plugins.dra_zones import ZoneDevices, device_resource, with_zone_devices
 
 __all__ = ["NAME", "DeviceState", "DynamicResources", "PodClaims", "pod_claims"]
 
@@ -81,6 +82,14 @@ class DeviceState:
     version: int = 0
     """Bumped on every change; `inventory()` is cached per version."""
     _inventory: tuple[int, Inventory] | None = field(default=None, repr=False)
+    slices_version: int = 0
+    """Bumped when a slice changes (the devices per node and NUMA node, `_device_index`)."""
+    _index: tuple[int, dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str]] | None = field(
+        default=None, repr=False
+    )
+    _zone_devices: dict[str, ZoneDevices] = field(default_factory=dict, repr=False)
+    _zone_devices_version: int = field(default=-1, repr=False)
+    _watched: tuple[int, frozenset[DeviceID]] = field(default=(-1, frozenset()), repr=False)
 
     def set_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
@@ -123,6 +132,7 @@ class DeviceState:
 
     def set_slice(self, obj: JsonObj) -> None:
         name = str((obj.get("metadata") or {}).get("name"))
+        self.slices_version += 1
         try:
             self.slices[name] = ResourceSlice.from_dict(obj)
             self.invalid.pop(f"slice/{name}", None)
@@ -133,6 +143,7 @@ class DeviceState:
 
     def delete_slice(self, obj: JsonObj) -> None:
         self.slices.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.slices_version += 1
         self.version += 1
 
     def set_class(self, obj: JsonObj) -> None:
@@ -172,6 +183,64 @@ class DeviceState:
         inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
         self._inventory = (self.version, inventory)
         return inventory
+
+    def _device_index(self) -> tuple[dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str]]:
+        """Per node its devices with a NUMA node (id, NUMA node, zone resource name), and each device's node;
+        rebuilt only when a slice changes."""
+        if self._index is None or self._index[0] != self.slices_version:
+            by_node: dict[str, list[tuple[DeviceID, int, str]]] = {}
+            node_of: dict[DeviceID, str] = {}
+            for slice_ in self.slices.values():
+                node = slice_.node.node_name
+                if not node:
+                    continue
+                name = device_resource(slice_.driver)
+                for device in slice_.devices:
+                    numa = placement_of(device, slice_.driver).numa
+                    if numa is not None:
+                        device_id = (slice_.driver, slice_.pool.name, device.name)
+                        by_node.setdefault(node, []).append((device_id, numa, name))
+                        node_of[device_id] = node
+            self._index = (self.slices_version, by_node, node_of)
+        return self._index[1], self._index[2]
+
+    def zone_devices(self, node: str) -> ZoneDevices:
+        """`node`'s DRA devices per NUMA node and zone resource (`knuma.scheduler.plugins.dra_zones`), with the
+        free ones: not in an allocated claim nor in an allocation in flight. Devices without a NUMA node are left
+        out, as the exporter and the kubelet's hints leave them out."""
+        if self._zone_devices_version != self.version:
+            self._zone_devices, self._zone_devices_version = {}, self.version
+        known = self._zone_devices.get(node)
+        if known is not None:
+            return known
+        in_use = self.inventory().in_use
+        counts: dict[int, dict[str, tuple[int, int]]] = {}
+        for device_id, numa, name in self._device_index()[0].get(node, ()):
+            zone = counts.setdefault(numa, {})
+            total, free = zone.get(name, (0, 0))
+            zone[name] = (total + 1, free + (device_id not in in_use))
+        self._zone_devices[node] = counts
+        return counts
+
+    def zone_devices_changed(self) -> set[str] | None:
+        """Nodes whose `zone_devices` may differ from when this was last called (None: any node, after a slice
+        changed): what the daemon's cache re-reads."""
+        in_use = self.inventory().in_use
+        slices_version, seen = self._watched
+        self._watched = (self.slices_version, in_use)
+        if slices_version != self.slices_version:
+            return None
+        node_of = self._device_index()[1]
+        return {node for device in in_use ^ seen if (node := node_of.get(device)) is not None}
+
+    def with_zone_devices(self, info: NodeInfo) -> NodeInfo:
+        """`info` with its NUMA zones holding the node's DRA devices (`zone_devices`); unchanged without NRT data or
+        without DRA devices with a NUMA node."""
+        topology = info.topology
+        devices = self.zone_devices(info.name)
+        if topology is None or not devices:
+            return info
+        return replace(info, topology=with_zone_devices(topology, devices))
 
     def reserve(self, pod: Pod, allocations: Mapping[str, AllocationResult]) -> None:
         for key, allocation in allocations.items():

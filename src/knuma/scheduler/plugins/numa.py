@@ -24,6 +24,7 @@ from knuma.scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import (
     ScoringStrategy,
@@ -151,7 +152,9 @@ class NodeResourceTopologyMatch:
             return MIN_NODE_SCORE  # prefer nodes with (fresh) NRT data
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
             admission = self.admission(state, node.name) or admit(pod, topology)
-            return bin_packing_score(topology, admission.node, self.demand) if admission.admitted else MIN_NODE_SCORE
+            if not admission.admitted:
+                return MIN_NODE_SCORE
+            return bin_packing_score(topology, admission.node, self.demand, devices=not has_claims(pod))
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
             return self._least_numa_nodes(pod, topology)
         if topology.config.policy is not Policy.SINGLE_NUMA_NODE:

@@ -117,9 +117,10 @@ class CPUDemand:
         """Size -> pods (containers) of that size the stranding table was computed from."""
         return dict(self._mix)
 
-    def observe(self, pod: Pod) -> None:
-        """Remember `pod`'s sizes (once per pod: retries and every node of a cycle call this)."""
-        if self.devices.observe(pod):
+    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None) -> None:
+        """Remember `pod`'s sizes (once per pod: retries and every node of a cycle call this); `claimed`: the DRA
+        devices its claims were allocated, for its device shape (`DeviceDemand.observe`)."""
+        if self.devices.observe(pod, claimed):
             self.version += 1
         key = pod.uid or pod.key
         if key in self._pods:

@@ -14,11 +14,15 @@ from knuma.topology.node import NodeTopology
 __all__ = ["bin_packing_score"]
 
 
-def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None) -> int:
+def bin_packing_score(
+    before: NodeTopology, after: NodeTopology, demand: CPUDemand | None = None, *, devices: bool = True
+) -> int:
     """`KnumaBinPacking`: the share (0-100) of the node's NUMA-managed CPUs allocated once the pod is admitted (`after`
     is the kubelet model's node after admission), less `stranding_penalty` for the CPUs its zones are expected to
     strand under the recent mix of sizes once the pod is there (a credit when that drops) and
-    `device_stranding_penalty` for the devices it leaves unusable; 0 on a node whose zones report no CPU.
+    `device_stranding_penalty` for the devices it leaves unusable (`devices` False: not charged, for pods with
+    ResourceClaims, whose DRA devices `after` does not hold: DynamicResources scores their device choice); 0 on a
+    node whose zones report no CPU.
 
     Exclusive CPUs are what fragments a NUMA cluster: the CPU manager pins whole CPUs in one zone, so free CPUs spread
     thinly over many nodes cannot take a large pod. Best fit at the node level keeps empty nodes and zones for those,
@@ -31,5 +35,6 @@ def bin_packing_score(before: NodeTopology, after: NodeTopology, demand: CPUDema
     packed = (total - free) * MAX_SCORE // total
     if demand is not None:
         packed -= stranding_penalty(before, after, demand)
-        packed -= device_stranding_penalty(before, after, demand.devices)
+        if devices:
+            packed -= device_stranding_penalty(before, after, demand.devices)
     return max(0, min(MAX_SCORE, packed))
