@@ -3,13 +3,16 @@ no topology) gets TopologyAffinityErrors; the CP-SAT optimum bounds both."""
 
 from __future__ import annotations
 
+import html
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from knuma.api.nrt import Policy
 from knuma.cli.main import app
+from knuma.sim.comparison_table import dra_comparison_table
 from knuma.sim.dra import DraRun, DraScenario, pods_of, run_knuma
 from knuma.sim.dra_comparison import run_dra
 
@@ -72,3 +75,32 @@ def test_oversubscribed_pods_without_claims_leave_the_gpus_their_cpus(seed: int)
 
 def gpus_left(run: DraRun) -> int:
     return 64 - sum(1 for _, devices in run.placements.values() for d in devices if d.startswith("gpu."))
+
+
+def test_report_page_shows_the_terminal_table_and_its_plots(tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    result = CliRunner().invoke(
+        app, ["simulate", "--scenario", "dra", "--schedulers", "knuma,upstream", "--report", str(report)]
+    )
+    assert result.exit_code == 0, result.output
+    page = (report / "index.html").read_text()
+    runs = run_dra(DraScenario(), 0, ("knuma", "upstream"))
+    shown = dra_comparison_table(DraScenario(), 0, runs)
+    for label, cells in shown.rows:  # the same labels and cells the terminal prints
+        assert f"<td>{html.escape(label)}</td>" in page
+        marks = [' class="knuma"' if column == "knuma" else "" for column in shown.columns]
+        assert "".join(f"<td{m}>{v}</td>" for m, v in zip(marks, cells, strict=True)) in page
+        assert label in " ".join(result.stdout.split())
+    assert html.escape(shown.verdict) in page and "knuma: 0 TopologyAffinityError (vs upstream" in shown.verdict
+    for name in ("outcomes.png", "gpus.png"):
+        assert (report / name).read_bytes().startswith(b"\x89PNG") and f'src="{name}"' in page
+    metrics = json.loads((report / "metrics.json").read_text())
+    assert [r["placed"] for r in metrics["results"]] == [r.placed for r in runs]
+
+
+def test_a_bad_report_path_is_a_one_line_error_before_the_simulation(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = CliRunner().invoke(app, ["simulate", "--scenario", "dra", "--report", str(blocker)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: --report {blocker}: is a file, not a directory")

@@ -86,7 +86,7 @@ def simulate(
         _list(out)
         return
     if scenario == "dra":
-        _dra(out, seed, schedulers, output)
+        _dra(out, err, seed, schedulers, output, report)
         return
     # a bad scenario, spec file or scheduler list is an InvalidInput (SpecError): knuma.cli.errors prints it, exit 2
     chosen = _scenario(scenario, cluster, workload, nrt_period)
@@ -110,35 +110,38 @@ def simulate(
     _table(out, comparison)
 
 
-def _dra(out: Console, seed: int, schedulers: str | None, output: Output) -> None:
+def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: Output, report: Path | None) -> None:
     """Scenario `dra` (`knuma.sim.dra`): devices, CPUs and memory per pod, knuma vs upstream vs the optimum."""
     from rich.table import Table
 
+    from knuma.sim.comparison_table import dra_comparison_table
     from knuma.sim.dra import DraScenario
     from knuma.sim.dra_comparison import run_dra
 
     scenario = DraScenario()
     names = [s.strip() for s in (schedulers or "knuma,upstream,optimal").split(",") if s.strip()]
+    target = None
+    if report is not None:
+        from knuma.sim.report import report_target
+
+        target = report_target(report)  # checked before the simulation runs
     runs = run_dra(scenario, seed, names)  # unknown schedulers: InvalidInput, reported by knuma.cli.errors
+    if target is not None:
+        from knuma.sim.report import write_dra_report
+
+        page = write_dra_report(scenario, seed, runs, target)
+        err.print(f"report written to {page}", highlight=False)
     if output is not Output.table:
         document = {"scenario": "dra", "seed": seed, "nodes": scenario.nodes, "pods": scenario.pods}
         _document({**document, "results": [r.to_json() for r in runs]}, output)
         return
-    title = (
-        f"knuma simulate — scenario dra: {scenario.nodes}x {scenario.shape} ({scenario.policy.value}); "
-        f"{scenario.pods} GPU/NIC/CPU pods; seed {seed}"
-    )
-    table = Table(title=title, title_justify="left")
+    shown = dra_comparison_table(scenario, seed, runs)
+    table = Table(title=shown.title, title_justify="left")
     table.add_column("")
     for run in runs:
         table.add_column(run.scheduler + (" (proven)" if run.optimal_proven else ""), justify="right")
-    for key, label in (
-        ("placed", "placed (admitted)"),
-        ("topology_affinity_errors", "TopologyAffinityError"),
-        ("misaligned", "misaligned (devices off the CPUs' NUMA node)"),
-        ("pending", "pending (no node fits)"),
-    ):
-        table.add_row(label, *(str(r.to_json()[key]) for r in runs))
+    for label, cells in shown.rows:
+        table.add_row(label, *cells)
     out.print(table)
 
 

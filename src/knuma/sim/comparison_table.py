@@ -7,12 +7,22 @@ Raw keys and fractions stay in `-o json` and the report's `metrics.json`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from knuma.sim.comparison import OPTIMAL, Comparison
+from knuma.sim.dra import DraRun, DraScenario
 
-__all__ = ["LABELS", "ROWS", "ComparisonTable", "comparison_table", "format_metric"]
+__all__ = [
+    "DRA_ROWS",
+    "LABELS",
+    "ROWS",
+    "ComparisonTable",
+    "comparison_table",
+    "dra_comparison_table",
+    "format_metric",
+]
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("placed", "placed"),
@@ -35,6 +45,14 @@ ROWS: tuple[tuple[str, str], ...] = (
 
 LABELS = dict(ROWS)
 """Metric key -> row label."""
+
+DRA_ROWS: tuple[tuple[str, str], ...] = (
+    ("placed", "placed (admitted)"),
+    ("topology_affinity_errors", "TopologyAffinityError"),
+    ("misaligned", "misaligned (devices off the CPUs' NUMA node)"),
+    ("pending", "pending (no node fits)"),
+)
+"""Scenario `dra`'s rows (`knuma.sim.dra.DraRun`): metric key -> row label, in table order."""
 
 
 def format_metric(key: str, value: Any) -> str:
@@ -83,3 +101,37 @@ def comparison_table(comparison: Comparison) -> ComparisonTable:
         proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {optimal.get('bound')}"
         caption = f"optimal: CP-SAT, {optimal.get('solve_seconds')} s, {proven}"
     return ComparisonTable(title, columns, rows, caption, comparison.verdict())
+
+
+def dra_comparison_table(scenario: DraScenario, seed: int, runs: Sequence[DraRun]) -> ComparisonTable:
+    """Scenario `dra` as the same kind of table (the terminal and `--report` both render it)."""
+    title = (
+        f"knuma simulate — scenario dra: {scenario.nodes}x {scenario.shape} ({scenario.policy.value}); "
+        f"{scenario.pods} GPU/NIC/CPU pods; seed {seed}"
+    )
+    columns = [run.scheduler for run in runs]
+    documents = [run.to_json() for run in runs]
+    rows = [(label, [format_metric(key, d[key]) for d in documents]) for key, label in DRA_ROWS]
+    by_name = {run.scheduler: run for run in runs}
+    optimal = by_name.get(OPTIMAL)
+    caption = None
+    if optimal is not None:
+        caption = "optimal: CP-SAT, all pods known in advance, " + (
+            "proven optimal" if optimal.optimal_proven else "best found within the time limit (not proven)"
+        )
+    knuma = by_name.get("knuma")
+    if knuma is None:
+        verdict = "knuma was not part of this run."
+    else:
+        others = ", ".join(
+            f"{r.scheduler} {r.topology_affinity_errors}" for r in runs if r.scheduler not in ("knuma", OPTIMAL)
+        )
+        parts = [
+            f"knuma: {knuma.topology_affinity_errors} TopologyAffinityError" + (f" (vs {others})" if others else "")
+        ]
+        if optimal is not None and optimal.placed:
+            parts.append(f"placed {knuma.placed} = {knuma.placed / optimal.placed:.1%} of optimal ({optimal.placed})")
+        else:
+            parts.append(f"placed {knuma.placed}")
+        verdict = "; ".join(parts) + "."
+    return ComparisonTable(title, columns, rows, caption, verdict)

@@ -16,15 +16,17 @@ import html
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from knuma.errors import InvalidInput
 from knuma.sim.comparison import Comparison
-from knuma.sim.comparison_table import comparison_table
-from knuma.sim.report_plots import Plot, write_plots
+from knuma.sim.comparison_table import ComparisonTable, comparison_table, dra_comparison_table
+from knuma.sim.dra import DraRun, DraScenario
+from knuma.sim.report_plots import Plot, write_dra_plots, write_plots
 
-__all__ = ["ReportPathError", "ReportTarget", "report_target", "write_report"]
+__all__ = ["ReportPathError", "ReportTarget", "report_target", "write_dra_report", "write_report"]
 
 
 class ReportPathError(InvalidInput):
@@ -89,6 +91,28 @@ def write_report(comparison: Comparison, where: Path | ReportTarget) -> Path:
     return target.page
 
 
+def write_dra_report(scenario: DraScenario, seed: int, runs: Sequence[DraRun], where: Path | ReportTarget) -> Path:
+    """Scenario `dra`'s page: the table the terminal shows, its verdict, `metrics.json` and the plots of
+    `knuma.sim.report_plots.write_dra_plots`; return the HTML path."""
+    target = where if isinstance(where, ReportTarget) else report_target(where)
+    directory = target.assets
+    plots = write_dra_plots(scenario, seed, runs, directory)
+    document = {"scenario": "dra", "seed": seed, "nodes": scenario.nodes, "pods": scenario.pods}
+    (directory / "metrics.json").write_text(
+        json.dumps({**document, "results": [r.to_json() for r in runs]}, indent=2, sort_keys=True) + "\n"
+    )
+    relative = Path(os.path.relpath(directory, target.page.parent))
+    shown = dra_comparison_table(scenario, seed, runs)
+    about = (
+        f"{scenario.nodes} DGX-like nodes ({scenario.shape}: per NUMA node 4 GPUs and 4 NICs with their CPUs and "
+        f"memory) under {scenario.policy.value}; {scenario.pods} pods with ResourceClaims for GPUs and NICs, or "
+        "CPUs only, arriving one by one and never leaving. Every bound pod is admitted or rejected by the simulated "
+        f"kubelet with its devices. Seed {seed}."
+    )
+    target.page.write_text(_page("dra", about, shown, plots, relative))
+    return target.page
+
+
 _STYLE = """
 body{font-family:sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}caption{caption-side:bottom;text-align:left;color:#555;padding-top:4px}
@@ -101,40 +125,49 @@ figure{margin:2em 0}img{max-width:100%}
 
 def _html(comparison: Comparison, plots: list[Plot], assets: Path) -> str:
     scenario = comparison.scenario
-    shown = comparison_table(comparison)
+    delay = "" if scenario.nrt_event_delay is None else f", event delay {scenario.nrt_event_delay:g} s"
+    about = (
+        f"{scenario.description}\n\nCluster: {scenario.cluster.describe()}. Pods: {scenario.workload.pods}. "
+        f"Exporter period {scenario.nrt_period:g} s{delay}. Seed {comparison.seed}."
+    )
+    return _page(scenario.name, about, comparison_table(comparison), plots, assets, comparison.notes)
 
-    def cls(name: str) -> str:
-        return ' class="knuma"' if name == "knuma" else ""
 
-    head = "".join(f"<th{cls(name)}>{html.escape(name)}</th>" for name in shown.columns)
+def _page(
+    name: str, about: str, shown: ComparisonTable, plots: list[Plot], assets: Path, notes: Sequence[str] = ()
+) -> str:
+    """The page every scenario's report has: its description, the verdict, the table, the notes and the plots."""
+
+    def cls(column: str) -> str:
+        return ' class="knuma"' if column == "knuma" else ""
+
+    head = "".join(f"<th{cls(column)}>{html.escape(column)}</th>" for column in shown.columns)
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td>"
-        + "".join(f"<td{cls(name)}>{html.escape(cell)}</td>" for name, cell in zip(shown.columns, cells, strict=True))
+        + "".join(f"<td{cls(c)}>{html.escape(cell)}</td>" for c, cell in zip(shown.columns, cells, strict=True))
         + "</tr>"
         for label, cells in shown.rows
     )
     caption = f"<caption>{html.escape(shown.caption)}</caption>" if shown.caption else ""
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in comparison.notes)
+    items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
     figures = "".join(
         f'<figure><img src="{html.escape(src)}" alt="{html.escape(plot.title)}"></figure>'
         for plot in plots
         for src in [(assets / plot.filename).as_posix()]
     )
     metrics = html.escape((assets / "metrics.json").as_posix())
-    delay = "" if scenario.nrt_event_delay is None else f", event delay {scenario.nrt_event_delay:g} s"
+    paragraphs = "\n".join(f"<p>{html.escape(part)}</p>" for part in about.split("\n\n"))
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>knuma simulate: {html.escape(scenario.name)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>knuma simulate: {html.escape(name)}</title>
 <link rel="icon" href="data:,">
 <style>{_STYLE}</style>
 </head><body>
-<h1>knuma simulate: {html.escape(scenario.name)}</h1>
-<p>{html.escape(scenario.description)}</p>
-<p>Cluster: {html.escape(scenario.cluster.describe())}. Pods: {scenario.workload.pods}. Exporter period
-{scenario.nrt_period:g} s{delay}. Seed {comparison.seed}.</p>
+<h1>knuma simulate: {html.escape(name)}</h1>
+{paragraphs}
 <p class="verdict">{html.escape(shown.verdict)}</p>
 <table><thead><tr><th>metric</th>{head}</tr></thead><tbody>{rows}</tbody>{caption}</table>
 <p>Every metric, unformatted: <a href="{metrics}">metrics.json</a>.</p>
-<ul>{notes}</ul>
+<ul>{items}</ul>
 {figures}
 </body></html>
 """

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -22,10 +23,13 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from knuma.sim.comparison import OPTIMAL, Comparison
-from knuma.sim.comparison_table import LABELS, format_metric
+from knuma.sim.comparison_table import DRA_ROWS, LABELS, format_metric
+from knuma.sim.dra import GPU, DraRun, DraScenario, pods_of
 from knuma.sim.engine import Sample
+from knuma.testbed.dra import devices_of
+from knuma.testbed.shapes import BUILTIN_SHAPES
 
-__all__ = ["MAX_NODE_LABELS", "Plot", "write_plots"]
+__all__ = ["MAX_NODE_LABELS", "Plot", "write_dra_plots", "write_plots"]
 
 MAX_NODE_LABELS = 40
 """Node names on the heat map's axis at most; with more nodes every k-th is named."""
@@ -192,3 +196,75 @@ def _figure(size: tuple[float, float]) -> Figure:
     figure = Figure(figsize=size, dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def write_dra_plots(scenario: DraScenario, seed: int, runs: Sequence[DraRun], directory: Path) -> list[Plot]:
+    """Scenario `dra`'s plots: each scheduler's outcome counts side by side, and the GPUs in use per NUMA node at
+    the end (where free GPUs were left, and whether they sit next to free CPUs), into `directory`."""
+    return [_dra_outcomes(scenario, runs, directory), _dra_gpus(scenario, seed, runs, directory)]
+
+
+def _dra_outcomes(scenario: DraScenario, runs: Sequence[DraRun], directory: Path) -> Plot:
+    title = f"Pod outcomes per scheduler ({scenario.pods} pods arriving)"
+    figure = _figure((9, 3.8))
+    axes = figure.subplots()
+    keys = [key for key, _ in DRA_ROWS]
+    width = 0.8 / max(1, len(runs))
+    colours = _colours([run.scheduler for run in runs])
+    for index, run in enumerate(runs):
+        document = run.to_json()
+        positions = np.arange(len(keys)) + (index - (len(runs) - 1) / 2) * width
+        bars = axes.bar(
+            positions, [document[key] for key in keys], width, label=run.scheduler, color=colours[run.scheduler]
+        )
+        axes.bar_label(bars, fontsize="small")
+    axes.set_xticks(range(len(keys)), [label.split(" (")[0] for _, label in DRA_ROWS])
+    axes.set_ylabel("pods (count)")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.legend(fontsize="small")
+    axes.set_title(title, fontsize="medium")
+    figure.savefig(directory / "outcomes.png")
+    return Plot("outcomes.png", title)
+
+
+def _gpus_in_use(scenario: DraScenario, seed: int, run: DraRun) -> npt.NDArray[np.float64]:
+    """[node, NUMA node] -> share of that NUMA node's GPUs the admitted pods hold (the optimum names a NUMA node per
+    pod, not devices: its pods' GPU counts are used)."""
+    shape = BUILTIN_SHAPES[scenario.shape]
+    devices = {d.key: d for d in devices_of(shape)}
+    per_zone = [sum(1 for d in devices.values() if d.numa == z and d.driver == GPU) for z in range(shape.zones)]
+    templates = {pod.name: template for pod, template, _ in pods_of(scenario, seed)}
+    used = np.zeros((scenario.nodes, shape.zones))
+    for pod, (node, held) in run.placements.items():
+        row = int(node.rsplit("-", 1)[-1])
+        for item in held:
+            if item.startswith("NUMA "):
+                used[row, int(item.split()[1])] += templates[pod].gpus
+            elif item in devices and devices[item].driver == GPU:
+                used[row, devices[item].numa] += 1
+    share: npt.NDArray[np.float64] = used / np.maximum(np.array(per_zone, dtype=np.float64), 1.0)
+    return share
+
+
+def _dra_gpus(scenario: DraScenario, seed: int, runs: Sequence[DraRun], directory: Path) -> Plot:
+    title = "GPUs in use per NUMA node at the end (% of the NUMA node's GPUs)"
+    height = min(11.0, max(4.5, 1.6 + 0.22 * min(scenario.nodes, 2 * MAX_NODE_LABELS)))
+    figure = _figure((2.2 + 2.2 * len(runs), height))
+    axes_row = figure.subplots(1, len(runs), squeeze=False)[0]
+    image = None
+    names = [f"dgx-{i:03d}" for i in range(scenario.nodes)]
+    for index, (axes, run) in enumerate(zip(axes_row, runs, strict=True)):
+        grid = _gpus_in_use(scenario, seed, run)
+        image = axes.imshow(grid, aspect="auto", vmin=0, vmax=1, cmap=colormaps["viridis"], interpolation="nearest")
+        axes.set_title(f"{run.scheduler}\n(placed {run.placed})", fontsize="small")
+        axes.set_xticks(range(grid.shape[1]), [str(z) for z in range(grid.shape[1])], fontsize="small")
+        axes.set_xlabel("NUMA node")
+        _node_axis(axes, names, named=index == 0)
+    figure.suptitle(title.replace(" (", "\n("), fontsize="medium")
+    if image is not None:
+        bar = figure.colorbar(image, ax=axes_row.tolist(), fraction=0.05, pad=0.02)
+        bar.set_label("GPUs in use (% of NUMA node)")
+        bar.formatter = PercentFormatter(xmax=1.0, decimals=0)
+        bar.update_ticks()
+    figure.savefig(directory / "gpus.png")
+    return Plot("gpus.png", title)
