@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 import random
 import tempfile
 import time
@@ -40,6 +41,11 @@ class E2EResult:
     attempt_p99_ms: float
     wall_seconds: float = 0.0
     """The whole run: API server start, creating the cluster's objects, scheduling, shutdown."""
+    scheduler_cpu_seconds: float = 0.0
+    """CPU seconds of the scheduler's process (this one) between caches synced and the last binding."""
+    apiserver_cpu_seconds: float = 0.0
+    """CPU seconds of the API server's process over the same interval: with 2 cores, the one near `seconds`
+    is the bottleneck."""
 
     @property
     def pods_per_second(self) -> float:
@@ -152,6 +158,8 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
             stop = asyncio.Event()
             task = asyncio.create_task(daemon.run(stop))
             await daemon.ready.wait()
+            assert api.process is not None
+            cpu_before = _cpu_seconds(os.getpid()), _cpu_seconds(api.process.pid)
             start = time.perf_counter()
             last, last_change = 0, start
             while daemon.scheduled < pods and time.perf_counter() - last_change < 10:
@@ -159,15 +167,32 @@ async def _run(nodes: int, pods: int, zones: int, workdir: Path, seed: int) -> E
                 if daemon.scheduled != last:
                     last, last_change = daemon.scheduled, time.perf_counter()
             elapsed = time.perf_counter() - start
+            cpu = _cpu_seconds(os.getpid()) - cpu_before[0], _cpu_seconds(api.process.pid) - cpu_before[1]
             stop.set()
             await task
             await daemon.http.aclose()
             await daemon.writer.aclose()
             p50, p99 = _attempt_percentiles(daemon)
-            return E2EResult(nodes, zones, pods, daemon.scheduled, elapsed, p50, p99)
+            return E2EResult(
+                nodes,
+                zones,
+                pods,
+                daemon.scheduled,
+                elapsed,
+                p50,
+                p99,
+                scheduler_cpu_seconds=cpu[0],
+                apiserver_cpu_seconds=cpu[1],
+            )
         finally:
             await setup.aclose()
             await http.aclose()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (`/proc/PID/stat` fields 14 and 15, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _attempt_percentiles(daemon: Any) -> tuple[float, float]:
@@ -208,7 +233,8 @@ def main() -> None:
         f"{result.scheduled}/{result.pods} pods on {result.nodes} nodes ({result.zones} zones) "
         f"in {result.seconds:.2f}s: {result.pods_per_second:.0f} pods/s; "
         f"attempt p50 {result.attempt_p50_ms:.1f} ms, p99 {result.attempt_p99_ms:.1f} ms "
-        f"(whole run {result.wall_seconds:.0f}s)"
+        f"; CPU s scheduler {result.scheduler_cpu_seconds:.1f}, API server {result.apiserver_cpu_seconds:.1f} "
+        f"(whole run {result.wall_seconds:.0f}s; load average {os.getloadavg()[0]:.2f})"
     )
 
 

@@ -8,9 +8,9 @@ none sees an `httpx2` exception.
 The clients come from `knuma.kube.client.async_http` / `http_client` (base URL, TLS and credentials from the
 kubeconfig); these functions take one as their first argument, so a daemon keeps one connection pool for all its
 calls. The asynchronous requests also accept an `ApiSession` (`knuma.kube.client.api_session`: same kubeconfig,
-aiohttp underneath, a quarter of the client CPU per request) for the scheduler's per-pod writes. `request` and
-`stream` are asynchronous (the daemons), `request_sync` serves the synchronous tools (deployer, operator passes,
-`knuma detect`).
+knuma's own keep-alive HTTP/1.1 connections, a fraction of the client CPU per request) for the scheduler's per-pod
+writes. `request` and `stream` are asynchronous (the daemons), `request_sync` serves the synchronous tools
+(deployer, operator passes, `knuma detect`).
 """
 
 from __future__ import annotations

@@ -3,15 +3,18 @@
 A scheduler sends one `pods/binding` POST per pod and an Event for many of them; at hundreds of pods per second the
 client's own cost per request decides the throughput, because the scheduling cycle shares the Python process (and
 its GIL) with it. The `httpx2` client that lightkube gives us costs about 650 µs of CPU per request on loopback TLS
-(its auth and redirect layers, `anyio` streams, a connection-pool scan per request); aiohttp's client, already a
-dependency of knuma, costs about 170 µs for the same request. So the daemon's per-pod writes go through this session
-while everything else (informers, leader election, the tools) keeps the `httpx2` client.
+(its auth and redirect layers, `anyio` streams, a connection-pool scan per request); aiohttp's client about 170 µs;
+this session's own HTTP/1.1 connections (`knuma.kube.http1`: one pre-built write per request, a minimal answer
+parser) about 60% of aiohttp's (a GET with its JSON answer: 65 µs against 115 µs, measured in one process). So
+the daemon's per-pod writes go through this session while everything else (informers, leader election, the tools)
+keeps the `httpx2` client.
 
 It is not a second request path: `knuma.kube.rest.request` accepts either client and turns the answer into the same
 decoded JSON or typed errors. Credentials and TLS come from the kubeconfig exactly as for the `httpx2` client
 (`knuma.kube.client.api_session` builds both from lightkube's `verify_cluster` and `user_auth`): any lightkube
 authenticator (token, token file, exec plugin, basic) runs its own flow to produce the `Authorization` header, which
-is cached and refreshed once on a 401, as the httpx auth flow would.
+is cached and refreshed once on a 401, as the httpx auth flow would. No proxy is used (the kubeconfig's server is
+dialled directly, as `trust_env=False` does for the other clients).
 """
 
 from __future__ import annotations
@@ -19,16 +22,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import httpx2
 
+from knuma.errors import InvalidInput
 from knuma.kube.errors import Unavailable, connection_failure
-
-if TYPE_CHECKING:
-    import aiohttp  # imported when a session is made: the exporter and the tools never pay its ~8 MB
+from knuma.kube.http1 import Http1Connection, Response, encode_request
 
 __all__ = ["Answer", "ApiSession"]
 
@@ -44,7 +46,7 @@ class Answer:
 
 
 class ApiSession:
-    """Keep-alive HTTP/1.1 connections (at most `limit` at once) to one API server."""
+    """Keep-alive HTTP/1.1 connections (at most `limit` at once, one request in flight on each) to one API server."""
 
     def __init__(
         self,
@@ -60,15 +62,23 @@ class ApiSession:
         self.base_url = base_url.rstrip("/")
         self.user_agent = user_agent
         self.timeout = timeout
-        import aiohttp
-
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._ssl = ssl_context
+        url = urllib.parse.urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise InvalidInput(f"the API server URL must be http(s)://HOST[:PORT], not {base_url!r}")
+        self._host = url.hostname
+        self._port = url.port or (443 if url.scheme == "https" else 80)
+        self._prefix = url.path.rstrip("/")
+        self._ssl: ssl.SSLContext | None = None
+        if url.scheme == "https":
+            self._ssl = ssl_context or ssl.create_default_context()
+        self._host_header = url.netloc.rpartition("@")[2]
         self._auth = auth
         self._limit = limit
         self._authorization: str | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._lock: asyncio.Lock | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._idle: list[Http1Connection] = []
+        self._open: set[Http1Connection] = set()
 
     async def send(
         self,
@@ -82,46 +92,77 @@ class ApiSession:
     ) -> Answer:
         """Send one request and read the whole answer; `Unavailable` when there is none (connection refused or
         lost, timeout)."""
-        import aiohttp
-
-        session = self._session or self._open()
-        url = self.base_url + path
-        sent = dict(headers or {})
+        target = self._prefix + path
+        if params:
+            target += ("&" if "?" in target else "?") + urllib.parse.urlencode(params)
+        url = self.base_url + path + target[len(self._prefix + path) :]
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        seconds = self.timeout if timeout is None else timeout
         for attempt in range(2):
             authorization = await self._authorize(refresh=attempt > 0)
+            lines = f"Host: {self._host_header}\r\nUser-Agent: {self.user_agent}\r\n{extra}"
             if authorization:
-                sent["Authorization"] = authorization
+                lines += f"Authorization: {authorization}\r\n"
+            request = encode_request(method, target, lines, content)
             try:
-                async with session.request(
-                    method,
-                    url,
-                    data=content,
-                    params=dict(params) if params else None,
-                    headers=sent,
-                    timeout=self._timeout if timeout is None else aiohttp.ClientTimeout(total=timeout),
-                ) as response:
-                    body = await response.read()
-                    answer = Answer(response.status, response.reason or "", body, str(response.url))
-            except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                async with asyncio.timeout(seconds):
+                    response = await self._exchange(request, head_only=method == "HEAD")
+            except (TimeoutError, OSError) as err:
                 raise Unavailable(method, url, None, connection_failure(err)) from err
+            answer = Answer(response.status, response.reason, response.body, url)
             if answer.status != 401 or self._auth is None or attempt:
                 return answer
         return answer
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for connection in list(self._open):
+            connection.close()
+        self._open.clear()
+        self._idle.clear()
+        await asyncio.sleep(0)  # let the transports run their close callbacks
 
-    def _open(self) -> aiohttp.ClientSession:
-        """The aiohttp session, created on first use: it belongs to the running event loop."""
-        import aiohttp
+    async def _exchange(self, request: bytes, *, head_only: bool) -> Response:
+        """One request on an idle connection (or a new one); a reused connection the server had closed meanwhile
+        (its keep-alive timeout) is retried once on a new connection when no byte of the answer came back, as
+        Go's `http.Transport` retries a request that failed on a reused connection."""
+        self._slots = self._slots or asyncio.Semaphore(self._limit)
+        async with self._slots:
+            while True:
+                connection = await self._connection()
+                try:
+                    response = await connection.exchange(request, head_only=head_only)
+                except OSError:
+                    self._open.discard(connection)
+                    connection.abort()
+                    if connection.used and not connection.received:
+                        continue  # a stale keep-alive connection: once more on a fresh one
+                    raise
+                except BaseException:  # a timeout or a cancellation mid-answer: the connection's state is unknown
+                    self._open.discard(connection)
+                    connection.abort()
+                    raise
+                if connection.closed:
+                    self._open.discard(connection)
+                else:
+                    self._idle.append(connection)
+                return response
 
-        connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._ssl if self._ssl is not None else True)
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": self.user_agent}, trust_env=False
+    async def _connection(self) -> Http1Connection:
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed and connection.transport is not None and not connection.transport.is_closing():
+                return connection
+            self._open.discard(connection)
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.create_connection(
+            Http1Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._host if self._ssl is not None else None,
         )
-        return self._session
+        self._open.add(connection)
+        return connection
 
     async def _authorize(self, *, refresh: bool) -> str | None:
         """The `Authorization` header the kubeconfig's authenticator produces; cached, re-run after a 401 (a
