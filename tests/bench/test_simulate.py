@@ -11,9 +11,13 @@ def test_the_scaled_scenario_keeps_defaults_mix() -> None:
 
 
 def test_every_compared_scheduler_runs_and_is_timed() -> None:
-    results = bench.run(nodes=12, pods=120, rate=10)
+    measured = bench.run(nodes=12, pods=120, rate=10, jobs=2)
+    assert measured.jobs == 2 and measured.cpus >= 1
+    results = measured.results
     assert [r.scheduler for r in results] == list(PRODUCT)
     for r in results:
         assert r.seconds > 0 and r.cpu_seconds > 0
         assert 0 < r.placed <= 120
+    assert measured.seconds > 0
+    assert measured.cpu_seconds == sum(r.cpu_seconds for r in results)
     assert next(r for r in results if r.scheduler == "knuma").topology_affinity_errors == 0

@@ -169,3 +169,20 @@ def test_report_to_an_html_file_writes_that_file(tmp_path: Path) -> None:
     assert 'src="run_files/utilization.png"' in text
     assert (tmp_path / "out" / "run_files" / "utilization.png").stat().st_size > 0
     assert (tmp_path / "out" / "run_files" / "metrics.json").is_file()
+
+
+def test_jobs_change_nothing_but_the_time(tmp_path: Path) -> None:
+    path = str(_scenario_file(tmp_path))
+    documents = []
+    for jobs in ("1", "2"):
+        args = ["simulate", "--scenario", path, "-o", "json", "--schedulers", "default,nrt-overreserve,knuma"]
+        result = runner.invoke(app, [*args, "--jobs", jobs])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        for metrics in data["results"].values():
+            del metrics["throughput_pods_per_s"]
+        documents.append(data)
+    assert documents[0] == documents[1]
+    bad = runner.invoke(app, ["simulate", "--scenario", path, "--jobs", "0"])
+    assert bad.exit_code == 2
+    assert "--jobs" in bad.output

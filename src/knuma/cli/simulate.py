@@ -71,6 +71,15 @@ def simulate(
         metavar="DIR|FILE.html",
         help="Write an HTML report with PNG plots: DIR/index.html, or FILE.html with its images in FILE_files/.",
     ),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
+        metavar="N",
+        help="Simulate up to N schedulers at once, in worker processes (same results as 1). "
+        "Default: the CPUs this process may use.",
+    ),
     list_scenarios: bool = typer.Option(False, "--list-scenarios", help="List the built-in scenarios and exit."),
 ) -> None:
     """Simulate a cluster with exporter lag and kubelet admission; compare default, upstream and knuma scheduling."""
@@ -96,7 +105,11 @@ def simulate(
         from knuma.sim.report import report_target
 
         target = report_target(report)  # checked before the simulation runs
-    comparison = _run(chosen, names, seed, err)
+    if jobs is None:
+        from knuma.sim.parallel import available_cpus
+
+        jobs = available_cpus()
+    comparison = _run(chosen, names, seed, err, jobs)
     for note in comparison.notes:
         err.print(f"note: {note}", highlight=False)
     if target is not None:
@@ -177,13 +190,13 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
     return chosen
 
 
-def _run(scenario: Scenario, names: list[str], seed: int, err: Console) -> Comparison:
+def _run(scenario: Scenario, names: list[str], seed: int, err: Console, jobs: int) -> Comparison:
     from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from knuma.sim.comparison import compare
 
     if not err.is_terminal:
-        return compare(scenario, names, seed)
+        return compare(scenario, names, seed, jobs=jobs)
     columns = (TextColumn("{task.description:<16}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"))
     with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as progress:
         tasks: dict[str, TaskID] = {name: progress.add_task(name, total=1.0) for name in names}
@@ -191,7 +204,7 @@ def _run(scenario: Scenario, names: list[str], seed: int, err: Console) -> Compa
         def update(name: str, fraction: float) -> None:
             progress.update(tasks[name], completed=fraction)
 
-        return compare(scenario, names, seed, progress=update)
+        return compare(scenario, names, seed, progress=update, jobs=jobs)
 
 
 def _list(out: Console) -> None:
