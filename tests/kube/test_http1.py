@@ -201,3 +201,34 @@ def test_an_answer_that_is_not_http_fails_as_unavailable() -> None:
             server.close()
 
     asyncio.run(run())
+
+
+def test_at_most_limit_requests_at_once_and_a_cancelled_waiter_gives_its_turn_on() -> None:
+    in_flight, most = [0], [0]
+
+    async def answer(number: int, request: bytes, writer: asyncio.StreamWriter) -> bool:
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        await asyncio.sleep(0.02)
+        in_flight[0] -= 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        return True
+
+    async def run() -> None:
+        server, requests, connections = await _serve(answer)
+        session = ApiSession(_url(server), limit=2)
+        try:
+            sends = [asyncio.create_task(session.send("GET", f"/{i}")) for i in range(8)]
+            await asyncio.sleep(0)
+            sends[5].cancel()  # waiting for a slot
+            done = await asyncio.gather(*sends, return_exceptions=True)
+            after = await session.send("GET", "/after")
+        finally:
+            await session.aclose()
+            server.close()
+        assert isinstance(done[5], asyncio.CancelledError)
+        assert [d.content for i, d in enumerate(done) if i != 5] == [b"ok"] * 7  # type: ignore[union-attr]
+        assert after.content == b"ok"
+        assert most[0] == 2 and connections == [2] and len(requests) == 8
+
+    asyncio.run(run())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,22 @@ async def test_pods_for_other_schedulers_are_left_alone(api: RunningApiServer) -
             await asyncio.sleep(0.3)
             assert await c.node_of("theirs") == ""
             assert daemon.scheduled == 1
+
+
+async def test_the_synced_heap_is_frozen_while_schedulers_run_and_thawed_after_the_last(api: RunningApiServer) -> None:
+    """The initial lists are moved out of the cycle collector's reach once synced (`gc.freeze`), and given back when
+    the last scheduler in the process stops."""
+    assert gc.get_freeze_count() == 0
+    async with cluster(api) as c:
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api) as first:
+            await c.create_pod("p1", "1")
+            await c.bound("p1")
+            assert first.ready.is_set() and gc.get_freeze_count() > 0
+            async with running_scheduler(api, settings=DaemonSettings(leader_elect=False)) as second:
+                await asyncio.wait_for(second.ready.wait(), 10)
+            assert gc.get_freeze_count() > 0  # the first still runs
+        assert gc.get_freeze_count() == 0
 
 
 async def test_unschedulable_pod_reports_and_is_scheduled_when_room_appears(api: RunningApiServer) -> None:

@@ -44,6 +44,8 @@ JSON = "application/json"
 
 Params = Mapping[str, str] | None
 Timeout = float | httpx2.Timeout | None
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+"""`json.dumps(body, separators=(",", ":"))`'s encoder, built once instead of per request."""
 AsyncApi = httpx2.AsyncClient | ApiSession
 """What the asynchronous requests accept: the `httpx2` client, or the faster `ApiSession` for hot write paths."""
 
@@ -63,7 +65,7 @@ async def request(
     A body is sent as JSON; a PATCH's as a JSON merge patch unless `content_type` says otherwise."""
     headers = _headers(method, body, content_type)
     if isinstance(http, ApiSession):
-        content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        content = None if body is None else _COMPACT.encode(body).encode()
         seconds = timeout.read if isinstance(timeout, httpx2.Timeout) else timeout
         return _decoded(
             method, await http.send(method, path, content=content, params=params, headers=headers, timeout=seconds)

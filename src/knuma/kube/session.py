@@ -20,6 +20,7 @@ dialled directly, as `trust_env=False` does for the other clients).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ssl
 import urllib.parse
@@ -76,7 +77,8 @@ class ApiSession:
         self._limit = limit
         self._authorization: str | None = None
         self._lock: asyncio.Lock | None = None
-        self._slots: asyncio.Semaphore | None = None
+        self._busy = 0
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self._idle: list[Http1Connection] = []
         self._open: set[Http1Connection] = set()
 
@@ -125,8 +127,8 @@ class ApiSession:
         """One request on an idle connection (or a new one); a reused connection the server had closed meanwhile
         (its keep-alive timeout) is retried once on a new connection when no byte of the answer came back, as
         Go's `http.Transport` retries a request that failed on a reused connection."""
-        self._slots = self._slots or asyncio.Semaphore(self._limit)
-        async with self._slots:
+        await self._acquire()
+        try:
             while True:
                 connection = await self._connection()
                 try:
@@ -146,6 +148,34 @@ class ApiSession:
                 else:
                     self._idle.append(connection)
                 return response
+        finally:
+            self._release()
+
+    async def _acquire(self) -> None:
+        """One of the `limit` request slots, first come first served. A counter and a queue of waiters rather than
+        `asyncio.Semaphore`, whose `acquire` scans every waiter on each call (Python 3.11): a burst of events
+        queued behind the bindings would make each request pay for the whole queue."""
+        if self._busy < self._limit and not self._waiting:
+            self._busy += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter  # the releaser hands its slot over: `_busy` stays counted
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed a slot after the cancellation: pass it on
+            else:
+                self._waiting.remove(waiter)
+            raise
+
+    def _release(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._busy -= 1
 
     async def _connection(self) -> Http1Connection:
         while self._idle:
