@@ -58,6 +58,7 @@ def dgx_node(name: str, free_cpus: tuple[int, int], devices: dict[int, dict[str,
 
 def test_zone_devices_count_allocated_and_in_flight_claims() -> None:
     state = DeviceState()
+    assert state.zone_devices_changed() == set()  # a cluster without DRA: nothing for the cache to re-read
     for body in resource_slices("dgx-0", BUILTIN_SHAPES["dgx"]):
         state.set_slice(body)
     assert state.zone_devices("dgx-0") == {0: {GPUS: (4, 4), NICS: (4, 4)}, 1: {GPUS: (4, 4), NICS: (4, 4)}}

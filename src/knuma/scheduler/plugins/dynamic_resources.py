@@ -260,7 +260,7 @@ class DeviceState:
         slices_version, seen = self._watched
         self._watched = (self.slices_version, in_use)
         if slices_version != self.slices_version:
-            return None
+            return None if self.slices_version else set()  # no slice ever seen: no node has DRA devices
         node_of = self.device_index()[1]
         return {node for device in in_use ^ seen if (node := node_of.get(device)) is not None}
 
