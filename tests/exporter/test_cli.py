@@ -8,8 +8,10 @@ from typer.testing import CliRunner
 
 from knuma.api.nrt import NodeResourceTopology
 from knuma.cli.main import app
+from knuma.local.apiserver.tls import self_signed
 from knuma.podresources import Allocatable, Container, Devices, Pod
 from knuma.podresources.server import PodResourcesServer
+from tests.serving.test_http import write_pair
 
 from .sysfs_trees import NodeSpec, write_tree
 
@@ -146,6 +148,33 @@ def test_httptls_without_a_certificate_fails_at_start(xeon_sysfs: Path, tmp_path
     )
     assert result.exit_code == 2
     assert f"/metrics TLS certificate {tmp_path}/tls.crt does not exist" in result.stderr
+
+
+def test_metrics_tls_policy_errors_are_one_line(xeon_sysfs: Path, tmp_path: Path) -> None:
+    write_pair(tmp_path, self_signed(["localhost"]))
+    base = ["exporter", "--sysfs-root", str(xeon_sysfs), "--node-name", "n", "--metrics-certs-dir", str(tmp_path)]
+    cases = [
+        (["--metrics-want-cli-auth"], "--metrics-want-cli-auth needs --metrics-mode=httptls"),
+        (
+            ["--metrics-mode=httptls", "--metrics-tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,RC4"],
+            "unknown --metrics-tls-cipher-suites name 'RC4'",
+        ),
+        (
+            ["--metrics-mode=httptls", "--metrics-tls-cipher-suites=TLS_ECDHE_RSA_WITH_RC4_128_SHA"],
+            "--metrics-tls-cipher-suites name 'TLS_ECDHE_RSA_WITH_RC4_128_SHA' (OpenSSL ECDHE-RSA-RC4-SHA) is not "
+            "available in OpenSSL",
+        ),
+        (
+            ["--metrics-mode=httptls", "--metrics-want-cli-auth", f"--metrics-client-ca-file={tmp_path}/ca.crt"],
+            f"/metrics client CA file {tmp_path}/ca.crt does not exist",
+        ),
+    ]
+    for flags, problem in cases:
+        result = runner.invoke(app, [*base, *flags])
+        assert result.exit_code == 2, (flags, result.output)
+        assert problem in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no traceback
+        assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 def test_watch_namespace_flag(xeon_sysfs: Path) -> None:

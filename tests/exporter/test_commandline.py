@@ -36,6 +36,9 @@ def test_durations_and_names_become_settings() -> None:
         (CommandLine(no_podresources=True), "only makes sense with --dry-run"),
         (CommandLine(metrics_mode="https"), "unknown --metrics-mode 'https'"),
         (CommandLine(no_podresources=True, dry_run=True, exclude_terminal_pods=True), "does nothing"),
+        (CommandLine(metrics_want_cli_auth=True), "--metrics-want-cli-auth needs --metrics-mode=httptls"),
+        (CommandLine(metrics_client_ca_file="ca.crt"), "--metrics-client-ca-file needs --metrics-mode=httptls"),
+        (CommandLine(metrics_mode="httptls", metrics_client_ca_file="ca.crt"), "needs --metrics-want-cli-auth"),
     ],
 )
 def test_combinations_that_cannot_work_are_refused(command: CommandLine, problem: str) -> None:

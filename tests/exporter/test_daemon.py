@@ -25,7 +25,7 @@ from knuma.exporter.publisher import NRT
 from knuma.exporter.settings import ExporterSettings, build_options
 from knuma.exporter.sysfs import discover
 from knuma.exporter.triggers import Trigger
-from knuma.local.apiserver.tls import self_signed
+from knuma.local.apiserver.tls import certificate_authority, self_signed, signed_by
 from knuma.podresources import Allocatable, Container, Pod
 from knuma.podresources.server import PodResourcesServer
 from knuma.testing.apiserver import RunningApiServer
@@ -146,13 +146,19 @@ def free_port() -> int:
 
 @pytest.mark.slow
 def test_cli_daemon_serves_https_and_stops_cleanly_on_sigterm(api: RunningApiServer, tmp_path: Path) -> None:
-    """The console script as a DaemonSet runs it, with `--metrics-mode=httptls`."""
+    """The console script as a DaemonSet runs it, with `--metrics-mode=httptls`, client-certificate authentication
+    against a cluster CA and a TLS 1.2 cipher-suite list."""
     root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1])})
     certs = tmp_path / "certs"
     certs.mkdir()
     cert = self_signed(["localhost", "127.0.0.1"])
     (certs / "serving.crt").write_text(cert.cert_pem)
     (certs / "serving.key").write_text(cert.key_pem)
+    cluster_ca = certificate_authority("cluster-ca")
+    (certs / "client-ca.crt").write_text(cluster_ca.cert_pem)
+    scraper = signed_by(cluster_ca, [], common_name="prometheus", client=True)
+    (tmp_path / "scraper.crt").write_text(scraper.cert_pem)
+    (tmp_path / "scraper.key").write_text(scraper.key_pem)
     with PodResourcesServer(allocatable=Allocatable(cpu_ids=(0, 1))) as kubelet:
         args = [
             KNUMA,
@@ -171,6 +177,9 @@ def test_cli_daemon_serves_https_and_stops_cleanly_on_sigterm(api: RunningApiSer
             f"--metrics-certs-dir={certs}",
             "--metrics-cert-file=serving.crt",
             "--metrics-key-file=serving.key",
+            "--metrics-want-cli-auth",
+            f"--metrics-client-ca-file={certs}/client-ca.crt",
+            "--metrics-tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
             "--no-add-nrt-owner",
         ]
         proc = subprocess.Popen(args, stderr=subprocess.PIPE, env={**os.environ, "NODE_NAME": ""})
@@ -183,6 +192,16 @@ def test_cli_daemon_serves_https_and_stops_cleanly_on_sigterm(api: RunningApiSer
                 lines.append(line)
             port = int(lines[-1].split("https://127.0.0.1:")[1].split('"')[0])
             context = ssl.create_default_context(cadata=cert.cert_pem)
+            with pytest.raises(OSError):  # no client certificate: refused (ssl.SSLError or a reset)
+                urllib.request.urlopen(f"https://localhost:{port}/healthz", context=context, timeout=5).read()
+            context.load_cert_chain(tmp_path / "scraper.crt", tmp_path / "scraper.key")
+            with urllib.request.urlopen(f"https://localhost:{port}/healthz", context=context, timeout=5) as response:
+                assert response.read() == b"ok\n"
+            context.maximum_version = ssl.TLSVersion.TLSv1_2
+            context.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")  # not in the list: the handshake fails
+            with pytest.raises(OSError):
+                urllib.request.urlopen(f"https://localhost:{port}/healthz", context=context, timeout=5)
+            context.set_ciphers("ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256")
             with urllib.request.urlopen(f"https://localhost:{port}/healthz", context=context, timeout=5) as response:
                 assert response.read() == b"ok\n"
             client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)

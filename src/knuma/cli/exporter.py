@@ -125,6 +125,23 @@ def exporter(
     metrics_tls_min_version: str = typer.Option(
         "VersionTLS12", "--metrics-tls-min-version", help="httptls: VersionTLS12 or VersionTLS13."
     ),
+    metrics_tls_cipher_suites: str = typer.Option(
+        "",
+        "--metrics-tls-cipher-suites",
+        help="httptls: comma-separated Go cipher-suite names for TLS 1.2 (as Kubernetes components take them, e.g. "
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); ignored with TLS 1.3. Default: OpenSSL's.",
+    ),
+    metrics_want_cli_auth: bool = typer.Option(
+        False,
+        "--metrics-want-cli-auth",
+        help="httptls: require a client certificate signed by a trusted CA (the system roots, or "
+        "--metrics-client-ca-file).",
+    ),
+    metrics_client_ca_file: str | None = typer.Option(
+        None,
+        "--metrics-client-ca-file",
+        help="With --metrics-want-cli-auth: PEM CA bundle client certificates must chain to (reloaded on change).",
+    ),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
     add_nrt_owner: bool = typer.Option(

@@ -55,6 +55,9 @@ class CommandLine:
     metrics_cert_file: str = "tls.crt"
     metrics_key_file: str = "tls.key"
     metrics_tls_min_version: str = "VersionTLS12"
+    metrics_tls_cipher_suites: str = ""
+    metrics_want_cli_auth: bool = False
+    metrics_client_ca_file: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
     add_nrt_owner: bool = True
@@ -69,6 +72,19 @@ class CommandLine:
             )
         if self.metrics_mode not in METRICS_MODES:
             raise InvalidInput(f"unknown --metrics-mode {self.metrics_mode!r}; use http, httptls or disabled")
+        if self.metrics_mode != "httptls":
+            if self.metrics_want_cli_auth:
+                raise InvalidInput(
+                    "--metrics-want-cli-auth needs --metrics-mode=httptls: client certificates are checked during the "
+                    "TLS handshake; add --metrics-mode=httptls and a serving certificate (--metrics-certs-dir)"
+                )
+            if self.metrics_client_ca_file:
+                raise InvalidInput("--metrics-client-ca-file needs --metrics-mode=httptls and --metrics-want-cli-auth")
+        if self.metrics_client_ca_file and not self.metrics_want_cli_auth:
+            raise InvalidInput(
+                "--metrics-client-ca-file is the CA bundle client certificates are checked against: it needs "
+                "--metrics-want-cli-auth"
+            )
         if self.no_podresources and self.exclude_terminal_pods:
             raise InvalidInput(
                 "--exclude-terminal-pods filters what the kubelet lists; it does nothing with --no-podresources"
@@ -86,7 +102,13 @@ def settings_from(command: CommandLine) -> ExporterSettings:
     tls = None
     if command.metrics_mode == "httptls" and not command.dry_run and command.metrics_port:
         certificate = (command.metrics_certs_dir, command.metrics_cert_file, command.metrics_key_file)
-        tls = ServingCertificate.from_flags(*certificate, command.metrics_tls_min_version)
+        tls = ServingCertificate.from_flags(
+            *certificate,
+            command.metrics_tls_min_version,
+            command.metrics_tls_cipher_suites,
+            want_client_auth=command.metrics_want_cli_auth,
+            client_ca_file=command.metrics_client_ca_file,
+        )
     metrics_on = command.metrics_port and command.metrics_mode != "disabled"
     return ExporterSettings(
         node_name=command.node_name or default_node_name(),

@@ -9,6 +9,15 @@ is not fatal: the previous context stays in use, a warning is logged, and the ne
 Flags and defaults as resource-topology-exporter's: `--metrics-certs-dir` (`/etc/secrets/rte`), `--metrics-cert-file`
 (`tls.crt`) and `--metrics-key-file` (`tls.key`), relative to the directory unless absolute, and
 `--metrics-tls-min-version` (`VersionTLS12`, Go's names, or `1.2` / `1.3`).
+
+The policy follows RTE's `pkg/metrics/server/tls_policy.go` (`metricsTLSPolicyOpts`) and `setup.go`:
+- `--metrics-tls-cipher-suites`: Go names (see `ciphersuites`) restrict the TLS 1.2 suites; with a TLS 1.3 minimum
+  the list is ignored and that is logged, as `tls13PolicyOpt` does.
+- `--metrics-want-cli-auth`: `WithClientAuth` sets `tls.RequireAndVerifyClientCert`, here `ssl.CERT_REQUIRED`: a
+  client without a certificate, or with one no trusted CA signed, fails the handshake. RTE leaves `ClientCAs` nil, so
+  Go verifies against the system roots; so does this by default (OpenSSL's default paths, `SSL_CERT_FILE` /
+  `SSL_CERT_DIR`). `--metrics-client-ca-file` (a knuma addition) trusts a CA bundle instead, e.g. the cluster CA; it
+  is reloaded with the pair when it changes.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import ssl
 from pathlib import Path
 
 from knuma.errors import ConfigError
+from knuma.serving.ciphersuites import CipherSuites, parse_cipher_suites
 
 __all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version"]
 
@@ -60,6 +70,9 @@ class ServingCertificate:
         key_file: str | os.PathLike[str],
         *,
         min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+        cipher_suites: CipherSuites | None = None,
+        client_auth: bool = False,
+        client_ca_file: str | os.PathLike[str] | None = None,
         purpose: str = "/metrics",
         hint: str = "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file",
     ) -> None:
@@ -70,6 +83,24 @@ class ServingCertificate:
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self.min_version = min_version
+        self.cipher_suites = cipher_suites or CipherSuites((), ())
+        self.client_auth = client_auth
+        """Require a client certificate signed by a trusted CA (`ssl.CERT_REQUIRED`)."""
+        self.client_ca_file = Path(client_ca_file) if client_ca_file is not None else None
+        """The CAs client certificates must chain to; None: the system roots, as Go's nil `ClientCAs`."""
+        if self.cipher_suites.names and min_version >= ssl.TLSVersion.TLSv1_3:
+            log.info(
+                "TLS 1.3 uses fixed cipher suites; ignoring the %d configured cipher suites",
+                len(self.cipher_suites.names),
+            )
+            self.cipher_suites = CipherSuites((), ())
+        elif self.cipher_suites.only_tls13:
+            log.warning(
+                "the configured cipher suites are all TLS 1.3 suites, which cannot be chosen: no TLS 1.2 suite is "
+                "left, so %s accepts TLS 1.3 only",
+                self.purpose,
+            )
+            self.min_version = ssl.TLSVersion.TLSv1_3
         self.loads = 0
         """How many times a certificate was loaded (1 after start)."""
         self._seen = self._identities()
@@ -77,10 +108,26 @@ class ServingCertificate:
 
     @classmethod
     def from_flags(
-        cls, certs_dir: str, cert_file: str, key_file: str, min_version: str = "VersionTLS12"
+        cls,
+        certs_dir: str,
+        cert_file: str,
+        key_file: str,
+        min_version: str = "VersionTLS12",
+        cipher_suites: str = "",
+        *,
+        want_client_auth: bool = False,
+        client_ca_file: str | None = None,
     ) -> ServingCertificate:
+        """From the exporter's flags. Raises `TLSConfigError` or `CipherSuiteError` naming the flag at fault."""
         base = Path(certs_dir)
-        return cls(base / cert_file, base / key_file, min_version=parse_min_version(min_version))
+        return cls(
+            base / cert_file,
+            base / key_file,
+            min_version=parse_min_version(min_version),
+            cipher_suites=parse_cipher_suites(cipher_suites),
+            client_auth=want_client_auth,
+            client_ca_file=client_ca_file or None,
+        )
 
     def context(self) -> ssl.SSLContext:
         """The context for a new connection: reloaded first if the files changed since the last load."""
@@ -95,7 +142,8 @@ class ServingCertificate:
         return self._context
 
     def _identities(self) -> tuple[tuple[int, int, int, int] | None, ...]:
-        return (_identity(self.cert_file), _identity(self.key_file))
+        files = (self.cert_file, self.key_file, self.client_ca_file)
+        return tuple(_identity(path) for path in files if path is not None)
 
     def _load(self) -> ssl.SSLContext:
         for path, what in ((self.cert_file, "certificate"), (self.key_file, "key")):
@@ -106,11 +154,32 @@ class ServingCertificate:
                 )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = self.min_version
+        self.cipher_suites.apply(context)
         try:
             context.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError) as err:
             raise TLSConfigError(
                 f"cannot load the {self.purpose} certificate {self.cert_file} with key {self.key_file}: {err}"
             ) from None
+        if self.client_auth:
+            self._trust_clients(context)
         self.loads += 1
         return context
+
+    def _trust_clients(self, context: ssl.SSLContext) -> None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        if self.client_ca_file is None:
+            context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+            return
+        if not self.client_ca_file.is_file():
+            raise TLSConfigError(
+                f"{self.purpose} client CA file {self.client_ca_file} does not exist: mount the CA bundle there, "
+                "or drop --metrics-client-ca-file to trust the system roots"
+            )
+        try:
+            context.load_verify_locations(cafile=self.client_ca_file)
+        except (ssl.SSLError, OSError, ValueError) as err:
+            raise TLSConfigError(
+                f"cannot load the {self.purpose} client CA file {self.client_ca_file} (PEM certificates expected): "
+                f"{err}"
+            ) from None

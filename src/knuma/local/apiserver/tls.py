@@ -135,6 +135,51 @@ class Certificate:
 
 def self_signed(hosts: list[str], *, common_name: str = "knuma-apiserver", days: int = 3650) -> Certificate:
     """A certificate valid for `hosts` (DNS names or IP addresses), signed by its own key."""
+    return _issue(hosts, common_name, days, issuer=None, usages=("1.3.6.1.5.5.7.3.1",))
+
+
+def certificate_authority(common_name: str, *, days: int = 3650) -> Certificate:
+    """A self-signed CA for `signed_by`, without extendedKeyUsage, so it may sign server and client certificates
+    (OpenSSL checks a CA's extendedKeyUsage against the purpose of the certificates it signed)."""
+    return _issue([], common_name, days, issuer=None, usages=())
+
+
+def signed_by(
+    issuer: Certificate, hosts: list[str], *, common_name: str, client: bool = False, days: int = 3650
+) -> Certificate:
+    """A leaf certificate signed by `issuer` (from `certificate_authority`): for a server (`hosts` in its
+    subjectAltName) or, with `client`, for TLS client authentication (extendedKeyUsage clientAuth; `hosts` may be
+    empty)."""
+    usages = ("1.3.6.1.5.5.7.3.2",) if client else ("1.3.6.1.5.5.7.3.1",)
+    return _issue(hosts, common_name, days, issuer=issuer, usages=usages)
+
+
+def _children(der: bytes) -> list[bytes]:
+    """The TLV items inside the DER SEQUENCE `der` (each with its tag and length)."""
+    body_at = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7F)
+    items, pos = [], body_at
+    while pos < len(der):
+        size, head = der[pos + 1], 2
+        if size >= 0x80:
+            head = 2 + (size & 0x7F)
+            size = int.from_bytes(der[pos + 2 : pos + head], "big")
+        items.append(der[pos : pos + head + size])
+        pos += head + size
+    return items
+
+
+def _issuer_of(issuer: Certificate) -> tuple[int, bytes, bytes]:
+    """The signing key, subject name (DER) and key identifier of a certificate this module wrote."""
+    key = _children(ssl.PEM_cert_to_DER_cert(issuer.key_pem.replace("EC PRIVATE KEY", "CERTIFICATE")))
+    d = int.from_bytes(key[1][2:], "big")
+    tbs = _children(_children(ssl.PEM_cert_to_DER_cert(issuer.cert_pem))[0])
+    point = _children(tbs[6])[1][3:]  # subjectPublicKeyInfo's BIT STRING: tag, length, unused-bits byte
+    return d, tbs[5], hashlib.sha1(point).digest()
+
+
+def _issue(
+    hosts: list[str], common_name: str, days: int, *, issuer: Certificate | None, usages: tuple[str, ...]
+) -> Certificate:
     d = secrets.randbelow(_N - 1) + 1
     public = _mul(d, _G)
     assert public is not None
@@ -142,6 +187,12 @@ def self_signed(hosts: list[str], *, common_name: str = "knuma-apiserver", days:
     ec_alg = _seq(_oid("1.2.840.10045.2.1"), _oid("1.2.840.10045.3.1.7"))
     spki = _seq(ec_alg, _bits(point))
     key_id = hashlib.sha1(point).digest()
+    if issuer is None:
+        signer, issuer_name, issuer_key_id = d, _name(common_name), key_id
+        constraints, key_usage = _seq(_tlv(0x01, b"\xff")), _bits(b"\x84", 2)  # CA; digitalSignature, keyCertSign
+    else:
+        signer, issuer_name, issuer_key_id = _issuer_of(issuer)
+        constraints, key_usage = _seq(), _bits(b"\x80", 7)  # not a CA; digitalSignature
     sans = b""
     for host in dict.fromkeys(hosts):
         try:
@@ -149,12 +200,12 @@ def self_signed(hosts: list[str], *, common_name: str = "knuma-apiserver", days:
         except ValueError:
             sans += _tlv(0x82, host.encode())
     extensions = _seq(
-        _ext("2.5.29.19", _seq(_tlv(0x01, b"\xff")), critical=True),
-        _ext("2.5.29.15", _bits(b"\x84", 2), critical=True),
-        _ext("2.5.29.37", _seq(_oid("1.3.6.1.5.5.7.3.1"))),
-        _ext("2.5.29.17", _seq(sans)),
+        _ext("2.5.29.19", constraints, critical=True),
+        _ext("2.5.29.15", key_usage, critical=True),
+        *([_ext("2.5.29.37", _seq(*(_oid(usage) for usage in usages)))] if usages else []),
+        *([_ext("2.5.29.17", _seq(sans))] if sans else []),
         _ext("2.5.29.14", _tlv(0x04, key_id)),
-        _ext("2.5.29.35", _seq(_tlv(0x80, key_id))),
+        _ext("2.5.29.35", _seq(_tlv(0x80, issuer_key_id))),
     )
     now = datetime.now(UTC).replace(microsecond=0)
     sig_alg = _seq(_oid("1.2.840.10045.4.3.2"))
@@ -162,13 +213,13 @@ def self_signed(hosts: list[str], *, common_name: str = "knuma-apiserver", days:
         _tlv(0xA0, _int(2)),
         _int(secrets.randbits(63) | 1),
         sig_alg,
-        _name(common_name),
+        issuer_name,
         _seq(_time(now - timedelta(hours=1)), _time(now + timedelta(days=days))),
         _name(common_name),
         spki,
         _tlv(0xA3, extensions),
     )
-    r, s = _sign(d, tbs)
+    r, s = _sign(signer, tbs)
     cert = _seq(tbs, sig_alg, _bits(_seq(_int(r), _int(s))))
     key = _seq(
         _int(1), _tlv(0x04, d.to_bytes(32, "big")), _tlv(0xA0, _oid("1.2.840.10045.3.1.7")), _tlv(0xA1, _bits(point))
