@@ -115,3 +115,67 @@ def test_objects_just_within_the_depth_limit_work_end_to_end(http_client: Http) 
     assert applied.status == 200, applied.body[:300]
     too_deep = {**blob, "metadata": {"name": "c"}, "spec": _nested(MAX_DEPTH + 1)}
     assert http_client.post(BLOBS, too_deep).status == 400
+
+
+def _blob_crd(http_client: Http) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.knuma.io"},
+        "spec": {
+            "group": "example.knuma.io",
+            "scope": "Namespaced",
+            "names": {"plural": "blobs", "kind": "Blob"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+    assert http_client.post(CRDS, crd).status in (201, 409)
+
+
+def test_numbers_that_are_not_finite_are_400_as_kube_apiserver_cannot_decode_them(http_client: Http) -> None:
+    """`NaN`, `Infinity` and `1e400` are not JSON numbers Go can decode; YAML's `.nan` and `.inf` cannot become
+    JSON. Each is refused in bodies, patches and apply configurations, and nothing is stored."""
+    _blob_crd(http_client)
+    head = b'{"apiVersion":"example.knuma.io/v1","kind":"Blob","metadata":{"name":"nan"},"spec":{"x":'
+    for literal in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1.5e999"):
+        reply = http_client.post(BLOBS, head + literal + b"}}")
+        assert (reply.status, reply.json["reason"]) == (400, "BadRequest"), (literal, reply.body[:200])
+        assert "finite" in reply.json["message"]
+    for word in (".nan", ".inf", "-.inf"):
+        body = f"apiVersion: example.knuma.io/v1\nkind: Blob\nmetadata: {{name: nan}}\nspec: {{x: {word}}}\n"
+        reply = http_client.post(BLOBS, body.encode(), content_type="application/yaml")
+        assert reply.status == 400 and "finite" in reply.json["message"], (word, reply.body[:200])
+    assert http_client.get(f"{BLOBS}/nan").status == 404
+    fine = http_client.post(BLOBS, head + b'1e300,"y":0.1,"z":-0.0}}')
+    assert fine.status == 201, fine.body[:200]
+    patched = http_client.patch(f"{BLOBS}/nan", b'{"spec":{"x":NaN}}', "application/merge-patch+json")
+    assert patched.status == 400
+    applied = http_client.request(
+        "PATCH",
+        f"{BLOBS}/nan?fieldManager=me&force=true",
+        b"apiVersion: example.knuma.io/v1\nkind: Blob\nmetadata: {name: nan}\nspec: {x: .nan}\n",
+        content_type="application/apply-patch+yaml",
+    )
+    assert applied.status == 400
+    assert http_client.get(f"{BLOBS}/nan").json["spec"] == {"x": 1e300, "y": 0.1, "z": -0.0}
+
+
+def test_watch_lines_decode_to_what_get_returns(http_client: Http) -> None:
+    """Watch events are encoded by msgspec, GET and LIST answers by `json`: the spelling may differ (exponents,
+    escapes), the decoded objects may not."""
+    _blob_crd(http_client)
+    rv = http_client.get(BLOBS).json["metadata"]["resourceVersion"]
+    spec = {"big": 1e300, "small": 5e-324, "tenth": 0.1, "int": 2**63 - 1, "huge": 2**70, "text": 'é\u2028"\\\n'}
+    blob = {"apiVersion": "example.knuma.io/v1", "kind": "Blob", "metadata": {"name": "spelled"}, "spec": spec}
+    assert http_client.post(BLOBS, blob).status == 201
+    events = http_client.watch(f"{BLOBS}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+    watched = next(e["object"] for e in events if e["object"]["metadata"]["name"] == "spelled")
+    got = http_client.get(f"{BLOBS}/spelled").json
+    assert watched == got and got["spec"] == spec

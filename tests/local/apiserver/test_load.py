@@ -107,3 +107,19 @@ def test_a_manifest_the_server_rejects_exits_2(tmp_path: Path) -> None:
     assert "has no kind DeviceDriver in devmgmtproto.k8s.io/v1alpha1; load its CustomResourceDefinition too" in (
         unknown.stderr
     )
+
+
+def test_a_manifest_with_a_number_that_is_not_finite_exits_2(tmp_path: Path) -> None:
+    """What a request body may not hold (`NaN`, `.inf`: kube-apiserver cannot decode them) `--load` refuses too."""
+    nan = tmp_path / "nan.yaml"
+    nan.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nan}\nx: [1, {y: .nan}]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(nan)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"--load ConfigMap nan ({nan}#1): the object holds nan, which is not a JSON number" in proc.stderr
+    assert "Traceback" not in proc.stderr

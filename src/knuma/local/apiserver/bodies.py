@@ -12,11 +12,18 @@ log flood). So every body is decoded here, then walked once, iteratively, with a
 
 The walk stops as soon as a budget is exceeded, so refusing a bomb costs about as much as accepting a large valid
 body. The same bounds apply to server-side apply configurations and patches.
+
+Numbers must be finite, as kube-apiserver's decoders require: `NaN`, `Infinity` and `-Infinity` are not JSON (Go's
+`encoding/json`, which `sigs.k8s.io/json` derives from, stops at the `N`), a number beyond float64 (`1e400`) does not
+unmarshal, and YAML's `.nan` / `.inf` fail the YAML-to-JSON conversion (`json.Marshal`: unsupported value). Python's
+`json` would accept all of them and print them back as invalid JSON, so they are a 400 here; every stored object is
+then plain JSON, which lets the watch encoder (`store.WatchEvent.encode`) use msgspec.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import yaml
@@ -48,6 +55,24 @@ def _scalar_size(value: Any) -> int:
     return len(value) + 2 if isinstance(value, str) else 8
 
 
+def not_finite(what: str, value: object) -> errors.ApiError:
+    return errors.bad_request(f"the {what} holds {value}, which is not a JSON number (numbers must be finite)")
+
+
+def _refuse_constant(text: str) -> float:
+    """`json.loads`' hook for `NaN`, `Infinity` and `-Infinity`, which are not JSON."""
+    raise ValueError(f"{text} is not a JSON value (numbers must be finite)")
+
+
+def _finite_float(text: str) -> float:
+    """`json.loads`' hook for a number with a fraction or exponent: beyond float64 (`1e400`) is an error, as Go's
+    `strconv.ParseFloat` range error is for kube-apiserver."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range (numbers must be finite)")
+    return value
+
+
 def check_bounds(value: Any, what: str = "request body") -> None:
     """Raise 400/413 when `value` is nested too deeply or too large with every shared node counted as often as it is
     used. Each distinct container is measured once (YAML aliases decode to shared objects, so memoizing by identity
@@ -56,6 +81,8 @@ def check_bounds(value: Any, what: str = "request body") -> None:
     open_ids: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
     keep: list[Any] = []  # keeps measured containers alive, so their ids stay unique while measuring
+    if isinstance(value, float) and not math.isfinite(value):
+        raise not_finite(what, value)
     while stack:
         item, children_done = stack.pop()
         if not isinstance(item, dict | list):
@@ -79,6 +106,8 @@ def check_bounds(value: Any, what: str = "request body") -> None:
             if isinstance(child, dict | list):
                 child_size, child_height = measured[id(child)]
             else:
+                if isinstance(child, float) and not math.isfinite(child):
+                    raise not_finite(what, child)
                 child_size, child_height = _scalar_size(child), 0
             size += child_size
             height = max(height, child_height + 1)
@@ -104,10 +133,24 @@ def check_depth(value: Any, what: str = "request body") -> None:
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
+def check_finite(value: Any, what: str) -> None:
+    """Raise 400 when `value` holds a number that is not finite (for documents not decoded here, e.g. `--load`
+    manifests)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise not_finite(what, item)
+
+
 def decode_json(raw: bytes, what: str = "request body") -> Any:
     """JSON within bounds; a syntax error or too deep a document is a 400 naming `what`."""
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise too_deep(what) from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from knuma.api.types import JsonObj
 
 GroupResource = tuple[str, str]
@@ -41,9 +43,24 @@ class WatchEvent:
         cached = self._encoded.get((api_version, kind))
         if cached is None:
             obj = self.obj if self.obj.get("apiVersion") == api_version else {**self.obj, "apiVersion": api_version}
-            cached = json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+            cached = _encode_line({"type": kind, "object": obj})
             self._encoded[(api_version, kind)] = cached
         return cached
+
+
+_MSGSPEC = msgspec.json.Encoder()
+
+
+def _encode_line(event: JsonObj) -> bytes:
+    """A watch line, encoded once for every watcher. msgspec (about ten times faster than `json.dumps` on a pod) is
+    exact here because admission refuses non-finite numbers (`bodies`: as kube-apiserver, which cannot decode them),
+    the one value the two encoders give different meanings (msgspec writes `null`, `json` an invalid `NaN`); the
+    rest differs only in spelling (`1e100` for `1e+100`, UTF-8 for `\\u` escapes), not in the decoded value.
+    Anything msgspec cannot encode goes through `json`."""
+    try:
+        return _MSGSPEC.encode(event) + b"\n"
+    except (TypeError, OverflowError, msgspec.EncodeError):
+        return json.dumps(event, separators=(",", ":")).encode() + b"\n"
 
 
 class Subscriber(Protocol):
