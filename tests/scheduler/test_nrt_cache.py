@@ -442,3 +442,30 @@ def test_knuma_reseeds_when_the_node_is_reconfigured() -> None:
     cache.pod_bound(bound(a))
     cache.upsert_nrt(nrt("n1", {0: {"cpu": ("8", "6"), "memory": "8Gi"}, 1: ZONES[1]}))  # more CPUs, no fingerprint
     assert cpus(cache) == [6000, 4000]
+
+
+def test_overreserve_resync_counts_the_pods_again_once_they_change() -> None:
+    """Resync reuses a node's pod fingerprint while its pods stay as they were; a pod leaving, arriving or changing
+    phase is counted at the next resync (here: the NRT reflects one pod, the scheduler sees two until one is gone)."""
+    over = OverReserve(5, profile_names={PROFILE})
+    cache = cluster(over)
+    first, second = two_cpu("first"), two_cpu("second")
+    for p in (first, second):
+        cache.assume(p, "n1")
+        cache.pod_bound(bound(p))
+    over.node_maybe_over_reserved("n1")
+    cache.upsert_nrt(nrt("n1", ZONES, nodeTopologyPodsFingerprint=compute([(first.namespace, first.name)])))
+    assert not over.resync()
+    assert not over.resync()  # nothing changed: still a mismatch
+    cache.pod_removed(second.key, "n1")
+    assert over.resync()  # the pods now match the NRT: flushed
+    assert over.reserved("n1") == 0
+    third = two_cpu("third")
+    cache.assume(third, "n1")
+    cache.pod_bound(bound(third, phase="Pending"))
+    over.node_maybe_over_reserved("n1")
+    assert over.resync()  # a Pending pod does not count (Dedicated): the fingerprint still matches
+    cache.assume(third, "n1")
+    cache.pod_bound(bound(third))
+    over.node_maybe_over_reserved("n1")
+    assert not over.resync()  # Running now: counted, and the NRT does not reflect it

@@ -20,7 +20,7 @@ from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
 from knuma.topology.cpumanager import CPUManagerOptions
 from knuma.topology.kubelet import admit
-from knuma.topology.node import NodeTopology
+from knuma.topology.node import NodeTopology, NUMAZone
 
 GI = 1 << 30
 DEVICE = "example.com/gpu"
@@ -393,3 +393,42 @@ def test_every_pod_a_new_shape_scores_every_node_as_schedule_one(
     assert placed > 20
     assert [fast.node(i.name) for i in infos] == infos
     assert assert_same_rows(fast, VectorizedScheduler(infos, scoring))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_usage_only_upserts_keep_the_static_part_as_a_fresh_scheduler_loads_it(seed: int) -> None:
+    """An upsert whose zones share capacity and allocatable with the row's (a view derived from the same NRT: a
+    reservation, a flush, a fresh NRT of the same node) reloads only the usage part of the row; the arrays stay equal
+    to those of a scheduler built from scratch, NRT freshness flips included."""
+    rng = random.Random(seed)
+    infos = random_cluster(rng, 8)
+    dynamic = VectorizedScheduler(infos)
+    compared = 0
+    for _ in range(40):
+        row = rng.randrange(len(infos))
+        info = infos[row]
+        topology = info.topology
+        if topology is not None and topology.zones and rng.random() < 0.8:
+            available = {
+                z.id: {name: rng.randrange(0, amount + 1) for name, amount in z.allocatable.items()}
+                for z in topology.zones
+            }
+            info = replace(info, topology=topology.with_available(available))
+        if rng.random() < 0.2:
+            info = replace(info, nrt_fresh=not info.nrt_fresh)
+        infos[row] = info
+        dynamic.upsert_node(info)
+        compared += assert_same_rows(dynamic, VectorizedScheduler(infos, demand=dynamic.demand))
+    assert compared == 40
+
+
+def test_a_zone_total_read_from_available_is_reloaded() -> None:
+    """A zone that reports CPUs only as available (no capacity, no allocatable: `NUMAZone.total` falls back to
+    available) changes its totals with its available amounts: such an upsert reloads the whole row."""
+    zone = NUMAZone(0, {}, {}, {"cpu": 8000})
+    first = NodeInfo(name="n", allocatable={"cpu": 8000, "pods": 110}, topology=NodeTopology("n", (zone,)))
+    dynamic = VectorizedScheduler([first])
+    second = replace(first, topology=first.topology.with_available({0: {"cpu": 4000}}))  # type: ignore[union-attr]
+    dynamic.upsert_node(second)
+    assert assert_same_rows(dynamic, VectorizedScheduler([second], demand=dynamic.demand))
+    assert dynamic.numa_cpu_total.tolist() == [4000]

@@ -102,7 +102,7 @@ def snapshot(kubelet: SimKubelet, now: float, last: NRTSnapshot | None = None) -
     the node's previous publication, reused when nothing changed on the node since."""
     if last is not None and last.generation == kubelet.generation and last.node == kubelet.name:
         return replace(last, time=now)
-    topology = replace(kubelet.topology, memory_groups={})
+    topology = kubelet.topology.with_zones(kubelet.topology.zones, memory_groups={})  # keeps its hardware key
     return NRTSnapshot(kubelet.name, topology, fingerprint(kubelet.running), kubelet.generation, now)
 
 

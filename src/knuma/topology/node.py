@@ -53,6 +53,7 @@ class Interned:
 
 
 _STATES = Interned(1 << 17)
+_HARDWARE = Interned(1 << 12)
 
 
 def _items(flat: Mapping[Any, Any]) -> tuple[tuple[Any, Any], ...]:
@@ -97,11 +98,19 @@ class NodeTopology:
         return (zones, self.config, self.prefer_closest, self.cpu_manager.key)
 
     @cached_property
+    def hardware_id(self) -> int:
+        """`hardware_key` interned (carried over with it): admission keys hold this int, so that hashing and comparing
+        them does not walk every zone's capacity, allocatable and distances each time."""
+        return _HARDWARE(self.hardware_key)
+
+    @cached_property
     def admission_key(self) -> Hashable:
         """Everything `knuma.topology.admit` reads of the node, i.e. all but its name: nodes with equal keys admit
-        the same pods on the same zones (what lets admission verdicts be memoised across nodes and calls)."""
-        available = tuple(_items(z.available) for z in self.zones)
-        return (self.hardware_key, available, _items(self.memory_groups))
+        the same pods on the same zones (what lets admission verdicts be memoised across nodes and calls). Each
+        zone's available amounts are taken in the zone's own key order, unsorted: equal tuples are equal zones, and
+        equal zones listed in another order only cost a memo miss."""
+        available = tuple(tuple(z.available.items()) for z in self.zones)
+        return (self.hardware_id, available, _items(self.memory_groups))
 
     @cached_property
     def admission_id(self) -> int:
@@ -160,9 +169,10 @@ class NodeTopology:
             out = replace(self, zones=zones)
         else:
             out = replace(self, zones=zones, memory_groups=memory_groups)
-        known = self.__dict__.get("hardware_key")
-        if known is not None:
-            out.__dict__["hardware_key"] = known
+        for carried in ("hardware_key", "hardware_id"):
+            known = self.__dict__.get(carried)
+            if known is not None:
+                out.__dict__[carried] = known
         return out
 
     @classmethod

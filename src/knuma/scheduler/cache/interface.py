@@ -6,10 +6,12 @@ Upstream's interface, method by method:
 | upstream (`cache.Interface`) | here |
 |---|---|
 | `GetCachedNRTCopy(node) -> (nrt, CachedNRTInfo{Fresh})` | `view(node) -> NRTView(topology, fresh)` |
-| `NodeMaybeOverReserved(node)` (a Filter rejection) | `node_maybe_over_reserved(node)` |
+| `NodeMaybeOverReserved(node)` (a Filter rejection) | `node_maybe_over_reserved(node)`, `nodes_maybe_over_reserved` |
 | `NodeHasForeignPods(node)` (the foreign-pods detector) | `pod_updated(bound_pod)` decides it per mode |
 | `ReserveNodeResources` / `UnreserveNodeResources` / `PostBind` | `reserve` / `unreserve` / `post_bind` |
 | `Resync()` (every `cacheResyncPeriodSeconds`) | `resync()`, run by the daemon every `resync_period` seconds |
+
+`nodes_maybe_over_reserved(nodes)` marks a scheduling cycle's rejections at once (the fast path's).
 
 Upstream fetches NRT objects with a client GET (passthrough, resync) or lists them once (overreserve); knuma's
 informer delivers every published NRT (`nrt_updated`), and each mode decides what to do with it: passthrough uses it
@@ -22,7 +24,7 @@ incremental consumers (the fast path's arrays) reload only those rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -107,6 +109,10 @@ class NRTCache(Protocol):
     def pod_deleted(self, key: str, node: str) -> None: ...
 
     def node_maybe_over_reserved(self, node: str) -> None: ...
+
+    def nodes_maybe_over_reserved(self, nodes: Iterable[str]) -> None:
+        """`node_maybe_over_reserved` for each of `nodes` (the fast path reports a cycle's rejections at once)."""
+        ...
 
     def reserve(self, node: str, pod: Pod) -> None: ...
 

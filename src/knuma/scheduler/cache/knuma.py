@@ -26,7 +26,7 @@ without waiting for the exporter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from knuma.api.fingerprint import Method, compute
@@ -322,6 +322,9 @@ class KnumaCache:
 
     def node_maybe_over_reserved(self, node: str) -> None:
         del node
+
+    def nodes_maybe_over_reserved(self, nodes: Iterable[str]) -> None:
+        del nodes
 
     def resync(self) -> bool:
         return False

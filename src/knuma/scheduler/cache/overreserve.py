@@ -32,7 +32,7 @@ time it sees it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from knuma.api.fingerprint import Method, compute
 from knuma.api.pod import Pod
@@ -84,6 +84,11 @@ class OverReserve:
         self.flushes = 0
         self.generation = 0
         self._views: dict[str, NRTView] = {}
+        self._versions: dict[str, int] = {}
+        """node → bumped whenever what resync counts there may change (its pods, its stored NRT)."""
+        self._counted: dict[str, tuple[int, bool, bool, tuple[tuple[str, str], ...], str]] = {}
+        """node → (version, only exclusive, any relevant pod, the pods counted, their fingerprint) at the last resync
+        that checked it: a node whose pods did not change since is not listed and hashed again."""
 
     # -- GetCachedNRTCopy --------------------------------------------------------------------------------------
 
@@ -107,12 +112,16 @@ class OverReserve:
         assumed = self.assumed.get(node)
         if not assumed:
             return base
-        available = {z.id: dict(z.available) for z in base.zones}
+        # Each pod taken from each zone in turn, clamped at 0, is the pods' sum taken once, clamped at 0 (requests
+        # are not negative): one pass over the zones instead of one per pod.
+        total: dict[str, int] = {}
         for request in assumed.values():
-            for zone in available.values():
-                for name, amount in request.items():
-                    if name in zone:
-                        zone[name] = max(0, zone[name] - amount)
+            for name, amount in request.items():
+                total[name] = total.get(name, 0) + amount
+        available = {
+            z.id: {name: max(0, amount - total.get(name, 0)) for name, amount in z.available.items()}
+            for z in base.zones
+        }
         return base.with_available(available)
 
     def _changed(self, node: str) -> None:
@@ -126,6 +135,7 @@ class OverReserve:
         stored = self.store.get(nrt.node)
         if stored is None:
             self.store[nrt.node] = nrt.topology  # first sight (upstream: only at start, issue #967)
+            self._bump(nrt.node)
             self._changed(nrt.node)
             # Upstream lists every NRT before its pod informer starts, so a foreign pod always finds its node's
             # data; here the informers sync concurrently, so pods seen before their node's NRT are checked now.
@@ -145,12 +155,17 @@ class OverReserve:
             on_node.pop(pod.key, None)  # the scheduler's shared informer drops terminal pods
         else:
             on_node[pod.key] = pod
+        self._bump(pod.node)
         self._detect_foreign(pod)
 
     def pod_deleted(self, key: str, node: str) -> None:
         gone = self.pods.get(node, {}).pop(key, None)
         if gone is not None:
+            self._bump(node)
             self._detect_foreign(gone)
+
+    def _bump(self, node: str) -> None:
+        self._versions[node] = self._versions.get(node, 0) + 1
 
     def _detect_foreign(self, pod: BoundPod) -> None:
         """`IsForeignPod` + `NodeHasForeignPods` (only nodes with stored NRT data are marked)."""
@@ -172,6 +187,9 @@ class OverReserve:
 
     def node_maybe_over_reserved(self, node: str) -> None:
         self.maybe_over_reserved.add(node)
+
+    def nodes_maybe_over_reserved(self, nodes: Iterable[str]) -> None:
+        self.maybe_over_reserved.update(nodes)
 
     def reserve(self, node: str, pod: Pod) -> None:
         if node not in self.store:
@@ -205,16 +223,11 @@ class OverReserve:
             if published is None or not published.fingerprint:
                 self._record(debug, node, published, (), "", "skipped: missing NodeTopology podset fingerprint data")
                 continue
-            pods = [p for p in self.pods.get(node, {}).values() if self._relevant(p)]
-            if not pods:
+            only_exclusive = self._only_exclusive(published)
+            any_pod, counted, computed = self._count(node, only_exclusive)
+            if not any_pod:
                 self._record(debug, node, published, (), "", "skipped: cannot find any pod for node")
                 continue
-            only_exclusive = self._only_exclusive(published)
-            if only_exclusive:
-                base = self.store.get(node)
-                pods = [p for p in pods if p.pod is not None and holds_exclusive_resources(p.pod, base)]
-            counted = tuple((p.namespace, p.name) for p in pods)
-            computed = compute(counted)
             if computed != published.fingerprint:
                 # the NRT does not count what the scheduler sees yet: stay dirty
                 self._record(debug, node, published, counted, computed, "mismatch", only_exclusive)
@@ -230,6 +243,27 @@ class OverReserve:
         if self.debug is not None:
             self.debug.write()
         return self.flushes != before
+
+    def _count(self, node: str, only_exclusive: bool) -> tuple[bool, tuple[tuple[str, str], ...], str]:
+        """`makeNodeToPodDataMap` + the fingerprint of one node: whether any relevant pod is there, the pods counted
+        (all relevant ones, or those holding exclusive resources), their fingerprint; reused while the node's pods
+        and stored NRT stay as they were."""
+        version = self._versions.get(node, 0)
+        cached = self._counted.get(node)
+        if cached is not None and cached[0] == version and cached[1] == only_exclusive:
+            return cached[2], cached[3], cached[4]
+        pods = [p for p in self.pods.get(node, {}).values() if self._relevant(p)]
+        any_pod = bool(pods)
+        counted: tuple[tuple[str, str], ...] = ()
+        computed = ""
+        if any_pod:
+            if only_exclusive:
+                base = self.store.get(node)
+                pods = [p for p in pods if p.pod is not None and holds_exclusive_resources(p.pod, base)]
+            counted = tuple((p.namespace, p.name) for p in pods)
+            computed = compute(counted)
+        self._counted[node] = (version, only_exclusive, any_pod, counted, computed)
+        return any_pod, counted, computed
 
     def _debug_context(self, node: str) -> tuple[tuple[str, ...], dict[str, dict[str, int]], tuple[str, ...]]:
         """(assumed pods, view per zone, dirty reasons) of `node` before its check."""
@@ -269,6 +303,7 @@ class OverReserve:
         """`FlushNodes`: adopt the NRT, drop the assumed pods and every mark."""
         node = nrt.node
         self.store[node] = nrt.topology
+        self._bump(node)
         self.assumed.pop(node, None)
         self.maybe_over_reserved.discard(node)
         self.foreign.discard(node)

@@ -8,6 +8,8 @@ exporter publishes again: with stale NRT this is the mode that produces `Topolog
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.interface import NO_DATA, BoundPod, NRTView, OnChange, PublishedNRT
 
@@ -27,6 +29,9 @@ class Passthrough:
         return self.published.get(node, NO_DATA)
 
     def nrt_updated(self, nrt: PublishedNRT) -> None:
+        known = self.published.get(nrt.node)
+        if known is not None and known.topology == nrt.topology:
+            return  # the same zones (an exporter's periodic publication of an unchanged node): no view changes
         self.published[nrt.node] = NRTView(nrt.topology)
         self.on_change(nrt.node)
 
@@ -42,6 +47,9 @@ class Passthrough:
 
     def node_maybe_over_reserved(self, node: str) -> None:
         del node
+
+    def nodes_maybe_over_reserved(self, nodes: Iterable[str]) -> None:
+        del nodes
 
     def reserve(self, node: str, pod: Pod) -> None:
         del node, pod

@@ -162,7 +162,8 @@ class FastPath:
         feasible, scores = vector.filter_and_score(pod, local.feasible)
         if plan.numa is not None and plan.numa.reports_rejections and not feasible.all():
             rejected = vector.numa_rejected(pod, feasible, local.feasible)
-            plan.numa.rejected(vector.names[r] for r in np.flatnonzero(rejected).tolist())
+            names = vector.names
+            plan.numa.rejected([names[r] for r in np.flatnonzero(rejected).tolist()])
         row_filters = [f for f in plan.row_filters if f.applies_to(pod)]
         if row_filters and not self._subset_sensitive(plan, local, feasible):
             # The ranking does not depend on which rows the row filters drop: run them on the best rows only, in

@@ -224,12 +224,14 @@ class VectorizedScheduler:
 
     def upsert_node(self, info: NodeInfo) -> None:
         row = self._rows.get(info.name)
+        static = True
         if row is None:
             row = len(self._infos)
             self._rows[info.name] = row
             self._infos.append(info)
             self._names = None
         else:
+            static = not _same_static(self._infos[row], info)
             self._infos[row] = info
         resources, zones = _resources_of([info]), _zones_of([info])
         if not resources <= self.index.keys() or zones > self.zone_count:
@@ -237,8 +239,9 @@ class VectorizedScheduler:
             return
         if row >= self._capacity:
             self._allocate(max(16, 2 * self._capacity))
-        self._views()
-        self._load_row(row)
+        if row >= self._size or self.available.base is not self._buffers["available"]:
+            self._views()  # a new row or new buffers (a replaced row: the views already show it)
+        self._load_row(row, static=static)
 
     def remove_node(self, name: str) -> None:
         row = self.row(name)
@@ -857,6 +860,40 @@ class VectorizedScheduler:
         )
         self.max_pods[row] = info.allocatable.get(PODS, MAX_PODS_UNSET)
         self.has_node_object[row] = info.has_node_object
+
+
+def _same_static(old: NodeInfo, new: NodeInfo) -> bool:
+    """Whether `_load_static` would load the same values for `new` as for `old` (only the usage changed: a
+    reservation, a pod bound or gone, an NRT with other available amounts), checked without computing them: the
+    same allocatable, Node object presence and NRT freshness, and zones with the same ids, capacity and allocatable
+    (the same objects, as views derived from one NRT share them) and available keys, where no resource's total
+    falls back to its available amount (`NUMAZone.total`)."""
+    if (
+        old.allocatable is not new.allocatable
+        or old.nrt_fresh != new.nrt_fresh
+        or old.has_node_object != new.has_node_object
+    ):
+        return False
+    before, after = old.numa, new.numa
+    if before is after:
+        return True
+    if before is None or after is None:
+        return False
+    if (
+        before.config != after.config
+        or before.cpu_manager != after.cpu_manager
+        or len(before.zones) != len(after.zones)
+    ):
+        return False
+    for a, b in zip(before.zones, after.zones, strict=True):
+        if a.id != b.id or a.capacity is not b.capacity or a.allocatable is not b.allocatable:
+            return False
+        if a.available.keys() != b.available.keys():
+            return False
+        for name in b.available:
+            if not (b.allocatable.get(name) or b.capacity.get(name)):
+                return False
+    return True
 
 
 def _select(rows: Rows, positions: IntpArray) -> IntpArray:

@@ -76,8 +76,7 @@ class NodeResourceTopologyMatch:
         """Filter rejected the pod on `nodes` for lack of aligned resources (the fast path reports its rejections
         here too): the cache may be over-reserving them."""
         if self.cache is not None:
-            for node in nodes:
-                self.cache.node_maybe_over_reserved(node)
+            self.cache.nodes_maybe_over_reserved(nodes)
 
     # -- PreFilter / Filter ------------------------------------------------------------------------------------
 
