@@ -122,9 +122,10 @@ async def refused(port: int, context: ssl.SSLContext, caplog: pytest.LogCaptureF
 
     The client sees a failed handshake with TLS 1.2; with TLS 1.3 its side of the handshake is over before the server
     judges its certificate, so it sees the connection closed instead of a response. asyncio closes the connection
-    without sending OpenSSL's alert, so the reason is only in the server's log."""
+    without sending OpenSSL's alert, so the reason is only in the server's log, at info level with the client's
+    address."""
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="knuma.serving.http"):
+    with caplog.at_level(logging.INFO, logger="knuma.serving.http"):
         try:
             response, _ = await get(port, context)
         except (ssl.SSLError, ConnectionError):
@@ -132,6 +133,7 @@ async def refused(port: int, context: ssl.SSLContext, caplog: pytest.LogCaptureF
     assert response == b""
     failures = [r.getMessage() for r in caplog.records if r.name == "knuma.serving.http"]
     assert len(failures) == 1, failures
+    assert failures[0].startswith("TLS handshake failed: refused 127.0.0.1:"), failures[0]
     return failures[0]
 
 

@@ -23,13 +23,18 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+LOGGERS = ("knuma.exporter", "knuma.serving")
+"""The exporter's own logs and its HTTP(S) server's (failed handlers, refused TLS handshakes)."""
+
+
 def configure(level: int) -> None:
-    """Send `knuma.exporter` logs to stderr as JSON lines at `level` (idempotent)."""
-    logger = logging.getLogger("knuma.exporter")
-    logger.setLevel(level)
-    if not any(getattr(h, "_knuma_json", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(JSONFormatter())
-        handler._knuma_json = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-        logger.propagate = False
+    """Send the `LOGGERS` to stderr as JSON lines at `level` (idempotent)."""
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        if not any(getattr(h, "_knuma_json", False) for h in logger.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(JSONFormatter())
+            handler._knuma_json = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+            logger.propagate = False

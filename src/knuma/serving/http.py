@@ -34,6 +34,23 @@ MAX_BODY = 32 * 1024 * 1024
 """Larger request bodies are refused (413): a ConversionReview of many objects stays well below."""
 
 
+_REFUSALS = frozenset(
+    {
+        "PEER_DID_NOT_RETURN_A_CERTIFICATE",
+        "CERTIFICATE_VERIFY_FAILED",
+        "NO_SHARED_CIPHER",
+        "UNSUPPORTED_PROTOCOL",
+    }
+)
+"""OpenSSL reasons of a handshake the server's TLS settings refused."""
+
+
+def _address(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
+
+
 class SimpleHTTPServer:
     def __init__(
         self,
@@ -64,7 +81,13 @@ class SimpleHTTPServer:
             try:
                 await writer.start_tls(self.tls(), ssl_handshake_timeout=5)
             except (ssl.SSLError, TimeoutError, ConnectionError, OSError) as err:
-                log.debug("TLS handshake failed: %s", err)
+                peer = writer.get_extra_info("peername")
+                if isinstance(err, ssl.SSLError) and err.reason in _REFUSALS:
+                    # the TLS policy at work (client certificate, cipher suites, version): worth telling the
+                    # operator, as the client only sees the connection closed (asyncio sends no TLS alert)
+                    log.info("TLS handshake failed: refused %s: %s", _address(peer), err)
+                else:  # port scans, tcpSocket probes, clients giving up
+                    log.debug("TLS handshake failed: %s: %s", _address(peer), err)
                 writer.transport.abort()
                 return
         try:
