@@ -116,3 +116,13 @@ def test_a_killed_worker_is_reported_and_the_rest_stopped() -> None:
 
 def test_available_cpus_is_the_affinity_mask() -> None:
     assert available_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_without_the_runs_only_the_metrics_come_back(tiny: Scenario) -> None:
+    kept = compare(tiny, ("nrt-overreserve", "knuma"), seed=1, jobs=2)
+    lean = compare(tiny, ("nrt-overreserve", "knuma"), seed=1, jobs=2, keep_runs=False)
+    assert lean.runs == {} and set(kept.runs) == {"nrt-overreserve", "knuma"}
+    for name in ("nrt-overreserve", "knuma"):
+        assert {k: v for k, v in lean.results[name].items() if k not in TIMING} == {
+            k: v for k, v in kept.results[name].items() if k not in TIMING
+        }

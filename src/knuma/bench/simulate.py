@@ -91,7 +91,8 @@ def run(
     cpus = available_cpus()
     jobs = cpus if jobs is None else jobs
     started = time.perf_counter()
-    comparison = compare(chosen, list(schedulers), seed, jobs=jobs)
+    # as `knuma simulate` without --report: only the metrics come back from the workers
+    comparison = compare(chosen, list(schedulers), seed, jobs=jobs, keep_runs=False)
     seconds = time.perf_counter() - started
     results = []
     for name in schedulers:

@@ -109,7 +109,7 @@ def simulate(
         from knuma.sim.parallel import available_cpus
 
         jobs = available_cpus()
-    comparison = _run(chosen, names, seed, err, jobs)
+    comparison = _run(chosen, names, seed, err, jobs, keep_runs=report is not None or "optimal" in names)
     for note in comparison.notes:
         err.print(f"note: {note}", highlight=False)
     if target is not None:
@@ -190,13 +190,15 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
     return chosen
 
 
-def _run(scenario: Scenario, names: list[str], seed: int, err: Console, jobs: int) -> Comparison:
+def _run(scenario: Scenario, names: list[str], seed: int, err: Console, jobs: int, *, keep_runs: bool) -> Comparison:
+    """The comparison; the runs (every pod and kubelet) are kept only for the report's plots and the optimum's
+    hint."""
     from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from knuma.sim.comparison import compare
 
     if not err.is_terminal:
-        return compare(scenario, names, seed, jobs=jobs)
+        return compare(scenario, names, seed, jobs=jobs, keep_runs=keep_runs)
     columns = (TextColumn("{task.description:<16}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"))
     with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as progress:
         tasks: dict[str, TaskID] = {name: progress.add_task(name, total=1.0) for name in names}
@@ -204,7 +206,7 @@ def _run(scenario: Scenario, names: list[str], seed: int, err: Console, jobs: in
         def update(name: str, fraction: float) -> None:
             progress.update(tasks[name], completed=fraction)
 
-        return compare(scenario, names, seed, progress=update, jobs=jobs)
+        return compare(scenario, names, seed, progress=update, jobs=jobs, keep_runs=keep_runs)
 
 
 def _list(out: Console) -> None:

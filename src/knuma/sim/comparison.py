@@ -89,13 +89,17 @@ def compare(
     progress: Callable[[str, float], None] | None = None,
     optimal_time_limit: float = DEFAULT_TIME_LIMIT,
     jobs: int = 1,
+    keep_runs: bool = True,
 ) -> Comparison:
     """Simulate every online scheduler in `schedulers` (in up to `jobs` worker processes, `knuma.sim.parallel`: the
-    same results as one after the other), then the optimum if asked for."""
+    same results as one after the other), then the optimum if asked for. `keep_runs` False: `runs` stays empty
+    (only `results` are wanted; the optimum's solver then starts without a hint)."""
     comparison = Comparison(scenario, seed)
     online = [name for name in schedulers if name != OPTIMAL]
-    for name, simulated in simulate(scenario, online, seed, jobs=jobs, progress=progress).items():
-        comparison.runs[name] = simulated.result
+    simulated_all = simulate(scenario, online, seed, jobs=jobs, progress=progress, keep_runs=keep_runs)
+    for name, simulated in simulated_all.items():
+        if simulated.result is not None:
+            comparison.runs[name] = simulated.result
         comparison.results[name] = simulated.metrics
         comparison.cpu_seconds[name] = simulated.cpu_seconds
         comparison.wall_seconds[name] = simulated.wall_seconds

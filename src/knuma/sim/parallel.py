@@ -8,10 +8,11 @@ How it runs: `jobs` worker processes (at most one per scheduler) are started, ea
 `serve` (nothing of the parent's threads, locks or main module is inherited or re-run, unlike multiprocessing's
 `fork` and `spawn`), connected to the parent by a socket pair carrying pickles (`multiprocessing.connection`).
 Each gets the scenario and seed once, then one scheduler at a time, the next to whichever worker finishes first. A
-worker sends back progress, then the `RunResult` and its metrics (or the error). The first error stops the whole
-run: every worker is terminated (and killed if it does not exit), the error is raised in the parent with the
-scheduler's name, and no process is left behind; a worker that dies without answering (killed, out of memory) is
-reported the same way.
+worker sends back progress, then the `RunResult` and its metrics (or the error); only the metrics when the caller
+does not keep the runs (`keep_runs`: at 5000 nodes a run's pods and kubelets take seconds to pickle and unpickle).
+The first error stops the whole run: every worker is terminated (and killed if it does not exit), the error is
+raised in the parent with the scheduler's name, and no process is left behind; a worker that dies without answering
+(killed, out of memory) is reported the same way.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ class WorkerFailed(OperationFailed):
 class Simulated:
     """One scheduler's simulation: the run, its metrics, and the CPU and wall seconds it took in its process."""
 
-    result: RunResult
+    result: RunResult | None
+    """None when the caller did not ask to keep the runs (`keep_runs`): only the metrics come back from a worker,
+    not every pod and kubelet (seconds of pickling at 5000 nodes)."""
     metrics: dict[str, Any]
     cpu_seconds: float
     wall_seconds: float
@@ -64,20 +67,34 @@ def available_cpus() -> int:
 
 
 def simulate_one(
-    scenario: Scenario, name: str, seed: int, progress: Callable[[float], None] | None = None
+    scenario: Scenario,
+    name: str,
+    seed: int,
+    progress: Callable[[float], None] | None = None,
+    *,
+    keep_run: bool = True,
 ) -> Simulated:
     """Simulate `scenario` with scheduler `name` in this process, and compute its metrics."""
     started, cpu = time.perf_counter(), time.process_time()
     result = run(scenario, name, seed, progress=progress)
     metrics = compute(result, [t.pod for t in scenario.workload.templates])
-    return Simulated(result, metrics, time.process_time() - cpu, time.perf_counter() - started)
+    kept = result if keep_run else None
+    return Simulated(kept, metrics, time.process_time() - cpu, time.perf_counter() - started)
 
 
 def simulate(
-    scenario: Scenario, names: Sequence[str], seed: int, *, jobs: int = 1, progress: Progress | None = None
+    scenario: Scenario,
+    names: Sequence[str],
+    seed: int,
+    *,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    keep_runs: bool = True,
 ) -> dict[str, Simulated]:
     """Every scheduler in `names` on `scenario` and `seed`, in `names` order; in up to `jobs` worker processes when
-    `jobs` > 1 and there is more than one scheduler, else one after the other in this process."""
+    `jobs` > 1 and there is more than one scheduler, else one after the other in this process. `keep_runs` False:
+    only the metrics are kept (what a table or the JSON document needs; plots and the optimum's hint need the
+    runs)."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     if jobs == 1 or len(names) <= 1:
@@ -88,9 +105,9 @@ def simulate(
                 if progress is not None:
                     progress(name, fraction)
 
-            out[name] = simulate_one(scenario, name, seed, report)
+            out[name] = simulate_one(scenario, name, seed, report, keep_run=keep_runs)
         return out
-    return _Pool(scenario, seed, min(jobs, len(names)), progress).simulate(names)
+    return _Pool(scenario, seed, min(jobs, len(names)), progress, keep_runs).simulate(names)
 
 
 _BOOT = "import sys; from knuma.sim.parallel import serve; serve(int(sys.argv[1]))"
@@ -98,8 +115,9 @@ _BOOT = "import sys; from knuma.sim.parallel import serve; serve(int(sys.argv[1]
 
 
 class _Pool:
-    def __init__(self, scenario: Scenario, seed: int, workers: int, progress: Progress | None) -> None:
+    def __init__(self, scenario: Scenario, seed: int, workers: int, progress: Progress | None, keep_runs: bool) -> None:
         self.scenario, self.seed, self.workers, self.progress = scenario, seed, workers, progress
+        self.keep_runs = keep_runs
         self.pipes: dict[Connection, subprocess.Popen[bytes]] = {}
         self.busy: dict[Connection, str] = {}
 
@@ -109,7 +127,7 @@ class _Pool:
         try:
             for _ in range(self.workers):
                 pipe = self._start()
-                pipe.send((self.scenario, self.seed))
+                pipe.send((self.scenario, self.seed, self.keep_runs))
                 self._next(pipe, todo)
             while self.busy:
                 for ready in wait(list(self.busy)):
@@ -204,15 +222,15 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pipe = Connection(fd)
     try:
-        scenario, seed = pipe.recv()
+        scenario, seed, keep_runs = pipe.recv()
     except EOFError:
         return  # the parent is gone
-    _work(pipe, scenario, seed)
+    _work(pipe, scenario, seed, keep_runs)
     pipe.close()
     os._exit(0)  # skip tearing down the simulation's objects one by one: nothing is left to flush
 
 
-def _work(pipe: Connection, scenario: Scenario, seed: int) -> None:
+def _work(pipe: Connection, scenario: Scenario, seed: int, keep_runs: bool) -> None:
     while True:
         try:
             name = pipe.recv()
@@ -221,7 +239,9 @@ def _work(pipe: Connection, scenario: Scenario, seed: int) -> None:
         if name is None:
             return
         try:
-            simulated = simulate_one(scenario, name, seed, lambda fraction: pipe.send(("progress", fraction)))
+            simulated = simulate_one(
+                scenario, name, seed, lambda fraction: pipe.send(("progress", fraction)), keep_run=keep_runs
+            )
         except Exception as err:
             text = str(err) if isinstance(err, KnumaError) else f"{type(err).__name__}: {err}".splitlines()[0]
             try:
