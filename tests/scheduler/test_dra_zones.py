@@ -11,17 +11,18 @@ import pytest
 from knuma.api.dra.resourceclaim import AllocationResult, DeviceResult
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
+from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
-from knuma.scheduler.framework.interface import NodeInfo, schedule_one
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.device_stranding import device_shape
 from knuma.scheduler.plugins.dra_zones import claimed_devices, with_zone_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
-from knuma.testbed.dra import resource_slices
+from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.topology.node import NodeTopology
 from tests.scheduler.builders import guaranteed, pod
@@ -173,3 +174,46 @@ def test_vectorized_and_sequential_agree_with_dra_devices_in_the_zones(seed: int
         assert (got.node, got.score) == (want.node, want.score), f"pod {index}"
         placed += want.node is not None
     assert placed > 10
+
+
+def test_a_claim_pod_is_charged_for_the_gpus_its_cpus_strand() -> None:
+    """DynamicResources charges the claim pod itself (NodeResourceTopologyMatch cannot: its devices are not in the
+    kubelet model's zones): 1 GPU + 1 NIC with 40 CPUs leaves a NUMA node 15 CPUs for 3 GPUs, where the recent
+    8-CPU GPU pods fit once; the same pod with 8 CPUs strands nothing."""
+    state = DeviceState()
+    for body in resource_slices("dgx-0", BUILTIN_SHAPES["dgx"]):
+        state.set_slice(body)
+    for body in device_classes([BUILTIN_SHAPES["dgx"]]):
+        state.set_class(body)
+    node = state.with_zone_devices(dgx_node("dgx-0", (55, 55), {}))
+    demand = CPUDemand()
+    for index in range(4):
+        demand.observe(claim_pod(f"g{index}", 8), {GPUS: 1, NICS: 1})
+    scores = {}
+    for cpus in (8, 40):
+        p = claim_pod(f"new-{cpus}", cpus)
+        state.set_claim(gpu_nic_claim(f"new-{cpus}-claim"))
+        for charged in (False, True):
+            plugin = DynamicResources(state, demand if charged else None)
+            scores[cpus, charged] = plugin.score(CycleState(), p, node)
+    assert scores[8, True] == scores[8, False]
+    assert scores[40, True] < scores[40, False]
+
+
+def gpu_nic_claim(name: str) -> dict[str, object]:
+    requests = [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.sim.knuma.io"}},
+        {"name": "nic", "exactly": {"deviceClassName": "nic.sim.knuma.io"}},
+    ]
+    constraints = [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": requests, "constraints": constraints}},
+    }
+
+
+def test_the_daemon_profile_shares_the_device_shapes_with_dynamic_resources() -> None:
+    profile = build_profiles(default_config())["topology-aware-scheduler"]
+    numa = next(p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch))
+    dra = next(p for p in profile.filters if isinstance(p, DynamicResources))
+    assert dra.demand is numa.demand

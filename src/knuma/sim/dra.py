@@ -184,9 +184,9 @@ def run_knuma(scenario: DraScenario, seed: int, device_zones: bool = True) -> Dr
             state.set_slice(body)
     for body in device_classes([cluster.shape]):
         state.set_class(body)
-    dra = DynamicResources(state)
     base = default_profile()
     numa = next(p for p in base.filters if isinstance(p, NodeResourceTopologyMatch))
+    dra = DynamicResources(state, numa.demand if device_zones else None)
     profile = Profile("knuma", (*base.filters, dra), (*base.scorers, (dra, 1)))
     run = DraRun("knuma")
     for pod, _, claim in pods_of(scenario, seed):

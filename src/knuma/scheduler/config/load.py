@@ -173,6 +173,9 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
         for n in profile.plugins.get("preEnqueue", ())
         if n in factories and isinstance(p := plugin(n), PreEnqueuePlugin)
     ]
+    numa, dra = instances.get(NUMA_PLUGIN), instances.get(DRA_PLUGIN)
+    if isinstance(numa, NodeResourceTopologyMatch) and isinstance(dra, DynamicResources):
+        dra.demand = numa.demand  # claim pods charged with KnumaBinPacking's device term, on its device shapes
     return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates))
 
 

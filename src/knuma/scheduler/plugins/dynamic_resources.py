@@ -48,7 +48,10 @@ from knuma.scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from knuma.scheduler.plugins.device_stranding import device_stranding_penalty
 from knuma.scheduler.plugins.dra_zones import ZoneDevices, device_resource, with_zone_devices
+from knuma.scheduler.plugins.stranding import CPUDemand
+from knuma.topology.kubelet import admit
 
 __all__ = ["NAME", "DeviceState", "DynamicResources", "PodClaims", "pod_claims"]
 
@@ -336,8 +339,11 @@ class DynamicResources:
     name = NAME
     fast_path = FastPathKind.EXACT_WHEN_APPLIES
 
-    def __init__(self, state: DeviceState) -> None:
+    def __init__(self, state: DeviceState, demand: CPUDemand | None = None) -> None:
         self.state = state
+        self.demand = demand
+        """The device pod shapes `KnumaBinPacking` expects (the NUMA plugin's, shared by the profile): Score charges
+        a claim pod for the DRA devices its placement is expected to strand. None: no such charge."""
 
     def applies_to(self, pod: Pod) -> bool:
         """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
@@ -404,13 +410,38 @@ class DynamicResources:
     def score(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> int:
         """Locality of the chosen devices (three quarters) and how full it leaves the NUMA nodes they are on (one
         quarter): between equally local choices, the one that fills partly used NUMA nodes and keeps empty ones
-        whole for pods that need several devices on one NUMA node (least fragmenting)."""
+        whole for pods that need several devices on one NUMA node (least fragmenting). Less the devices the
+        placement is expected to strand (`_stranding_penalty`)."""
         if not pod.spec.get("resourceClaims"):
             return 0
         result = self.outcome(cycle, pod, node)
         if not result.allocatable or result.locality is None:
             return 0
-        return min(MAX_NODE_SCORE, (3 * result.score + self._packing(node.name, result)) // 4)
+        score = min(MAX_NODE_SCORE, (3 * result.score + self._packing(node.name, result)) // 4)
+        return max(0, score - self._stranding_penalty(pod, node, result))
+
+    def _stranding_penalty(self, pod: Pod, node: NodeInfo, result: Outcome) -> int:
+        """`KnumaBinPacking`'s device term for a pod with claims, which NodeResourceTopologyMatch leaves out (its
+        kubelet model holds the CPUs, not the DRA devices): the zones after the kubelet admits the pod with the
+        chosen devices and those devices taken from the zones' `<driver>/devices`
+        (`knuma.scheduler.plugins.dra_zones`), charged with `device_stranding_penalty`. 0 without a demand, device
+        shapes, or zones holding DRA devices."""
+        topology = node.numa
+        if self.demand is None or not self.demand.devices or topology is None:
+            return 0
+        allocations = {c.claim: c.allocation for c in result.results}
+        admission = admit(pod, topology, self.device_numa(pod, node.name, allocations))
+        if not admission.admitted:
+            return 0
+        where = {device: (numa, name) for device, numa, name in self.state.device_index()[0].get(node.name, ())}
+        available = {zone.id: dict(zone.available) for zone in admission.node.zones}
+        capacity = {zone.id: zone.capacity for zone in admission.node.zones}
+        for allocation in allocations.values():
+            for device in allocation.results:
+                numa, name = where.get(device.device_id, (None, ""))
+                if numa in available and name in capacity[numa] and not device.admin_access:
+                    available[numa][name] = available[numa].get(name, 0) - 1
+        return device_stranding_penalty(topology, admission.node.with_available(available), self.demand.devices)
 
     def _numa_of(self, node: str) -> dict[DeviceID, int | None]:
         """The NUMA node of every device of `node`'s slices that has one (`DeviceState.device_index`)."""
