@@ -31,6 +31,12 @@ def apiserver(
     token: str | None = typer.Option(
         None, "--token", envvar="KNUMA_APISERVER_TOKEN", help="Bearer token to require (generated when omitted)."
     ),
+    token_auth_file: Path | None = typer.Option(
+        None,
+        "--token-auth-file",
+        help='More users: a kube-apiserver static token file (token,user,uid,"group1,group2" per line). Only '
+        "system:masters members are authorized (no RBAC); the others are authenticated (TokenReview) but forbidden.",
+    ),
     fsync: bool = typer.Option(False, "--fsync", help="With --data-dir: fsync every write (survives power loss)."),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Log every request (method, path, status, latency, client) on stderr."
@@ -78,6 +84,13 @@ def apiserver(
     except LoadError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
+    from knuma.local.apiserver.authn import TokenFileError, read_token_file
+
+    try:
+        static_tokens = read_token_file(token_auth_file) if token_auth_file is not None else {}
+    except TokenFileError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     if not insecure and token is None:
         token = persistent_token(data_dir) if data_dir is not None else generate_token()
     try:
@@ -90,6 +103,7 @@ def apiserver(
         raise typer.Exit(2)
     server = ApiServer(
         token=None if insecure else token,
+        static_tokens=static_tokens,
         data_dir=data_dir,
         fsync=fsync,
         watch_window=watch_window,

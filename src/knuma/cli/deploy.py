@@ -233,8 +233,8 @@ def render(
         # the operator with two replicas and leader election unless -R asks for more
         webhook = None
         if conversion_webhook:
-            from knuma.local.apiserver.tls import self_signed
             from knuma.operator.render import WebhookTLS, webhook_hosts
+            from knuma.serving.certificates import self_signed
 
             cert = self_signed(webhook_hosts(), common_name="knuma-operator-webhook")
             webhook = WebhookTLS(cert.cert_pem, cert.key_pem)

@@ -7,7 +7,6 @@ an optional subresource (`status`, `binding`, `proxy/...`).
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
@@ -18,7 +17,8 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import bodies, discovery, errors, protobuf, subresources, tables, watch
+from knuma.local.apiserver import bodies, discovery, errors, protobuf, reviews, subresources, tables, watch
+from knuma.local.apiserver.authn import TokenAuthenticator, is_privileged
 from knuma.local.apiserver.connections import ConnectionGuard
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyRequest
 from knuma.local.apiserver.resources import Registry, ResourceType
@@ -31,6 +31,7 @@ class ApiServer(Protocol):
     """What the HTTP handlers need of the server (`knuma.local.apiserver.server.ApiServer` is one)."""
 
     token: str | None
+    authenticator: TokenAuthenticator
     registry: Registry
     store: Store
     service: ObjectService
@@ -74,8 +75,11 @@ async def _middleware(
         scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             supplied = ""
-        if not hmac.compare_digest(supplied.strip().encode(), server.token.encode()):
+        user = server.authenticator.authenticate(supplied.strip())
+        if user is None:
             return _error(errors.unauthorized())
+        if not is_privileged(user.username, user.groups):  # no RBAC here: see `authn`
+            return _error(errors.forbidden(user.username, request.method, request.path))
     server.connections.authenticated(request.transport)
     started = time.perf_counter()
     try:
@@ -221,6 +225,12 @@ class Handlers:
         if doc is None:
             raise errors.resource_not_found()
         return _json(doc)
+
+    async def token_review(self, request: web.Request) -> web.Response:
+        return _json(reviews.review_token(self.server.authenticator, await _body(request)), 201)
+
+    async def access_review(self, request: web.Request) -> web.Response:
+        return _json(reviews.review_access(await _body(request)), 201)
 
     # -- resources ----------------------------------------------------------------------------------------------
 
@@ -439,6 +449,8 @@ def build_app(server: ApiServer) -> web.Application:
     app.router.add_get("/apis/", h.groups)
     app.router.add_route("*", "/api/v1", h.core_resource)
     app.router.add_route("*", "/api/v1/{tail:.*}", h.core_resource)
+    app.router.add_post(reviews.TOKENREVIEW_PATH, h.token_review)
+    app.router.add_post(reviews.SAR_PATH, h.access_review)
     app.router.add_get("/apis/{group}", h.group)
     app.router.add_get("/apis/{group}/", h.group)
     app.router.add_route("*", "/apis/{group}/{version}", h.group_resource)

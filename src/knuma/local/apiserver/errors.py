@@ -120,6 +120,11 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
+def forbidden(username: str, method: str, path: str) -> ApiError:
+    """What kube-apiserver answers an authenticated user its authorizers deny (the verb as a request verb)."""
+    return ApiError(403, "Forbidden", f'forbidden: User "{username}" cannot {method.lower()} path "{path}"')
+
+
 def forbidden_namespace_terminating(namespace: str, kind: str, name: str) -> ApiError:
     return ApiError(
         403,

@@ -18,13 +18,14 @@ import asyncio
 import logging
 import secrets
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aiohttp import web
 
 from knuma.local.apiserver import datadir, kubeconfig, tls
 from knuma.local.apiserver.app import build_app
+from knuma.local.apiserver.authn import TokenAuthenticator, UserInfo
 from knuma.local.apiserver.connections import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PREAUTH_TIMEOUT,
@@ -63,6 +64,7 @@ class ApiServer:
         self,
         *,
         token: str | None = None,
+        static_tokens: Mapping[str, UserInfo] | None = None,
         data_dir: Path | None = None,
         fsync: bool = False,
         watch_window: int = DEFAULT_WINDOW_EVENTS,
@@ -78,6 +80,8 @@ class ApiServer:
         so an authenticated server serves HTTPS with a self-signed certificate (kept in `data_dir` when given, so
         kubeconfigs stay valid across restarts). `data_dir` also enables durability."""
         self.token = token
+        self.authenticator = TokenAuthenticator(token, static_tokens)
+        """The server token and `static_tokens` (`--token-auth-file`) to users; see `authn`."""
         self.ca_pem: str | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.data_dir = data_dir
