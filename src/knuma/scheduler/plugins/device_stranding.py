@@ -27,8 +27,11 @@ __all__ = [
     "MIX_REFRESH",
     "STRANDED_UNIT",
     "DeviceDemand",
+    "ZoneChange",
     "device_shape",
     "device_stranding_penalty",
+    "stranding_charge",
+    "zone_changes",
     "zone_device_total",
     "zone_free",
 ]
@@ -177,6 +180,36 @@ def _units(expected: float) -> int:
     return round(expected * STRANDED_UNIT)
 
 
+ZoneChange = tuple[int, tuple[int, ...], tuple[int, ...]]
+"""A device zone a placement changes: (its devices, free amounts on `DeviceDemand.names` before, after)."""
+
+
+def zone_changes(before: NodeTopology, after: NodeTopology, names: Sequence[str]) -> tuple[ZoneChange, ...]:
+    """The device zones whose free amounts on `names` differ between `before` and `after`: what
+    `device_stranding_penalty` charges, apart from the mix (so a caller may keep them while the mix changes)."""
+    out = []
+    for old, new in zip(before.zones, after.zones, strict=True):
+        devices = zone_device_total(old)
+        if devices <= 0:
+            continue
+        free_before = zone_free(old.available, names)
+        free_after = zone_free(new.available, names)
+        if free_before != free_after:
+            out.append((devices, free_before, free_after))
+    return tuple(out)
+
+
+def stranding_charge(changes: Sequence[ZoneChange], demand: DeviceDemand) -> int:
+    """`device_stranding_penalty` of `zone_changes` computed on `demand.names`."""
+    if not demand:
+        return 0
+    penalty = 0
+    for devices, free_before, free_after in changes:
+        added = demand.expected_stranded(free_after) - demand.expected_stranded(free_before)
+        penalty += DEVICE_STRANDING_WEIGHT * added // devices
+    return penalty
+
+
 def device_stranding_penalty(before: NodeTopology, after: NodeTopology, demand: DeviceDemand) -> int:
     """Score points a placement loses for the devices it is expected to strand: per device zone whose free amounts
     it changes, the change in expected stranded devices as a share of the zone's devices, times
@@ -184,15 +217,4 @@ def device_stranding_penalty(before: NodeTopology, after: NodeTopology, demand: 
     it)."""
     if not demand:
         return 0
-    penalty = 0
-    for old, new in zip(before.zones, after.zones, strict=True):
-        devices = zone_device_total(old)
-        if devices <= 0:
-            continue
-        free_before = zone_free(old.available, demand.names)
-        free_after = zone_free(new.available, demand.names)
-        if free_before == free_after:
-            continue
-        added = demand.expected_stranded(free_after) - demand.expected_stranded(free_before)
-        penalty += DEVICE_STRANDING_WEIGHT * added // devices
-    return penalty
+    return stranding_charge(zone_changes(before, after, demand.names), demand)

@@ -23,7 +23,8 @@ points, and what knuma adds:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,6 +37,7 @@ from knuma.devices.allocator import DeviceAllocationError, Inventory, NodeView, 
 from knuma.devices.cel import CELError
 from knuma.devices.demand import resolve
 from knuma.devices.filtering import SelectorCache
+from knuma.devices.memo import SHAPES_PER_NODE, AllocationMemo, NodeState
 from knuma.devices.numa import placement_of
 from knuma.devices.pools import DeviceID
 from knuma.scheduler.framework.interface import (
@@ -48,10 +50,11 @@ from knuma.scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from knuma.scheduler.plugins.device_stranding import device_stranding_penalty
+from knuma.scheduler.plugins.device_stranding import ZoneChange, stranding_charge, zone_changes
 from knuma.scheduler.plugins.dra_zones import ZoneDevices, device_resource, with_zone_devices
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.topology.kubelet import admit
+from knuma.topology.node import NodeTopology
 
 __all__ = ["NAME", "DeviceState", "DynamicResources", "PodClaims", "pod_claims"]
 
@@ -94,6 +97,14 @@ class DeviceState:
         default=None, repr=False
     )
     _node_inventories: tuple[int, dict[str, Inventory]] = field(default=(-1, {}), repr=False)
+    _node_slices: tuple[int, dict[str, tuple[tuple[ResourceSlice, ...], frozenset[DeviceID]]]] = field(
+        default=(-1, {}), repr=False
+    )
+    _node_states: tuple[int, dict[str, Hashable]] = field(default=(-1, {}), repr=False)
+    classes_version: int = 0
+    """Bumped when a class changes (an input of every allocation: `node_devices`)."""
+    memo: AllocationMemo | None = field(default_factory=AllocationMemo, repr=False)
+    """The allocator's verdicts per node and claim shape (`knuma.devices.memo`); None: always run the allocator."""
     _zone_devices: dict[str, ZoneDevices] = field(default_factory=dict, repr=False)
     _zone_devices_version: int = field(default=-1, repr=False)
     _watched: tuple[int, frozenset[DeviceID]] = field(default=(-1, frozenset()), repr=False)
@@ -161,10 +172,12 @@ class DeviceState:
         except ValidationError as err:
             self.classes.pop(name, None)
             self.invalid[f"class/{name}"] = str(err)
+        self.classes_version += 1
         self.version += 1
 
     def delete_class(self, obj: JsonObj) -> None:
         self.classes.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.classes_version += 1
         self.version += 1
 
     def parsed_claim(self, key: str) -> ResourceClaim | None:
@@ -202,6 +215,21 @@ class DeviceState:
         known = inventories.get(node)
         if known is not None:
             return known
+        full = self.inventory()
+        inventory = Inventory(self._slices_of(node)[0], full.classes, full.in_use, full.cache)
+        inventories[node] = inventory
+        return inventory
+
+    def _slices_of(self, node: str) -> tuple[tuple[ResourceSlice, ...], frozenset[DeviceID]]:
+        """The slices reachable from `node` (bound to it by `nodeName`, or not bound to one node) in slice order, and
+        the IDs of their devices; cached per `slices_version`."""
+        cached_version, by_name = self._node_slices
+        if cached_version != self.slices_version:
+            by_name = {}
+            self._node_slices = (self.slices_version, by_name)
+        known = by_name.get(node)
+        if known is not None:
+            return known
         if self._reachable is None or self._reachable[0] != self.slices_version:
             by_node: dict[str, list[tuple[int, ResourceSlice]]] = {}
             anywhere: list[tuple[int, ResourceSlice]] = []
@@ -213,10 +241,25 @@ class DeviceState:
             self._reachable = (self.slices_version, by_node, anywhere)
         _, by_node, anywhere = self._reachable
         slices = tuple(s for _, s in sorted([*by_node.get(node, ()), *anywhere], key=lambda entry: entry[0]))
-        full = self.inventory()
-        inventory = Inventory(slices, full.classes, full.in_use, full.cache)
-        inventories[node] = inventory
-        return inventory
+        ids = frozenset((s.driver, s.pool.name, d.name) for s in slices for d in s.devices)
+        by_name[node] = (slices, ids)
+        return slices, ids
+
+    def node_devices(self, node: str) -> Hashable:
+        """Everything the allocator reads of the device side for `node` (`knuma.devices.memo.NodeState.devices`):
+        the slices and classes (their versions) and which of the node's devices are in use (allocated or in
+        flight). Equal keys: the allocator sees the same devices, free or not. Cached per `version`."""
+        cached_version, states = self._node_states
+        if cached_version != self.version:
+            states = {}
+            self._node_states = (self.version, states)
+        known = states.get(node)
+        if known is None:
+            in_use = self.inventory().in_use
+            _, ids = self._slices_of(node)
+            busy = frozenset(d for d in ids if d in in_use)
+            known = states[node] = (self.slices_version, self.classes_version, busy)
+        return known
 
     def device_index(self) -> tuple[dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str]]:
         """Per node its devices with a NUMA node (id, NUMA node, zone resource name), and each device's node;
@@ -344,6 +387,8 @@ class DynamicResources:
         self.demand = demand
         """The device pod shapes `KnumaBinPacking` expects (the NUMA plugin's, shared by the profile): Score charges
         a claim pod for the DRA devices its placement is expected to strand. None: no such charge."""
+        self._zone_change_memo: dict[str, tuple[NodeTopology, dict[Hashable, tuple[ZoneChange, ...]]]] = {}
+        """Node -> (its topology, {inputs: `_zone_changes`}), while `state.memo` is on."""
 
     def applies_to(self, pod: Pod) -> bool:
         """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
@@ -381,19 +426,40 @@ class DynamicResources:
         return PreFilterResult(node_names=nodes)
 
     def outcome(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Outcome:
-        """The allocator's verdict for `pod` on `node`, computed once per cycle and node."""
+        """The allocator's verdict for `pod` on `node`, computed once per cycle and node, and reused across cycles
+        while neither the claims' shape nor the node changed (`DeviceState.memo`, `knuma.devices.memo`)."""
         cached = cycle.get((NAME, node.name))
         if cached is not None and cached[0] is pod:
             return cached[1]  # type: ignore[no-any-return]
         found = self._claims(cycle, pod)
-        try:
-            result = allocate(
-                NodeView(node.name, node.labels, node.numa), found.claims, self.state.node_inventory(node.name), pod=pod
-            )
-        except (DeviceAllocationError, CELError) as err:
-            result = Outcome(node.name, False, reason=str(err), stage="class")
+        memo = self.state.memo
+        shape, keys = cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, found.claims))
+        state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
+        result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
+        if result is None:
+            try:
+                result = allocate(
+                    NodeView(node.name, node.labels, node.numa),
+                    found.claims,
+                    self.state.node_inventory(node.name),
+                    pod=pod,
+                )
+            except (DeviceAllocationError, CELError) as err:
+                result = Outcome(node.name, False, reason=str(err), stage="class")
+            if memo is not None and state is not None:
+                memo.put(node.name, shape, keys, state, result)
         cycle[NAME, node.name] = (pod, result)
         return result
+
+    def _shape(self, pod: Pod, claims: Sequence[ResourceClaim]) -> tuple[Hashable, tuple[str, ...]]:
+        """What the allocator reads of the pod and its pending claims, as a hashable (the claims' specs as the
+        informer has them, canonical JSON, and the pod's requests), and the pending claims' keys in order."""
+        pending = [c for c in claims if c.allocation is None]
+        specs = tuple(
+            json.dumps((self.state.claims.get(c.key) or {}).get("spec"), sort_keys=True, separators=(",", ":"))
+            for c in pending
+        )
+        return (specs, pod.admission_key), tuple(c.key for c in pending)
 
     def filter(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.spec.get("resourceClaims"):
@@ -430,10 +496,44 @@ class DynamicResources:
         if self.demand is None or not self.demand.devices or topology is None:
             return 0
         allocations = {c.claim: c.allocation for c in result.results}
-        admission = admit(pod, topology, self.device_numa(pod, node.name, allocations))
+        dra = self.device_numa(pod, node.name, allocations)
+        names = self.demand.devices.names
+        if self.state.memo is None:
+            return stranding_charge(
+                self._zone_changes(pod, node.name, topology, allocations, dra, names), self.demand.devices
+            )
+        # Everything `_zone_changes` reads: the pod as the kubelet admits it, with its devices' NUMA nodes; the
+        # devices taken; the zones (the topology object: rebuilt when the node changes); the slices; the resources
+        # the mix names. The mix itself changes often (`DeviceDemand.observe`) and is applied after.
+        taken = tuple((r.device_id, r.admin_access) for a in allocations.values() for r in a.results)
+        placed = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in dra.items()))
+        key = (pod.admission_key, placed, taken, names, self.state.slices_version)
+        known = self._zone_change_memo.get(node.name)
+        if known is None or known[0] is not topology:
+            known = self._zone_change_memo[node.name] = (topology, {})
+        changes = known[1].get(key)
+        if changes is None:
+            changes = self._zone_changes(pod, node.name, topology, allocations, dra, names)
+            if len(known[1]) >= SHAPES_PER_NODE:
+                del known[1][next(iter(known[1]))]
+            known[1][key] = changes
+        return stranding_charge(changes, self.demand.devices)
+
+    def _zone_changes(
+        self,
+        pod: Pod,
+        node: str,
+        topology: NodeTopology,
+        allocations: Mapping[str, AllocationResult],
+        dra: Mapping[str, Mapping[str, int | None]],
+        names: Sequence[str],
+    ) -> tuple[ZoneChange, ...]:
+        """The device zones `pod` with `allocations` changes on `node` (`device_stranding.zone_changes`); none when
+        the kubelet would not admit it."""
+        admission = admit(pod, topology, dra)
         if not admission.admitted:
-            return 0
-        where = {device: (numa, name) for device, numa, name in self.state.device_index()[0].get(node.name, ())}
+            return ()
+        where = {device: (numa, name) for device, numa, name in self.state.device_index()[0].get(node, ())}
         available = {zone.id: dict(zone.available) for zone in admission.node.zones}
         capacity = {zone.id: zone.capacity for zone in admission.node.zones}
         for allocation in allocations.values():
@@ -441,7 +541,7 @@ class DynamicResources:
                 numa, name = where.get(device.device_id, (None, ""))
                 if numa in available and name in capacity[numa] and not device.admin_access:
                     available[numa][name] = available[numa].get(name, 0) - 1
-        return device_stranding_penalty(topology, admission.node.with_available(available), self.demand.devices)
+        return zone_changes(topology, admission.node.with_available(available), names)
 
     def _numa_of(self, node: str) -> dict[DeviceID, int | None]:
         """The NUMA node of every device of `node`'s slices that has one (`DeviceState.device_index`)."""
