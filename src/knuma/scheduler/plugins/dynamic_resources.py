@@ -387,8 +387,8 @@ class DynamicResources:
         self.demand = demand
         """The device pod shapes `KnumaBinPacking` expects (the NUMA plugin's, shared by the profile): Score charges
         a claim pod for the DRA devices its placement is expected to strand. None: no such charge."""
-        self._zone_change_memo: dict[str, tuple[NodeTopology, dict[Hashable, tuple[ZoneChange, ...]]]] = {}
-        """Node -> (its topology, {inputs: `_zone_changes`}), while `state.memo` is on."""
+        self._terms: dict[str, tuple[NodeTopology | None, dict[Hashable, tuple[int, tuple[ZoneChange, ...]]]]] = {}
+        """Node -> (its topology, {inputs: `_placement_terms`}), while `state.memo` is on."""
 
     def applies_to(self, pod: Pod) -> bool:
         """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
@@ -477,47 +477,81 @@ class DynamicResources:
         """Locality of the chosen devices (three quarters) and how full it leaves the NUMA nodes they are on (one
         quarter): between equally local choices, the one that fills partly used NUMA nodes and keeps empty ones
         whole for pods that need several devices on one NUMA node (least fragmenting). Less the devices the
-        placement is expected to strand (`_stranding_penalty`)."""
+        placement is expected to strand (`_stranding_changes`, `stranding_charge`)."""
         if not pod.spec.get("resourceClaims"):
             return 0
         result = self.outcome(cycle, pod, node)
         if not result.allocatable or result.locality is None:
             return 0
-        score = min(MAX_NODE_SCORE, (3 * result.score + self._packing(node.name, result)) // 4)
-        return max(0, score - self._stranding_penalty(pod, node, result))
+        packing, changes = self._placement_terms(cycle, pod, node, result)
+        score = min(MAX_NODE_SCORE, (3 * result.score + packing) // 4)
+        penalty = stranding_charge(changes, self.demand.devices) if changes and self.demand is not None else 0
+        return max(0, score - penalty)
 
-    def _stranding_penalty(self, pod: Pod, node: NodeInfo, result: Outcome) -> int:
+    def _placement_terms(
+        self, cycle: CycleState, pod: Pod, node: NodeInfo, result: Outcome
+    ) -> tuple[int, tuple[ZoneChange, ...]]:
+        """`_packing` and the zones the placement changes (`_stranding_changes`: the penalty before the mix is applied),
+        remembered per node while `state.memo` is on. Everything they read is in the key: the pod as the kubelet
+        admits it and which of its containers use which claim (`_layout`), the devices taken, the node's devices and
+        which are in use (`DeviceState.node_devices`, with the slices' version), the resources the device mix names,
+        and the zones (the topology object: the cache rebuilds it when the node changes). The mix itself changes
+        with nearly every pod (`DeviceDemand.observe`) and is applied after (`stranding_charge`)."""
+        layout = cycle.pod_data(f"{NAME}/layout", pod, self._layout) if self.state.memo is not None else None
+        names = self.demand.devices.names if self.demand is not None and self.demand.devices else ()
+        key: Hashable = None
+        if layout is not None:
+            taken = tuple(
+                tuple((r.request, r.device_id, r.admin_access) for r in c.allocation.results) for c in result.results
+            )
+            key = (layout, taken, names, self.state.node_devices(node.name))
+            known = self._terms.get(node.name)
+            if known is not None and known[0] is node.numa and key in known[1]:
+                return known[1][key]
+        terms = (self._packing(node.name, result), self._stranding_changes(pod, node, result, names))
+        if key is not None:
+            known = self._terms.get(node.name)
+            if known is None or known[0] is not node.numa:
+                known = self._terms[node.name] = (node.numa, {})
+            if len(known[1]) >= SHAPES_PER_NODE:
+                del known[1][next(iter(known[1]))]
+            known[1][key] = terms
+        return terms
+
+    def _layout(self, pod: Pod) -> Hashable:
+        """What `device_numa` reads of the pod besides the allocations, with the pod's requests; None (not
+        remembered) when a claim is allocated already or named twice (its devices come from the claim, not
+        `result`)."""
+        found = pod_claims(pod, self.state)
+        keys = [c.key for c in found.claims]
+        if found.problem or any(c.allocation is not None for c in found.claims) or len(set(keys)) != len(keys):
+            return None
+        spec = pod.spec
+        entries = tuple(str(e.get("name")) for e in spec.get("resourceClaims") or [])
+        containers = tuple(
+            (
+                str(c.get("name")),
+                tuple((str(r.get("name")), r.get("request")) for r in (c.get("resources") or {}).get("claims") or []),
+            )
+            for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+        )
+        return (pod.admission_key, entries, containers)
+
+    def _stranding_changes(
+        self, pod: Pod, node: NodeInfo, result: Outcome, names: Sequence[str]
+    ) -> tuple[ZoneChange, ...]:
         """`KnumaBinPacking`'s device term for a pod with claims, which NodeResourceTopologyMatch leaves out (its
         kubelet model holds the CPUs, not the DRA devices): the zones after the kubelet admits the pod with the
         chosen devices and those devices taken from the zones' `<driver>/devices`
-        (`knuma.scheduler.plugins.dra_zones`), charged with `device_stranding_penalty`. 0 without a demand, device
-        shapes, or zones holding DRA devices."""
+        (`knuma.scheduler.plugins.dra_zones`), as `device_stranding.zone_changes` on the resources the mix names;
+        `stranding_charge` makes them the penalty. None without a demand, device shapes, or zones holding DRA
+        devices."""
         topology = node.numa
-        if self.demand is None or not self.demand.devices or topology is None:
-            return 0
+        if not names or topology is None:
+            return ()
         allocations = {c.claim: c.allocation for c in result.results}
         dra = self.device_numa(pod, node.name, allocations)
-        names = self.demand.devices.names
-        if self.state.memo is None:
-            return stranding_charge(
-                self._zone_changes(pod, node.name, topology, allocations, dra, names), self.demand.devices
-            )
-        # Everything `_zone_changes` reads: the pod as the kubelet admits it, with its devices' NUMA nodes; the
-        # devices taken; the zones (the topology object: rebuilt when the node changes); the slices; the resources
-        # the mix names. The mix itself changes often (`DeviceDemand.observe`) and is applied after.
-        taken = tuple((r.device_id, r.admin_access) for a in allocations.values() for r in a.results)
-        placed = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in dra.items()))
-        key = (pod.admission_key, placed, taken, names, self.state.slices_version)
-        known = self._zone_change_memo.get(node.name)
-        if known is None or known[0] is not topology:
-            known = self._zone_change_memo[node.name] = (topology, {})
-        changes = known[1].get(key)
-        if changes is None:
-            changes = self._zone_changes(pod, node.name, topology, allocations, dra, names)
-            if len(known[1]) >= SHAPES_PER_NODE:
-                del known[1][next(iter(known[1]))]
-            known[1][key] = changes
-        return stranding_charge(changes, self.demand.devices)
+        return self._zone_changes(pod, node.name, topology, allocations, dra, names)
 
     def _zone_changes(
         self,
