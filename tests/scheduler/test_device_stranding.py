@@ -147,8 +147,8 @@ def test_vectorized_and_sequential_agree_on_a_gpu_cluster(seed: int) -> None:
     penalty decides many placements, and both paths must make the same ones."""
     rng = random.Random(seed)
     nodes = []
-    for index in range(8):
-        with_gpus = index < 6
+    for index in range(12):
+        with_gpus = index < 9
         zones = {
             z: {"cpu": 24_000 if with_gpus else 32_000, "memory": 96 * GI, **({GPU: 4} if with_gpus else {})}
             for z in range(2)
@@ -159,7 +159,7 @@ def test_vectorized_and_sequential_agree_on_a_gpu_cluster(seed: int) -> None:
     sequential, vectorized = SequentialScheduler(nodes, PACKING), VectorizedScheduler(nodes, PACKING)
     plugin = next(f for f in sequential.profile.filters if isinstance(f, NodeResourceTopologyMatch))
     penalised = credited = 0
-    for index in range(80):
+    for index in range(120):
         if rng.random() < 0.7:
             gpus = rng.choice([1, 1, 2, 3, 4])
             p = gpu_pod(gpus, gpus * rng.choice([3, 4, 6]), f"p{index}")

@@ -66,14 +66,25 @@ def test_sizes_are_the_long_running_exclusive_cpus_of_guaranteed_pods() -> None:
 
 
 def test_expected_stranded_cpus_of_a_remainder_under_a_mix_of_sizes() -> None:
-    """E(g): nothing fits -> g; else the count-weighted mean of E(g - s) over the sizes that fit (hundredths)."""
-    # 3s and 5s alike: E(1) = 1, E(2) = 2, E(3) = E(0) = 0, E(4) = E(1) = 1 (only a 3 fits), E(5) = (E(2) + E(0)) / 2,
-    # E(6) = (E(3) + E(1)) / 2, E(7) = (E(4) + E(2)) / 2, E(8) = (E(5) + E(3)) / 2, E(9) = (E(6) + E(4)) / 2
-    assert expected_stranded_table({3: 1, 5: 1}, 9).tolist() == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
-    # 8 = 5 + 3 ends full when the 5 comes first: likely if 5s are common, not if 3s are (3 + 3 leaves 2)
-    assert expected_stranded_table({3: 1, 5: 9}, 8)[8] == 2
-    assert expected_stranded_table({3: 9, 5: 1}, 8)[8] == 162
+    """E(g): nothing fits -> g; g is a size -> 0 (a pod of that size fills it); else the count-weighted mean of
+    E(g - s) over the sizes that fit (hundredths)."""
+    # 3s and 5s alike: E(1) = 1, E(2) = 2, E(3) = 0, E(4) = E(1) = 1 (only a 3 fits), E(5) = 0 (a 5 fills it, not
+    # (E(2) + E(0)) / 2: the 3s go where they fit exactly), E(6) = (E(3) + E(1)) / 2, E(7) = (E(4) + E(2)) / 2,
+    # E(8) = (E(5) + E(3)) / 2, E(9) = (E(6) + E(4)) / 2
+    assert expected_stranded_table({3: 1, 5: 1}, 9).tolist() == [0, 100, 200, 0, 100, 0, 50, 150, 0, 75]
+    # 9 = 3 + 3 + 3 ends full when 3s keep coming: likely if 3s are common, not if 5s are (a 5 leaves 4, then 1)
+    assert expected_stranded_table({3: 9, 5: 1}, 9)[9] == 19
+    assert expected_stranded_table({3: 1, 5: 9}, 9)[9] == 99
     assert expected_stranded_table({}, 5).tolist() == [0] * 6  # nothing seen: no information, no penalty
+
+
+def test_a_remainder_equal_to_a_recent_size_counts_as_filled() -> None:
+    """Under the `fragmented` mix a 12-CPU zone holding a 7-CPU pod keeps 5 CPUs for a 5-CPU pod: nothing stranded,
+    where a 6 + 5 pair strands one CPU; a zone that no size fills exactly strands what the mix leaves."""
+    table = expected_stranded_table({3: 34, 5: 69, 6: 69, 7: 34, 10: 34}, 12)
+    assert [table[size] for size in (3, 5, 6, 7, 10)] == [0] * 5
+    assert table[1] == 100 and table[2] == 200 and table[4] == 100  # only a 3 fits in 4
+    assert 0 < table[8] < 100  # 8 = 5 + 3 = 3 + 5, but a 6 or a 7 may come first
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -95,9 +106,9 @@ def test_expected_stranding_is_never_below_what_no_sum_of_sizes_fills(seed: int)
 
 def test_the_demand_reads_its_table_from_the_window() -> None:
     demand = demand_of(3, 5)
-    assert [demand.expected_stranded(free) for free in range(10)] == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
+    assert [demand.expected_stranded(free) for free in range(10)] == [0, 100, 200, 0, 100, 0, 50, 150, 0, 75]
     assert demand.expected_stranded(10_000) >= 0  # the table grows on demand
-    assert demand.stranded_table(10_000)[:10].tolist() == [0, 100, 200, 0, 100, 100, 50, 150, 50, 75]
+    assert demand.stranded_table(10_000)[:10].tolist() == [0, 100, 200, 0, 100, 0, 50, 150, 0, 75]
     assert CPUDemand().expected_stranded(2) == 0  # nothing seen yet: no penalty, plain bin packing
 
 
@@ -112,11 +123,11 @@ def test_the_table_follows_the_mix_without_invalidating_scores_for_nothing() -> 
     for index in range(20):  # each pod replaces one of its size in the window: the same mix
         demand.observe(sized(3 if index % 2 else 5, f"more-{index}"))
     assert demand.version == version
-    before = demand.expected_stranded(8)
+    before = demand.expected_stranded(9)
     for index in range(4):  # now mostly 3s
         demand.observe(sized(3, f"three-{index}"))
     assert demand.version > version and demand.mix[3] > demand.mix[5]
-    assert demand.expected_stranded(8) > before  # 8 = 5 + 3 is less likely to end full
+    assert demand.expected_stranded(9) < before  # 9 = 3 + 3 + 3 is likelier to end full
     # in a large window the table is refreshed once a tenth of the window's pods came since the last refresh
     large = CPUDemand(window=1000)
     for index in range(500):
@@ -142,27 +153,30 @@ def test_penalty_is_the_change_in_expected_stranded_cpus_relative_to_the_zone() 
 
 
 def test_knuma_bin_packing_leaves_remainders_later_pods_can_use() -> None:
-    """A 7-CPU pod: packing alone picks the fuller node and strands 2 CPUs there; with mostly 5-CPU pods seen it takes
-    the empty zone and leaves 5, which a 5-CPU pod fills."""
-    nodes = [twelve_cpu_zones("fuller", 9, 0), twelve_cpu_zones("emptier", 12, 12)]
+    """A 7-CPU pod on two nodes as full as each other: the kubelet puts it in the first zone that fits, which leaves
+    2 CPUs on one node (9 - 7) and 5 on the other (12 - 7). With only its own size seen both strand everything left
+    and the first node wins the tie; with mostly 5-CPU pods seen it goes where it leaves 5, which a 5-CPU pod fills."""
+    nodes = [twelve_cpu_zones("leaves-two", 9, 12), twelve_cpu_zones("leaves-five", 12, 9)]
     p = sized(7, "new")
-    assert schedule_one(default_profile(PACKING), p, nodes).selected == "fuller"  # only its own size seen: 7
+    assert schedule_one(default_profile(PACKING), p, nodes).selected == "leaves-two"  # only its own size seen: 7
     sizes = (5,) * 9 + (3,)
     demand = demand_of(*sizes)
-    assert schedule_one(default_profile(PACKING, demand=demand), p, nodes).selected == "emptier"
+    assert schedule_one(default_profile(PACKING, demand=demand), p, nodes).selected == "leaves-five"
     vectorized = VectorizedScheduler(nodes, PACKING, demand=demand_of(*sizes))
     feasible, scores = vectorized.filter_and_score(p)
     exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=False)
     assert scores.tolist() == [r.score for r in exact.nodes] and feasible.all()
-    assert vectorized.schedule(p).node == "emptier"
+    assert vectorized.schedule(p).node == "leaves-five"
 
 
-@pytest.mark.parametrize(("common", "rare", "chosen"), [(5, 3, "twelve"), (3, 5, "fifteen")])
+@pytest.mark.parametrize(("common", "rare", "chosen"), [(5, 3, "seven-first"), (3, 5, "fifteen-first")])
 def test_the_choice_follows_how_often_each_size_comes(common: int, rare: int, chosen: str) -> None:
-    """Two nodes alike but for their zones: a 7-CPU pod leaves 8 free CPUs on one (15 - 7) and 5 on the other
-    (12 - 7). When 5-CPU pods are common, 5 is the remainder most likely to end exactly full; when 3-CPU pods are,
-    5 usually becomes 2 (3 fits, then nothing), and the zone that had 15 free loses less."""
-    nodes = [zones_of("fifteen", 16, 15, 9), zones_of("twelve", 16, 12, 12)]
+    """Two nodes alike but for the order of their zones (7 and 15 free CPUs of 16): the kubelet puts a 7-CPU pod in
+    the first zone that fits, so it fills 7 exactly on one node (nothing changes: 7 was going to be filled by a 7)
+    and leaves 8 of 15 on the other. With 5-CPU pods common, 15 = 5 + 5 + 5 was likely to end full and 8 a little
+    less (a charge); with 3-CPU pods common, 15 often ends with 3 + 3 + 3 + 3 + 3 but also with a 5 among them,
+    and 8 = 5 + 3 (the 5 waits for its size) is likelier to end full (a credit)."""
+    nodes = [zones_of("fifteen-first", 16, 15, 7), zones_of("seven-first", 16, 7, 15)]
     p = sized(7, "new")
     sizes = (common,) * 9 + (rare,)
     demand = demand_of(*sizes)
@@ -201,7 +215,8 @@ def test_vectorized_rescores_cached_shapes_when_the_sizes_change() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_vectorized_and_sequential_agree_on_a_fragmenting_workload(seed: int) -> None:
     """Eight 11-12-CPU zones per node, a few pod sizes, both scopes, multi-container pods and a device zone: the
-    penalty decides many placements, and both paths must make the same ones."""
+    penalty decides many placements (remainders equal to a size counted as filled among them), and both paths must
+    make the same ones."""
     rng = random.Random(seed)
     nodes = []
     for index in range(10):
@@ -222,6 +237,9 @@ def test_vectorized_and_sequential_agree_on_a_fragmenting_workload(seed: int) ->
         penalised += any(charge > 0 for charge in charges)
         credited += any(charge < 0 for charge in charges)
     assert penalised > 20 and credited > 20
+    plugin = next(f for f in sequential.profile.filters if isinstance(f, NodeResourceTopologyMatch))
+    assert [plugin.demand.expected_stranded(size) for size in SIZES] == [0] * len(SIZES)
+    assert vectorized.demand.stranded_table(12).tolist() == plugin.demand.stranded_table(12).tolist()
 
 
 def _charges(sequential: SequentialScheduler, p: Pod) -> list[int]:
