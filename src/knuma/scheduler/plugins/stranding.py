@@ -18,7 +18,8 @@ pod of that size goes to the zone it fills exactly, and smaller pods go to the r
 (the zone waits for its size instead of taking whatever fits first). Without that rule a 12-CPU zone holding a
 7-CPU pod counted its 5 free CPUs as 0.66 stranded under the `fragmented` mix, barely better than the 1 of a
 6 + 5 pair, and knuma paired 6s with 5s in 12-CPU zones (13 zones at seed 7, one CPU stranded in each): the
-scenario placed 98.5% of the optimum over seeds 0-29 with six seeds below 98%, and 99.3% with one after. `E` is
+scenario placed 98.5% of the optimum over seeds 0-29 with six seeds below 98%, and 99.3% with one after. The rule
+does not weigh how often the size came: a size seen once in the window makes its remainders count as filled. `E` is
 never below the CPUs no sum of sizes fills (`g - max sum <= g`). `stranding_penalty` charges a placement for the
 change in expected stranded CPUs of the zones it takes from, relative to the zone's size, and credits it when that
 change is negative (a placement that leaves its zone easier to fill exactly than before).
