@@ -59,7 +59,16 @@ def test_a_tool_says_which_server_refused_in_one_line(
 
 
 def test_the_scheduler_logs_the_server_it_cannot_reach(dead: DeadApiServer) -> None:
-    args = ["scheduler", "--kubeconfig", str(dead.kubeconfig), "--no-leader-elect", "--metrics-port", "0"]
+    args = [
+        "scheduler",
+        "--kubeconfig",
+        str(dead.kubeconfig),
+        "--no-leader-elect",
+        "--metrics-port",
+        "0",
+        "--secure-port",
+        "0",
+    ]
     proc = subprocess.Popen([KNUMA, *args], stderr=subprocess.PIPE, text=True)
     try:
         logged = stderr_until(proc, refused(dead))

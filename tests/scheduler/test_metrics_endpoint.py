@@ -28,7 +28,9 @@ def _free_port() -> int:
 def _run_scheduler(kubeconfig: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(kubeconfig), "--no-leader-elect"]
     with log.open("wb") as out:
-        return subprocess.Popen([*args, "--metrics-port", str(port), *extra], stdout=out, stderr=out)
+        return subprocess.Popen(
+            [*args, "--secure-port", "0", "--metrics-port", str(port), *extra], stdout=out, stderr=out
+        )
 
 
 def _wait_for(log: Path, text: str, proc: subprocess.Popen[bytes]) -> str:

@@ -137,7 +137,7 @@ async def _scheduler_run(tmp_path: Path, dump_dir: Path | None) -> str:
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable,
                     *("-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--config", str(config)),
-                    *("--metrics-port", "0"),
+                    *("--metrics-port", "0", "--secure-port", "0"),
                     stdout=out,
                     stderr=out,
                     env=env,

@@ -50,13 +50,59 @@ def scheduler(
         "--lease-name",
         help="Name of the leader Lease (default: topology-aware-scheduler).",
     ),
+    secure_port: int = typer.Option(
+        10259,
+        "--secure-port",
+        min=0,
+        max=65535,
+        help="HTTPS port of /metrics, /healthz, /readyz, /livez with authentication and authorization delegated to "
+        "the API server (TokenReview, SubjectAccessReview), as kube-scheduler's; 0 turns it off.",
+    ),
+    bind_address: str = typer.Option(
+        "0.0.0.0", "--bind-address", help="Address the secure port listens on (all interfaces, as kube-scheduler)."
+    ),
+    tls_cert_file: str = typer.Option(
+        "",
+        "--tls-cert-file",
+        help="Serving certificate (PEM, reloaded when it changes); without it a self-signed one, in --cert-dir or "
+        "in memory.",
+    ),
+    tls_private_key_file: str = typer.Option("", "--tls-private-key-file", help="Key of --tls-cert-file (PEM)."),
+    cert_dir: str = typer.Option(
+        "",
+        "--cert-dir",
+        help="Without --tls-cert-file: keep the self-signed kube-scheduler.crt/.key here (default: in memory, new at "
+        "every start).",
+    ),
+    token_cache_ttl: str = typer.Option(
+        "10s", "--authentication-token-webhook-cache-ttl", help="How long a TokenReview answer is reused."
+    ),
+    authorized_ttl: str = typer.Option(
+        "10s",
+        "--authorization-webhook-cache-authorized-ttl",
+        help="How long an allowing SubjectAccessReview is reused.",
+    ),
+    unauthorized_ttl: str = typer.Option(
+        "10s", "--authorization-webhook-cache-unauthorized-ttl", help="How long a denying one is reused."
+    ),
+    always_allow_paths: str = typer.Option(
+        "/healthz,/readyz,/livez",
+        "--authorization-always-allow-paths",
+        help="Paths served without authorization (comma-separated; a trailing * matches a prefix), so probes need "
+        "no token.",
+    ),
     metrics_address: str = typer.Option(
         "127.0.0.1",
         "--metrics-address",
-        help="Bind address of /metrics, /healthz, /readyz: plain HTTP without authentication, so loopback by default; "
-        "0.0.0.0 in a pod (the rendered manifests do so, behind their NetworkPolicy).",
+        help="DEPRECATED insecure port: bind address of /metrics, /healthz, /readyz over plain HTTP without "
+        "authentication, so loopback by default. Use the secure port.",
     ),
-    metrics_port: int = typer.Option(10251, "--metrics-port", help="Port of /metrics, /healthz, /readyz; 0 disables."),
+    metrics_port: int = typer.Option(
+        10251,
+        "--metrics-port",
+        help="DEPRECATED insecure port (as kube-scheduler's removed --port): plain HTTP, no authentication; "
+        "0 disables. Use --secure-port.",
+    ),
     explain: bool = typer.Option(
         False,
         "--explain",
@@ -84,7 +130,45 @@ def scheduler(
     if check_config:
         typer.echo(describe_config(configuration), nl=False)
         raise typer.Exit(0)
+    from knuma.duration import DurationError, parse_interval
+    from knuma.scheduler.daemon.secure import SecureServing
+
+    try:
+        ttls = [
+            parse_interval(value, flag)
+            for value, flag in (
+                (token_cache_ttl, "--authentication-token-webhook-cache-ttl"),
+                (authorized_ttl, "--authorization-webhook-cache-authorized-ttl"),
+                (unauthorized_ttl, "--authorization-webhook-cache-unauthorized-ttl"),
+            )
+        ]
+    except DurationError as err:
+        fail(str(err))
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        fail(
+            "--tls-cert-file and --tls-private-key-file go together: "
+            "give both, or neither for a self-signed certificate"
+        )
+    secure = SecureServing(
+        port=secure_port,
+        bind_address=bind_address,
+        tls_cert_file=tls_cert_file,
+        tls_private_key_file=tls_private_key_file,
+        cert_dir=cert_dir,
+        token_cache_ttl=ttls[0],
+        authorized_cache_ttl=ttls[1],
+        unauthorized_cache_ttl=ttls[2],
+        always_allow_paths=tuple(p.strip() for p in always_allow_paths.split(",") if p.strip()),
+    )
     flags = CommandLine(
-        kubeconfig, context, leader_elect, lease_namespace, lease_name, metrics_address, metrics_port, explain
+        kubeconfig,
+        context,
+        leader_elect,
+        lease_namespace,
+        lease_name,
+        metrics_address,
+        metrics_port,
+        explain,
+        secure,
     )
     raise typer.Exit(run(configuration, flags))

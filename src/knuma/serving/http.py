@@ -8,6 +8,10 @@ need no more than this. One request per connection (`Connection: close`), 5 s to
 With `tls` (a callable returning the current `ssl.SSLContext`), every connection is upgraded to TLS right after it
 is accepted, with the context the callable returns at that moment: that is how a rotated certificate takes effect
 without a restart (see `servingtls`).
+
+With `gate` (an async callable of the method, the path and the request headers), every request is let through only
+if it returns None; otherwise its response is sent instead: the scheduler's secure port authenticates and authorizes
+there (`knuma.kube.delegation`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 
-__all__ = ["BodyHandler", "Handler", "Response", "SimpleHTTPServer"]
+__all__ = ["BodyHandler", "Gate", "Handler", "Response", "SimpleHTTPServer"]
 
 log = logging.getLogger("knuma.serving.http")
 
@@ -28,6 +32,8 @@ Response = tuple[int, str, bytes]
 Handler = Callable[[], Response]
 BodyHandler = Callable[[bytes], Response]
 """A POST route: the request body in, the response out."""
+Gate = Callable[[str, str, Mapping[str, str]], Awaitable[Response | None]]
+"""(method, path, headers with lower-case names) to None (let through) or the response to send instead."""
 
 _MAX_HEAD = 16 * 1024
 MAX_BODY = 32 * 1024 * 1024
@@ -58,8 +64,10 @@ class SimpleHTTPServer:
         tls: Callable[[], ssl.SSLContext] | None = None,
         *,
         posts: Mapping[str, BodyHandler] | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.routes = dict(routes)
+        self.gate = gate
         self.posts = dict(posts or {})
         self.tls = tls
         self._server: asyncio.Server | None = None
@@ -93,7 +101,10 @@ class SimpleHTTPServer:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
             post = self._post_handler(head)
-            if post is None:
+            refused = await self._gate(head)
+            if refused is not None:
+                status, ctype, body = refused
+            elif post is None:
                 status, ctype, body = self._respond(head)
             else:
                 status, ctype, body = await self._respond_post(head, reader, post)
@@ -111,6 +122,24 @@ class SimpleHTTPServer:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+    async def _gate(self, head: bytes) -> Response | None:
+        if self.gate is None or len(head) > _MAX_HEAD:
+            return None
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            return None  # answered 400 by `_respond`
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        try:
+            return await self.gate(parts[0], parts[1].split("?", 1)[0], headers)
+        except Exception:
+            log.exception("request gate failed")
+            return 500, "text/plain", b"internal error\n"
 
     def _post_handler(self, head: bytes) -> BodyHandler | None:
         parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")

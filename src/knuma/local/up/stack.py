@@ -326,6 +326,8 @@ class LocalCluster:
             "--no-leader-elect",
             "--metrics-port",
             "0",
+            "--secure-port",
+            "0",
         ]
         config = self.work_dir / "scheduler-config.yaml"
         config.write_text(yaml.safe_dump(scheduler_configuration(), sort_keys=False))

@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from knuma.errors import OperationFailed
 from knuma.kube.client import api_session, async_http
+from knuma.kube.delegation import DelegatedAuth
 from knuma.kube.leaderelection import LeaseConfig
 from knuma.scheduler.cache.resyncdebug import ResyncDump
 from knuma.scheduler.config.load import build_nrt_cache, build_profiles
 from knuma.scheduler.config.model import SchedulerConfiguration
 from knuma.scheduler.daemon.health import HealthServer
 from knuma.scheduler.daemon.loop import DaemonSettings, LeadershipLost, Scheduler, serve_until_signalled
+from knuma.scheduler.daemon.secure import SecureServing, serving_context, status_gate
 
 __all__ = ["CommandLine", "daemon_settings", "run"]
 
@@ -37,6 +40,8 @@ class CommandLine:
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 10251
     explain: bool = False
+    secure: SecureServing = field(default_factory=lambda: SecureServing(port=0))
+    """The secure port; off unless asked for (the command line's default is kube-scheduler's, 10259)."""
 
 
 def daemon_settings(configuration: SchedulerConfiguration, flags: CommandLine) -> DaemonSettings:
@@ -59,8 +64,8 @@ def daemon_settings(configuration: SchedulerConfiguration, flags: CommandLine) -
 
 
 def serving_message(address: str, port: int) -> str:
-    """What the metrics endpoint really exposes: kube-scheduler serves it over HTTPS with authentication delegated
-    to the API server (port 10259); knuma's is plain HTTP without authentication, so say who can reach it."""
+    """What the insecure port really exposes: plain HTTP without authentication (the secure port is the
+    authenticated one, as kube-scheduler's 10259), so say who can reach it."""
     if address in ("127.0.0.1", "::1", "localhost"):
         reach = f"on {address}:{port} (loopback only)"
     elif address in ("0.0.0.0", "::", ""):
@@ -84,7 +89,32 @@ async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> i
     nrt = build_nrt_cache(configuration, ResyncDump.from_env(os.environ))
     daemon = Scheduler(http, build_profiles(configuration, nrt), settings, nrt=nrt, writer=writer)
     health = HealthServer(daemon)
+    secure = flags.secure
     try:
+        if secure.port:
+            tls, origin = serving_context(secure)
+            auth = DelegatedAuth(
+                http,
+                token_ttl=secure.token_cache_ttl,
+                allow_ttl=secure.authorized_cache_ttl,
+                deny_ttl=secure.unauthorized_cache_ttl,
+                always_allow_paths=secure.always_allow_paths,
+            )
+            try:
+                port = await health.start_secure(secure.bind_address, secure.port, tls, status_gate(auth))
+            except OSError as err:
+                raise OperationFailed(
+                    f"cannot listen on {secure.bind_address}:{secure.port} (--bind-address, --secure-port): "
+                    f"{err.strerror or err}; pick another --secure-port, or 0 to turn the secure port off"
+                ) from None
+            log.info(
+                "serving /metrics, /healthz, /readyz, /livez securely on https://%s:%d (%s), authentication and "
+                "authorization delegated to the API server; always allowed: %s",
+                secure.bind_address,
+                port,
+                origin,
+                ",".join(secure.always_allow_paths) or "none",
+            )
         if flags.metrics_port:
             port = await health.start(flags.metrics_address, flags.metrics_port)
             log.info("%s", serving_message(flags.metrics_address, port))

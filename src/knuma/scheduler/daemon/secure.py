@@ -1,0 +1,127 @@
+"""The scheduler's secure port: `/metrics`, `/healthz`, `/readyz`, `/livez` over HTTPS with delegated authentication
+and authorization, as kube-scheduler serves them on 10259.
+
+Defaults and flags follow `cmd/kube-scheduler/app/options/options.go` (`NewOptions`): `--secure-port` 10259 (0 turns
+HTTPS off), `--bind-address` 0.0.0.0, the serving certificate from `--tls-cert-file` / `--tls-private-key-file`, else
+a self-signed one written once to `--cert-dir` (pair name `kube-scheduler`), else, with neither, generated in memory
+at every start (`SecureServingOptions.MaybeDefaultWithSelfSignedCerts`); `AlwaysAllowPaths` `/healthz`, `/readyz`,
+`/livez` so the kubelet's probes need no token. Certificate files are reloaded when they change (`ServingCertificate`,
+as `dynamiccertificates.DynamicServingCertificateController` does upstream).
+
+Who may read what is the API server's call (`knuma.kube.delegation`): a request without a token is
+`system:anonymous` (403 unless RBAC grants it the path), a token the API server does not know is 401, a user the
+`SubjectAccessReview` denies is 403. Errors are `Status` objects, as kube-scheduler writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from knuma.kube.delegation import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuth
+from knuma.serving.certificates import self_signed
+from knuma.serving.http import Gate, Response
+from knuma.serving.tls import ServingCertificate, TLSConfigError
+
+__all__ = ["SecureServing", "serving_context", "status_gate"]
+
+PAIR_NAME = "kube-scheduler"
+
+
+@dataclass(frozen=True)
+class SecureServing:
+    """The secure port's flags, kube-scheduler's names and defaults."""
+
+    port: int = 10259
+    bind_address: str = "0.0.0.0"
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    cert_dir: str = ""
+    token_cache_ttl: float = 10.0
+    authorized_cache_ttl: float = 10.0
+    unauthorized_cache_ttl: float = 10.0
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+
+
+def _hosts(bind_address: str) -> list[str]:
+    hosts = ["localhost", "127.0.0.1", "::1"]
+    if bind_address not in ("", "0.0.0.0", "::"):
+        hosts.append(bind_address)
+    return hosts
+
+
+def _in_memory(bind_address: str) -> ssl.SSLContext:
+    """A fresh self-signed certificate, never written anywhere lasting: `ssl` loads only files, so the pair goes
+    through a private temporary directory that is removed at once."""
+    cert = self_signed(_hosts(bind_address), common_name=f"localhost@{int(time.time())}", days=365)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory(prefix="knuma-scheduler-tls-") as directory:
+        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        key_path.touch(mode=0o600)
+        key_path.write_text(cert.key_pem)
+        cert_path.write_text(cert.cert_pem)
+        context.load_cert_chain(cert_path, key_path)
+    return context
+
+
+def _in_cert_dir(directory: Path, bind_address: str) -> tuple[Path, Path]:
+    cert_path, key_path = directory / f"{PAIR_NAME}.crt", directory / f"{PAIR_NAME}.key"
+    if not (cert_path.is_file() and key_path.is_file()):
+        directory.mkdir(parents=True, exist_ok=True)
+        cert = self_signed(_hosts(bind_address), common_name=f"localhost@{int(time.time())}", days=365)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(cert.key_pem)
+        cert_path.write_text(cert.cert_pem)
+    return cert_path, key_path
+
+
+def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContext], str]:
+    """The TLS context provider of the secure port and where its certificate comes from (for the log). Raises
+    `TLSConfigError` naming the flag at fault."""
+    if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
+        raise TLSConfigError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    hint = "pass --tls-cert-file and --tls-private-key-file, or neither for a self-signed certificate"
+    if settings.tls_cert_file:
+        cert = ServingCertificate(
+            settings.tls_cert_file, settings.tls_private_key_file, purpose="secure port", hint=hint
+        )
+        return cert.context, f"certificate {settings.tls_cert_file} (reloaded when it changes)"
+    if settings.cert_dir:
+        cert_path, key_path = _in_cert_dir(Path(settings.cert_dir), settings.bind_address)
+        cert = ServingCertificate(cert_path, key_path, purpose="secure port", hint=hint)
+        return cert.context, f"self-signed certificate {cert_path}"
+    context = _in_memory(settings.bind_address)
+    return (lambda: context), "a self-signed certificate generated in memory"
+
+
+def _status(code: int, message: str) -> Response:
+    reason = {401: "Unauthorized", 403: "Forbidden"}.get(code, "InternalError")
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code,
+    }
+    return code, "application/json", (json.dumps(body) + "\n").encode()
+
+
+def status_gate(auth: DelegatedAuth) -> Gate:
+    """The secure port's gate: `auth`'s refusals as `Status` responses."""
+
+    async def gate(method: str, path: str, headers: Mapping[str, str]) -> Response | None:
+        refused = await auth.check(method, path, headers.get("authorization", ""))
+        return None if refused is None else _status(refused.status, refused.message)
+
+    return gate

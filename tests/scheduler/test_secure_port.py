@@ -1,0 +1,221 @@
+"""`knuma scheduler --secure-port`: /metrics, /healthz, /readyz over HTTPS with authentication and authorization
+delegated to a real `knuma apiserver` (TokenReview, SubjectAccessReview), as kube-scheduler serves them on 10259."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knuma.local.apiserver import reviews
+from knuma.local.apiserver.authn import UserInfo
+from knuma.serving.certificates import Certificate, certificate_authority, signed_by
+from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
+
+pytestmark = pytest.mark.slow
+
+VIEWER = UserInfo("viewer", "u-1", ("monitoring", "system:authenticated"))
+ROOT = UserInfo("prometheus", "u-2", ("system:masters", "system:authenticated"))
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[RunningApiServer]:
+    with apiserver_in_thread(tmp_path / "api", static_tokens={"viewer-token": VIEWER, "root-token": ROOT}) as running:
+        yield running
+
+
+@pytest.fixture
+def review_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many reviews the (in-process) API server answered: its own review functions, counted."""
+    counts = {"tokenreviews": 0, "subjectaccessreviews": 0}
+
+    def counting(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any) -> Any:
+            counts[name] += 1
+            return real(*args)
+
+        return wrapper
+
+    monkeypatch.setattr(reviews, "review_token", counting("tokenreviews", reviews.review_token))
+    monkeypatch.setattr(reviews, "review_access", counting("subjectaccessreviews", reviews.review_access))
+    return counts
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Scheduler:
+    def __init__(self, api: RunningApiServer, work: Path, *extra: str) -> None:
+        self.port = _free_port()
+        self.log = work / f"scheduler-{self.port}.log"
+        args = [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect"]
+        args += ["--metrics-port", "0", "--bind-address", "127.0.0.1", "--secure-port", str(self.port), *extra]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=out)
+        deadline = time.monotonic() + 30
+        while f"securely on https://127.0.0.1:{self.port}" not in self.log.read_text():
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.05)
+
+    def get(self, path: str, token: str | None = None, context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
+        if context is None:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10, context=context)
+        try:
+            conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+            reply = conn.getresponse()
+            return reply.status, reply.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@pytest.fixture
+def start(api: RunningApiServer, tmp_path: Path) -> Iterator[Callable[..., Scheduler]]:
+    started: list[Scheduler] = []
+
+    def run(*extra: str) -> Scheduler:
+        started.append(Scheduler(api, tmp_path, *extra))
+        return started[-1]
+
+    yield run
+    for scheduler in started:
+        scheduler.stop()
+
+
+def test_metrics_need_a_token_the_api_server_knows_and_a_user_it_authorizes(
+    start: Callable[..., Scheduler], review_counts: dict[str, int]
+) -> None:
+    scheduler = start()
+    status, body = scheduler.get("/metrics", "root-token")
+    assert status == 200, body
+    assert b"scheduler_pending_pods" in body
+
+    status, body = scheduler.get("/metrics", "not-a-token")
+    assert status == 401, body
+    assert json.loads(body)["reason"] == "Unauthorized"
+
+    status, body = scheduler.get("/metrics", "viewer-token")  # authenticated, but the review denies it
+    assert status == 403, body
+    assert json.loads(body)["message"].startswith('forbidden: User "viewer" cannot get path "/metrics"')
+
+    # no token: system:anonymous, as kube-scheduler's delegating authenticator allows; then denied
+    status, body = scheduler.get("/metrics")
+    assert status == 403, body
+    assert 'User "system:anonymous" cannot get path "/metrics"' in json.loads(body)["message"]
+    assert review_counts == {"tokenreviews": 3, "subjectaccessreviews": 3}
+
+
+def test_probe_paths_need_no_token_but_a_bad_token_still_fails(start: Callable[..., Scheduler]) -> None:
+    scheduler = start()
+    for path in ("/healthz", "/livez"):
+        assert scheduler.get(path) == (200, b"ok\n")
+    status, _ = scheduler.get("/readyz")
+    assert status in (200, 503)  # authorized either way: ready once the caches synced
+    assert scheduler.get("/healthz", "not-a-token")[0] == 401  # authentication runs before the path authorizer
+
+
+def test_always_allow_paths_is_configurable(start: Callable[..., Scheduler]) -> None:
+    scheduler = start("--authorization-always-allow-paths", "/metrics")
+    assert scheduler.get("/metrics")[0] == 200
+    assert scheduler.get("/healthz")[0] == 403
+
+
+def test_reviews_are_cached_for_the_ttl_then_asked_again(
+    start: Callable[..., Scheduler], review_counts: dict[str, int]
+) -> None:
+    scheduler = start(
+        "--authentication-token-webhook-cache-ttl",
+        "2s",
+        "--authorization-webhook-cache-authorized-ttl",
+        "2s",
+    )
+    for _ in range(5):
+        assert scheduler.get("/metrics", "root-token")[0] == 200
+    assert review_counts == {"tokenreviews": 1, "subjectaccessreviews": 1}
+    time.sleep(2.2)
+    assert scheduler.get("/metrics", "root-token")[0] == 200
+    assert review_counts == {"tokenreviews": 2, "subjectaccessreviews": 2}
+
+
+def _write(cert: Certificate, directory: Path) -> None:
+    (directory / "tls.key").write_text(cert.key_pem)
+    (directory / "tls.crt").write_text(cert.cert_pem)
+
+
+def _served_subject(scheduler: Scheduler, ca: Certificate) -> str:
+    context = ssl.create_default_context(cadata=ca.cert_pem)
+    with (
+        socket.create_connection(("127.0.0.1", scheduler.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        peer = tls.getpeercert()
+    assert peer is not None
+    subject: Any = peer["subject"]  # ((("commonName", "first"),),)
+    return next(str(pair[1]) for rdn in subject for pair in rdn if pair[0] == "commonName")
+
+
+def test_the_given_certificate_is_served_and_reloaded_when_it_changes(
+    start: Callable[..., Scheduler], tmp_path: Path
+) -> None:
+    ca = certificate_authority("test-ca")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    _write(signed_by(ca, ["127.0.0.1"], common_name="first"), certs)
+    scheduler = start("--tls-cert-file", str(certs / "tls.crt"), "--tls-private-key-file", str(certs / "tls.key"))
+    assert _served_subject(scheduler, ca) == "first"
+    context = ssl.create_default_context(cadata=ca.cert_pem)
+    assert scheduler.get("/metrics", "root-token", context)[0] == 200  # verifies against the CA
+    _write(signed_by(ca, ["127.0.0.1"], common_name="second"), certs)
+    assert _served_subject(scheduler, ca) == "second"
+
+
+def test_without_a_certificate_a_self_signed_one_names_localhost(start: Callable[..., Scheduler]) -> None:
+    scheduler = start()
+    with socket.create_connection(("127.0.0.1", scheduler.port), timeout=10) as raw:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        with context.wrap_socket(raw) as tls:
+            der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    pem = ssl.DER_cert_to_PEM_cert(der)
+    verify = ssl.create_default_context(cadata=pem)  # its own CA: a client that pins it verifies it
+    assert scheduler.get("/healthz", context=verify)[0] == 200
+
+
+def test_half_a_certificate_pair_is_a_usage_error(api: RunningApiServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--tls-cert-file", "x.crt"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--tls-cert-file and --tls-private-key-file go together" in done.stderr
+    assert "Traceback" not in done.stderr
