@@ -154,6 +154,9 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     }
     expected |= {("", "pods/binding", "create", "")}
     expected |= {(g, "events", v, "") for g in ("", "events.k8s.io") for v in ("create", "patch")}
+    # the secure port's delegated authentication and authorization
+    expected |= {("authentication.k8s.io", "tokenreviews", "create", "")}
+    expected |= {("authorization.k8s.io", "subjectaccessreviews", "create", "")}
     assert _rules(objects, "ClusterRole", "topology-aware-scheduler") == expected
     leases = _rules(objects, "Role", "topology-aware-scheduler-leader-elect")
     assert leases == {
@@ -404,8 +407,15 @@ def test_scheduler_command_line_and_config_pass_knuma_scheduler_check_config(rep
     assert "topology-aware-scheduler" in result.output
     election = parse_config(yaml.safe_load(cm["data"][CONFIG_KEY])).leader_election
     assert election.leader_elect is (replicas > 1)
-    metrics_port = next(int(a.split("=")[1]) for a in args if a.startswith("--metrics-port="))
-    assert metrics_port == container["ports"][0]["containerPort"]
+    secure_port = next(int(a.split("=")[1]) for a in args if a.startswith("--secure-port="))
+    assert secure_port == container["ports"][0]["containerPort"] == 10259
+    assert "--metrics-port=0" in args  # the deprecated insecure port is off in a pod
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+        assert container[probe]["httpGet"]["port"] == container["ports"][0]["name"]
+    rules = next(o for o in objects if o["kind"] == "ClusterRole")["rules"]
+    assert {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]} in rules
+    assert {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]} in rules
     if replicas > 1:
         role = next(o for o in objects if o["kind"] == "Role")
         assert role["metadata"]["namespace"] == election.resource_namespace == "tas-scheduler"

@@ -46,8 +46,8 @@ COMPONENT = "scheduler"
 CONFIG_MAP = "scheduler-config"
 CONFIG_KEY = "scheduler-config.yaml"
 CONFIG_DIR = "/etc/knuma"
-METRICS_PORT = 10251
-"""`knuma scheduler`'s default `--metrics-port` (/metrics, /healthz, /readyz)."""
+SECURE_PORT = 10259
+"""`knuma scheduler`'s `--secure-port` (/metrics, /healthz, /readyz, /livez over HTTPS), kube-scheduler's."""
 PLUGIN = "NodeResourceTopologyMatch"
 DEFAULT_LEASE = "nrtmatch-scheduler"
 CONFIG_HASH_ANNOTATION = "knuma.io/config-hash"
@@ -154,12 +154,14 @@ def placement(options: DeployOptions, pod_labels: dict[str, str]) -> dict[str, A
 def scheduler_args(options: DeployOptions) -> list[str]:
     """`knuma scheduler`'s command line (the image's entry point is `knuma`). Everything else, leader election
     included, is in the configuration file, the one place the Role's Lease name also comes from."""
-    # In a pod the probes come from the node, so bind all interfaces (the NetworkPolicy admits only the metrics port).
+    # The secure port binds all interfaces (the probes come from the node; the NetworkPolicy admits only that port),
+    # serves HTTPS with an in-memory self-signed certificate and asks the API server who may read /metrics, as
+    # kube-scheduler does; the deprecated insecure port is off.
     return [
         "scheduler",
         f"--config={CONFIG_DIR}/{CONFIG_KEY}",
-        "--metrics-address=0.0.0.0",
-        f"--metrics-port={METRICS_PORT}",
+        f"--secure-port={SECURE_PORT}",
+        "--metrics-port=0",
     ]
 
 
@@ -174,6 +176,9 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
         rule(["resource.k8s.io"], ["resourceclaims", "resourceclaims/status"], ["update", "patch"]),
         rule([""], ["pods/binding"], ["create"]),
         rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+        # the secure port's delegated authentication and authorization, as system:auth-delegator grants them
+        rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+        rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
     ]
     lease_rules = [
         rule(["coordination.k8s.io"], ["leases"], ["create"]),
@@ -192,7 +197,12 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
     ns = scheduler_namespace(options)
     pod_labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "knuma"}
     text = config_text(scheduler_config(options))
-    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "initialDelaySeconds": 5, "periodSeconds": 10}
+    # over HTTPS on the secure port, as kube-scheduler's manifests probe it; /healthz, /readyz need no token
+    probe = {
+        "httpGet": {"path": "/healthz", "port": "https", "scheme": "HTTPS"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 10,
+    }
     mounts: list[Manifest] = [
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "tmp", "mountPath": "/tmp"},
@@ -202,9 +212,9 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
         "image": options.images.knuma,
         "imagePullPolicy": options.pull_policy,
         "args": scheduler_args(options),
-        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "ports": [{"name": "https", "containerPort": SECURE_PORT, "protocol": "TCP"}],
         "livenessProbe": probe,
-        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "metrics"}},
+        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "https", "scheme": "HTTPS"}},
         "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
         "securityContext": security_context(),
         "volumeMounts": mounts,
@@ -245,7 +255,7 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
         namespace(ns, COMPONENT, extra_labels=POD_SECURITY_RESTRICTED),
         service_account(NAME, ns, COMPONENT),
         *scheduler_rbac(options, ns),
-        *network_policies(NAME, ns, COMPONENT, pod_labels, ingress_ports=[("metrics", METRICS_PORT)]),
+        *network_policies(NAME, ns, COMPONENT, pod_labels, ingress_ports=[("metrics", SECURE_PORT)]),
         config_map(CONFIG_MAP, ns, COMPONENT, {CONFIG_KEY: text}),
         deployment,
     ]
