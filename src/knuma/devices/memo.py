@@ -14,14 +14,16 @@ the same answer. `allocate` is a pure function of
 - the devices reachable from the node: the slices (their version), the classes (their version) and which of the
   node's devices are in use,
 
-so an outcome computed for the same inputs is returned as is. A successful outcome is re-labelled with the current
-claims' keys (nothing else in it depends on them: the allocation results are device IDs, configs from the class and
-the claim spec, a node selector from the slices); a failure names the claim in its reason, so it is reused only
-for the same claim keys. The memo is exact by construction: anything that is not in the key is not an input.
+so an outcome computed for the same inputs is returned as is, re-labelled with the current claims' keys (nothing
+else in it depends on them: the allocation results are device IDs, configs from the class and the claim spec, a
+node selector from the slices; a failure names the claim in its reason, its `claim` and its stage labels, which
+`_relabelled_failure` rewrites, or declines to). The memo is exact by construction: anything that is not in the key
+is not an input.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -72,12 +74,23 @@ class AllocationMemo:
         if entry.keys == keys:
             self.hits += 1
             return entry.outcome
-        if not entry.outcome.allocatable or len(entry.outcome.results) != len(keys):
+        outcome = entry.outcome
+        if len(entry.keys) != len(keys) or len(set(entry.keys)) != len(keys):
+            self.misses += 1
+            return None
+        if outcome.allocatable:
+            if len(outcome.results) != len(keys):
+                self.misses += 1
+                return None
+            results = tuple(ClaimAllocation(key, r.allocation) for key, r in zip(keys, outcome.results, strict=True))
+            self.hits += 1
+            return replace(outcome, results=results)
+        failed = _relabelled_failure(outcome, dict(zip(entry.keys, keys, strict=True)))
+        if failed is None:
             self.misses += 1
             return None
         self.hits += 1
-        results = tuple(ClaimAllocation(key, r.allocation) for key, r in zip(keys, entry.outcome.results, strict=True))
-        return replace(entry.outcome, results=results)
+        return failed
 
     def put(self, node: str, shape: Hashable, keys: Sequence[str], state: NodeState, outcome: Outcome) -> None:
         shapes = self.entries.setdefault(node, {})
@@ -88,3 +101,25 @@ class AllocationMemo:
 
     def clear(self) -> None:
         self.entries.clear()
+
+
+def _relabelled_failure(outcome: Outcome, renamed: Mapping[str, str]) -> Outcome | None:
+    """A failed `outcome` naming the claims `renamed` maps to instead: the allocator names a claim only as
+    `claim <key>` followed by `,` or `:` in the reason (`search`, `allocator`), in `Outcome.claim` and in the
+    `<key>/<request>` labels of `Outcome.stages`. None when a claim key appears anywhere else (not relabelled:
+    recomputed)."""
+    pattern = re.compile(
+        "claim (" + "|".join(re.escape(k) for k in sorted(renamed, key=len, reverse=True)) + ")(?=[,:])"
+    )
+    if any(key in pattern.sub("", outcome.reason) for key in renamed):
+        return None
+    reason = pattern.sub(lambda m: f"claim {renamed[m.group(1)]}", outcome.reason)
+    if outcome.claim and outcome.claim not in renamed:
+        return None
+    stages = {}
+    for label, counts in outcome.stages.items():
+        key, _, request = label.rpartition("/")
+        if key not in renamed:
+            return None
+        stages[f"{renamed[key]}/{request}"] = counts
+    return replace(outcome, reason=reason, claim=renamed.get(outcome.claim, outcome.claim), stages=stages)
