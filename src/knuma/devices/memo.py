@@ -1,9 +1,10 @@
 """The allocator's verdict per node, remembered while neither the claims' shape nor the node's state changes.
 
 Filter runs the allocator on every node for every pod with claims (upstream's `DynamicResources.Filter` calls
-`Allocator.Allocate` per node in `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`; it is
-compiled Go and stops at the first solution, knuma's search scores NUMA alignment and locality and costs about a
-millisecond per node in Python). Pods with claims mostly repeat a few shapes (1 GPU + 1 NIC on one PCIe root...),
+`state.allocator.Allocate(ctx, node)` per node in `pkg/scheduler/framework/plugins/dynamicresources/
+dynamicresources.go`, with an allocator its PreFilter builds afresh for each pod, noting that keeping it up to date
+across pods would avoid that; it is compiled Go and stops at the first solution, knuma's search scores NUMA
+alignment and locality and costs about half a millisecond per node in Python). Pods with claims mostly repeat a few shapes (1 GPU + 1 NIC on one PCIe root...),
 and one scheduling cycle changes one node: the other nodes would be searched again with the same input and give
 the same answer. `allocate` is a pure function of
 
