@@ -4,9 +4,9 @@ Filter runs the allocator on every node for every pod with claims (upstream's `D
 `state.allocator.Allocate(ctx, node)` per node in `pkg/scheduler/framework/plugins/dynamicresources/
 dynamicresources.go`, with an allocator its PreFilter builds afresh for each pod, noting that keeping it up to date
 across pods would avoid that; it is compiled Go and stops at the first solution, knuma's search scores NUMA
-alignment and locality and costs about half a millisecond per node in Python). Pods with claims mostly repeat a few shapes (1 GPU + 1 NIC on one PCIe root...),
-and one scheduling cycle changes one node: the other nodes would be searched again with the same input and give
-the same answer. `allocate` is a pure function of
+alignment and locality and costs about half a millisecond per node in Python). Pods with claims mostly repeat a
+few shapes (1 GPU + 1 NIC on one PCIe root...), and one scheduling cycle changes one node: the other nodes would be
+searched again with the same input and give the same answer. `allocate` is a pure function of
 
 - the pending claims' specs (the claim names appear only in the outcome's labels, re-applied on a hit),
 - the pod's CPU and memory requests (`Pod.admission_key`: what `alignment.plan_alignment` reads of the pod),
