@@ -12,7 +12,7 @@ from typing import Any
 
 from knuma.api.resources import CPU
 from knuma.errors import InvalidInput
-from knuma.sim.engine import RunResult, build_kubelets
+from knuma.sim.engine import RunResult, arrivals, build_kubelets
 from knuma.sim.metrics import JSON_KEYS
 from knuma.sim.optimal import DEFAULT_TIME_LIMIT, OptimalResult, OptimalUnsupported, solve
 from knuma.sim.parallel import simulate
@@ -118,7 +118,7 @@ def _optimal(comparison: Comparison, time_limit: float) -> None:
         comparison.notes.append("optimal skipped: pods terminate in this workload (optimal packs static workloads)")
         return
     kubelets = build_kubelets(scenario)
-    pods = [a.pod for a in scenario.workload.generate(comparison.seed)]
+    pods = [a.pod for a in arrivals(scenario, comparison.seed)]
     pools = {node: pool.name for pool in scenario.cluster.pools for node in pool.node_names()}
     try:
         best = max(

@@ -776,22 +776,28 @@ class VectorizedScheduler:
         self.version[row] = self._clock
         if static:
             self._load_static(row, info)
-        available = np.zeros((self.zone_count, len(self.resources)), dtype=np.int64)
-        self.numa_cpu_free[row] = 0 if topology is None else sum(zone.available.get(CPU, 0) for zone in topology.zones)
-        if topology is not None:
-            for z, zone in enumerate(topology.zones):
+        width = len(self.resources)
+        if topology is None:
+            self.numa_cpu_free[row] = 0
+            available = np.zeros((self.zone_count, width), dtype=np.int64)
+        else:
+            self.numa_cpu_free[row] = sum(zone.available.get(CPU, 0) for zone in topology.zones)
+            grid = [[0] * width for _ in range(self.zone_count)]  # filled in Python, converted once
+            for line, zone in zip(grid, topology.zones, strict=False):
                 for name, amount in zone.available.items():
-                    available[z, index[name]] = amount
+                    line[index[name]] = amount
+            available = np.array(grid, dtype=np.int64)
         self.available[row] = available
         whole = available.copy()
-        self.whole_cpu_available[row] = available
+        pinnable = available.copy()
         if self.cpu_index is not None:
             cpu = available[:, self.cpu_index]
             whole[:, self.cpu_index] = -(-cpu // 1000)
-            self.whole_cpu_available[row, :, self.cpu_index] = cpu // 1000 * 1000
+            pinnable[:, self.cpu_index] = cpu // 1000 * 1000
+        self.whole_cpu_available[row] = pinnable
         self.whole_units[row] = whole
         for column, zone_free in enumerate(self.zone_free):
-            zone_free[row] = self.whole_cpu_available[row, :, column]
+            zone_free[row] = pinnable[:, column]
         self.simple_node[row] = topology is not None and (
             topology.config.policy is Policy.SINGLE_NUMA_NODE
             and not topology.memory_groups
