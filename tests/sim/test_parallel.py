@@ -14,7 +14,7 @@ from knuma.bench.simulate import scenario as scaled
 from knuma.errors import InvalidInput
 from knuma.sim.comparison import compare
 from knuma.sim.engine import RunResult
-from knuma.sim.parallel import WorkerFailed, available_cpus
+from knuma.sim.parallel import DISPATCH_ORDER, WorkerFailed, available_cpus
 from knuma.sim.schedulers import PRODUCT
 from knuma.sim.spec import Scenario, scenario_from_dict
 
@@ -126,3 +126,7 @@ def test_without_the_runs_only_the_metrics_come_back(tiny: Scenario) -> None:
         assert {k: v for k, v in lean.results[name].items() if k not in TIMING} == {
             k: v for k, v in kept.results[name].items() if k not in TIMING
         }
+
+
+def test_every_compared_scheduler_has_its_place_in_the_dispatch_order() -> None:
+    assert sorted(DISPATCH_ORDER) == sorted(PRODUCT)
