@@ -88,8 +88,8 @@ def is_privileged(username: str, groups: tuple[str, ...] | list[str]) -> bool:
 
 
 class TokenAuthenticator:
-    """Bearer tokens to users; every comparison in constant time, as `tokenfile.TokenAuthenticator` does not but
-    the single-token check here always did."""
+    """Bearer tokens to users. Every known token is compared in constant time (`hmac.compare_digest`), so the time
+    an answer takes says nothing about how much of a token was right."""
 
     def __init__(self, token: str | None, static: Mapping[str, UserInfo] | None = None) -> None:
         self.token = token
