@@ -219,3 +219,58 @@ def test_half_a_certificate_pair_is_a_usage_error(api: RunningApiServer, tmp_pat
     assert done.returncode == 2
     assert "--tls-cert-file and --tls-private-key-file go together" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _handshake(port: int, *, version: ssl.TLSVersion, ciphers: str | None = None) -> tuple[str, str] | None:
+    """(protocol, cipher) the secure port negotiates with a client limited to `version` (and `ciphers`), or None
+    when it refuses the handshake."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = context.maximum_version = version
+    if ciphers is not None:
+        context.set_ciphers(ciphers)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, context.wrap_socket(raw) as tls:
+            cipher = tls.cipher()
+            assert cipher is not None
+            return str(tls.version()), cipher[0]
+    except (ssl.SSLError, ConnectionError):
+        return None
+
+
+def test_tls_min_version_and_cipher_suites_restrict_the_secure_port(start: Callable[..., Scheduler]) -> None:
+    """kube-scheduler's `--tls-min-version` and `--tls-cipher-suites` (Go names) on the in-memory certificate."""
+    scheduler = start("--tls-cipher-suites", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_AES_128_GCM_SHA256")
+    listed = _handshake(scheduler.port, version=ssl.TLSVersion.TLSv1_2, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384")
+    assert listed == ("TLSv1.2", "ECDHE-ECDSA-AES256-GCM-SHA384")
+    assert _handshake(scheduler.port, version=ssl.TLSVersion.TLSv1_2, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") is None
+    assert _handshake(scheduler.port, version=ssl.TLSVersion.TLSv1_3) is not None  # TLS 1.3 suites are Go's own
+    # the control: without the list the same client is served
+    default = start()
+    assert _handshake(default.port, version=ssl.TLSVersion.TLSv1_2, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") is not None
+
+    strict = start("--tls-min-version", "VersionTLS13")
+    assert _handshake(strict.port, version=ssl.TLSVersion.TLSv1_2) is None
+    negotiated = _handshake(strict.port, version=ssl.TLSVersion.TLSv1_3)
+    assert negotiated is not None and negotiated[0] == "TLSv1.3"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--tls-min-version", "VersionTLS10", "unsupported --tls-min-version 'VersionTLS10'"),
+        ("--tls-cipher-suites", "TLS_NOT_A_SUITE", "unknown --tls-cipher-suites name 'TLS_NOT_A_SUITE'"),
+    ],
+)
+def test_bad_tls_flags_are_one_line_usage_errors(api: RunningApiServer, flag: str, value: str, message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), flag, value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

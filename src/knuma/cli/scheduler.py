@@ -91,6 +91,15 @@ def scheduler(
         help="Paths served without authorization (comma-separated; a trailing * matches a prefix), so probes need "
         "no token.",
     ),
+    tls_min_version: str = typer.Option(
+        "VersionTLS12", "--tls-min-version", help="Lowest TLS version of the secure port: VersionTLS12 or VersionTLS13."
+    ),
+    tls_cipher_suites: str = typer.Option(
+        "",
+        "--tls-cipher-suites",
+        help="TLS 1.2 cipher suites of the secure port, comma-separated Go names as kube-scheduler takes them "
+        "(default: OpenSSL's); ignored with VersionTLS13.",
+    ),
     metrics_address: str = typer.Option(
         "127.0.0.1",
         "--metrics-address",
@@ -144,6 +153,14 @@ def scheduler(
         ]
     except DurationError as err:
         fail(str(err))
+    from knuma.serving.ciphersuites import CipherSuiteError, parse_cipher_suites
+    from knuma.serving.tls import TLSConfigError, parse_min_version
+
+    try:
+        min_version = parse_min_version(tls_min_version, "--tls-min-version")
+        cipher_suites = parse_cipher_suites(tls_cipher_suites, "--tls-cipher-suites")
+    except (TLSConfigError, CipherSuiteError) as err:
+        fail(str(err))
     if bool(tls_cert_file) != bool(tls_private_key_file):
         fail(
             "--tls-cert-file and --tls-private-key-file go together: "
@@ -159,6 +176,8 @@ def scheduler(
         authorized_cache_ttl=ttls[1],
         unauthorized_cache_ttl=ttls[2],
         always_allow_paths=tuple(p.strip() for p in always_allow_paths.split(",") if p.strip()),
+        tls_min_version=min_version,
+        tls_cipher_suites=cipher_suites,
     )
     flags = CommandLine(
         kubeconfig,

@@ -86,9 +86,10 @@ class CipherSuites:
             context.set_ciphers(":".join(self.openssl))
 
 
-def parse_cipher_suites(text: str) -> CipherSuites:
+def parse_cipher_suites(text: str, flag: str = FLAG) -> CipherSuites:
     """The comma-separated Go names of `text` (blanks around names and empty items skipped, as RTE's
-    `splitNonEmptyCSV`). Raises `CipherSuiteError` naming the flag and the value."""
+    `splitNonEmptyCSV`). Raises `CipherSuiteError` naming `flag` (the exporter's, or the scheduler's
+    `--tls-cipher-suites`) and the value."""
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     openssl: list[str] = []
     for name in names:
@@ -98,12 +99,12 @@ def parse_cipher_suites(text: str) -> CipherSuites:
         if mapped is None:
             case = " (names are case-sensitive)" if name.upper() in GO_TO_OPENSSL or name.upper() in TLS13_NAMES else ""
             raise CipherSuiteError(
-                f"unknown {FLAG} name {name!r}{case}: use Go crypto/tls names as Kubernetes components do, "
+                f"unknown {flag} name {name!r}{case}: use Go crypto/tls names as Kubernetes components do, "
                 "e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
             )
         if not _available(mapped):
             raise CipherSuiteError(
-                f"{FLAG} name {name!r} (OpenSSL {mapped}) is not available in {ssl.OPENSSL_VERSION}: "
+                f"{flag} name {name!r} (OpenSSL {mapped}) is not available in {ssl.OPENSSL_VERSION}: "
                 "remove it from the list"
             )
         if mapped not in openssl:

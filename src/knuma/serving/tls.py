@@ -30,7 +30,7 @@ from pathlib import Path
 from knuma.errors import ConfigError
 from knuma.serving.ciphersuites import CipherSuites, parse_cipher_suites
 
-__all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version"]
+__all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version", "tls_policy"]
 
 log = logging.getLogger("knuma.exporter.tls")
 
@@ -46,13 +46,32 @@ class TLSConfigError(ConfigError):
     """The certificate or key cannot be used; the message names the file."""
 
 
-def parse_min_version(text: str) -> ssl.TLSVersion:
+def parse_min_version(text: str, flag: str = "--metrics-tls-min-version") -> ssl.TLSVersion:
+    """Go's version names (`VersionTLS12`, as component-base's `cliflag.TLSVersion`) or `1.2` / `1.3`; the error
+    names `flag`."""
     try:
         return _VERSIONS[text.strip().lower()]
     except KeyError:
-        raise TLSConfigError(
-            f"unsupported --metrics-tls-min-version {text!r}: use VersionTLS12 or VersionTLS13 (or 1.2, 1.3)"
-        ) from None
+        raise TLSConfigError(f"unsupported {flag} {text!r}: use VersionTLS12 or VersionTLS13 (or 1.2, 1.3)") from None
+
+
+def tls_policy(
+    min_version: ssl.TLSVersion, cipher_suites: CipherSuites, purpose: str
+) -> tuple[ssl.TLSVersion, CipherSuites]:
+    """The minimum version and suites a listener really uses, as RTE's `metricsTLSPolicyOpts`: with a TLS 1.3
+    minimum the list is ignored (`tls13PolicyOpt`: TLS 1.3 suites cannot be chosen), and a list of only TLS 1.3 names
+    leaves TLS 1.2 no suite, which is a TLS 1.3 minimum."""
+    if cipher_suites.names and min_version >= ssl.TLSVersion.TLSv1_3:
+        log.info("TLS 1.3 uses fixed cipher suites; ignoring the %d configured cipher suites", len(cipher_suites.names))
+        return min_version, CipherSuites((), ())
+    if cipher_suites.only_tls13:
+        log.warning(
+            "the configured cipher suites are all TLS 1.3 suites, which cannot be chosen: no TLS 1.2 suite is "
+            "left, so %s accepts TLS 1.3 only",
+            purpose,
+        )
+        return ssl.TLSVersion.TLSv1_3, cipher_suites
+    return min_version, cipher_suites
 
 
 def _identity(path: Path) -> tuple[int, int, int, int] | None:
@@ -88,19 +107,7 @@ class ServingCertificate:
         """Require a client certificate signed by a trusted CA (`ssl.CERT_REQUIRED`)."""
         self.client_ca_file = Path(client_ca_file) if client_ca_file is not None else None
         """The CAs client certificates must chain to; None: the system roots, as Go's nil `ClientCAs`."""
-        if self.cipher_suites.names and min_version >= ssl.TLSVersion.TLSv1_3:
-            log.info(
-                "TLS 1.3 uses fixed cipher suites; ignoring the %d configured cipher suites",
-                len(self.cipher_suites.names),
-            )
-            self.cipher_suites = CipherSuites((), ())
-        elif self.cipher_suites.only_tls13:
-            log.warning(
-                "the configured cipher suites are all TLS 1.3 suites, which cannot be chosen: no TLS 1.2 suite is "
-                "left, so %s accepts TLS 1.3 only",
-                self.purpose,
-            )
-            self.min_version = ssl.TLSVersion.TLSv1_3
+        self.min_version, self.cipher_suites = tls_policy(min_version, self.cipher_suites, purpose)
         self.loads = 0
         """How many times a certificate was loaded (1 after start)."""
         self._seen = self._identities()

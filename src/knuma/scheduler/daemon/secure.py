@@ -21,13 +21,14 @@ import ssl
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from knuma.kube.delegation import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuth
 from knuma.serving.certificates import self_signed
+from knuma.serving.ciphersuites import CipherSuites
 from knuma.serving.http import Gate, Response
-from knuma.serving.tls import ServingCertificate, TLSConfigError
+from knuma.serving.tls import ServingCertificate, TLSConfigError, tls_policy
 
 __all__ = ["SecureServing", "serving_context", "status_gate"]
 
@@ -47,6 +48,10 @@ class SecureServing:
     authorized_cache_ttl: float = 10.0
     unauthorized_cache_ttl: float = 10.0
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    """`--tls-min-version` (kube-scheduler's `SecureServingOptions.MinTLSVersion`; Go's server default is TLS 1.2)."""
+    tls_cipher_suites: CipherSuites = field(default_factory=lambda: CipherSuites((), ()))
+    """`--tls-cipher-suites` (`SecureServingOptions.CipherSuites`, Go names; empty: OpenSSL's defaults)."""
 
 
 def _hosts(bind_address: str) -> list[str]:
@@ -56,12 +61,14 @@ def _hosts(bind_address: str) -> list[str]:
     return hosts
 
 
-def _in_memory(bind_address: str) -> ssl.SSLContext:
+def _in_memory(settings: SecureServing) -> ssl.SSLContext:
     """A fresh self-signed certificate, never written anywhere lasting: `ssl` loads only files, so the pair goes
     through a private temporary directory that is removed at once."""
-    cert = self_signed(_hosts(bind_address), common_name=f"localhost@{int(time.time())}", days=365)
+    cert = self_signed(_hosts(settings.bind_address), common_name=f"localhost@{int(time.time())}", days=365)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    minimum, suites = tls_policy(settings.tls_min_version, settings.tls_cipher_suites, "secure port")
+    context.minimum_version = minimum
+    suites.apply(context)
     with tempfile.TemporaryDirectory(prefix="knuma-scheduler-tls-") as directory:
         cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
         key_path.touch(mode=0o600)
@@ -91,14 +98,26 @@ def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContex
     hint = "pass --tls-cert-file and --tls-private-key-file, or neither for a self-signed certificate"
     if settings.tls_cert_file:
         cert = ServingCertificate(
-            settings.tls_cert_file, settings.tls_private_key_file, purpose="secure port", hint=hint
+            settings.tls_cert_file,
+            settings.tls_private_key_file,
+            purpose="secure port",
+            hint=hint,
+            min_version=settings.tls_min_version,
+            cipher_suites=settings.tls_cipher_suites,
         )
         return cert.context, f"certificate {settings.tls_cert_file} (reloaded when it changes)"
     if settings.cert_dir:
         cert_path, key_path = _in_cert_dir(Path(settings.cert_dir), settings.bind_address)
-        cert = ServingCertificate(cert_path, key_path, purpose="secure port", hint=hint)
+        cert = ServingCertificate(
+            cert_path,
+            key_path,
+            purpose="secure port",
+            hint=hint,
+            min_version=settings.tls_min_version,
+            cipher_suites=settings.tls_cipher_suites,
+        )
         return cert.context, f"self-signed certificate {cert_path}"
-    context = _in_memory(settings.bind_address)
+    context = _in_memory(settings)
     return (lambda: context), "a self-signed certificate generated in memory"
 
 
