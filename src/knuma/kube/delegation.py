@@ -29,14 +29,15 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from knuma.api.userinfo import UserInfo
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError
 from knuma.kube.rest import AsyncApi
 
-__all__ = ["DEFAULT_ALWAYS_ALLOW_PATHS", "Decision", "DelegatedAuth", "ReviewedUser"]
+__all__ = ["DEFAULT_ALWAYS_ALLOW_PATHS", "Decision", "DelegatedAuth"]
 
 log = logging.getLogger("knuma.kube.delegation")
 
@@ -49,13 +50,6 @@ _TIMEOUT = 10.0
 
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
-
-
-@dataclass(frozen=True)
-class ReviewedUser:
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -106,7 +100,7 @@ class DelegatedAuth:
         self.http = http
         self.token_ttl, self.allow_ttl, self.deny_ttl = token_ttl, allow_ttl, deny_ttl
         self.always_allow = tuple(always_allow_paths)
-        self._tokens: _TTLCache[tuple[ReviewedUser | None]] = _TTLCache(clock)
+        self._tokens: _TTLCache[tuple[UserInfo | None]] = _TTLCache(clock)
         """Token hash to (user,), (None,) for a rejected token: both cached, as `cache.New(..., ttl, ttl)`."""
         self._access: _TTLCache[tuple[bool, str]] = _TTLCache(clock)
 
@@ -127,7 +121,7 @@ class DelegatedAuth:
             if user is None:
                 return Decision(401, "Unauthorized")
         else:
-            user = ReviewedUser(ANONYMOUS, "", (UNAUTHENTICATED,))
+            user = UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,))
         if self._always_allowed(path):
             return None
         verb = method.lower()
@@ -150,7 +144,7 @@ class DelegatedAuth:
                 return True
         return False
 
-    async def _authenticate(self, token: str) -> ReviewedUser | None:
+    async def _authenticate(self, token: str) -> UserInfo | None:
         key = hashlib.sha256(token.encode()).digest()  # cached_token_authenticator keys by a hash, never the token
         cached = self._tokens.get(key)
         if cached is not None:
@@ -162,16 +156,13 @@ class DelegatedAuth:
         }
         answer = await rest.request(self.http, "POST", TOKENREVIEWS, body=review, timeout=_TIMEOUT)
         status = answer.get("status") or {}
-        user: ReviewedUser | None = None
+        user: UserInfo | None = None
         if status.get("authenticated"):
-            info = status.get("user") or {}
-            user = ReviewedUser(
-                str(info.get("username", "")), str(info.get("uid", "")), tuple(info.get("groups") or ())
-            )
+            user = UserInfo.from_json(status.get("user") or {})
         self._tokens.put(key, (user,), self.token_ttl)
         return user
 
-    async def _authorize(self, user: ReviewedUser, verb: str, path: str) -> tuple[bool, str]:
+    async def _authorize(self, user: UserInfo, verb: str, path: str) -> tuple[bool, str]:
         key = (user, verb, path)
         cached = self._access.get(key)
         if cached is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import csv
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from knuma.api.userinfo import UserInfo
 from knuma.errors import ConfigError
 
 __all__ = [
@@ -36,21 +36,6 @@ __all__ = [
 
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    """An authenticated user, as `authentication.k8s.io/v1` `UserInfo` has it."""
-
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, object]:
-        body: dict[str, object] = {"username": self.username, "groups": list(self.groups)}
-        if self.uid:
-            body["uid"] = self.uid
-        return body
 
 
 ADMIN = UserInfo("knuma-admin", "", (MASTERS, AUTHENTICATED))
