@@ -32,13 +32,12 @@ from knuma.scheduler.framework.interface import Profile
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.sim.dra import claim_pod
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
 __all__ = ["DraBenchRow", "run"]
 
-GPU, NIC = "gpu.sim.knuma.io", "nic.sim.knuma.io"
-ROOT = "resource.kubernetes.io/pcieRoot"
 SCHEDULER = "topology-aware-scheduler"
 
 
@@ -58,32 +57,19 @@ class DraBenchRow:
 
 
 def _pod(index: int, gpus: int, cpus: int, claims: bool) -> tuple[Pod, dict[str, Any] | None]:
-    name = f"p{index:05d}"
-    container: dict[str, Any] = {
-        "name": "c",
-        "image": "x",
-        "resources": {"limits": {"cpu": str(cpus), "memory": f"{4 * cpus}Gi"}},
-    }
-    spec: dict[str, Any] = {"schedulerName": SCHEDULER, "containers": [container]}
-    claim = None
-    if claims:
-        container["resources"]["claims"] = [{"name": "devices"}]
-        spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": f"{name}-devices"}]
-        requests = [
-            {"name": "gpu", "exactly": {"deviceClassName": GPU, "count": gpus}},
-            {"name": "nic", "exactly": {"deviceClassName": NIC}},
-        ]
-        devices: dict[str, Any] = {"requests": requests}
-        if gpus == 1:
-            devices["constraints"] = [{"requests": ["gpu", "nic"], "matchAttribute": ROOT}]
-        claim = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": f"{name}-devices", "namespace": "default", "uid": f"claim-{index}"},
-            "spec": {"devices": devices},
-        }
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{index}"}, "spec": spec}
-    return Pod.from_manifest(manifest), claim
+    """`gpus` GPUs and a NIC (on the same PCIe root for one GPU) with `cpus` CPUs and 4 GiB per CPU, or the same pod
+    without a claim."""
+    pod, claim = claim_pod(
+        f"p{index:05d}",
+        index,
+        cpus=cpus,
+        memory_gi=4 * cpus,
+        gpus=gpus if claims else 0,
+        nics=1 if claims else 0,
+        same_root=gpus == 1,
+        scheduler_name=SCHEDULER,
+    )
+    return pod, claim or None
 
 
 def _cluster(nodes: int) -> tuple[ClusterCache, DeviceState, FastPath, Profile]:

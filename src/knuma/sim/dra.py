@@ -40,7 +40,7 @@ from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_sl
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
 from knuma.testbed.simkubelet import SimKubelet
 
-__all__ = ["DRA_TEMPLATES", "DraRun", "DraScenario", "DraTemplate", "pods_of", "run_knuma", "run_upstream"]
+__all__ = ["DRA_TEMPLATES", "DraRun", "DraScenario", "DraTemplate", "claim_pod", "pods_of", "run_knuma", "run_upstream"]
 
 GPU, NIC = "gpu.sim.knuma.io", "nic.sim.knuma.io"
 ROOT = "resource.kubernetes.io/pcieRoot"
@@ -99,6 +99,49 @@ class DraRun:
         }
 
 
+def claim_pod(
+    name: str,
+    index: int,
+    *,
+    cpus: int,
+    memory_gi: int,
+    gpus: int,
+    nics: int,
+    same_root: bool,
+    scheduler_name: str | None = None,
+) -> tuple[Pod, dict[str, Any]]:
+    """A Guaranteed pod of `cpus` and `memory_gi` GiB and, when it asks for devices, its ResourceClaim (`{}` when it
+    does not): `gpus` GPUs and `nics` NICs (`resource.k8s.io/v1` exact requests), on one PCIe root when
+    `same_root`. The simulator's arrivals and the DRA benchmark's pods are both made here."""
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "x",
+        "resources": {"limits": {"cpu": str(cpus), "memory": f"{memory_gi}Gi"}},
+    }
+    spec: dict[str, Any] = {"containers": [container]}
+    if scheduler_name is not None:
+        spec["schedulerName"] = scheduler_name
+    claim: dict[str, Any] = {}
+    if gpus or nics:
+        container["resources"]["claims"] = [{"name": "devices"}]
+        spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": f"{name}-devices"}]
+        requests = [
+            {"name": "gpu", "exactly": {"deviceClassName": GPU, "count": gpus}},
+            {"name": "nic", "exactly": {"deviceClassName": NIC, "count": nics}},
+        ]
+        devices: dict[str, Any] = {"requests": requests}
+        if same_root:
+            devices["constraints"] = [{"requests": ["gpu", "nic"], "matchAttribute": ROOT}]
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": f"{name}-devices", "namespace": "default", "uid": f"claim-{index}"},
+            "spec": {"devices": devices},
+        }
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{index}"}, "spec": spec}
+    return Pod.from_manifest(manifest), claim
+
+
 def pods_of(scenario: DraScenario, seed: int) -> list[tuple[Pod, DraTemplate, dict[str, Any]]]:
     """The arriving pods (with their template and their ResourceClaim), in arrival order."""
     rng = random.Random(seed)
@@ -106,32 +149,16 @@ def pods_of(scenario: DraScenario, seed: int) -> list[tuple[Pod, DraTemplate, di
     out = []
     for i in range(scenario.pods):
         template = rng.choices(scenario.templates, weights)[0]
-        name = f"{template.name}-{i:03d}"
-        container: dict[str, Any] = {
-            "name": "main",
-            "image": "x",
-            "resources": {"limits": {"cpu": str(template.cpus), "memory": f"{template.memory_gi}Gi"}},
-        }
-        spec: dict[str, Any] = {"containers": [container]}
-        claim: dict[str, Any] = {}
-        if template.gpus or template.nics:
-            container["resources"]["claims"] = [{"name": "devices"}]
-            spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": f"{name}-devices"}]
-            requests = [
-                {"name": "gpu", "exactly": {"deviceClassName": GPU, "count": template.gpus}},
-                {"name": "nic", "exactly": {"deviceClassName": NIC, "count": template.nics}},
-            ]
-            devices: dict[str, Any] = {"requests": requests}
-            if template.same_root:
-                devices["constraints"] = [{"requests": ["gpu", "nic"], "matchAttribute": ROOT}]
-            claim = {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": f"{name}-devices", "namespace": "default", "uid": f"claim-{i}"},
-                "spec": {"devices": devices},
-            }
-        manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{i}"}, "spec": spec}
-        out.append((Pod.from_manifest(manifest), template, claim))
+        pod, claim = claim_pod(
+            f"{template.name}-{i:03d}",
+            i,
+            cpus=template.cpus,
+            memory_gi=template.memory_gi,
+            gpus=template.gpus,
+            nics=template.nics,
+            same_root=template.same_root,
+        )
+        out.append((pod, template, claim))
     return out
 
 
