@@ -106,6 +106,35 @@ def test_other_framings_give_the_same_body(raw: bytes) -> None:
     asyncio.run(run())
 
 
+def test_large_chunked_answers_in_many_reads_on_one_connection_are_each_whole() -> None:
+    """The chunked decoder keeps its place between reads and starts again for the next answer on the connection."""
+    bodies = [bytes([65 + n]) * 50_000 for n in range(3)]
+
+    async def answer(number: int, request: bytes, writer: asyncio.StreamWriter) -> bool:
+        body = bodies[int(request.split(b" ")[1].rsplit(b"/", 1)[1])]
+        chunks = b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 997]), body[i : i + 997]) for i in range(0, len(body), 997)
+        )
+        raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+        for i in range(0, len(raw), 4096):
+            writer.write(raw[i : i + 4096])
+            await writer.drain()
+        return True
+
+    async def run() -> list[bytes]:
+        server, _, connections = await _serve(answer)
+        session = ApiSession(_url(server))
+        try:
+            got = [(await session.send("GET", f"/x/{n}")).content for n in range(3)]
+        finally:
+            await session.aclose()
+            server.close()
+        assert connections == [1]
+        return got
+
+    assert asyncio.run(run()) == bodies
+
+
 def test_a_body_delimited_by_the_end_of_the_connection_and_connection_close_are_not_reused() -> None:
     async def answer(number: int, request: bytes, writer: asyncio.StreamWriter) -> bool:
         if number == 1:

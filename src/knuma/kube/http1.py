@@ -11,6 +11,7 @@ itself. TLS, reading and writing stay asyncio's. `knuma.kube.session.ApiSession`
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 __all__ = ["Http1Connection", "Response", "encode_request"]
 
@@ -44,6 +45,9 @@ class Http1Connection(asyncio.Protocol):
         self.used = False
         """Whether a request was sent on it before (a reused connection may have been closed by the server)."""
         self._buffer = bytearray()
+        self._head: _Head | None = None
+        """The current answer's parsed head, once it arrived (the body is waited for without parsing it again)."""
+        self._chunks = _Chunks()
         self._waiter: asyncio.Future[Response] | None = None
         self._head_only = False
         self.received = False
@@ -99,6 +103,8 @@ class Http1Connection(asyncio.Protocol):
         self._head_only = head_only
         self.received = False
         self._buffer.clear()
+        self._head = None
+        self._chunks = _Chunks()
         self.transport.write(request)
         try:
             return await self._waiter
@@ -131,22 +137,51 @@ class Http1Connection(asyncio.Protocol):
             self.abort()
 
     def _parse(self, *, eof: bool) -> Response | None:
-        """The answer if the buffer holds all of it, else None (wait for more)."""
+        """The answer if the buffer holds all of it, else None (wait for more). The head is parsed once and a chunked
+        body decoded as its chunks arrive, so a large answer in many reads costs linear time, not quadratic."""
+        head = self._head
+        if head is None:
+            head = self._head = self._parse_head()
+            if head is None:
+                return None
         buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > _MAX_HEAD:
-                raise ConnectionError("the answer's header is too long")
+        if self._head_only or head.status in (204, 304):
+            return Response(head.status, head.reason, b"", head.keep_alive)
+        if head.chunked:
+            body = self._chunks.feed(buffer, head.body_start)
+            return None if body is None else Response(head.status, head.reason, body, head.keep_alive)
+        if head.length is not None:
+            if len(buffer) - head.body_start < head.length:
+                return None
+            return Response(
+                head.status,
+                head.reason,
+                bytes(buffer[head.body_start : head.body_start + head.length]),
+                head.keep_alive,
+            )
+        if not eof:  # delimited by the end of the connection
             return None
-        lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise ConnectionError(f"not an HTTP/1.1 answer: {lines[0][:100]!r}")
-        status = int(code)
-        if 100 <= status < 200:  # an interim answer (we never send Expect): skip it, the real one follows
-            del buffer[: end + 4]
-            return self._parse(eof=eof)
+        return Response(head.status, head.reason, bytes(buffer[head.body_start :]), False)
+
+    def _parse_head(self) -> _Head | None:
+        """The answer's status line and headers, or None while incomplete; interim (1xx) answers are dropped."""
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buffer) > _MAX_HEAD:
+                    raise ConnectionError("the answer's header is too long")
+                return None
+            lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+            version, _, rest = lines[0].partition(" ")
+            code, _, reason = rest.partition(" ")
+            if not version.startswith("HTTP/1.") or not code.isdigit():
+                raise ConnectionError(f"not an HTTP/1.1 answer: {lines[0][:100]!r}")
+            status = int(code)
+            if 100 <= status < 200:  # an interim answer (we never send Expect): skip it, the real one follows
+                del buffer[: end + 4]
+                continue
+            break
         length: int | None = None
         chunked = False
         keep_alive = version == "HTTP/1.1"
@@ -163,39 +198,47 @@ class Http1Connection(asyncio.Protocol):
             elif name == "connection":
                 tokens = {t.strip().lower() for t in value.split(",")}
                 keep_alive = "keep-alive" in tokens if version != "HTTP/1.1" else "close" not in tokens
-        start = end + 4
-        if self._head_only or status in (204, 304):
-            return Response(status, reason, b"", keep_alive)
-        if chunked:
-            body = _dechunk(buffer, start)
-            return None if body is None else Response(status, reason, body, keep_alive)
-        if length is not None:
-            if len(buffer) - start < length:
+        return _Head(status, reason, length, chunked, keep_alive, end + 4)
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    status: int
+    reason: str
+    length: int | None
+    chunked: bool
+    keep_alive: bool
+    body_start: int
+    """Offset of the body in the connection's buffer."""
+
+
+class _Chunks:
+    """A chunked body decoded as it arrives: complete chunks are kept and never read again (trailers are skipped)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.position = -1
+        """Offset in the buffer of the next chunk-size line (-1: not started)."""
+
+    def feed(self, buffer: bytearray, start: int) -> bytes | None:
+        """The whole body once the last chunk arrived, else None."""
+        if self.position < 0:
+            self.position = start
+        while True:
+            position = self.position
+            line_end = buffer.find(b"\r\n", position)
+            if line_end < 0:
                 return None
-            return Response(status, reason, bytes(buffer[start : start + length]), keep_alive)
-        if not eof:  # delimited by the end of the connection
-            return None
-        return Response(status, reason, bytes(buffer[start:]), False)
-
-
-def _dechunk(buffer: bytearray, start: int) -> bytes | None:
-    """A chunked body from `start`, or None while incomplete (trailers are skipped)."""
-    parts: list[bytes] = []
-    position = start
-    while True:
-        line_end = buffer.find(b"\r\n", position)
-        if line_end < 0:
-            return None
-        size_text = bytes(buffer[position:line_end]).split(b";")[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise ConnectionError(f"bad chunk size {size_text[:20]!r}") from None
-        position = line_end + 2
-        if size == 0:
-            trailer_end = buffer.find(b"\r\n\r\n", position - 2)
-            return None if trailer_end < 0 else b"".join(parts)
-        if len(buffer) < position + size + 2:
-            return None
-        parts.append(bytes(buffer[position : position + size]))
-        position += size + 2
+            size_text = bytes(buffer[position:line_end]).split(b";")[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise ConnectionError(f"bad chunk size {size_text[:20]!r}") from None
+            data_start = line_end + 2
+            if size == 0:
+                trailer_end = buffer.find(b"\r\n\r\n", data_start - 2)
+                return None if trailer_end < 0 else b"".join(self.parts)
+            if len(buffer) < data_start + size + 2:
+                return None
+            self.parts.append(bytes(buffer[data_start : data_start + size]))
+            self.position = data_start + size + 2
