@@ -144,6 +144,7 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     objects = render([Component.SCHEDULER], DeployOptions())
     read = {"get", "list", "watch"}
     expected = {("", r, v, "") for r in ("pods", "nodes") for v in read}
+    expected |= {("", "namespaces", v, "") for v in read}  # namespaceSelector of pod affinity terms
     expected |= {("", "pods", "patch", "")}
     expected |= {("topology.node.k8s.io", "noderesourcetopologies", v, "") for v in read}
     expected |= {

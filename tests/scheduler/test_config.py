@@ -38,6 +38,7 @@ KNUMA_FILTERS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "InterPodAffinity",
     "DynamicResources",
 )
 
@@ -109,10 +110,10 @@ def test_operator_rendered_config_runs_what_knuma_has_and_warns_about_the_rest(
     )
     assert "DynamicResources" not in profile.not_run  # disabled in multiPoint
     built = build_profiles(config)["topo-aware-scheduler"]
-    assert [p.name for p in built.filters] == [*KNUMA_FILTERS[:6], NRT]
+    assert [p.name for p in built.filters] == [*KNUMA_FILTERS[:6], NRT, "InterPodAffinity"]
     warning = (
         f"{path}: profiles[0] (topo-aware-scheduler): knuma does not implement VolumeRestrictions, NodeVolumeLimits, "
-        "VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, KNIDebug: accepted and not run"
+        "VolumeBinding, VolumeZone, PodTopologySpread, KNIDebug: accepted and not run"
     )
     assert config.warnings == (warning,)
     assert caplog.messages == [warning]
@@ -262,7 +263,7 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
                 {
                     "schedulerName": "s",
                     "plugins": {
-                        "multiPoint": {"enabled": [{"name": NRT}, {"name": "InterPodAffinity", "weight": 2}]},
+                        "multiPoint": {"enabled": [{"name": NRT}, {"name": "VolumeZone"}]},
                         "filter": {"disabled": [{"name": "NoSuchPlugin"}]},
                     },
                     "pluginConfig": [
@@ -287,7 +288,7 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
         "uses the defaults",
         "conf.yaml: profiles[0].pluginConfig[2].args: args of PodTopologySpread are ignored: knuma does not run it",
         "conf.yaml: profiles[0].pluginConfig[3].args: args of TaintToleration are ignored: it takes no arguments",
-        "conf.yaml: profiles[0] (s): knuma does not implement InterPodAffinity: accepted and not run",
+        "conf.yaml: profiles[0] (s): knuma does not implement VolumeZone: accepted and not run",
         f"conf.yaml: profiles[0] (s): {NRT} preemptionMode Enabled is ignored: knuma does not preempt",
     )
 
@@ -433,7 +434,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(plugins={"filter": {"enabled": [{"name": "Coscheduling"}]}}),
         'profiles[0].plugins.filter.enabled[0].name: plugin "Coscheduling" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, InterPodAffinity, DynamicResources)",
     ),
     (
         with_profile(plugins={"filter": {"enabled": [{"name": "PrioritySort"}]}}),
@@ -476,7 +477,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(pluginConfig=[{"name": "NodeResourceTopology", "args": {}}]),
         'profiles[0].pluginConfig[0].name: plugin "NodeResourceTopology" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, InterPodAffinity, DynamicResources)",
     ),
     (
         with_profile(pluginConfig=[{"name": NRT, "args": "x"}]),
@@ -636,7 +637,7 @@ def test_describe_config_summarises_profiles_plugins_and_args() -> None:
     assert "profile topo-aware-scheduler (topology-aware)" in text
     assert (
         "  filter:       NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,\n"
-        f"                {NRT}\n"
+        f"                {NRT}, InterPodAffinity\n"
     ) in text
     assert "TaintToleration (weight 3), NodeAffinity (weight 2)" in text
     assert "NUMA args:    scoringStrategy LeastAllocated (cpu 1, memory 1); cacheResyncPeriodSeconds 5" in text

@@ -34,9 +34,7 @@ def test_each_unsupported_constraint_is_named_with_its_field() -> None:
         "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
     }
     assert unsupported_constraints(pod(**spec)) == [
-        "pod affinity (spec.affinity.podAffinity)",
-        "pod anti-affinity (spec.affinity.podAntiAffinity)",
         "topology spread constraints (spec.topologySpreadConstraints)",
         "volume data (spec.volumes[0].persistentVolumeClaim): volume topology and binding",
         "volume scratch (spec.volumes[1].ephemeral): volume topology and binding",
-    ]  # resource claims are supported (DynamicResources)
+    ]  # resource claims (DynamicResources) and pod (anti-)affinity (InterPodAffinity) are supported

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from knuma.api.podaffinity import PodAffinityTerms, pod_affinity_terms
 from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, parse_resource_list
 from knuma.errors import InvalidInput
@@ -132,6 +133,11 @@ class Pod:
         containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in self.all_containers)
         devices = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in self.dra_devices.items()))
         return (self.qos, containers, devices)
+
+    @cached_property
+    def affinity_terms(self) -> PodAffinityTerms:
+        """The pod's processed pod affinity and anti-affinity terms (kube-scheduler's `PodInfo`), read once."""
+        return pod_affinity_terms(self.namespace, self.labels, self.spec)
 
     @cached_property
     def requested_names(self) -> frozenset[str]:

@@ -168,7 +168,7 @@ def scheduler_args(options: DeployOptions) -> list[str]:
 def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
     lease_ns, lease_name = leader_election_lease(options)
     rules = [
-        rule([""], ["pods", "nodes"], ["get", "list", "watch"]),
+        rule([""], ["pods", "nodes", "namespaces"], ["get", "list", "watch"]),
         rule([""], ["pods"], ["patch"]),  # the DRA NUMA choice (and --explain) annotated before binding
         rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
         # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor

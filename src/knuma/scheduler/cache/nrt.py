@@ -45,6 +45,11 @@ def terminal(obj: JsonView) -> bool:
     return (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
+def _same_relations(old: Pod, new: Pod) -> bool:
+    """Whether two versions of a pod look the same to InterPodAffinity and PodTopologySpread (labels, affinity)."""
+    return old.labels == new.labels and old.spec.get("affinity") == new.spec.get("affinity")
+
+
 def _same_demand(old: Pod, new: Pod) -> bool:
     """Whether two versions of a pod take the same from a node (requests, non-zero requests, host ports): all three
     derive from the containers, init containers and overhead alone."""
@@ -99,6 +104,11 @@ class ClusterCache:
         self.removed: set[str] = set()
         self.nrt: NRTCache = nrt if nrt is not None else KnumaCache()
         self.nrt.on_change = self._touch
+        self.pods_with_affinity: dict[str, Pod] = {}
+        """Placed pods (bound or assumed) with pod affinity or anti-affinity terms, by key: what the fast path asks
+        InterPodAffinity about for pods without terms of their own (upstream's `HavePodsWithAffinityList`)."""
+        self.relations_version = 0
+        """Changes whenever `pods_with_affinity` or a namespace's labels change."""
         self.overlay: Callable[[NodeInfo], NodeInfo] | None = None
         """Applied to every NodeInfo built (the daemon's: DRA devices into the NUMA zones,
         `DeviceState.with_zone_devices`); its owner calls `invalidate` for the nodes whose overlay changed."""
@@ -232,14 +242,19 @@ class ClusterCache:
             if _same_demand(entry.pod, bound.pod):
                 # The binding the scheduler assumed, coming back from the informer (kube-scheduler's `AddPod` of an
                 # assumed pod on the same node): the node's sums stay, so its NodeInfo and the fast path's rows do
-                # not need rebuilding.
+                # not need rebuilding, unless what the pod-relation plugins read of it changed.
+                related = _same_relations(entry.pod, bound.pod)
                 entry.pod, entry.assumed = bound.pod, False
+                if not related:
+                    self._index_affinity(key, bound.pod)
+                    self._touch(bound.node)
                 return
             updated = _PodEntry(bound.pod, bound.node, assumed=False)
             node = self._node(bound.node)
             node.account(entry, -1)
             node.account(updated, +1)
             entry.pod, entry.assumed, entry.non_zero, entry.ports = bound.pod, False, updated.non_zero, updated.ports
+            self._index_affinity(key, bound.pod)
             self._touch(bound.node)
 
     def delete_pod(self, obj: JsonView) -> None:
@@ -277,7 +292,20 @@ class ClusterCache:
         entry = self.pods.get(key)
         return entry is not None and entry.assumed
 
+    def relations_changed(self) -> None:
+        """Something the pod-relation plugins read besides the pods changed (a namespace's labels)."""
+        self.relations_version += 1
+
+    def _index_affinity(self, key: str, pod: Pod | None) -> None:
+        had = self.pods_with_affinity.pop(key, None)
+        if pod is not None and pod.affinity_terms.has_affinity:
+            self.pods_with_affinity[key] = pod
+        elif had is None:
+            return
+        self.relations_version += 1
+
     def _add(self, key: str, entry: _PodEntry) -> None:
+        self._index_affinity(key, entry.pod)
         self.pods[key] = entry
         node = self._node(entry.node)
         node.pods[key] = entry
@@ -296,6 +324,7 @@ class ClusterCache:
         entry = self.pods.pop(key, None)
         if entry is None:
             return
+        self._index_affinity(key, None)
         node = self.nodes.get(entry.node)
         if node is None:
             return
@@ -363,5 +392,6 @@ class ClusterCache:
             used_ports=used_ports,
             non_zero_requested=non_zero,
             nrt_fresh=view.fresh,
+            pods=tuple(e.pod for e in entry.pods.values()),
         )
         return info if self.overlay is None else self.overlay(info)

@@ -23,6 +23,11 @@ from knuma.scheduler.config.model import (
 )
 from knuma.scheduler.framework.pluginsets import PluginRef, PluginSet, PluginSetError, effective_plugins
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
+from knuma.scheduler.plugins.inter_pod_affinity_args import (
+    INTER_POD_AFFINITY,
+    InterPodAffinityArgs,
+    parse_inter_pod_affinity_args,
+)
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs, parse_numa_args
 
 __all__ = ["DEFAULT_PROFILES", "read_configuration"]
@@ -309,13 +314,15 @@ class _Reader:
         if not name:
             self.fail(_join(path, "schedulerName"), "must not be empty")
         plugins, weights, named = self.plugins(raw.get("plugins"), _join(path, "plugins"))
-        numa, affinity, args = self.plugin_config(raw.get("pluginConfig"), _join(path, "pluginConfig"))
+        numa, affinity, args, typed = self.plugin_config(raw.get("pluginConfig"), _join(path, "pluginConfig"))
+        ipa = typed.get(INTER_POD_AFFINITY)
         profile = ProfileConfig(
             scheduler_name=name,
             plugins=plugins,
             score_weights=weights,
             numa=numa,
             node_affinity=affinity,
+            inter_pod_affinity=ipa if isinstance(ipa, InterPodAffinityArgs) else InterPodAffinityArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
             ),
@@ -371,8 +378,12 @@ class _Reader:
             runs = ", ".join(p.name for p in PLUGINS.values() if p.runs)
             self.fail(path, f"plugin {_q(name)} is not available in knuma (it runs {runs})")
 
-    def plugin_config(self, value: Any, path: str) -> tuple[NumaArgs, NodeAffinityArgs, dict[str, Mapping[str, Any]]]:
+    def plugin_config(
+        self, value: Any, path: str
+    ) -> tuple[NumaArgs, NodeAffinityArgs, dict[str, Mapping[str, Any]], dict[str, object]]:
+        """(NUMA args, NodeAffinity args, every entry's args as written, the other plugins' typed args by name)."""
         numa, affinity = NumaArgs(), NodeAffinityArgs()
+        typed: dict[str, object] = {}
         args_by_name: dict[str, Mapping[str, Any]] = {}
         first_at: dict[str, int] = {}
         for index, item in enumerate(self.items(value, path)):
@@ -398,6 +409,8 @@ class _Reader:
                 numa = parse_numa_args(args, args_path, self.fail)
             elif name == "NodeAffinity":
                 affinity = self.node_affinity_args(args, args_path)
+            elif name == INTER_POD_AFFINITY:
+                typed[name] = parse_inter_pod_affinity_args(args, args_path, self.fail)
             elif name == "NodeResourcesFit":
                 self.mapping(
                     args,
@@ -411,7 +424,7 @@ class _Reader:
             elif payload:
                 why = "it takes no arguments" if PLUGINS[name].runs else "knuma does not run it"
                 self.warn(args_path, f"args of {name} are ignored: {why}")
-        return numa, affinity, args_by_name
+        return numa, affinity, args_by_name, typed
 
     def args_type(self, name: str, args: Mapping[str, Any], path: str) -> None:
         if "apiVersion" in args:

@@ -52,6 +52,7 @@ from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
 from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName
 from knuma.scheduler.plugins.node_ports import NodePorts
@@ -140,6 +141,7 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
     "TaintToleration": lambda _: TaintToleration(),
     "NodeAffinity": lambda p: NodeAffinity(p.node_affinity.added_required, p.node_affinity.added_preferred),
     "NodePorts": lambda _: NodePorts(),
+    "InterPodAffinity": lambda p: InterPodAffinity(p.inter_pod_affinity),
     "NodeResourcesFit": lambda _: NodeResourcesFit(),
 }
 """Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's

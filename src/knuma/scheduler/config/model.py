@@ -11,6 +11,7 @@ from typing import Any
 from knuma.api.nodeaffinity import NodeSelector, PreferredSchedulingTerms
 from knuma.errors import ConfigError
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
+from knuma.scheduler.plugins.inter_pod_affinity_args import InterPodAffinityArgs
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "KIND",
     "SUPPORTED_API_VERSIONS",
     "ClientConnectionConfig",
+    "InterPodAffinityArgs",
     "LeaderElectionConfig",
     "NodeAffinityArgs",
     "NumaArgs",
@@ -88,6 +90,7 @@ class ProfileConfig:
     numa: NumaArgs = field(default_factory=NumaArgs)
     """NodeResourceTopologyMatch's args (defaults when the profile has no pluginConfig for it)."""
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
+    inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
     percentage_of_nodes_to_score: int | None = None
     """The profile's own `percentageOfNodesToScore` (v1), overriding the global one."""
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -50,6 +50,7 @@ from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["DaemonSettings", "Scheduler"]
@@ -71,6 +72,13 @@ class DaemonSettings:
     component: str = "topology-aware-scheduler"
     explain: bool = False
     """Annotate each pod with per-node, per-plugin results (kube-scheduler-simulator keys) before binding."""
+
+
+def _namespace_metadata(obj: Any) -> Any:
+    """What the scheduler keeps of a Namespace: its name, labels and resourceVersion."""
+    meta = obj.get("metadata") or {}
+    keep = {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": keep}
 
 
 class _Handler:
@@ -125,10 +133,19 @@ class Scheduler:
         self.pods = Informer(http, "/api/v1/pods", _Handler(self._pod_added, self._pod_updated, self._pod_deleted))
         self.devices = DeviceState()
         """ResourceClaims, slices, classes and in-flight allocations, shared by every profile's DynamicResources."""
+        self.namespaces = Informer(
+            http,
+            "/api/v1/namespaces",
+            _Handler(self._namespace_changed, self._namespace_updated, self._namespace_changed),
+            transform=_namespace_metadata,
+        )
+        """Namespace labels, for the namespace selectors of pod affinity terms (upstream's namespace lister)."""
         for profile in self.profiles.values():
             for plugin in profile.filters:
                 if isinstance(plugin, DynamicResources):
                     plugin.state = self.devices
+                if isinstance(plugin, InterPodAffinity):
+                    plugin.namespace_labels = self._namespace_labels
         self.device_informers = DeviceInformers(http, self.devices, self._devices_changed)
         self.cache.overlay = self.devices.with_zone_devices
         """KnumaBinPacking charges device-stranding against the DRA devices each NUMA zone has free, counted from
@@ -146,7 +163,7 @@ class Scheduler:
         stop = stop or asyncio.Event()
         informers = [
             asyncio.create_task(i.run(), name=f"informer {i.path}")
-            for i in (self.nodes, self.nrts, self.pods, *self.device_informers.all)
+            for i in (self.nodes, self.nrts, self.pods, self.namespaces, *self.device_informers.all)
         ]
         work: list[asyncio.Task[Any]] = []
         froze = False
@@ -203,6 +220,8 @@ class Scheduler:
         # that appear later are picked up by the informer's retries (upstream issue #967).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.nrts.synced.wait(), timeout=5.0)
+        with contextlib.suppress(TimeoutError):  # without namespace labels, only `namespaceSelector: {}` selects
+            await asyncio.wait_for(self.namespaces.synced.wait(), timeout=5.0)
         with contextlib.suppress(TimeoutError):  # a cluster without resource.k8s.io still schedules other pods
             await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.device_informers.all)), timeout=5.0)
 
@@ -436,6 +455,20 @@ class Scheduler:
 
     def _nrt_deleted(self, obj: JsonView) -> None:
         self.cache.delete_nrt(obj)
+
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        obj = self.namespaces.store.get(namespace)
+        labels = ((obj or {}).get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, Mapping) else {}
+
+    def _namespace_changed(self, obj: JsonView) -> None:
+        del obj
+        self.cache.relations_changed()
+
+    def _namespace_updated(self, old: JsonView, new: JsonView) -> None:
+        if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+            self.cache.relations_changed()
+            self.queue.move_all()
 
     def _pod_added(self, obj: JsonView) -> None:
         self._pod_changed(obj)

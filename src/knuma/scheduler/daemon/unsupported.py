@@ -18,21 +18,14 @@ def _present(value: Any) -> bool:
 def unsupported_constraints(pod: Pod) -> list[str]:
     """What in the pod's spec knuma ignores, each as `what (field path)`; empty when nothing is ignored.
 
-    - pod affinity and anti-affinity (InterPodAffinity),
     - topology spread constraints (PodTopologySpread),
     - persistent volume claims, also generic ephemeral volumes (VolumeBinding, VolumeZone, NodeVolumeLimits: volume
       topology is not checked and `WaitForFirstConsumer` claims are not bound by knuma).
 
-    Resource claims are supported (DynamicResources).
+    Resource claims (DynamicResources) and pod affinity and anti-affinity (InterPodAffinity) are supported.
     """
     spec = pod.spec
     found: list[str] = []
-    affinity = spec.get("affinity")
-    if isinstance(affinity, Mapping):
-        if _present(affinity.get("podAffinity")):
-            found.append("pod affinity (spec.affinity.podAffinity)")
-        if _present(affinity.get("podAntiAffinity")):
-            found.append("pod anti-affinity (spec.affinity.podAntiAffinity)")
     if spec.get("topologySpreadConstraints"):
         found.append("topology spread constraints (spec.topologySpreadConstraints)")
     volumes = spec.get("volumes")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -68,6 +68,17 @@ class RowFilter(Protocol):
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status: ...
 
 
+@runtime_checkable
+class RelationPlugin(Protocol):
+    """A `FastPathKind.POD_RELATIONS` plugin."""
+
+    name: str
+
+    def own_constraints(self, pod: Pod) -> bool: ...
+
+    def concerned_by(self, namespace: str, labels: Mapping[str, str], pods: Collection[Pod]) -> bool: ...
+
+
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
@@ -88,6 +99,8 @@ class _Plan:
     row_filters: tuple[RowFilter, ...]
     exact_when: tuple[RowFilter, ...]
     """`EXACT_WHEN_APPLIES` plugins: a pod one of them selects takes the exact path."""
+    relations: tuple[RelationPlugin, ...]
+    """`POD_RELATIONS` plugins: a pod whose own constraints or placed pods concern it takes the exact path."""
     local_scorers: tuple[tuple[ScorePlugin, int], ...]
     numa_weight: int
     fit_weight: int
@@ -105,6 +118,9 @@ class FastPath:
         self._row: dict[str, int] = {}
         self._numa_by_key: dict[tuple[int, int, int], NodeResourceTopologyMatch | None] = {}
         self._manifests: dict[str, int | None] = {}
+        self._concerned: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
+        """`concerned_by` answers per (plugin, namespace, labels), valid while `_relations_version` is the cache's."""
+        self._relations_version = -1
 
     # -- keeping the arrays in step with the cache ----------------------------------------------------------------
 
@@ -152,7 +168,7 @@ class FastPath:
 
     def decide(self, profile: Profile, pod: Pod) -> Outcome:
         plan = self.plan(profile)
-        if plan is None or any(plugin.applies_to(pod) for plugin in plan.exact_when):
+        if plan is None or any(plugin.applies_to(pod) for plugin in plan.exact_when) or self._related(plan, pod):
             return decide(profile, pod, self.cache.node_infos())
         self.sync()
         if not self._names:
@@ -193,6 +209,31 @@ class FastPath:
             total += weight * self._normalized(plugin, local.raw[plugin.name], feasible)
         row = int(np.argmax(np.where(feasible, total, -1)))
         return Outcome(vector.names[row])
+
+    def _related(self, plan: _Plan, pod: Pod) -> bool:
+        """Whether a `POD_RELATIONS` plugin needs the exact path for `pod`: its own constraints, or placed pods with
+        affinity terms that concern it (remembered per namespace and labels until those pods change)."""
+        if not plan.relations:
+            return False
+        if any(plugin.own_constraints(pod) for plugin in plan.relations):
+            return True
+        placed = self.cache.pods_with_affinity
+        if not placed:
+            return False
+        if self._relations_version != self.cache.relations_version:
+            self._concerned.clear()
+            self._relations_version = self.cache.relations_version
+        labels = tuple(sorted(pod.labels.items()))
+        for plugin in plan.relations:
+            key = (id(plugin), pod.namespace, labels)
+            answer = self._concerned.get(key)
+            if answer is None:
+                if len(self._concerned) > 4096:
+                    self._concerned.clear()
+                answer = self._concerned[key] = plugin.concerned_by(pod.namespace, pod.labels, placed.values())
+            if answer:
+                return True
+        return False
 
     # -- plans, vectors, node-local results ------------------------------------------------------------------
 
@@ -270,6 +311,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
     local_filters: list[FilterPlugin] = []
     row_filters: list[RowFilter] = []
     exact_when: list[RowFilter] = []
+    relations: list[RelationPlugin] = []
     for plugin in profile.filters:
         kind = getattr(plugin, "fast_path", None)
         if kind is FastPathKind.NUMA and isinstance(plugin, NodeResourceTopologyMatch):
@@ -282,6 +324,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
             row_filters.append(plugin)
         elif kind is FastPathKind.EXACT_WHEN_APPLIES and isinstance(plugin, RowFilter):
             exact_when.append(plugin)
+        elif kind is FastPathKind.POD_RELATIONS and isinstance(plugin, RelationPlugin):
+            relations.append(plugin)
         else:
             _slow(profile, plugin.name, "filter")
             return None
@@ -300,11 +344,22 @@ def _make_plan(profile: Profile) -> _Plan | None:
             local_scorers.append((scorer, weight))
         elif kind is FastPathKind.EXACT_WHEN_APPLIES:
             continue  # 0 on every node for the pods that stay on this path
+        elif kind is FastPathKind.POD_RELATIONS and isinstance(scorer, RelationPlugin):
+            if scorer not in relations:
+                relations.append(scorer)
+            continue  # 0 on every node for the pods that stay on this path
         else:
             _slow(profile, scorer.name, "score")
             return None
     return _Plan(
-        numa, tuple(local_filters), tuple(row_filters), tuple(exact_when), tuple(local_scorers), numa_weight, fit_weight
+        numa,
+        tuple(local_filters),
+        tuple(row_filters),
+        tuple(exact_when),
+        tuple(relations),
+        tuple(local_scorers),
+        numa_weight,
+        fit_weight,
     )
 
 

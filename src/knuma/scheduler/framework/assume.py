@@ -29,5 +29,6 @@ def assume(node: NodeInfo, pod: Pod, admission: Admission | None) -> NodeInfo:
         requested=add(node.requested, pod.effective_request),
         non_zero_requested=add(on_node, non_zero_request(pod)),
         pod_count=node.pod_count + 1,
+        pods=(*node.pods, pod),
         topology=admission.node if admission is not None and admission.admitted else node.topology,
     )

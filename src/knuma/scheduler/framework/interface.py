@@ -41,6 +41,7 @@ __all__ = [
     "PreEnqueuePlugin",
     "PreFilterPlugin",
     "PreFilterResult",
+    "PreScorePlugin",
     "Profile",
     "ScheduleResult",
     "ScoreNormalizer",
@@ -102,6 +103,19 @@ class NodeInfo:
     nrt_fresh: bool = True
     """The NRT cache says the NUMA data may be used (upstream's `CachedNRTInfo.Fresh`); False: the NUMA plugin rejects
     the node (`invalid node topology data`) for every pod it would check."""
+    pods: tuple[Pod, ...] = ()
+    """The pods on the node, bound or assumed by this scheduler (kube-scheduler's `NodeInfo.Pods`): what
+    InterPodAffinity and PodTopologySpread count. Empty where the caller knows none (a node file)."""
+
+    @cached_property
+    def pods_with_affinity(self) -> tuple[Pod, ...]:
+        """`NodeInfo.PodsWithAffinity`: pods with pod affinity or anti-affinity."""
+        return tuple(p for p in self.pods if p.affinity_terms.has_affinity)
+
+    @cached_property
+    def pods_with_required_anti_affinity(self) -> tuple[Pod, ...]:
+        """`NodeInfo.PodsWithRequiredAntiAffinity`."""
+        return tuple(p for p in self.pods_with_affinity if p.affinity_terms.required_anti_affinity)
 
     @cached_property
     def labels(self) -> Mapping[str, str]:
@@ -131,6 +145,10 @@ class NodeInfo:
 
 class CycleState(dict[tuple[str, str], Any]):
     """Per-cycle scratch data keyed by (plugin name, node name); (plugin name, "") holds per-pod data."""
+
+    nodes: Sequence[NodeInfo] = ()
+    """Every node of the cycle's snapshot, as `schedule_one` got them (kube-scheduler's `SharedLister().NodeInfos()
+    .List()`): what plugins that count pods on other nodes read (InterPodAffinity, PodTopologySpread)."""
 
     def pod_data(self, plugin: str, pod: Pod, compute: Callable[[Pod], T]) -> T:
         """What a plugin derives once per pod (kube-scheduler's PreFilter/PreScore state), computed on first use so
@@ -166,6 +184,12 @@ class FastPathKind(enum.StrEnum):
     """Nothing to check for a pod its `applies_to(pod)` does not select (PreFilter skips it, Score gives 0 on every
     node): those pods stay on the fast path; a pod it selects takes the exact path (DynamicResources: pods with
     ResourceClaims)."""
+    POD_RELATIONS = "pod-relations"
+    """Filter and score depend on the pods on other nodes (InterPodAffinity, PodTopologySpread). A pod takes the exact
+    path when its own constraints need the plugin (`own_constraints(pod)`) or when pods already placed concern it
+    (`concerned_by(namespace, labels, pods)`, given the cache's pods with pod affinity terms; the fast path remembers
+    the answer per namespace and labels until those pods change); the others stay on the fast path, where the
+    plugin passes every node and scores 0 everywhere."""
     FEASIBLE_ROWS = "feasible-rows"
     """A filter that rejects only the pods its `applies_to(pod)` selects: run node by node on the nodes still
     feasible after the others, for those pods only."""
@@ -193,6 +217,15 @@ class PreFilterPlugin(Protocol):
     name: str
 
     def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    """`PreScore`: once per pod, with the nodes that passed every filter, before any Score."""
+
+    name: str
+
+    def pre_score(self, state: CycleState, pod: Pod, feasible: Sequence[NodeInfo]) -> None: ...
 
 
 @runtime_checkable
@@ -271,7 +304,9 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     verdict; without it, filtering stops at the first failing plugin, as kube-scheduler does. Scorers with `normalize`
     see the raw scores of the feasible nodes only; on infeasible nodes (`explain`) their raw score is shown.
     """
+    nodes = list(nodes)
     state = CycleState()
+    state.nodes = nodes
     filters, skipped, allowed, restricting, rejected = _pre_filter(profile, state, pod)
     if rejected is not None:
         return _rejected(pod, nodes, state, rejected)
@@ -279,10 +314,7 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     if allowed is not None:
         reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]"
         outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, restricting[0])
-    normalizing = any(isinstance(scorer, ScoreNormalizer) for scorer, _ in profile.scorers)
-    results: list[NodeResult] = []
-    raw_scores: list[list[int]] = []
-    best: tuple[int, str] | None = None
+    verdicts: list[tuple[Status, dict[str, PluginResult]]] = []
     for node in nodes:
         per_plugin: dict[str, PluginResult] = {name: PluginResult(filter=SUCCESS) for name in skipped}
         verdict = SUCCESS
@@ -290,7 +322,7 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
             verdict = outside
             per_plugin[outside.plugin] = PluginResult(filter=outside)
             if not explain:
-                results.append(NodeResult(node.name, verdict, None, per_plugin))
+                verdicts.append((verdict, per_plugin))
                 continue
         for plugin in filters:
             if not verdict.ok and not explain:
@@ -300,6 +332,16 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
                 per_plugin[plugin.name] = PluginResult(filter=status)
             if verdict.ok and not status.ok:
                 verdict = status
+        verdicts.append((verdict, per_plugin))
+    feasible = [node for node, (verdict, _) in zip(nodes, verdicts, strict=True) if verdict.ok]
+    for scorer, _ in profile.scorers:
+        if feasible and isinstance(scorer, PreScorePlugin):
+            scorer.pre_score(state, pod, feasible)
+    normalizing = any(isinstance(scorer, ScoreNormalizer) for scorer, _ in profile.scorers)
+    results: list[NodeResult] = []
+    raw_scores: list[list[int]] = []
+    best: tuple[int, str] | None = None
+    for node, (verdict, per_plugin) in zip(nodes, verdicts, strict=True):
         total: int | None = None
         if verdict.ok or explain:
             weighted = 0
