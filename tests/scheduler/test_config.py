@@ -38,6 +38,7 @@ KNUMA_FILTERS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "PodTopologySpread",
     "InterPodAffinity",
     "DynamicResources",
 )
@@ -110,10 +111,10 @@ def test_operator_rendered_config_runs_what_knuma_has_and_warns_about_the_rest(
     )
     assert "DynamicResources" not in profile.not_run  # disabled in multiPoint
     built = build_profiles(config)["topo-aware-scheduler"]
-    assert [p.name for p in built.filters] == [*KNUMA_FILTERS[:6], NRT, "InterPodAffinity"]
+    assert [p.name for p in built.filters] == [*KNUMA_FILTERS[:6], NRT, "PodTopologySpread", "InterPodAffinity"]
     warning = (
         f"{path}: profiles[0] (topo-aware-scheduler): knuma does not implement VolumeRestrictions, NodeVolumeLimits, "
-        "VolumeBinding, VolumeZone, PodTopologySpread, KNIDebug: accepted and not run"
+        "VolumeBinding, VolumeZone, KNIDebug: accepted and not run"
     )
     assert config.warnings == (warning,)
     assert caplog.messages == [warning]
@@ -286,7 +287,6 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
         'conf.yaml: profiles[0].plugins.filter.disabled[0].name: disabling unknown plugin "NoSuchPlugin" has no effect',
         "conf.yaml: profiles[0].pluginConfig[1].args: NodeResourcesFitArgs are not applied: knuma's NodeResourcesFit "
         "uses the defaults",
-        "conf.yaml: profiles[0].pluginConfig[2].args: args of PodTopologySpread are ignored: knuma does not run it",
         "conf.yaml: profiles[0].pluginConfig[3].args: args of TaintToleration are ignored: it takes no arguments",
         "conf.yaml: profiles[0] (s): knuma does not implement VolumeZone: accepted and not run",
         f"conf.yaml: profiles[0] (s): {NRT} preemptionMode Enabled is ignored: knuma does not preempt",
@@ -294,6 +294,9 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
 
 
 # -- rejected, with the exact message -------------------------------------------------------------------------
+
+
+ZONE_SPREAD = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
 
 
 def with_profile(**fields: Any) -> dict[str, Any]:
@@ -434,7 +437,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(plugins={"filter": {"enabled": [{"name": "Coscheduling"}]}}),
         'profiles[0].plugins.filter.enabled[0].name: plugin "Coscheduling" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, InterPodAffinity, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources)",
     ),
     (
         with_profile(plugins={"filter": {"enabled": [{"name": "PrioritySort"}]}}),
@@ -477,7 +480,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(pluginConfig=[{"name": "NodeResourceTopology", "args": {}}]),
         'profiles[0].pluginConfig[0].name: plugin "NodeResourceTopology" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, InterPodAffinity, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources)",
     ),
     (
         with_profile(pluginConfig=[{"name": NRT, "args": "x"}]),
@@ -524,6 +527,45 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(pluginConfig=[{"name": "NodeResourcesFit", "args": {"ignoredResource": []}}]),
         "profiles[0].pluginConfig[0].args.ignoredResource: unknown field; expected one of apiVersion, kind, "
         "ignoredResources, ignoredResourceGroups, scoringStrategy",
+    ),
+    (
+        with_profile(pluginConfig=[{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}}]),
+        "profiles[0].pluginConfig[0].args.hardPodAffinityWeight: not in valid range [0, 100], got 101",
+    ),
+    (
+        with_profile(pluginConfig=[{"name": "InterPodAffinity", "args": {"ignorePreferredTermsOfExistingPods": 1}}]),
+        "profiles[0].pluginConfig[0].args.ignorePreferredTermsOfExistingPods: must be true or false, got 1",
+    ),
+    (
+        with_profile(pluginConfig=[{"name": "PodTopologySpread", "args": {"defaultingType": "Auto"}}]),
+        "profiles[0].pluginConfig[0].args.defaultingType: unknown value 'Auto'; expected one of System, List",
+    ),
+    (
+        with_profile(pluginConfig=[{"name": "PodTopologySpread", "args": {"defaultConstraints": [ZONE_SPREAD]}}]),
+        'profiles[0].pluginConfig[0].args.defaultingType: must be "List" when defaultConstraints are given',
+    ),
+    (
+        with_profile(
+            pluginConfig=[
+                {
+                    "name": "PodTopologySpread",
+                    "args": {"defaultingType": "List", "defaultConstraints": [{**ZONE_SPREAD, "maxSkew": 0}]},
+                }
+            ]
+        ),
+        "profiles[0].pluginConfig[0].args.defaultConstraints[0].maxSkew: must be greater than zero, got 0",
+    ),
+    (
+        with_profile(
+            pluginConfig=[
+                {
+                    "name": "PodTopologySpread",
+                    "args": {"defaultingType": "List", "defaultConstraints": [ZONE_SPREAD, ZONE_SPREAD]},
+                }
+            ]
+        ),
+        "profiles[0].pluginConfig[0].args.defaultConstraints[1]: duplicate topologyKey and whenUnsatisfiable "
+        "(first at profiles[0].pluginConfig[0].args.defaultConstraints[0])",
     ),
 ]
 
@@ -637,7 +679,7 @@ def test_describe_config_summarises_profiles_plugins_and_args() -> None:
     assert "profile topo-aware-scheduler (topology-aware)" in text
     assert (
         "  filter:       NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,\n"
-        f"                {NRT}, InterPodAffinity\n"
+        f"                {NRT}, PodTopologySpread, InterPodAffinity\n"
     ) in text
     assert "TaintToleration (weight 3), NodeAffinity (weight 2)" in text
     assert "NUMA args:    scoringStrategy LeastAllocated (cpu 1, memory 1); cacheResyncPeriodSeconds 5" in text
@@ -660,3 +702,29 @@ def test_unknown_plugin_status_codes_in_a_built_profile() -> None:
     result = schedule_one(profile, pod(nodeSelector={"zone": "x"}), [node("n")])
     assert result.nodes[0].filter.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert result.failure_summary() == "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+
+
+def test_inter_pod_affinity_and_topology_spread_args_reach_the_plugins() -> None:
+    from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+    from knuma.scheduler.plugins.pod_topology_spread import PodTopologySpread
+
+    config = parse_config(
+        with_profile(
+            pluginConfig=[
+                {"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 5}},
+                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [ZONE_SPREAD]}},
+            ]
+        ),
+        "conf.yaml",
+    )
+    built = build_profiles(config)["s"]
+    affinity = next(p for p in built.filters if isinstance(p, InterPodAffinity))
+    spread = next(p for p in built.filters if isinstance(p, PodTopologySpread))
+    assert affinity.args.hard_pod_affinity_weight == 5
+    assert spread.args.defaulting_type == "List" and spread.args.default_constraints[0].max_skew == 1
+    weights = {p.name: w for p, w in built.scorers}
+    assert weights["InterPodAffinity"] == 2 and weights["PodTopologySpread"] == 2  # upstream's default weights
+    assert config.warnings == (
+        "conf.yaml: profiles[0].pluginConfig[1].args.defaultConstraints: not applied: default constraints apply to "
+        "pods a Service, ReplicationController, ReplicaSet or StatefulSet selects, and knuma does not watch those",
+    )

@@ -334,13 +334,13 @@ async def test_gated_pods_wait_and_unsupported_constraints_are_reported(api: Run
         await c.add_node("n1", TWO_ZONES)
         async with running_scheduler(api, profiles=build_profiles(default_config())) as daemon:
             await c.create_pod("gated", "1", "1Gi", schedulingGates=[{"name": "example.com/wait"}])
-            spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
-            await c.create_pod("spread", "1", "1Gi", topologySpreadConstraints=spread)
-            assert await c.bound("spread") == "n1"
+            volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+            await c.create_pod("claim", "1", "1Gi", volumes=volumes)
+            assert await c.bound("claim") == "n1"
             events = await c.wait_for(
-                lambda: _reasons(c, "spread", "UnsupportedConstraints"), what="UnsupportedConstraints event"
+                lambda: _reasons(c, "claim", "UnsupportedConstraints"), what="UnsupportedConstraints event"
             )
-            assert "topology spread constraints (spec.topologySpreadConstraints)" in events[0]["message"]
+            assert "volume data (spec.volumes[0].persistentVolumeClaim)" in events[0]["message"]
             assert await c.node_of("gated") == "" and "default/gated" in daemon.gated
             await c.request("PATCH", "/api/v1/namespaces/default/pods/gated", {"spec": {"schedulingGates": None}})
             assert await c.bound("gated") == "n1"

@@ -77,3 +77,52 @@ async def test_replicas_with_required_anti_affinity_land_one_per_node(api: Runni
             await c.delete_pod(victim)
             assert await c.bound(pending, timeout=20) == freed
             assert daemon.scheduled >= 5
+
+
+async def add_zoned_node(c: Cluster, name: str, zone: str) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, "topology.kubernetes.io/zone": zone}},
+        "status": {"allocatable": {"cpu": "16", "memory": "32Gi", "pods": "110"}},
+    }
+    await c.request("POST", "/api/v1/nodes", node)
+
+
+async def test_zone_spread_keeps_skew_at_most_one(api: RunningApiServer) -> None:
+    """Nine replicas with a DoNotSchedule zone spread (maxSkew 1) over three zones of unequal size, created at once:
+    three per zone; a constraint on a label no node has leaves the pod pending with the upstream message."""
+    zone_key = "topology.kubernetes.io/zone"
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": zone_key,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "api"}},
+    }
+    async with cluster(api, crd=False) as c:
+        zone_of = {"a1": "z1", "a2": "z1", "a3": "z1", "b1": "z2", "c1": "z3"}
+        for name, zone in zone_of.items():
+            await add_zoned_node(c, name, zone)
+        async with running_scheduler(api, profiles=build_profiles(default_config())):
+            for i in range(9):
+                await create_replica(c, f"api-{i}", "api", topologySpreadConstraints=[constraint])
+
+            async def all_bound() -> list[str]:
+                nodes = [await c.node_of(f"api-{i}") for i in range(9)]
+                return nodes if all(nodes) else []
+
+            nodes = await c.wait_for(all_bound, timeout=20, what="nine replicas bound")
+            per_zone = {zone: sum(1 for n in nodes if zone_of[n] == zone) for zone in ("z1", "z2", "z3")}
+            assert per_zone == {"z1": 3, "z2": 3, "z3": 3}
+            rack = {**constraint, "topologyKey": "rack"}
+            await create_replica(c, "racked", "api", topologySpreadConstraints=[rack])
+
+            async def failed() -> list[dict[str, Any]]:
+                return [e for e in await c.events("racked") if e["reason"] == "FailedScheduling"]
+
+            events = await c.wait_for(failed, what="FailedScheduling for the pod without a rack")
+            assert events[0]["message"] == (
+                "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required "
+                "label)."
+            )
+            assert not [e for e in await c.events("api-0") if e["reason"] == "UnsupportedConstraints"]

@@ -34,7 +34,6 @@ def test_each_unsupported_constraint_is_named_with_its_field() -> None:
         "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
     }
     assert unsupported_constraints(pod(**spec)) == [
-        "topology spread constraints (spec.topologySpreadConstraints)",
         "volume data (spec.volumes[0].persistentVolumeClaim): volume topology and binding",
         "volume scratch (spec.volumes[1].ephemeral): volume topology and binding",
-    ]  # resource claims (DynamicResources) and pod (anti-)affinity (InterPodAffinity) are supported
+    ]  # resource claims, pod (anti-)affinity and topology spread constraints are supported

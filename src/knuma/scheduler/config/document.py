@@ -29,6 +29,11 @@ from knuma.scheduler.plugins.inter_pod_affinity_args import (
     parse_inter_pod_affinity_args,
 )
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs, parse_numa_args
+from knuma.scheduler.plugins.pod_topology_spread_args import (
+    POD_TOPOLOGY_SPREAD,
+    PodTopologySpreadArgs,
+    parse_pod_topology_spread_args,
+)
 
 __all__ = ["DEFAULT_PROFILES", "read_configuration"]
 
@@ -316,6 +321,7 @@ class _Reader:
         plugins, weights, named = self.plugins(raw.get("plugins"), _join(path, "plugins"))
         numa, affinity, args, typed = self.plugin_config(raw.get("pluginConfig"), _join(path, "pluginConfig"))
         ipa = typed.get(INTER_POD_AFFINITY)
+        pts = typed.get(POD_TOPOLOGY_SPREAD)
         profile = ProfileConfig(
             scheduler_name=name,
             plugins=plugins,
@@ -323,6 +329,7 @@ class _Reader:
             numa=numa,
             node_affinity=affinity,
             inter_pod_affinity=ipa if isinstance(ipa, InterPodAffinityArgs) else InterPodAffinityArgs(),
+            pod_topology_spread=pts if isinstance(pts, PodTopologySpreadArgs) else PodTopologySpreadArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
             ),
@@ -411,6 +418,14 @@ class _Reader:
                 affinity = self.node_affinity_args(args, args_path)
             elif name == INTER_POD_AFFINITY:
                 typed[name] = parse_inter_pod_affinity_args(args, args_path, self.fail)
+            elif name == POD_TOPOLOGY_SPREAD:
+                spread = typed[name] = parse_pod_topology_spread_args(args, args_path, self.fail)
+                if spread.default_constraints:
+                    self.warn(
+                        _join(args_path, "defaultConstraints"),
+                        "not applied: default constraints apply to pods a Service, ReplicationController, ReplicaSet "
+                        "or StatefulSet selects, and knuma does not watch those",
+                    )
             elif name == "NodeResourcesFit":
                 self.mapping(
                     args,

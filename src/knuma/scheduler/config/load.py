@@ -60,6 +60,7 @@ from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN
+from knuma.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from knuma.scheduler.plugins.scheduling_gates import SchedulingGates
 from knuma.scheduler.plugins.taint_toleration import TaintToleration
 
@@ -142,6 +143,7 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
     "NodeAffinity": lambda p: NodeAffinity(p.node_affinity.added_required, p.node_affinity.added_preferred),
     "NodePorts": lambda _: NodePorts(),
     "InterPodAffinity": lambda p: InterPodAffinity(p.inter_pod_affinity),
+    "PodTopologySpread": lambda p: PodTopologySpread(p.pod_topology_spread),
     "NodeResourcesFit": lambda _: NodeResourcesFit(),
 }
 """Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's

@@ -13,6 +13,7 @@ from knuma.errors import ConfigError
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
 from knuma.scheduler.plugins.inter_pod_affinity_args import InterPodAffinityArgs
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs
+from knuma.scheduler.plugins.pod_topology_spread_args import PodTopologySpreadArgs
 
 __all__ = [
     "DEFAULT_LEASE_NAME",
@@ -24,6 +25,7 @@ __all__ = [
     "LeaderElectionConfig",
     "NodeAffinityArgs",
     "NumaArgs",
+    "PodTopologySpreadArgs",
     "ProfileConfig",
     "SchedulerConfigError",
     "SchedulerConfiguration",
@@ -91,6 +93,7 @@ class ProfileConfig:
     """NodeResourceTopologyMatch's args (defaults when the profile has no pluginConfig for it)."""
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
     inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
+    pod_topology_spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
     percentage_of_nodes_to_score: int | None = None
     """The profile's own `percentageOfNodesToScore` (v1), overriding the global one."""
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -4,30 +4,23 @@ instead of silently placing the pod as if they were not there."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from knuma.api.pod import Pod
 
 __all__ = ["unsupported_constraints"]
 
 
-def _present(value: Any) -> bool:
-    return bool(value) and (not isinstance(value, Mapping) or any(_present(v) for v in value.values()))
-
-
 def unsupported_constraints(pod: Pod) -> list[str]:
     """What in the pod's spec knuma ignores, each as `what (field path)`; empty when nothing is ignored.
 
-    - topology spread constraints (PodTopologySpread),
     - persistent volume claims, also generic ephemeral volumes (VolumeBinding, VolumeZone, NodeVolumeLimits: volume
       topology is not checked and `WaitForFirstConsumer` claims are not bound by knuma).
 
-    Resource claims (DynamicResources) and pod affinity and anti-affinity (InterPodAffinity) are supported.
+    Resource claims (DynamicResources), pod affinity and anti-affinity (InterPodAffinity) and topology spread
+    constraints (PodTopologySpread) are supported.
     """
     spec = pod.spec
     found: list[str] = []
-    if spec.get("topologySpreadConstraints"):
-        found.append("topology spread constraints (spec.topologySpreadConstraints)")
     volumes = spec.get("volumes")
     if isinstance(volumes, Sequence) and not isinstance(volumes, str):
         for index, volume in enumerate(volumes):

@@ -360,7 +360,7 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
                     best = (weighted, node.name)
         results.append(NodeResult(node.name, verdict, total, per_plugin))
     if normalizing:
-        results, best = _normalized(profile, results, raw_scores)
+        results, best = _normalized(profile, results, raw_scores, state, pod)
     return ScheduleResult(pod, best[1] if best else None, results, state)
 
 
@@ -407,14 +407,18 @@ def _rejected(pod: Pod, nodes: Iterable[NodeInfo], state: CycleState, status: St
 
 
 def _normalized(
-    profile: Profile, results: list[NodeResult], raw_scores: list[list[int]]
+    profile: Profile, results: list[NodeResult], raw_scores: list[list[int]], state: CycleState, pod: Pod
 ) -> tuple[list[NodeResult], tuple[int, str] | None]:
-    """Apply NormalizeScore over the feasible nodes, then the weights; pick the best (first on ties)."""
+    """Apply NormalizeScore over the feasible nodes, then the weights; pick the best (first on ties). A scorer with
+    `normalize_cycle(state, pod, scores)` normalizes with what its PreScore kept (PodTopologySpread's ignored
+    nodes)."""
     feasible = [r for r in results if r.filter.ok]
     columns: list[list[int]] = [list(column) for column in zip(*raw_scores, strict=True)] if raw_scores else []
     for index, (scorer, _) in enumerate(profile.scorers):
         if isinstance(scorer, ScoreNormalizer) and columns:
-            mapped = scorer.normalize({r.name: s for r, s in zip(feasible, columns[index], strict=True)})
+            raw = {r.name: s for r, s in zip(feasible, columns[index], strict=True)}
+            cycle_normalize = getattr(scorer, "normalize_cycle", None)
+            mapped = cycle_normalize(state, pod, raw) if cycle_normalize is not None else scorer.normalize(raw)
             columns[index] = [mapped[r.name] for r in feasible]
     totals: dict[str, int] = {}
     for row, result in enumerate(feasible):

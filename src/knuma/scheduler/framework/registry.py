@@ -74,7 +74,7 @@ PLUGINS: dict[str, PluginInfo] = {
         _info("NodeVolumeLimits", "preFilter filter", False, "CSI volume limits"),
         _info("VolumeBinding", "preFilter filter reserve preBind preScore score", False, "PVC binding and topology"),
         _info("VolumeZone", "preFilter filter", False, "volume zones"),
-        _info("PodTopologySpread", "preFilter filter preScore score", False, "topology spread constraints"),
+        _info("PodTopologySpread", "preFilter filter preScore score", True, "topology spread constraints"),
         _info("InterPodAffinity", "preFilter filter preScore score", True, "pod affinity and anti-affinity"),
         _info(
             "DynamicResources",
