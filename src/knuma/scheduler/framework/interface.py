@@ -314,44 +314,24 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     if allowed is not None:
         reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]"
         outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, restricting[0])
-    verdicts: list[tuple[Status, dict[str, PluginResult]]] = []
-    for node in nodes:
-        per_plugin: dict[str, PluginResult] = {name: PluginResult(filter=SUCCESS) for name in skipped}
-        verdict = SUCCESS
-        if outside is not None and allowed is not None and node.name not in allowed:
-            verdict = outside
-            per_plugin[outside.plugin] = PluginResult(filter=outside)
-            if not explain:
-                verdicts.append((verdict, per_plugin))
-                continue
-        for plugin in filters:
-            if not verdict.ok and not explain:
-                break
-            status = plugin.filter(state, pod, node)
-            if plugin.name not in per_plugin:  # a node outside the PreFilter's names keeps that verdict
-                per_plugin[plugin.name] = PluginResult(filter=status)
-            if verdict.ok and not status.ok:
-                verdict = status
-        verdicts.append((verdict, per_plugin))
-    feasible = [node for node, (verdict, _) in zip(nodes, verdicts, strict=True) if verdict.ok]
-    for scorer, _ in profile.scorers:
-        if feasible and isinstance(scorer, PreScorePlugin):
-            scorer.pre_score(state, pod, feasible)
+    pre_scorers = [scorer for scorer, _ in profile.scorers if isinstance(scorer, PreScorePlugin)]
     normalizing = any(isinstance(scorer, ScoreNormalizer) for scorer, _ in profile.scorers)
     results: list[NodeResult] = []
     raw_scores: list[list[int]] = []
     best: tuple[int, str] | None = None
-    for node, (verdict, per_plugin) in zip(nodes, verdicts, strict=True):
+
+    def score(node: NodeInfo, verdict: Status, per_plugin: dict[str, PluginResult]) -> None:
+        nonlocal best
         total: int | None = None
         if verdict.ok or explain:
             weighted = 0
             scores = []
             for scorer, weight in profile.scorers:
-                score = scorer.score(state, pod, node)
+                value = scorer.score(state, pod, node)
                 previous = per_plugin.get(scorer.name, PluginResult())
-                per_plugin[scorer.name] = PluginResult(filter=previous.filter, score=score)
-                weighted += score * weight
-                scores.append(score)
+                per_plugin[scorer.name] = PluginResult(filter=previous.filter, score=value)
+                weighted += value * weight
+                scores.append(value)
             if verdict.ok:
                 total = weighted
                 if normalizing:
@@ -359,6 +339,35 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
                 elif best is None or weighted > best[0]:
                     best = (weighted, node.name)
         results.append(NodeResult(node.name, verdict, total, per_plugin))
+
+    deferred: list[tuple[NodeInfo, Status, dict[str, PluginResult]]] = []
+    """With PreScore plugins, scoring waits until every node is filtered (PreScore sees the feasible nodes)."""
+    for node in nodes:
+        per_plugin: dict[str, PluginResult] = {name: PluginResult(filter=SUCCESS) for name in skipped}
+        verdict = SUCCESS
+        if outside is not None and allowed is not None and node.name not in allowed:
+            verdict = outside
+            per_plugin[outside.plugin] = PluginResult(filter=outside)
+        if verdict.ok or explain:
+            for plugin in filters:
+                if not verdict.ok and not explain:
+                    break
+                status = plugin.filter(state, pod, node)
+                if plugin.name not in per_plugin:  # a node outside the PreFilter's names keeps that verdict
+                    per_plugin[plugin.name] = PluginResult(filter=status)
+                if verdict.ok and not status.ok:
+                    verdict = status
+        if pre_scorers:
+            deferred.append((node, verdict, per_plugin))
+        else:
+            score(node, verdict, per_plugin)
+    if pre_scorers:
+        feasible = [node for node, verdict, _ in deferred if verdict.ok]
+        for scorer in pre_scorers:
+            if feasible:
+                scorer.pre_score(state, pod, feasible)
+        for node, verdict, per_plugin in deferred:
+            score(node, verdict, per_plugin)
     if normalizing:
         results, best = _normalized(profile, results, raw_scores, state, pod)
     return ScheduleResult(pod, best[1] if best else None, results, state)
