@@ -185,11 +185,11 @@ class FastPathKind(enum.StrEnum):
     node): those pods stay on the fast path; a pod it selects takes the exact path (DynamicResources: pods with
     ResourceClaims)."""
     POD_RELATIONS = "pod-relations"
-    """Filter and score depend on the pods on other nodes (InterPodAffinity, PodTopologySpread). A pod takes the exact
-    path when its own constraints need the plugin (`own_constraints(pod)`) or when pods already placed concern it
-    (`concerned_by(namespace, labels, pods)`, given the cache's pods with pod affinity terms; the fast path remembers
-    the answer per namespace and labels until those pods change); the others stay on the fast path, where the
-    plugin passes every node and scores 0 everywhere."""
+    """Filter and score depend on the pods on other nodes (InterPodAffinity, PodTopologySpread). When a pod's own
+    constraints need the plugin (`own_constraints(pod)`) or pods already placed concern it (`concerned_by(namespace,
+    labels, pods)`, given the cache's pods with pod affinity terms; the fast path remembers the answer per namespace
+    and labels until those pods change), the plugin runs node by node on the rows the arrays leave feasible, and its
+    normalized score is added; for the other pods it passes every node and scores 0 everywhere."""
     FEASIBLE_ROWS = "feasible-rows"
     """A filter that rejects only the pods its `applies_to(pod)` selects: run node by node on the nodes still
     feasible after the others, for those pods only."""
