@@ -275,3 +275,37 @@ def test_zone_spread_keeps_skew_at_most_one_through_assumed_pods() -> None:
         per_zone[zone_of[outcome.node]] += 1
         assert max(per_zone.values()) - min(per_zone.values()) <= 1
     assert per_zone == {"z1": 4, "z2": 4, "z3": 4}
+
+
+def test_a_terminating_replica_is_not_counted_once_the_informer_shows_its_deletion() -> None:
+    """Upstream's `countPodsMatchSelector` skips pods with a `deletionTimestamp` (kubernetes#87621): during a rolling
+    update the new replica may take the zone of the one being deleted. The cache's pod update carries it."""
+    cache = ClusterCache()
+    for name, zone in (("a1", "z1"), ("b1", "z2")):
+        cache.upsert_node(node_object(name, zone))
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    spec = {
+        "schedulerName": "topology-aware-scheduler",
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+        "topologySpreadConstraints": [constraint],
+    }
+
+    def bound(name: str, on: str, **meta: Any) -> dict[str, Any]:
+        metadata = {"name": name, "namespace": "default", "labels": {"app": "web"}, **meta}
+        return {"metadata": metadata, "spec": {**spec, "nodeName": on}, "status": {"phase": "Running"}}
+
+    for name, on in (("old-0", "a1"), ("old-1", "a1"), ("old-2", "b1")):
+        cache.upsert_pod(bound(name, on))
+    incoming = Pod.from_manifest({"metadata": {"name": "new", "labels": {"app": "web"}}, "spec": spec})
+    fast = FastPath(cache)
+    assert fast.decide(PROFILE, incoming).node == "b1"  # z1 holds 2, z2 1: only z2 keeps the skew at 1
+    cache.upsert_pod(bound("old-0", "a1", deletionTimestamp="2026-11-24T00:00:00Z"))
+    cache.upsert_pod(bound("old-1", "a1", deletionTimestamp="2026-11-24T00:00:00Z"))
+    # z1 now counts 0 and z2 1: only z1 keeps the skew at 1
+    assert fast.decide(PROFILE, incoming).node == "a1"
+    assert decide(PROFILE, incoming, cache.node_infos()).node == "a1"

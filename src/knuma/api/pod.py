@@ -95,6 +95,8 @@ class Pod:
     dra_devices: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict, repr=False, compare=False)
     """The NUMA nodes of the DRA devices allocated to each container (`DRA_NUMA_ANNOTATION`); what
     `knuma.topology.admit` aligns the container's CPUs and memory with."""
+    terminating: bool = field(default=False, compare=False)
+    """`metadata.deletionTimestamp` is set: the pod is being deleted (PodTopologySpread no longer counts it)."""
 
     @property
     def key(self) -> str:
@@ -195,6 +197,7 @@ class Pod:
             annotations=_string_map(metadata.get("annotations"), f"{where}: metadata.annotations"),
             spec=spec,
             dra_devices=_dra_devices((metadata.get("annotations") or {}).get(DRA_NUMA_ANNOTATION)),
+            terminating=bool(metadata.get("deletionTimestamp")),
         )
 
 

@@ -46,8 +46,13 @@ def terminal(obj: JsonView) -> bool:
 
 
 def _same_relations(old: Pod, new: Pod) -> bool:
-    """Whether two versions of a pod look the same to InterPodAffinity and PodTopologySpread (labels, affinity)."""
-    return old.labels == new.labels and old.spec.get("affinity") == new.spec.get("affinity")
+    """Whether two versions of a pod look the same to InterPodAffinity and PodTopologySpread (labels, affinity, and
+    whether it is being deleted)."""
+    return (
+        old.labels == new.labels
+        and old.spec.get("affinity") == new.spec.get("affinity")
+        and old.terminating == new.terminating
+    )
 
 
 def _same_demand(old: Pod, new: Pod) -> bool:

@@ -107,10 +107,11 @@ _EMPTY_SCORE = _ScoreState((), frozenset(), (), ())
 
 
 def _count(pods: Sequence[Pod], selector: LabelSelector, namespace: str) -> int:
-    """`countPodsMatchSelector`."""
+    """`countPodsMatchSelector`: terminating pods are not counted (kubernetes#87621: a rolling update's new replica
+    must not be kept off a domain by the replica it replaces)."""
     if selector.empty:
         return 0
-    return sum(1 for p in pods if p.namespace == namespace and selector.matches(p.labels))
+    return sum(1 for p in pods if not p.terminating and p.namespace == namespace and selector.matches(p.labels))
 
 
 def _constraints(pod: Pod, action: str) -> tuple[_Constraint, ...]:
