@@ -178,3 +178,33 @@ def test_an_update_moves_only_the_changed_fields_to_its_manager(old: dict[str, A
     }
     assert owners.get("updater", set()) == changed
     assert owners.get("creator", set()) == old_paths - changed - (old_paths - new_paths)
+
+
+def test_items_sharing_a_key_are_owned_as_one_entry() -> None:
+    """structured-merge-diff's rule for duplicates in an associative list (kubernetes-sigs/structured-merge-diff#251,
+    #254): the items that share a key are one atomic entry, owned as the key alone, and a change to any of them is a
+    change of that key. Hypothesis found the case: two containers named c2."""
+    key = ("f:spec", "f:containers", 'k:{"name":"c2"}')
+    new = {"spec": {"containers": [{"name": "c2", "args": {"a": 0}}, {"name": "c2", "image": 0, "args": {}}]}}
+    assert fieldmanager.field_paths(new, status=False) == {key}
+    created = copy.deepcopy(new)
+    fieldmanager.record_update(None, created, "creator", "v1")
+    changed = copy.deepcopy(created)
+    changed["spec"]["containers"][1]["image"] = 1  # only the second duplicate differs
+    fieldmanager.record_update(created, changed, "updater", "v1")
+    owners = {e["manager"]: fieldmanager.from_fields_v1(e["fieldsV1"]) for e in changed["metadata"]["managedFields"]}
+    assert owners == {"updater": {key}}
+
+
+def test_a_manager_that_loses_a_list_item_keeps_only_the_fields_it_still_owns() -> None:
+    """Hypothesis found it: when an update changes a list item, the updater owns the item and the creator keeps the
+    item's unchanged fields, so the creator's FieldsV1 must not mark the item itself (".") as its own any more."""
+    item = ("f:spec", "f:containers", 'k:{"name":"c1"}')
+    created: dict[str, Any] = {"spec": {"containers": [{"name": "c1", "image": 0}]}}
+    fieldmanager.record_update(None, created, "creator", "v1")
+    updated: dict[str, Any] = {"spec": {"containers": [{"name": "c1"}]}}
+    fieldmanager.record_update(created, updated, "updater", "v1")
+    owners = {e["manager"]: fieldmanager.from_fields_v1(e["fieldsV1"]) for e in updated["metadata"]["managedFields"]}
+    assert owners == {"updater": {item}, "creator": {(*item, "f:name")}}
+    creator = next(e for e in updated["metadata"]["managedFields"] if e["manager"] == "creator")
+    assert creator["fieldsV1"] == {"f:spec": {"f:containers": {'k:{"name":"c1"}': {"f:name": {}}}}}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -113,15 +114,18 @@ def _collect(prefix: Path, field: str, value: Any, out: set[Path]) -> None:
         for k, v in value.items():
             _collect((*prefix, f"f:{k}"), k, v, out)
     elif isinstance(value, list) and value and merge_key_for(field, value):
-        for item in value:
-            ik = _item_key(field, item, value)
-            if ik is None:
-                out.add(prefix)
-                return
-        for item in value:
-            ik = _item_key(field, item, value)
+        item_keys = [_item_key(field, item, value) for item in value]
+        if None in item_keys:
+            out.add(prefix)
+            return
+        duplicated = {ik for ik, count in Counter(item_keys).items() if count > 1}
+        for item, ik in zip(value, item_keys, strict=True):
             assert ik is not None
             out.add((*prefix, ik))
+            if ik in duplicated:
+                # structured-merge-diff (#251, #254): items sharing a key are one atomic entry, owned as the key
+                # alone, and any change to one of them modifies that key
+                continue
             for k, v in item.items():
                 _collect((*prefix, ik, f"f:{k}"), k, v, out)
     else:
@@ -145,7 +149,7 @@ def get_path(obj: Any, path: Path) -> tuple[bool, Any]:
             match = [i for i in cur if isinstance(i, dict) and i.get(key) == val]
             if not match:
                 return False, None
-            cur = match[0]
+            cur = match[0] if len(match) == 1 else match  # duplicates: all of them, compared as one entry
     return True, cur
 
 
@@ -164,12 +168,14 @@ def remove_path(obj: Any, path: Path) -> None:
 
 
 def to_fields_v1(paths: set[Path]) -> JsonObj:
+    """The `FieldsV1` tree of `paths`. A list item that is owned itself and has owned fields carries `"."`; one whose
+    fields alone are owned (a manager that lost the item to another but kept a field) does not."""
     root: JsonObj = {}
     for path in sorted(paths):
         node = root
         for n, el in enumerate(path):
             node = node.setdefault(el, {})
-            if el.startswith("k:") and n < len(path) - 1:
+            if el.startswith("k:") and n < len(path) - 1 and path[: n + 1] in paths:
                 node.setdefault(".", {})
     return root
 
