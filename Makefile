@@ -40,7 +40,7 @@ shell: $(VENV)/.installed-run
 
 ## test: lint, type-check and the whole test suite (installs chromium for the report's browser test when it can)
 test: $(VENV)/.installed-dev lint chromium
-	$(BIN)/pytest $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser test of `knuma simulate --report` (about 20 s, ~100 MB, once).
 ## Free when chromium is there or KNUMA_SKIP_BROWSER=1; without apt-get or root (or passwordless sudo) it says so and

@@ -15,8 +15,9 @@ from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 if TYPE_CHECKING:
     from knuma.deploy.cluster import Session
 
-# CI runs the property tests with a fixed seed, so that a submission is judged on the examples its author ran;
-# developers keep random exploration (HYPOTHESIS_PROFILE=ci reproduces CI locally).
+# `make test` (CI's command) runs the property tests with a fixed seed (HYPOTHESIS_PROFILE=ci, also what CI=1
+# selects), so that a submission is judged on the examples its author ran; `pytest` run directly keeps random
+# exploration, which is how new counterexamples are found (HYPOTHESIS_PROFILE=dev make test explores too).
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
