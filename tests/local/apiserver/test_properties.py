@@ -185,7 +185,8 @@ def test_items_sharing_a_key_are_owned_as_one_entry() -> None:
     #254): the items that share a key are one atomic entry, owned as the key alone, and a change to any of them is a
     change of that key. Hypothesis found the case: two containers named c2."""
     key = ("f:spec", "f:containers", 'k:{"name":"c2"}')
-    new = {"spec": {"containers": [{"name": "c2", "args": {"a": 0}}, {"name": "c2", "image": 0, "args": {}}]}}
+    containers = [{"name": "c2", "args": {"a": 0}}, {"name": "c2", "image": 0, "args": {}}]
+    new: dict[str, Any] = {"spec": {"containers": containers}}
     assert fieldmanager.field_paths(new, status=False) == {key}
     created = copy.deepcopy(new)
     fieldmanager.record_update(None, created, "creator", "v1")
