@@ -249,6 +249,21 @@ def test_fast_path_decides_as_the_exact_path_with_spread_constraints(seed: int) 
             cache.assume(candidate, exact.node)
 
 
+WEB_ZONE_SPREAD: dict[str, Any] = {
+    "schedulerName": "topology-aware-scheduler",
+    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ],
+}
+"""A replica of app `web` that keeps the zones' skew at most 1."""
+
+
 def test_zone_spread_keeps_skew_at_most_one_through_assumed_pods() -> None:
     cache = ClusterCache()
     for name, zone in (("a1", "z1"), ("a2", "z1"), ("b1", "z2"), ("c1", "z3")):
@@ -257,18 +272,7 @@ def test_zone_spread_keeps_skew_at_most_one_through_assumed_pods() -> None:
     per_zone = {"z1": 0, "z2": 0, "z3": 0}
     zone_of = {"a1": "z1", "a2": "z1", "b1": "z2", "c1": "z3"}
     for index in range(12):
-        constraint = {
-            "maxSkew": 1,
-            "topologyKey": "zone",
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": {"app": "web"}},
-        }
-        spec = {
-            "schedulerName": "topology-aware-scheduler",
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
-            "topologySpreadConstraints": [constraint],
-        }
-        pod = Pod.from_manifest({"metadata": {"name": f"w{index}", "labels": {"app": "web"}}, "spec": spec})
+        pod = Pod.from_manifest({"metadata": {"name": f"w{index}", "labels": {"app": "web"}}, "spec": WEB_ZONE_SPREAD})
         outcome = fast.decide(PROFILE, pod)
         assert outcome.node is not None
         cache.assume(pod, outcome.node)
@@ -283,17 +287,7 @@ def test_a_terminating_replica_is_not_counted_once_the_informer_shows_its_deleti
     cache = ClusterCache()
     for name, zone in (("a1", "z1"), ("b1", "z2")):
         cache.upsert_node(node_object(name, zone))
-    constraint = {
-        "maxSkew": 1,
-        "topologyKey": "zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
-    spec = {
-        "schedulerName": "topology-aware-scheduler",
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
-        "topologySpreadConstraints": [constraint],
-    }
+    spec = WEB_ZONE_SPREAD
 
     def bound(name: str, on: str, **meta: Any) -> dict[str, Any]:
         metadata = {"name": name, "namespace": "default", "labels": {"app": "web"}, **meta}

@@ -160,6 +160,10 @@ class CycleState(dict[tuple[str, str], Any]):
         self[plugin, ""] = (pod, value)
         return value
 
+    def set_pod_data(self, plugin: str, pod: Pod, value: object) -> None:
+        """Set what `pod_data` returns for `pod` (a PreScore that computes it from the feasible nodes only)."""
+        self[plugin, ""] = (pod, value)
+
 
 @runtime_checkable
 class FilterPlugin(Protocol):

@@ -126,13 +126,7 @@ class InterPodAffinity:
         return PreFilterResult()
 
     def _filter_state(self, state: CycleState, pod: Pod) -> _FilterState:
-        found = state.get((NAME, "filter"))
-        if isinstance(found, tuple) and found[0] is pod:
-            result: _FilterState = found[1]
-            return result
-        result = self._compute_filter_state(pod, state.nodes)
-        state[NAME, "filter"] = (pod, result)
-        return result
+        return state.pod_data(f"{NAME}/filter", pod, lambda p: self._compute_filter_state(p, state.nodes))
 
     def _compute_filter_state(self, pod: Pod, nodes: Sequence[NodeInfo]) -> _FilterState:
         terms = pod.affinity_terms
@@ -204,13 +198,7 @@ class InterPodAffinity:
         self._topology_score(state, pod)
 
     def _topology_score(self, state: CycleState, pod: Pod) -> dict[str, dict[str, int]]:
-        found = state.get((NAME, "score"))
-        if isinstance(found, tuple) and found[0] is pod:
-            result: dict[str, dict[str, int]] = found[1]
-            return result
-        result = self._compute_topology_score(pod, state.nodes)
-        state[NAME, "score"] = (pod, result)
-        return result
+        return state.pod_data(f"{NAME}/score", pod, lambda p: self._compute_topology_score(p, state.nodes))
 
     def _compute_topology_score(self, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, dict[str, int]]:
         terms = pod.affinity_terms

@@ -177,13 +177,7 @@ class PodTopologySpread:
         return PreFilterResult(skip=not found.constraints)
 
     def _filter_state(self, state: CycleState, pod: Pod) -> _FilterState:
-        cached = state.get((NAME, "filter"))
-        if isinstance(cached, tuple) and cached[0] is pod:
-            result: _FilterState = cached[1]
-            return result
-        result = self._compute_filter_state(pod, state.nodes)
-        state[NAME, "filter"] = (pod, result)
-        return result
+        return state.pod_data(f"{NAME}/filter", pod, lambda p: self._compute_filter_state(p, state.nodes))
 
     def _compute_filter_state(self, pod: Pod, nodes: Sequence[NodeInfo]) -> _FilterState:
         constraints = _constraints(pod, DO_NOT_SCHEDULE)
@@ -226,16 +220,11 @@ class PodTopologySpread:
     # -- PreScore / Score / NormalizeScore --------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, feasible: Sequence[NodeInfo]) -> None:
-        state[NAME, "score"] = (pod, self._compute_score_state(pod, feasible, state.nodes))
+        state.set_pod_data(f"{NAME}/score", pod, self._compute_score_state(pod, feasible, state.nodes))
 
     def _score_state(self, state: CycleState, pod: Pod) -> _ScoreState:
-        cached = state.get((NAME, "score"))
-        if isinstance(cached, tuple) and cached[0] is pod:
-            result: _ScoreState = cached[1]
-            return result
-        result = self._compute_score_state(pod, state.nodes, state.nodes)  # Score without PreScore (explain)
-        state[NAME, "score"] = (pod, result)
-        return result
+        # Score without PreScore (explain): every node counts as feasible
+        return state.pod_data(f"{NAME}/score", pod, lambda p: self._compute_score_state(p, state.nodes, state.nodes))
 
     def _compute_score_state(self, pod: Pod, feasible: Sequence[NodeInfo], nodes: Sequence[NodeInfo]) -> _ScoreState:
         try:
