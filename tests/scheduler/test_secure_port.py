@@ -274,3 +274,116 @@ def test_bad_tls_flags_are_one_line_usage_errors(api: RunningApiServer, flag: st
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _client(ca: Certificate, work: Path, name: str, *, organizations: tuple[str, ...] = ()) -> ssl.SSLContext:
+    """A client context presenting a certificate `ca` signed for `name` in `organizations` (the server unverified)."""
+    cert = signed_by(ca, [], common_name=name, client=True, organizations=organizations)
+    pair = work / f"client-{name}-{len(list(work.glob('client-*')))}"
+    pair.mkdir()
+    _write(cert, pair)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(pair / "tls.crt", pair / "tls.key")
+    return context
+
+
+def _refused(scheduler: Scheduler, context: ssl.SSLContext) -> bool:
+    try:
+        scheduler.get("/metrics", context=context)
+    except (ssl.SSLError, ConnectionError):
+        return True
+    return False
+
+
+def test_client_certificates_authenticate_their_cn_and_o_before_any_token(
+    start: Callable[..., Scheduler], tmp_path: Path, review_counts: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kube-scheduler's `--client-ca-file`: CN is the user, O the groups (plus `system:authenticated`), asked of
+    SubjectAccessReview; no TokenReview for a certificate (even with a bad token beside it), and clients without one
+    keep the token and anonymous paths."""
+    asked: list[tuple[str, list[str]]] = []
+    counted = reviews.review_access
+
+    def recording(raw: Any) -> Any:
+        asked.append((raw["spec"]["user"], raw["spec"]["groups"]))
+        return counted(raw)
+
+    monkeypatch.setattr(reviews, "review_access", recording)
+    ca = certificate_authority("clients")
+    (tmp_path / "clients.crt").write_text(ca.cert_pem)
+    scheduler = start("--client-ca-file", str(tmp_path / "clients.crt"))  # in-memory serving certificate
+
+    admin = _client(ca, tmp_path, "prometheus", organizations=("system:masters",))
+    status, body = scheduler.get("/metrics", context=admin)
+    assert status == 200, body
+    assert b"scheduler_pending_pods" in body
+    assert scheduler.get("/metrics", "not-a-token", admin)[0] == 200  # the certificate wins, the token is not read
+    assert review_counts["tokenreviews"] == 0
+
+    viewer = _client(ca, tmp_path, "viewer", organizations=("monitoring",))
+    status, body = scheduler.get("/metrics", context=viewer)
+    assert status == 403, body
+    assert json.loads(body)["message"].startswith('forbidden: User "viewer" cannot get path "/metrics"')
+    assert asked == [
+        ("prometheus", ["system:masters", "system:authenticated"]),
+        ("viewer", ["monitoring", "system:authenticated"]),
+    ]
+
+    assert scheduler.get("/metrics", "root-token")[0] == 200  # no certificate: the bearer token, as before
+    status, body = scheduler.get("/metrics")
+    assert status == 403 and 'User "system:anonymous"' in json.loads(body)["message"], body
+    assert scheduler.get("/healthz")[0] == 200  # probes need neither
+
+    stranger = _client(certificate_authority("other"), tmp_path, "prometheus", organizations=("system:masters",))
+    assert _refused(scheduler, stranger)
+
+
+def test_the_client_ca_bundle_is_reloaded_when_it_changes(start: Callable[..., Scheduler], tmp_path: Path) -> None:
+    """With a given serving certificate (`--tls-cert-file`): the bundle is re-read when the file changes, so a rotated
+    client CA takes effect without a restart."""
+    serving_ca, old, new = certificate_authority("serving"), certificate_authority("old"), certificate_authority("new")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    _write(signed_by(serving_ca, ["127.0.0.1"], common_name="scheduler"), certs)
+    bundle = tmp_path / "clients.crt"
+    bundle.write_text(old.cert_pem)
+    scheduler = start(
+        "--tls-cert-file", str(certs / "tls.crt"), "--tls-private-key-file", str(certs / "tls.key"),
+        "--client-ca-file", str(bundle),
+    )  # fmt: skip
+    masters = ("system:masters",)
+    assert scheduler.get("/metrics", context=_client(old, tmp_path, "a", organizations=masters))[0] == 200
+    assert _refused(scheduler, _client(new, tmp_path, "b", organizations=masters))
+
+    bundle.write_text(new.cert_pem + "\n")  # another size: a new identity even within the same mtime tick
+    assert scheduler.get("/metrics", context=_client(new, tmp_path, "c", organizations=masters))[0] == 200
+    assert _refused(scheduler, _client(old, tmp_path, "d", organizations=masters))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "secure port client CA file {bundle} does not exist: mount the CA bundle there, or drop "
+         "--client-ca-file"),
+        ("not a certificate\n", "cannot load the secure port client CA file {bundle} (PEM certificates expected)"),
+    ],
+)  # fmt: skip
+def test_a_bad_client_ca_file_is_a_one_line_error(
+    api: RunningApiServer, tmp_path: Path, content: str | None, message: str
+) -> None:
+    bundle = tmp_path / "clients.crt"
+    if content is not None:
+        bundle.write_text(content)
+    done = subprocess.run(
+        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect",
+         "--secure-port", str(_free_port()), "--metrics-port", "0", "--client-ca-file", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert message.format(bundle=bundle) in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

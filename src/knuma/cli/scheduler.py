@@ -74,6 +74,12 @@ def scheduler(
         help="Without --tls-cert-file: keep the self-signed kube-scheduler.crt/.key here (default: in memory, new at "
         "every start).",
     ),
+    client_ca_file: str = typer.Option(
+        "",
+        "--client-ca-file",
+        help="PEM CA bundle (reloaded when it changes): a client certificate it signed authenticates the secure "
+        "port's requests as its CN (user) and O values (groups), before any bearer token.",
+    ),
     token_cache_ttl: str = typer.Option(
         "10s", "--authentication-token-webhook-cache-ttl", help="How long a TokenReview answer is reused."
     ),
@@ -178,6 +184,7 @@ def scheduler(
         always_allow_paths=tuple(p.strip() for p in always_allow_paths.split(",") if p.strip()),
         tls_min_version=min_version,
         tls_cipher_suites=cipher_suites,
+        client_ca_file=client_ca_file,
     )
     flags = CommandLine(
         kubeconfig,

@@ -3,6 +3,12 @@ its secure port: the bearer token goes to the API server in a `TokenReview`, the
 `SubjectAccessReview` for the non-resource URL and the request's verb.
 
 Upstream, in order (`k8s.io/apiserver`):
+- `pkg/authentication/authenticatorfactory/delegating.go` (`DelegatingAuthenticatorConfig.New`): with a client CA
+  (`--client-ca-file`), a verified client certificate comes first (`x509.NewDynamic` with
+  `CommonNameUserConversion`: user = the subject's CN, groups = its O values; no CN: not authenticated, on to the
+  token), then the bearer token; `group.NewAuthenticatedGroupAdder` adds `system:authenticated` to whoever either
+  authenticated. The certificate is verified against the CA when the TLS connection is made (`certificate_user`
+  reads one that was).
 - `pkg/server/options/authentication.go` (`DelegatingAuthenticationOptions`, `ApplyTo`) builds a
   `DelegatingAuthenticatorConfig` with anonymous requests enabled (unless `DisableAnonymous`) and a token webhook
   whose answers are cached for `CacheTTL` (10 s, `--authentication-token-webhook-cache-ttl`);
@@ -28,16 +34,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from knuma.api.userinfo import UserInfo
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError
 from knuma.kube.rest import AsyncApi
 
-__all__ = ["DEFAULT_ALWAYS_ALLOW_PATHS", "Decision", "DelegatedAuth"]
+__all__ = ["DEFAULT_ALWAYS_ALLOW_PATHS", "Decision", "DelegatedAuth", "certificate_user"]
 
 log = logging.getLogger("knuma.kube.delegation")
 
@@ -50,6 +56,33 @@ _TIMEOUT = 10.0
 
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
+AUTHENTICATED = "system:authenticated"
+
+
+def certificate_user(peer: Mapping[str, Any] | None) -> UserInfo | None:
+    """`x509.CommonNameUserConversion` of a verified client certificate (`ssl.SSLSocket.getpeercert()`'s dict): the
+    subject's common name as the user, its organizations as the groups, in certificate order; None without a
+    certificate or without a common name (the request then authenticates by token, or is anonymous)."""
+    if not peer:
+        return None
+    common_name, organizations = "", []
+    for rdn in peer.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = common_name or str(value)  # Go's pkix.Name keeps the first CN
+            elif key == "organizationName":
+                organizations.append(str(value))
+    if not common_name:
+        return None
+    return UserInfo(common_name, "", tuple(organizations))
+
+
+def _with_authenticated_group(user: UserInfo) -> UserInfo:
+    """`group.AuthenticatedGroupAdder`: `system:authenticated` joins the groups of an authenticated user unless it is
+    there (or the user is `system:anonymous` / in `system:unauthenticated`)."""
+    if user.username == ANONYMOUS or AUTHENTICATED in user.groups or UNAUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.username, user.uid, (*user.groups, AUTHENTICATED))
 
 
 @dataclass(frozen=True)
@@ -104,22 +137,28 @@ class DelegatedAuth:
         """Token hash to (user,), (None,) for a rejected token: both cached, as `cache.New(..., ttl, ttl)`."""
         self._access: _TTLCache[tuple[bool, str]] = _TTLCache(clock)
 
-    async def check(self, method: str, path: str, authorization: str) -> Decision | None:
+    async def check(
+        self, method: str, path: str, authorization: str, certificate: UserInfo | None = None
+    ) -> Decision | None:
         """None when the request may proceed, else why not. `authorization` is the Authorization header ("" when
-        absent)."""
+        absent); `certificate`: the user of the client's verified certificate (`certificate_user`), which wins over
+        the token as upstream's union authenticator tries it first."""
         scheme, _, token = authorization.strip().partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else ""
         if authorization.strip() and not token:
             # bearertoken.New ignores other schemes: the request is anonymous
             log.debug("ignoring a non-bearer Authorization header")
-        if token:
+        if certificate is not None:
+            user = _with_authenticated_group(certificate)
+        elif token:
             try:
-                user = await self._authenticate(token)
+                reviewed = await self._authenticate(token)
             except KubeApiError as err:
                 log.warning("TokenReview failed: %s", err)
                 return Decision(401, "Unauthorized")
-            if user is None:
+            if reviewed is None:
                 return Decision(401, "Unauthorized")
+            user = _with_authenticated_group(reviewed)
         else:
             user = UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,))
         if self._always_allowed(path):

@@ -14,6 +14,7 @@ import hashlib
 import ipaddress
 import secrets
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -111,8 +112,11 @@ def _time(moment: datetime) -> bytes:
     return _tlv(0x18, moment.strftime("%Y%m%d%H%M%SZ").encode())
 
 
-def _name(common_name: str) -> bytes:
-    return _seq(_tlv(0x31, _seq(_oid("2.5.4.3"), _tlv(0x0C, common_name.encode()))))
+def _name(common_name: str, organizations: Sequence[str] = ()) -> bytes:
+    """A subject name: one RDN per organization (O), then the common name (CN), as kubeadm writes
+    `O=system:masters, CN=kubernetes-admin`."""
+    rdns = [_tlv(0x31, _seq(_oid("2.5.4.10"), _tlv(0x0C, org.encode()))) for org in organizations]
+    return _seq(*rdns, _tlv(0x31, _seq(_oid("2.5.4.3"), _tlv(0x0C, common_name.encode()))))
 
 
 def _ext(oid: str, value: bytes, *, critical: bool = False) -> bytes:
@@ -144,13 +148,19 @@ def certificate_authority(common_name: str, *, days: int = 3650) -> Certificate:
 
 
 def signed_by(
-    issuer: Certificate, hosts: list[str], *, common_name: str, client: bool = False, days: int = 3650
+    issuer: Certificate,
+    hosts: list[str],
+    *,
+    common_name: str,
+    client: bool = False,
+    organizations: Sequence[str] = (),
+    days: int = 3650,
 ) -> Certificate:
     """A leaf certificate signed by `issuer` (from `certificate_authority`): for a server (`hosts` in its
     subjectAltName) or, with `client`, for TLS client authentication (extendedKeyUsage clientAuth; `hosts` may be
-    empty)."""
+    empty). `organizations`: the subject's O values, which Kubernetes reads as the client's groups."""
     usages = ("1.3.6.1.5.5.7.3.2",) if client else ("1.3.6.1.5.5.7.3.1",)
-    return _issue(hosts, common_name, days, issuer=issuer, usages=usages)
+    return _issue(hosts, common_name, days, issuer=issuer, usages=usages, organizations=organizations)
 
 
 def _children(der: bytes) -> list[bytes]:
@@ -177,7 +187,13 @@ def _issuer_of(issuer: Certificate) -> tuple[int, bytes, bytes]:
 
 
 def _issue(
-    hosts: list[str], common_name: str, days: int, *, issuer: Certificate | None, usages: tuple[str, ...]
+    hosts: list[str],
+    common_name: str,
+    days: int,
+    *,
+    issuer: Certificate | None,
+    usages: tuple[str, ...],
+    organizations: Sequence[str] = (),
 ) -> Certificate:
     d = secrets.randbelow(_N - 1) + 1
     public = _mul(d, _G)
@@ -214,7 +230,7 @@ def _issue(
         sig_alg,
         issuer_name,
         _seq(_time(now - timedelta(hours=1)), _time(now + timedelta(days=days))),
-        _name(common_name),
+        _name(common_name, organizations),
         spki,
         _tlv(0xA3, extensions),
     )

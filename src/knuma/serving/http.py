@@ -22,8 +22,9 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
+from typing import Any
 
-__all__ = ["BodyHandler", "Gate", "Handler", "Response", "SimpleHTTPServer"]
+__all__ = ["BodyHandler", "Gate", "Handler", "PeerCertificate", "Response", "SimpleHTTPServer"]
 
 log = logging.getLogger("knuma.serving.http")
 
@@ -32,8 +33,11 @@ Response = tuple[int, str, bytes]
 Handler = Callable[[], Response]
 BodyHandler = Callable[[bytes], Response]
 """A POST route: the request body in, the response out."""
-Gate = Callable[[str, str, Mapping[str, str]], Awaitable[Response | None]]
-"""(method, path, headers with lower-case names) to None (let through) or the response to send instead."""
+PeerCertificate = Mapping[str, Any]
+"""The client's verified certificate as `ssl.SSLSocket.getpeercert()` decodes it (`subject`, `issuer`, ...)."""
+Gate = Callable[[str, str, Mapping[str, str], PeerCertificate | None], Awaitable[Response | None]]
+"""(method, path, headers with lower-case names, the client's verified certificate or None) to None (let through) or
+the response to send instead."""
 
 _MAX_HEAD = 16 * 1024
 MAX_BODY = 32 * 1024 * 1024
@@ -101,7 +105,7 @@ class SimpleHTTPServer:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
             post = self._post_handler(head)
-            refused = await self._gate(head)
+            refused = await self._gate(head, writer.get_extra_info("peercert") or None)
             if refused is not None:
                 status, ctype, body = refused
             elif post is None:
@@ -123,7 +127,7 @@ class SimpleHTTPServer:
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
 
-    async def _gate(self, head: bytes) -> Response | None:
+    async def _gate(self, head: bytes, peer: PeerCertificate | None) -> Response | None:
         if self.gate is None or len(head) > _MAX_HEAD:
             return None
         lines = head.decode("latin-1").split("\r\n")
@@ -136,7 +140,7 @@ class SimpleHTTPServer:
             if sep:
                 headers[name.strip().lower()] = value.strip()
         try:
-            return await self.gate(parts[0], parts[1].split("?", 1)[0], headers)
+            return await self.gate(parts[0], parts[1].split("?", 1)[0], headers, peer)
         except Exception:
             log.exception("request gate failed")
             return 500, "text/plain", b"internal error\n"

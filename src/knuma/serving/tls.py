@@ -30,7 +30,14 @@ from pathlib import Path
 from knuma.errors import ConfigError
 from knuma.serving.ciphersuites import CipherSuites, parse_cipher_suites
 
-__all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version", "tls_policy"]
+__all__ = [
+    "ServingCertificate",
+    "TLSConfigError",
+    "file_identity",
+    "parse_min_version",
+    "tls_policy",
+    "trust_client_ca",
+]
 
 log = logging.getLogger("knuma.exporter.tls")
 
@@ -74,7 +81,7 @@ def tls_policy(
     return min_version, cipher_suites
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
+def file_identity(path: Path) -> tuple[int, int, int, int] | None:
     try:
         info = os.stat(path)  # follows symlinks: a swapped ..data link gives a new inode
     except OSError:
@@ -92,6 +99,8 @@ class ServingCertificate:
         cipher_suites: CipherSuites | None = None,
         client_auth: bool = False,
         client_ca_file: str | os.PathLike[str] | None = None,
+        client_cert_optional: bool = False,
+        client_ca_hint: str = "or drop --metrics-client-ca-file to trust the system roots",
         purpose: str = "/metrics",
         hint: str = "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file",
     ) -> None:
@@ -107,6 +116,11 @@ class ServingCertificate:
         """Require a client certificate signed by a trusted CA (`ssl.CERT_REQUIRED`)."""
         self.client_ca_file = Path(client_ca_file) if client_ca_file is not None else None
         """The CAs client certificates must chain to; None: the system roots, as Go's nil `ClientCAs`."""
+        self.client_cert_optional = client_cert_optional
+        """With `client_auth`: ask for a client certificate but let clients without one through (`ssl.CERT_OPTIONAL`,
+        for a server that also takes bearer tokens); a certificate that is given must still chain to the CAs."""
+        self.client_ca_hint = client_ca_hint
+        """What to do when the client CA file is missing, besides mounting it."""
         self.min_version, self.cipher_suites = tls_policy(min_version, self.cipher_suites, purpose)
         self.loads = 0
         """How many times a certificate was loaded (1 after start)."""
@@ -150,7 +164,7 @@ class ServingCertificate:
 
     def _identities(self) -> tuple[tuple[int, int, int, int] | None, ...]:
         files = (self.cert_file, self.key_file, self.client_ca_file)
-        return tuple(_identity(path) for path in files if path is not None)
+        return tuple(file_identity(path) for path in files if path is not None)
 
     def _load(self) -> ssl.SSLContext:
         for path, what in ((self.cert_file, "certificate"), (self.key_file, "key")):
@@ -174,19 +188,21 @@ class ServingCertificate:
         return context
 
     def _trust_clients(self, context: ssl.SSLContext) -> None:
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL if self.client_cert_optional else ssl.CERT_REQUIRED
         if self.client_ca_file is None:
             context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
             return
-        if not self.client_ca_file.is_file():
-            raise TLSConfigError(
-                f"{self.purpose} client CA file {self.client_ca_file} does not exist: mount the CA bundle there, "
-                "or drop --metrics-client-ca-file to trust the system roots"
-            )
-        try:
-            context.load_verify_locations(cafile=self.client_ca_file)
-        except (ssl.SSLError, OSError, ValueError) as err:
-            raise TLSConfigError(
-                f"cannot load the {self.purpose} client CA file {self.client_ca_file} (PEM certificates expected): "
-                f"{err}"
-            ) from None
+        trust_client_ca(context, self.client_ca_file, self.purpose, self.client_ca_hint)
+
+
+def trust_client_ca(context: ssl.SSLContext, ca_file: Path, purpose: str, hint: str) -> None:
+    """Verify client certificates against the PEM bundle `ca_file`; `TLSConfigError` naming the file when it is
+    missing (`hint`: what else to do) or holds no certificate."""
+    if not ca_file.is_file():
+        raise TLSConfigError(f"{purpose} client CA file {ca_file} does not exist: mount the CA bundle there, {hint}")
+    try:
+        context.load_verify_locations(cafile=ca_file)
+    except (ssl.SSLError, OSError, ValueError) as err:
+        raise TLSConfigError(
+            f"cannot load the {purpose} client CA file {ca_file} (PEM certificates expected): {err}"
+        ) from None

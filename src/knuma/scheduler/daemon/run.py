@@ -108,11 +108,12 @@ async def _serve(configuration: SchedulerConfiguration, flags: CommandLine) -> i
                     f"{err.strerror or err}; pick another --secure-port, or 0 to turn the secure port off"
                 ) from None
             log.info(
-                "serving /metrics, /healthz, /readyz, /livez securely on https://%s:%d (%s), authentication and "
+                "serving /metrics, /healthz, /readyz, /livez securely on https://%s:%d (%s), %sauthentication and "
                 "authorization delegated to the API server; always allowed: %s",
                 secure.bind_address,
                 port,
                 origin,
+                f"client certificates signed by {secure.client_ca_file}, " if secure.client_ca_file else "",
                 ",".join(secure.always_allow_paths) or "none",
             )
         if flags.metrics_port:

@@ -11,11 +11,19 @@ as `dynamiccertificates.DynamicServingCertificateController` does upstream).
 Who may read what is the API server's call (`knuma.kube.delegation`): a request without a token is
 `system:anonymous` (403 unless RBAC grants it the path), a token the API server does not know is 401, a user the
 `SubjectAccessReview` denies is 403. Errors are `Status` objects, as kube-scheduler writes them.
+
+`--client-ca-file` (`DelegatingAuthenticationOptions.ClientCert`) adds client certificates: the port asks for one
+and lets clients without one through (upstream sets `tls.RequestClientCert` in `SecureServingInfo.tlsConfig`), and a
+certificate signed by that CA authenticates its subject's CN as the user, its O values as the groups, before any
+token. Unlike upstream, which verifies the certificate in the authenticator and answers 401, a certificate the CA did
+not sign fails the TLS handshake (OpenSSL verifies what it asks for). The bundle is reloaded when the file changes,
+as `dynamiccertificates.DynamicFileCAContent` does.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import ssl
 import tempfile
@@ -23,14 +31,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from knuma.kube.delegation import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuth
-from knuma.serving.certificates import self_signed
+from knuma.kube.delegation import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuth, certificate_user
+from knuma.serving.certificates import Certificate, self_signed
 from knuma.serving.ciphersuites import CipherSuites
-from knuma.serving.http import Gate, Response
-from knuma.serving.tls import ServingCertificate, TLSConfigError, tls_policy
+from knuma.serving.http import Gate, PeerCertificate, Response
+from knuma.serving.tls import ServingCertificate, TLSConfigError, file_identity, tls_policy, trust_client_ca
 
 __all__ = ["SecureServing", "serving_context", "status_gate"]
+
+log = logging.getLogger("knuma.scheduler.secure")
 
 PAIR_NAME = "kube-scheduler"
 
@@ -52,6 +63,11 @@ class SecureServing:
     """`--tls-min-version` (kube-scheduler's `SecureServingOptions.MinTLSVersion`; Go's server default is TLS 1.2)."""
     tls_cipher_suites: CipherSuites = field(default_factory=lambda: CipherSuites((), ()))
     """`--tls-cipher-suites` (`SecureServingOptions.CipherSuites`, Go names; empty: OpenSSL's defaults)."""
+    client_ca_file: str = ""
+    """`--client-ca-file`: PEM bundle of the CAs whose client certificates authenticate (empty: tokens only)."""
+
+
+CLIENT_CA_HINT = "or drop --client-ca-file to authenticate by token only"
 
 
 def _hosts(bind_address: str) -> list[str]:
@@ -61,10 +77,30 @@ def _hosts(bind_address: str) -> list[str]:
     return hosts
 
 
-def _in_memory(settings: SecureServing) -> ssl.SSLContext:
+def _in_memory(settings: SecureServing) -> Callable[[], ssl.SSLContext]:
     """A fresh self-signed certificate, never written anywhere lasting: `ssl` loads only files, so the pair goes
-    through a private temporary directory that is removed at once."""
+    through a private temporary directory that is removed at once. With `--client-ca-file` the context is rebuilt
+    from the same pair when the bundle changes."""
     cert = self_signed(_hosts(settings.bind_address), common_name=f"localhost@{int(time.time())}", days=365)
+    ca_file = Path(settings.client_ca_file) if settings.client_ca_file else None
+    seen = file_identity(ca_file) if ca_file is not None else None
+    current = _context_with(cert, settings, ca_file)
+
+    def context() -> ssl.SSLContext:
+        nonlocal current, seen
+        if ca_file is not None and file_identity(ca_file) != seen:
+            seen = file_identity(ca_file)
+            try:
+                current = _context_with(cert, settings, ca_file)
+                log.info("reloaded the secure port's client CA bundle %s", ca_file)
+            except TLSConfigError as err:
+                log.warning("%s; still using the previous client CA bundle", err)
+        return current
+
+    return context
+
+
+def _context_with(cert: Certificate, settings: SecureServing, ca_file: Path | None) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     minimum, suites = tls_policy(settings.tls_min_version, settings.tls_cipher_suites, "secure port")
     context.minimum_version = minimum
@@ -75,6 +111,9 @@ def _in_memory(settings: SecureServing) -> ssl.SSLContext:
         key_path.write_text(cert.key_pem)
         cert_path.write_text(cert.cert_pem)
         context.load_cert_chain(cert_path, key_path)
+    if ca_file is not None:
+        context.verify_mode = ssl.CERT_OPTIONAL
+        trust_client_ca(context, ca_file, "secure port", CLIENT_CA_HINT)
     return context
 
 
@@ -104,6 +143,7 @@ def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContex
             hint=hint,
             min_version=settings.tls_min_version,
             cipher_suites=settings.tls_cipher_suites,
+            **_client_certificates(settings),
         )
         return cert.context, f"certificate {settings.tls_cert_file} (reloaded when it changes)"
     if settings.cert_dir:
@@ -115,10 +155,22 @@ def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContex
             hint=hint,
             min_version=settings.tls_min_version,
             cipher_suites=settings.tls_cipher_suites,
+            **_client_certificates(settings),
         )
         return cert.context, f"self-signed certificate {cert_path}"
-    context = _in_memory(settings)
-    return (lambda: context), "a self-signed certificate generated in memory"
+    return _in_memory(settings), "a self-signed certificate generated in memory"
+
+
+def _client_certificates(settings: SecureServing) -> dict[str, Any]:
+    """`ServingCertificate`'s client-certificate arguments for `--client-ca-file` (none without it)."""
+    if not settings.client_ca_file:
+        return {}
+    return {
+        "client_auth": True,
+        "client_cert_optional": True,
+        "client_ca_file": settings.client_ca_file,
+        "client_ca_hint": CLIENT_CA_HINT,
+    }
 
 
 def _status(code: int, message: str) -> Response:
@@ -139,8 +191,8 @@ def _status(code: int, message: str) -> Response:
 def status_gate(auth: DelegatedAuth) -> Gate:
     """The secure port's gate: `auth`'s refusals as `Status` responses."""
 
-    async def gate(method: str, path: str, headers: Mapping[str, str]) -> Response | None:
-        refused = await auth.check(method, path, headers.get("authorization", ""))
+    async def gate(method: str, path: str, headers: Mapping[str, str], peer: PeerCertificate | None) -> Response | None:
+        refused = await auth.check(method, path, headers.get("authorization", ""), certificate_user(peer))
         return None if refused is None else _status(refused.status, refused.message)
 
     return gate
