@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -15,12 +16,23 @@ from knuma.podresources.address import DEFAULT_SOCKET
 
 # Everything else is imported inside the command: `knuma` imports every command module at start-up.
 
+log = logging.getLogger("knuma.exporter.config")
+
 
 def register(app: typer.Typer) -> None:
     app.command("exporter")(exporter)
 
 
 def exporter(
+    ctx: typer.Context,
+    config_root: str | None = typer.Argument(
+        None,
+        metavar="CONFIGROOT",
+        help="resource-topology-exporter's configuration root (default /etc/rte): daemon/config.yaml and "
+        "daemon/config.yaml.d/* set the flags the command line does not give; when given, extra/config.yaml replaces "
+        "--config.",
+        show_default=False,
+    ),
     sysfs_root: str = typer.Option(
         "/sys", "--sysfs-root", "--sysfs", help="sysfs mount point (the host's /sys, e.g. mounted at /host-sys)."
     ),
@@ -40,7 +52,9 @@ def exporter(
     config: str | None = typer.Option(
         None,
         "--config",
-        help="RTE-style config (the operator's ConfigMap): kubelet.topologyManager*, podExclude, resourceExclude.",
+        help="RTE-style extra config (the operator's ConfigMap): kubelet.topologyManager*, podExclude, "
+        "resourceExclude. Default: /etc/resource-topology-exporter/config.yaml when it exists (as RTE).",
+        show_default=False,
     ),
     topology_manager_policy: str | None = typer.Option(
         None,
@@ -147,20 +161,41 @@ def exporter(
     add_nrt_owner: bool = typer.Option(
         True, "--add-nrt-owner/--no-add-nrt-owner", help="Owner reference to the Node (GC with the node)."
     ),
+    dump_config: str | None = typer.Option(
+        None,
+        "--dump-config",
+        help="Print the resolved configuration as YAML in RTE's layout: - (stdout), .andexit (stdout, then exit), "
+        ".log (the log) or a file path.",
+    ),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logs on stderr."),
     log_level: str | None = log_level_option(),
 ) -> None:
     """Publish this node's per-NUMA resources as a NodeResourceTopology object (topology.node.k8s.io/v1alpha2),
     from sysfs and the kubelet PodResources API; `--once --dry-run` prints it instead."""
-    from knuma.exporter import logs
+    from knuma.exporter import logs, rteconfig
     from knuma.exporter.commandline import CommandLine, settings_from
     from knuma.podresources.client import PodResourcesError
 
+    flags = {name: value for name, value in locals().items() if name in CommandLine.__dataclass_fields__}
+    given = {name for name in flags if _on_command_line(ctx, name)}
+    tree = rteconfig.read_daemon_config(config_root or rteconfig.DEFAULT_CONFIG_ROOT)
+    daemon = rteconfig.dispatch(tree)
+    flags = rteconfig.apply(flags, given, daemon)
+    flags["config"], config_warning = _extra_config(config_root, flags["config"])
+    if daemon.verbose is not None:  # as RTE's Finalize: the higher of the file's and the flags' verbosity
+        verbose = max(verbose, rteconfig.verbose_count(daemon.verbose))
+    dry_run, once = flags["dry_run"], flags["once"]
     default = logging.DEBUG if verbose > 1 else logging.INFO if verbose or not dry_run else logging.WARNING
     logs.configure(resolve(0, log_level, default))
-    flags = {name: value for name, value in locals().items() if name in CommandLine.__dataclass_fields__}
+    for warning in (*daemon.warnings, *([config_warning] if config_warning else [])):
+        log.warning("%s", warning)
     command = CommandLine(**flags)
     command.check()
+    if dump_config is not None:
+        level = max(2 if daemon.verbose is None else daemon.verbose, _klog_level(verbose))
+        doc = rteconfig.rte_layout(flags, level, _extra_document(flags))
+        if _dump(doc, dump_config):
+            return
     settings = settings_from(command)
     command.check_dry_run()
     if dry_run:
@@ -177,6 +212,66 @@ def exporter(
     from knuma.exporter.daemon import run
 
     raise typer.Exit(run(settings, once=once))
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave this flag (not its default, not its environment variable): only such a flag wins over
+    the daemon config. By the source's name, since typer may bring its own copy of click's `ParameterSource`."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _extra_config(config_root: str | None, config: str | None) -> tuple[str | None, str | None]:
+    """The extra config file to read, and a warning when --config is overridden: with an explicit CONFIGROOT it is
+    `<root>/extra/config.yaml` (RTE's `FixExtraConfigPath`), else `--config`, else RTE's legacy default. A default
+    that does not exist is skipped, as RTE skips it; a file named by the user must exist."""
+    from knuma.exporter import rteconfig
+
+    if config_root is not None:
+        path = rteconfig.extra_config_path(config_root)
+        warning = (
+            f"--config {config} is ignored: CONFIGROOT {config_root} gives the extra config {path}" if config else None
+        )
+        return (path if Path(path).exists() else None), warning
+    if config:
+        return config, None
+    return (rteconfig.LEGACY_EXTRA_CONFIG if Path(rteconfig.LEGACY_EXTRA_CONFIG).exists() else None), None
+
+
+def _extra_document(flags: dict[str, Any]) -> Any:
+    """The extra config as a plain document for --dump-config (already checked by then, or about to be)."""
+    if not flags.get("config"):
+        return None
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(flags["config"]).read_text())
+    except (OSError, yaml.YAMLError):
+        return None  # the build reports it, naming the file
+
+
+def _klog_level(verbose: int) -> int:
+    """knuma's -v count as a klog level for --dump-config: 4 (Kubernetes' debug level) with -vv, else RTE's
+    default 2."""
+    return 4 if verbose > 1 else 2
+
+
+def _dump(doc: dict[str, Any], target: str) -> bool:
+    """RTE's --dump-config targets (cmd/resource-topology-exporter/main.go); True when the command must stop."""
+    import yaml
+
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if target in ("-", ".andexit"):
+        typer.echo(text, nl=False)
+        return target == ".andexit"
+    if target == ".log":
+        log.info("configuration:\n%s", text)
+        return False
+    try:
+        Path(target).write_text(text)
+    except OSError as err:
+        fail(f"--dump-config {target}: cannot write: {err.strerror or err}")
+    return False
 
 
 def _print(doc: dict[str, Any], output: str) -> None:
