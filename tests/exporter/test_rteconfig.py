@@ -412,3 +412,20 @@ def test_ignored_keys_are_logged_by_the_real_command(xeon_sysfs: Path, tmp_path:
     assert "daemon/config.yaml: nrtUpdater.patchMode: not supported by knuma, ignored" in warnings[0]
     assert "30-rte-only.yaml: topologyExporter.podReadinessEnable: not supported by knuma" in warnings[1]
     assert f"--config {tmp_path}/ignored.yaml is ignored: CONFIGROOT {root} gives the extra config" in warnings[2]
+
+
+def test_the_file_wins_over_the_environment(xeon_sysfs: Path, tmp_path: Path) -> None:
+    """RTE's `FromEnv` fills only what the files left empty: here PFP_STATUS_FILE (typer's envvar of the flag)."""
+    root = write_tree(tmp_path / "rte")
+    args = ["exporter", str(root), "--sysfs-root", str(xeon_sysfs), "--dump-config", ".andexit"]
+    result = runner.invoke(app, args, env={"PFP_STATUS_FILE": "/from/env"})
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resourceMonitor"]["podSetFingerprintStatusFile"] == "/from/env"
+    (root / "daemon/config.yaml.d/30-pfp.yaml").write_text(
+        "resourceMonitor: {podSetFingerprintStatusFile: /from/file}\n"
+    )
+    result = runner.invoke(app, args, env={"PFP_STATUS_FILE": "/from/env"})
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resourceMonitor"]["podSetFingerprintStatusFile"] == "/from/file"
+    result = runner.invoke(app, [*args, "--pods-fingerprint-status-file", "/from/flag"], env={"PFP_STATUS_FILE": "/e"})
+    assert yaml.safe_load(result.stdout)["resourceMonitor"]["podSetFingerprintStatusFile"] == "/from/flag"
