@@ -28,6 +28,8 @@ def test_durations_and_names_become_settings() -> None:
     assert settings.reference_container == ("ns", "pod", "c")
     assert settings.metrics_port is None  # 0 turns the endpoints off
     assert settings_from(CommandLine(node_name="n1", sleep_interval="45")).sleep_interval == 45.0
+    assert settings.patch_resync == 10  # RTE's --patch-resync default
+    assert settings_from(CommandLine(node_name="n1", patch_resync=0)).patch_resync == 0
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,7 @@ def test_durations_and_names_become_settings() -> None:
         (CommandLine(metrics_want_cli_auth=True), "--metrics-want-cli-auth needs --metrics-mode=httptls"),
         (CommandLine(metrics_client_ca_file="ca.crt"), "--metrics-client-ca-file needs --metrics-mode=httptls"),
         (CommandLine(metrics_mode="httptls", metrics_client_ca_file="ca.crt"), "needs --metrics-want-cli-auth"),
+        (CommandLine(patch_resync=-1), "--patch-resync must be 0 "),
     ],
 )
 def test_combinations_that_cannot_work_are_refused(command: CommandLine, problem: str) -> None:

@@ -100,7 +100,7 @@ def test_a_document_that_is_not_a_mapping_names_the_file() -> None:
 def test_dispatch_maps_every_rte_key_onto_a_flag() -> None:
     doc = {
         "global": {"kubeconfig": "/kc", "verbose": 5},
-        "nrtUpdater": {"oneShot": True, "hostname": "n1"},
+        "nrtUpdater": {"oneShot": True, "hostname": "n1", "patchResync": 0},
         "resourceMonitor": {
             "namespace": "ns",
             "sysfsRoot": "/host-sys",
@@ -135,6 +135,7 @@ def test_dispatch_maps_every_rte_key_onto_a_flag() -> None:
         "kubeconfig": "/kc",
         "once": True,
         "node_name": "n1",
+        "patch_resync": 0,
         "watch_namespace": "ns",
         "sysfs_root": "/host-sys",
         "pods_fingerprint": False,
@@ -198,6 +199,7 @@ def test_unsupported_and_unknown_keys_warn_once_each() -> None:
             "c.yaml: topologyExporter.referenceContainer: invalid reference container 'a/b'",
         ),
         ({"topologyExporter": {"sleepInterval": -1}}, "c.yaml: topologyExporter.sleepInterval must not be negative"),
+        ({"nrtUpdater": {"patchResync": -1}}, "c.yaml: nrtUpdater.patchResync must be 0 (never) or a number of"),
     ],
 )
 def test_wrong_types_and_values_name_the_file_and_the_key(doc: dict[str, object], message: str) -> None:
@@ -374,7 +376,7 @@ def test_dump_config(xeon_sysfs: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = yaml.safe_load(result.stdout)
     assert doc["global"] == {"verbose": 2}
-    assert doc["nrtUpdater"] == {"hostname": "worker-7", "oneShot": False}
+    assert doc["nrtUpdater"] == {"hostname": "worker-7", "oneShot": False, "patchResync": 10}
     assert doc["resourceMonitor"]["podSetFingerprintMethod"] == "all"
     assert doc["resourceMonitor"]["sysfsRoot"] == str(xeon_sysfs)
     exporter = doc["topologyExporter"]
@@ -387,13 +389,18 @@ def test_dump_config(xeon_sysfs: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, [*dry_run(str(root), sysfs=xeon_sysfs), "--dump-config", "-"])
     assert result.exit_code == 0, result.output
     dumped, nrt = result.stdout.split("apiVersion:", 1)
-    assert yaml.safe_load(dumped)["nrtUpdater"] == {"hostname": "worker-7", "oneShot": True}
+    assert yaml.safe_load(dumped)["nrtUpdater"] == {"hostname": "worker-7", "oneShot": True, "patchResync": 10}
     assert "worker-7" in nrt
     # a path gets the same document
     target = tmp_path / "dump.yaml"
     result = runner.invoke(app, [*args, "--once", "--dry-run", "--no-podresources", "--dump-config", str(target)])
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(target.read_text())["nrtUpdater"]["hostname"] == "worker-7"
+    # a broken extra config stops the dump too
+    (root / "extra/config.yaml").write_text("kubelet: {topologyManagerScope: socket}\n")
+    result = runner.invoke(app, [*args, "--dump-config", ".andexit"])
+    assert result.exit_code == 2
+    assert f"error: {root}/extra/config.yaml: kubelet.topologyManagerScope" in result.stderr
 
 
 def test_ignored_keys_are_logged_by_the_real_command(xeon_sysfs: Path, tmp_path: Path) -> None:

@@ -161,6 +161,11 @@ def exporter(
     add_nrt_owner: bool = typer.Option(
         True, "--add-nrt-owner/--no-add-nrt-owner", help="Owner reference to the Node (GC with the node)."
     ),
+    patch_resync: int = typer.Option(
+        10,
+        "--patch-resync",
+        help="Re-read the published object every N updates, undoing edits by others; 0: only after a failed write.",
+    ),
     dump_config: str | None = typer.Option(
         None,
         "--dump-config",
@@ -239,15 +244,16 @@ def _extra_config(config_root: str | None, config: str | None) -> tuple[str | No
 
 
 def _extra_document(flags: dict[str, Any]) -> Any:
-    """The extra config as a plain document for --dump-config (already checked by then, or about to be)."""
+    """The extra config as a plain document for --dump-config, checked first (`.andexit` stops before the build
+    would report a broken file)."""
     if not flags.get("config"):
         return None
     import yaml
 
-    try:
-        return yaml.safe_load(Path(flags["config"]).read_text())
-    except (OSError, yaml.YAMLError):
-        return None  # the build reports it, naming the file
+    from knuma.exporter.tmconfig import load_config_file
+
+    load_config_file(flags["config"])  # raises ConfigError naming the file and the field
+    return yaml.safe_load(Path(flags["config"]).read_text())
 
 
 def _klog_level(verbose: int) -> int:

@@ -61,6 +61,7 @@ class CommandLine:
     kubeconfig: str | None = None
     context: str | None = None
     add_nrt_owner: bool = True
+    patch_resync: int = 10
 
     def check(self) -> None:
         """Raise `InvalidInput` for a combination of flags that cannot work, before anything is read."""
@@ -85,6 +86,8 @@ class CommandLine:
                 "--metrics-client-ca-file is the CA bundle client certificates are checked against: it needs "
                 "--metrics-want-cli-auth"
             )
+        if self.patch_resync < 0:
+            raise InvalidInput(f"--patch-resync must be 0 (never) or a number of updates, got {self.patch_resync}")
         if self.no_podresources and self.exclude_terminal_pods:
             raise InvalidInput(
                 "--exclude-terminal-pods filters what the kubelet lists; it does nothing with --no-podresources"
@@ -136,4 +139,5 @@ def settings_from(command: CommandLine) -> ExporterSettings:
         kubeconfig=command.kubeconfig,
         context=command.context,
         add_owner_reference=command.add_nrt_owner,
+        patch_resync=command.patch_resync,
     )

@@ -97,7 +97,12 @@ class Exporter:
         self.options = options
         self.metrics = ExporterMetrics(settings.node_name)
         self.health = Health()
-        self.publisher = Publisher(client, settings.node_name, add_owner_reference=settings.add_owner_reference)
+        self.publisher = Publisher(
+            client,
+            settings.node_name,
+            add_owner_reference=settings.add_owner_reference,
+            resync_every=settings.patch_resync,
+        )
         self.queue = UpdateQueue(settings.min_update_interval)
         self.podresources = PodResourcesClient(
             settings.podresources_socket, timeout=settings.podresources_timeout, observer=self.metrics.observe_call

@@ -74,6 +74,7 @@ KEYS: Mapping[str, tuple[str, str]] = {
     "resourceMonitor.podSetFingerprintMethod": ("pods_fingerprint_method", STR),
     "resourceMonitor.podSetFingerprintStatusFile": ("pods_fingerprint_status_file", STR),
     "resourceMonitor.excludeTerminalPods": ("exclude_terminal_pods", BOOL),
+    "nrtUpdater.patchResync": ("patch_resync", INT),
     "topologyExporter.podResourcesSocketPath": ("podresources_socket", STR),
     "topologyExporter.sleepInterval": ("sleep_interval", DURATION),
     "topologyExporter.notifyFilePath": ("notify_file", STR),
@@ -97,7 +98,6 @@ UNSUPPORTED: Mapping[str, tuple[str, str]] = {
     "global.debug": (BOOL, "knuma has no debug switch; use -vv or --log-level debug"),
     "nrtUpdater.noPublish": (BOOL, "knuma's daemon always publishes; use --once --dry-run to print the object"),
     "nrtUpdater.patchMode": (BOOL, "knuma always creates the object once, then merge-patches what changed"),
-    "nrtUpdater.patchResync": (INT, "knuma re-reads the object only when a patch conflicts"),
     "resourceMonitor.refreshNodeResources": (BOOL, "knuma re-reads allocatable resources on every update"),
     "resourceMonitor.exposeTiming": (BOOL, "knuma exports update timings as metrics instead"),
     "topologyExporter.podReadinessEnable": (BOOL, "knuma reports readiness on /readyz instead of pod conditions"),
@@ -278,6 +278,8 @@ def _field_value(name: str, value: Any, where: str) -> Any:
         )
     if name == "metrics_mode" and value not in _METRICS_MODES:
         raise ConfigError(f"{where}: unknown metrics mode {value!r}; use http, httptls or disabled")
+    if name == "patch_resync" and value < 0:
+        raise ConfigError(f"{where} must be 0 (never) or a number of updates, got {value}")
     if name == "metrics_port" and not 0 <= value <= 65535:
         raise ConfigError(f"{where}: port {value} is out of range 0-65535")
     if name == "metrics_tls_min_version" and value == "":

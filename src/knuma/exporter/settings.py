@@ -70,6 +70,8 @@ class ExporterSettings:
     kubeconfig: str | None = None
     context: str | None = None
     add_owner_reference: bool = True
+    patch_resync: int = 10
+    """Re-read the published object every N updates (RTE's `--patch-resync`); 0 only after a failed write."""
 
 
 def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = None) -> BuildOptions:
