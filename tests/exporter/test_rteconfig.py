@@ -207,6 +207,11 @@ def test_wrong_types_and_values_name_the_file_and_the_key(doc: dict[str, object]
         dispatch(merge([("c.yaml", doc)]))
 
 
+def test_empty_sections_are_fine() -> None:
+    doc = yaml.safe_load("global:\nnrtUpdater: {}\ntopologyExporter: {metricsTLS: {}}\n")
+    assert dispatch(merge([("c.yaml", doc)])) == DaemonConfig()
+
+
 def test_a_wrong_value_overridden_by_a_later_configlet_is_fine() -> None:
     """RTE type-checks after the merge: only the value in force counts."""
     config = dispatch(

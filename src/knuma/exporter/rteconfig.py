@@ -115,6 +115,9 @@ _HINTS = {
 }
 """Keys of RTE's `--dump-config` output that its config reader spells differently."""
 
+_SECTIONS = {"global", "nrtUpdater", "resourceMonitor", "topologyExporter", "topologyExporter.metricsTLS"}
+"""Sections a file may leave empty (`global:` with nothing below) without a warning."""
+
 _OPTIONAL = {
     "kubeconfig",
     "node_name",
@@ -248,6 +251,8 @@ def dispatch(settings: Mapping[str, Setting]) -> DaemonConfig:
     verbose: int | None = None
     for key, setting in settings.items():
         where = f"{setting.path}: {key}"
+        if key in _SECTIONS and setting.value in (None, {}):
+            continue
         if key == VERBOSE_KEY:
             verbose = _typed(key, setting, INT)
         elif key in KEYS:
