@@ -20,13 +20,16 @@ from knuma.errors import ConfigError
 from knuma.exporter.commandline import CommandLine
 from knuma.exporter.rteconfig import (
     KEYS,
+    LEGACY_EXTRA_CONFIG,
     UNSUPPORTED,
     DaemonConfig,
     Setting,
     apply,
     daemon_paths,
     dispatch,
+    extra_config,
     flatten,
+    klog_level,
     merge,
     read_daemon_config,
     rte_layout,
@@ -237,6 +240,19 @@ def test_flags_given_win_over_the_file_which_wins_over_defaults() -> None:
 
 def test_verbose_levels() -> None:
     assert [verbose_count(level) for level in (0, 1, 2, 3, 4, 9)] == [0, 1, 1, 1, 2, 2]
+    assert [klog_level(count) for count in (0, 1, 2, 3)] == [2, 2, 4, 4]
+
+
+def test_which_extra_config() -> None:
+    present = {"/etc/rte/extra/config.yaml", "/r/extra/config.yaml", LEGACY_EXTRA_CONFIG}.__contains__
+    assert extra_config(None, None, present) == (LEGACY_EXTRA_CONFIG, None)
+    assert extra_config(None, None, lambda _: False) == (None, None)  # RTE's default may be absent
+    assert extra_config(None, "/my.yaml", lambda _: False) == ("/my.yaml", None)  # a named file must exist: read it
+    assert extra_config("/r", None, present) == ("/r/extra/config.yaml", None)
+    assert extra_config("/q", None, present) == (None, None)
+    path, warning = extra_config("/r", "/my.yaml", present)
+    assert path == "/r/extra/config.yaml"
+    assert warning == "--config /my.yaml is ignored: CONFIGROOT /r gives the extra config /r/extra/config.yaml"
 
 
 def test_rte_layout_is_rte_dump_config_layout() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,7 @@ def exporter(
     tree = rteconfig.read_daemon_config(config_root or rteconfig.DEFAULT_CONFIG_ROOT)
     daemon = rteconfig.dispatch(tree)
     flags = rteconfig.apply(flags, given, daemon)
-    flags["config"], config_warning = _extra_config(config_root, flags["config"])
+    flags["config"], config_warning = rteconfig.extra_config(config_root, flags["config"], os.path.exists)
     if daemon.verbose is not None:  # as RTE's Finalize: the higher of the file's and the flags' verbosity
         verbose = max(verbose, rteconfig.verbose_count(daemon.verbose))
     dry_run, once = flags["dry_run"], flags["once"]
@@ -197,7 +198,7 @@ def exporter(
     command = CommandLine(**flags)
     command.check()
     if dump_config is not None:
-        level = max(2 if daemon.verbose is None else daemon.verbose, _klog_level(verbose))
+        level = max(2 if daemon.verbose is None else daemon.verbose, rteconfig.klog_level(verbose))
         doc = rteconfig.rte_layout(flags, level, _extra_document(flags))
         if _dump(doc, dump_config):
             return
@@ -226,23 +227,6 @@ def _on_command_line(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
-def _extra_config(config_root: str | None, config: str | None) -> tuple[str | None, str | None]:
-    """The extra config file to read, and a warning when --config is overridden: with an explicit CONFIGROOT it is
-    `<root>/extra/config.yaml` (RTE's `FixExtraConfigPath`), else `--config`, else RTE's legacy default. A default
-    that does not exist is skipped, as RTE skips it; a file named by the user must exist."""
-    from knuma.exporter import rteconfig
-
-    if config_root is not None:
-        path = rteconfig.extra_config_path(config_root)
-        warning = (
-            f"--config {config} is ignored: CONFIGROOT {config_root} gives the extra config {path}" if config else None
-        )
-        return (path if Path(path).exists() else None), warning
-    if config:
-        return config, None
-    return (rteconfig.LEGACY_EXTRA_CONFIG if Path(rteconfig.LEGACY_EXTRA_CONFIG).exists() else None), None
-
-
 def _extra_document(flags: dict[str, Any]) -> Any:
     """The extra config as a plain document for --dump-config, checked first (`.andexit` stops before the build
     would report a broken file)."""
@@ -254,12 +238,6 @@ def _extra_document(flags: dict[str, Any]) -> Any:
 
     load_config_file(flags["config"])  # raises ConfigError naming the file and the field
     return yaml.safe_load(Path(flags["config"]).read_text())
-
-
-def _klog_level(verbose: int) -> int:
-    """knuma's -v count as a klog level for --dump-config: 4 (Kubernetes' debug level) with -vv, else RTE's
-    default 2."""
-    return 4 if verbose > 1 else 2
 
 
 def _dump(doc: dict[str, Any], target: str) -> bool:

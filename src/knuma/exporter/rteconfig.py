@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,10 @@ __all__ = [
     "apply",
     "daemon_paths",
     "dispatch",
+    "extra_config",
     "extra_config_path",
     "flatten",
+    "klog_level",
     "merge",
     "read_daemon_config",
     "rte_layout",
@@ -164,6 +166,24 @@ def daemon_paths(root: str | os.PathLike[str]) -> list[Path]:
 def extra_config_path(root: str | os.PathLike[str]) -> str:
     """`cfgfile.go` `FixExtraConfigPath`: the extra config when CONFIGROOT is given."""
     return str(Path(root) / "extra" / "config.yaml")
+
+
+def extra_config(
+    config_root: str | None, config: str | None, exists: Callable[[str], bool]
+) -> tuple[str | None, str | None]:
+    """The extra config file to read (None: none), and a warning when `--config` is overridden: with an explicit
+    CONFIGROOT it is `<root>/extra/config.yaml` (`FixExtraConfigPath`), else `--config`, else RTE's legacy default.
+    A file RTE would look for that does not exist is skipped, as RTE skips it (`readExtraConfig`); a `--config` the
+    user names must exist, as knuma always required (a typo is not silently ignored)."""
+    if config_root is not None:
+        path = extra_config_path(config_root)
+        warning = (
+            f"--config {config} is ignored: CONFIGROOT {config_root} gives the extra config {path}" if config else None
+        )
+        return (path if exists(path) else None), warning
+    if config:
+        return config, None
+    return (LEGACY_EXTRA_CONFIG if exists(LEGACY_EXTRA_CONFIG) else None), None
 
 
 def read_daemon_config(root: str | os.PathLike[str]) -> dict[str, Setting]:
@@ -299,6 +319,11 @@ def _field_value(name: str, value: Any, where: str) -> Any:
 def verbose_count(klog_level: int) -> int:
     """knuma's `-v` count for a klog level: 4 and above (Kubernetes' debug level) is `-vv`, 1-3 is `-v`."""
     return 2 if klog_level >= 4 else 1 if klog_level >= 1 else 0
+
+
+def klog_level(count: int) -> int:
+    """The klog level `--dump-config` shows for knuma's `-v` count: 4 (debug) with `-vv`, else RTE's default 2."""
+    return 4 if count > 1 else 2
 
 
 def apply(flags: Mapping[str, Any], given: Iterable[str], config: DaemonConfig) -> dict[str, Any]:
