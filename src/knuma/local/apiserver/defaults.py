@@ -21,7 +21,6 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)
         spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("priority", 0)
         for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
             resources = c.get("resources") if isinstance(c, dict) else None
             if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
@@ -77,6 +76,13 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
     elif kind == "Secret":
         obj.setdefault("type", "Opaque")
     elif kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def apply_update_defaults(kind: str, obj: JsonObj) -> None:
+    """The defaults an update body gets when it omits a field the stored object has from its create (the API server
+    defaults every decoded body): a PriorityClass's `preemptionPolicy`, which is immutable."""
+    if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 

@@ -125,6 +125,16 @@ def forbidden(username: str, method: str, path: str) -> ApiError:
     return ApiError(403, "Forbidden", f'forbidden: User "{username}" cannot {method.lower()} path "{path}"')
 
 
+def admission_forbidden(group: str, resource: str, name: str, why: str) -> ApiError:
+    """`admission.NewForbidden`: an admission plugin refused the object (`apierrors.NewForbidden`'s wording)."""
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{_qualified(group, resource)} "{name}" is forbidden: {why}',
+        details=_details(group, resource, name),
+    )
+
+
 def forbidden_namespace_terminating(namespace: str, kind: str, name: str) -> ApiError:
     return ApiError(
         403,

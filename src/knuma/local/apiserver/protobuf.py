@@ -1,10 +1,10 @@
 """Decoding the Kubernetes protobuf encoding for the simple kinds kubectl's generators send that way.
 
-`kubectl create namespace|configmap|secret|serviceaccount` POST `application/vnd.kubernetes.protobuf` bodies, and
-`kubectl drain` sends its DeleteOptions that way (none of them fall back to JSON on 415). The envelope is the magic
-`k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field holds the object; the fields below are the
-protobuf field numbers of `k8s.io/api/core/v1` and `apimachinery/pkg/apis/meta/v1` `generated.proto`. Other kinds
-answer 415 with a hint to use `-f` (JSON/YAML).
+`kubectl create namespace|configmap|secret|serviceaccount|priorityclass` POST `application/vnd.kubernetes.protobuf`
+bodies, and `kubectl drain` sends its DeleteOptions that way (none of them fall back to JSON on 415). The envelope is
+the magic `k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field holds the object; the fields below are
+the protobuf field numbers of `k8s.io/api/core/v1`, `k8s.io/api/scheduling/v1` and `apimachinery/pkg/apis/meta/v1`
+`generated.proto`. Other kinds answer 415 with a hint to use `-f` (JSON/YAML).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from knuma.local.apiserver.errors import ApiError, bad_request
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 
-# field number -> (json name, type); type: "string", "bytes", "int", "bool", "strings" (repeated string),
+# field number -> (json name, type); type: "string", "bytes", "int", "int32" (negative values sign-extended), "bool",
+# "strings" (repeated string),
 # "map" (string->string), "bytesmap" (string->bytes, base64 in JSON), a message name, or "[]" + message name.
 Schema = dict[int, tuple[str, str]]
 
@@ -78,8 +79,15 @@ MESSAGES: dict[str, Schema] = {
         3: ("imagePullSecrets", "[]LocalObjectReference"),
         4: ("automountServiceAccountToken", "bool"),
     },
+    "PriorityClass": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("value", "int32"),
+        3: ("globalDefault", "bool"),
+        4: ("description", "string"),
+        5: ("preemptionPolicy", "string"),
+    },
 }
-SUPPORTED_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount", "DeleteOptions"})
+SUPPORTED_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount", "PriorityClass", "DeleteOptions"})
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -139,6 +147,9 @@ def decode_message(data: bytes, name: str) -> JsonObj:
             out[key] = bool(value)
         elif type_ == "int":
             out[key] = int(value) if isinstance(value, int) else 0
+        elif type_ == "int32":  # a negative int32 is sent as its 64-bit two's complement
+            number_value = int(value) if isinstance(value, int) else 0
+            out[key] = number_value - (1 << 64) if number_value >= 1 << 63 else number_value
         elif type_ == "strings":
             out.setdefault(key, []).append(_text(value))
         elif type_ in ("map", "bytesmap"):

@@ -29,10 +29,11 @@ from knuma.local.apiserver import (
     fieldschema,
     metadata,
     patch,
+    priority,
     schema,
 )
 from knuma.local.apiserver import crd as crds
-from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults
+from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults, apply_update_defaults
 from knuma.local.apiserver.gc import GarbageCollector
 from knuma.local.apiserver.resources import BUILTIN_RESOURCES, Registry, ResourceType
 from knuma.local.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
@@ -42,6 +43,7 @@ from knuma.local.apiserver.validation import validate_object, validate_update
 CRD_GR: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACE_GR: GroupResource = ("", "namespaces")
 POD_GR: GroupResource = ("", "pods")
+PRIORITY_CLASS_GR: GroupResource = ("scheduling.k8s.io", "priorityclasses")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
@@ -125,6 +127,26 @@ class ObjectService:
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                     WriteOptions("knuma-apiserver"),
                 )
+
+    def ensure_system_priority_classes(self) -> None:
+        """`AddSystemPriorityClasses`: `system-node-critical` and `system-cluster-critical` exist from the start."""
+        rt = self.rt_for(PRIORITY_CLASS_GR)
+        for pc in priority.SYSTEM_PRIORITY_CLASSES:
+            if self.store.get(PRIORITY_CLASS_GR, "", pc["metadata"]["name"]) is None:
+                self.create(rt, "", copy.deepcopy(pc), WriteOptions("knuma-apiserver"))
+
+    def _admit(self, rt: ResourceType, obj: JsonObj, existing: JsonObj | None) -> None:
+        """The mutating and validating admission kube-apiserver runs on every write by default that the stack
+        depends on: `Priority` (`knuma.local.apiserver.priority`)."""
+        if rt.custom:
+            return
+        if rt.group_resource == POD_GR:
+            if existing is None:
+                priority.admit_pod_create(obj, self.store.scan(PRIORITY_CLASS_GR))
+            else:
+                priority.keep_priority_on_update(existing, obj)
+        elif rt.group_resource == PRIORITY_CLASS_GR:
+            priority.check_single_default(obj, self.store.scan(PRIORITY_CLASS_GR), updating=existing is not None)
 
     def resume_pending(self) -> None:
         """Finish deletions a crash interrupted (see `GarbageCollector.resume_pending`)."""
@@ -336,6 +358,7 @@ class ObjectService:
         elif rt.has_status and rt.kind in ("Pod", "Deployment", "DaemonSet", "ResourceClaim"):
             obj["status"] = {}
         apply_defaults(rt.kind, obj)
+        self._admit(rt, obj, None)
         if record:
             md.pop("managedFields", None)
             fieldmanager.record_update(None, obj, opts.manager, rt.api_version)
@@ -436,6 +459,9 @@ class ObjectService:
         if rt.group_resource == CRD_GR:
             new["status"] = crds.established_status(new)
         new["apiVersion"] = existing.get("apiVersion", rt.api_version)
+        if subresource != "status":
+            apply_update_defaults(rt.kind, new)
+            self._admit(rt, new, existing)
         new = self._validate(rt, new, opts, existing)
         validate_update(rt, existing, new)
         md = new["metadata"]

@@ -136,6 +136,7 @@ class ApiServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.service.ensure_system_namespaces()
+        self.service.ensure_system_priority_classes()
         self.service.resume_pending()
         app = build_app(self)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
@@ -173,6 +174,7 @@ class ApiServer:
     def load(self, manifests: Sequence[Manifest]) -> list[LoadedObject]:
         """Create (or replace) objects read by `loader.read_manifests`; raises `LoadError` on the first failure."""
         self.service.ensure_system_namespaces()
+        self.service.ensure_system_priority_classes()
         return load_objects(self.service, manifests)
 
     async def stop(self) -> None:

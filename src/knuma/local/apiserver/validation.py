@@ -11,7 +11,7 @@ from typing import Any
 
 from knuma.api.podvalidation import container_name_errors, resource_requirement_errors
 from knuma.api.types import JsonObj
-from knuma.local.apiserver import dra_validation, metadata
+from knuma.local.apiserver import dra_validation, metadata, priority
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -84,8 +84,10 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
         template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         causes += [(e.reason, e.field, e.message) for e in container_name_errors(template, "spec.template.spec")]
         causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(template, "spec.template.spec")]
-    elif kind == "PriorityClass" and not isinstance(obj.get("value"), int):
-        causes.append(("FieldValueRequired", "value", "Required value"))
+    elif kind == "PriorityClass":
+        if not isinstance(obj.get("value"), int):
+            causes.append(("FieldValueRequired", "value", "Required value"))
+        causes += priority.priority_class_causes(obj)
     elif kind in ("RoleBinding", "ClusterRoleBinding"):
         causes += _required(obj, "roleRef.name")
     return causes
@@ -139,7 +141,10 @@ def validate_object(rt: ResourceType, obj: JsonObj) -> None:
 
 def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
     """Raise a 422 Invalid error when an update breaks a rule that depends on the stored object (immutability)."""
+    causes: list[Cause] = []
     if rt.group == dra_validation.GROUP and not rt.custom:
         causes = dra_validation.update_causes(rt.kind, old, new)
-        if causes:
-            raise invalid(rt.kind, rt.group, str((new.get("metadata") or {}).get("name") or ""), causes)
+    elif rt.kind == "PriorityClass" and not rt.custom:
+        causes = priority.priority_class_update_causes(old, new)
+    if causes:
+        raise invalid(rt.kind, rt.group, str((new.get("metadata") or {}).get("name") or ""), causes)
