@@ -25,19 +25,15 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from knuma.errors import ConfigError
+from knuma.serving.certificates import Certificate
 from knuma.serving.ciphersuites import CipherSuites, parse_cipher_suites
 
-__all__ = [
-    "ServingCertificate",
-    "TLSConfigError",
-    "file_identity",
-    "parse_min_version",
-    "tls_policy",
-    "trust_client_ca",
-]
+__all__ = ["ServingCertificate", "TLSConfigError", "parse_min_version", "tls_policy"]
 
 log = logging.getLogger("knuma.exporter.tls")
 
@@ -81,7 +77,7 @@ def tls_policy(
     return min_version, cipher_suites
 
 
-def file_identity(path: Path) -> tuple[int, int, int, int] | None:
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
     try:
         info = os.stat(path)  # follows symlinks: a swapped ..data link gives a new inode
     except OSError:
@@ -103,7 +99,11 @@ class ServingCertificate:
         client_ca_hint: str = "or drop --metrics-client-ca-file to trust the system roots",
         purpose: str = "/metrics",
         hint: str = "pass --metrics-certs-dir / --metrics-cert-file / --metrics-key-file",
+        pair: Certificate | None = None,
     ) -> None:
+        self.pair = pair
+        """A certificate held only in memory (`in_memory`) instead of the files; only the client CA file is then
+        watched."""
         self.purpose = purpose
         """What the certificate serves, for messages (`/metrics`, `the conversion webhook`)."""
         self.hint = hint
@@ -150,6 +150,12 @@ class ServingCertificate:
             client_ca_file=client_ca_file or None,
         )
 
+    @classmethod
+    def in_memory(cls, pair: Certificate, **options: Any) -> ServingCertificate:
+        """Serve `pair`, which is never written anywhere lasting (`ssl` loads only files: each load goes through a
+        private temporary directory removed at once); `options` as the constructor's."""
+        return cls("(in memory)", "(in memory)", pair=pair, **options)
+
     def context(self) -> ssl.SSLContext:
         """The context for a new connection: reloaded first if the files changed since the last load."""
         current = self._identities()
@@ -157,52 +163,63 @@ class ServingCertificate:
             self._seen = current
             try:
                 self._context = self._load()
-                log.info("reloaded the %s certificate from %s", self.purpose, self.cert_file)
+                source = self.client_ca_file if self.pair is not None else self.cert_file
+                log.info("reloaded the %s certificate, %s changed", self.purpose, source)
             except TLSConfigError as err:
                 log.warning("%s; still serving the previous certificate", err)
         return self._context
 
     def _identities(self) -> tuple[tuple[int, int, int, int] | None, ...]:
-        files = (self.cert_file, self.key_file, self.client_ca_file)
-        return tuple(file_identity(path) for path in files if path is not None)
+        pair_files = (self.cert_file, self.key_file) if self.pair is None else ()
+        files = (*pair_files, self.client_ca_file)
+        return tuple(_identity(path) for path in files if path is not None)
 
     def _load(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = self.min_version
+        self.cipher_suites.apply(context)
+        if self.pair is not None:
+            with tempfile.TemporaryDirectory(prefix="knuma-tls-") as directory:
+                cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
+                key_path.touch(mode=0o600)
+                key_path.write_text(self.pair.key_pem)
+                cert_path.write_text(self.pair.cert_pem)
+                context.load_cert_chain(cert_path, key_path)
+        else:
+            self._load_files(context)
+        if self.client_auth:
+            self._trust_clients(context)
+        self.loads += 1
+        return context
+
+    def _load_files(self, context: ssl.SSLContext) -> None:
         for path, what in ((self.cert_file, "certificate"), (self.key_file, "key")):
             if not path.is_file():
                 raise TLSConfigError(
                     f"{self.purpose} TLS {what} {path} does not exist: mount the serving certificate Secret there, "
                     f"or {self.hint}"
                 )
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = self.min_version
-        self.cipher_suites.apply(context)
         try:
             context.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError) as err:
             raise TLSConfigError(
                 f"cannot load the {self.purpose} certificate {self.cert_file} with key {self.key_file}: {err}"
             ) from None
-        if self.client_auth:
-            self._trust_clients(context)
-        self.loads += 1
-        return context
 
     def _trust_clients(self, context: ssl.SSLContext) -> None:
         context.verify_mode = ssl.CERT_OPTIONAL if self.client_cert_optional else ssl.CERT_REQUIRED
         if self.client_ca_file is None:
             context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
             return
-        trust_client_ca(context, self.client_ca_file, self.purpose, self.client_ca_hint)
-
-
-def trust_client_ca(context: ssl.SSLContext, ca_file: Path, purpose: str, hint: str) -> None:
-    """Verify client certificates against the PEM bundle `ca_file`; `TLSConfigError` naming the file when it is
-    missing (`hint`: what else to do) or holds no certificate."""
-    if not ca_file.is_file():
-        raise TLSConfigError(f"{purpose} client CA file {ca_file} does not exist: mount the CA bundle there, {hint}")
-    try:
-        context.load_verify_locations(cafile=ca_file)
-    except (ssl.SSLError, OSError, ValueError) as err:
-        raise TLSConfigError(
-            f"cannot load the {purpose} client CA file {ca_file} (PEM certificates expected): {err}"
-        ) from None
+        if not self.client_ca_file.is_file():
+            raise TLSConfigError(
+                f"{self.purpose} client CA file {self.client_ca_file} does not exist: mount the CA bundle there, "
+                f"{self.client_ca_hint}"
+            )
+        try:
+            context.load_verify_locations(cafile=self.client_ca_file)
+        except (ssl.SSLError, OSError, ValueError) as err:
+            raise TLSConfigError(
+                f"cannot load the {self.purpose} client CA file {self.client_ca_file} (PEM certificates expected): "
+                f"{err}"
+            ) from None

@@ -75,13 +75,13 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 port.setdefault("targetPort", port.get("port"))
     elif kind == "Secret":
         obj.setdefault("type", "Opaque")
-    elif kind == "PriorityClass":
-        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    else:
+        apply_update_defaults(kind, obj)
 
 
 def apply_update_defaults(kind: str, obj: JsonObj) -> None:
-    """The defaults an update body gets when it omits a field the stored object has from its create (the API server
-    defaults every decoded body): a PriorityClass's `preemptionPolicy`, which is immutable."""
+    """The defaults an update body gets too (the API server defaults every decoded body), so that omitting a field
+    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable."""
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 

@@ -94,27 +94,23 @@ def admit_pod_create(pod: JsonObj, classes: Iterable[JsonObj]) -> None:
         if found is None:
             raise admission_forbidden("", "pods", name, f"no PriorityClass with name {class_name} was found")
         priority, policy = int(found.get("value") or 0), found.get("preemptionPolicy")
-    given = spec.get("priority")
-    if given is not None and given != priority:
+    _settle(spec, name, "priority", "the integer value of priority", priority)
+    if policy:
+        _settle(spec, name, "preemptionPolicy", "the string value of PreemptionPolicy", policy)
+
+
+def _settle(spec: JsonObj, pod_name: str, key: str, what: str, computed: Any) -> None:
+    """Set `spec[key]` to what the class gives; a different value the pod brought is `admitPod`'s 403."""
+    given = spec.get(key)
+    if given is not None and given != computed:
         raise admission_forbidden(
             "",
             "pods",
-            name,
-            f"the integer value of priority ({given}) must not be provided in pod spec; priority admission "
-            f"controller computed {priority} from the given PriorityClass name",
+            pod_name,
+            f"{what} ({given}) must not be provided in pod spec; priority admission controller computed {computed} "
+            "from the given PriorityClass name",
         )
-    spec["priority"] = priority
-    if policy:
-        given_policy = spec.get("preemptionPolicy")
-        if given_policy is not None and given_policy != policy:
-            raise admission_forbidden(
-                "",
-                "pods",
-                name,
-                f"the string value of PreemptionPolicy ({given_policy}) must not be provided in pod spec; priority "
-                f"admission controller computed {policy} from the given PriorityClass name",
-            )
-        spec["preemptionPolicy"] = policy
+    spec[key] = computed
 
 
 def keep_priority_on_update(old: JsonObj, new: JsonObj) -> None:

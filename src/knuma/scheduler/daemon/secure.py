@@ -23,10 +23,8 @@ as `dynamiccertificates.DynamicFileCAContent` does.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import ssl
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,14 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from knuma.kube.delegation import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuth, certificate_user
-from knuma.serving.certificates import Certificate, self_signed
+from knuma.serving.certificates import self_signed
 from knuma.serving.ciphersuites import CipherSuites
 from knuma.serving.http import Gate, PeerCertificate, Response
-from knuma.serving.tls import ServingCertificate, TLSConfigError, file_identity, tls_policy, trust_client_ca
+from knuma.serving.tls import ServingCertificate, TLSConfigError
 
 __all__ = ["SecureServing", "serving_context", "status_gate"]
-
-log = logging.getLogger("knuma.scheduler.secure")
 
 PAIR_NAME = "kube-scheduler"
 
@@ -67,54 +63,11 @@ class SecureServing:
     """`--client-ca-file`: PEM bundle of the CAs whose client certificates authenticate (empty: tokens only)."""
 
 
-CLIENT_CA_HINT = "or drop --client-ca-file to authenticate by token only"
-
-
 def _hosts(bind_address: str) -> list[str]:
     hosts = ["localhost", "127.0.0.1", "::1"]
     if bind_address not in ("", "0.0.0.0", "::"):
         hosts.append(bind_address)
     return hosts
-
-
-def _in_memory(settings: SecureServing) -> Callable[[], ssl.SSLContext]:
-    """A fresh self-signed certificate, never written anywhere lasting: `ssl` loads only files, so the pair goes
-    through a private temporary directory that is removed at once. With `--client-ca-file` the context is rebuilt
-    from the same pair when the bundle changes."""
-    cert = self_signed(_hosts(settings.bind_address), common_name=f"localhost@{int(time.time())}", days=365)
-    ca_file = Path(settings.client_ca_file) if settings.client_ca_file else None
-    seen = file_identity(ca_file) if ca_file is not None else None
-    current = _context_with(cert, settings, ca_file)
-
-    def context() -> ssl.SSLContext:
-        nonlocal current, seen
-        if ca_file is not None and file_identity(ca_file) != seen:
-            seen = file_identity(ca_file)
-            try:
-                current = _context_with(cert, settings, ca_file)
-                log.info("reloaded the secure port's client CA bundle %s", ca_file)
-            except TLSConfigError as err:
-                log.warning("%s; still using the previous client CA bundle", err)
-        return current
-
-    return context
-
-
-def _context_with(cert: Certificate, settings: SecureServing, ca_file: Path | None) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    minimum, suites = tls_policy(settings.tls_min_version, settings.tls_cipher_suites, "secure port")
-    context.minimum_version = minimum
-    suites.apply(context)
-    with tempfile.TemporaryDirectory(prefix="knuma-scheduler-tls-") as directory:
-        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
-        key_path.touch(mode=0o600)
-        key_path.write_text(cert.key_pem)
-        cert_path.write_text(cert.cert_pem)
-        context.load_cert_chain(cert_path, key_path)
-    if ca_file is not None:
-        context.verify_mode = ssl.CERT_OPTIONAL
-        trust_client_ca(context, ca_file, "secure port", CLIENT_CA_HINT)
-    return context
 
 
 def _in_cert_dir(directory: Path, bind_address: str) -> tuple[Path, Path]:
@@ -134,43 +87,35 @@ def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContex
     `TLSConfigError` naming the flag at fault."""
     if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
         raise TLSConfigError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
-    hint = "pass --tls-cert-file and --tls-private-key-file, or neither for a self-signed certificate"
+    options = _serving_options(settings)
     if settings.tls_cert_file:
-        cert = ServingCertificate(
-            settings.tls_cert_file,
-            settings.tls_private_key_file,
-            purpose="secure port",
-            hint=hint,
-            min_version=settings.tls_min_version,
-            cipher_suites=settings.tls_cipher_suites,
-            **_client_certificates(settings),
-        )
+        cert = ServingCertificate(settings.tls_cert_file, settings.tls_private_key_file, **options)
         return cert.context, f"certificate {settings.tls_cert_file} (reloaded when it changes)"
     if settings.cert_dir:
         cert_path, key_path = _in_cert_dir(Path(settings.cert_dir), settings.bind_address)
-        cert = ServingCertificate(
-            cert_path,
-            key_path,
-            purpose="secure port",
-            hint=hint,
-            min_version=settings.tls_min_version,
-            cipher_suites=settings.tls_cipher_suites,
-            **_client_certificates(settings),
-        )
+        cert = ServingCertificate(cert_path, key_path, **options)
         return cert.context, f"self-signed certificate {cert_path}"
-    return _in_memory(settings), "a self-signed certificate generated in memory"
+    pair = self_signed(_hosts(settings.bind_address), common_name=f"localhost@{int(time.time())}", days=365)
+    return ServingCertificate.in_memory(pair, **options).context, "a self-signed certificate generated in memory"
 
 
-def _client_certificates(settings: SecureServing) -> dict[str, Any]:
-    """`ServingCertificate`'s client-certificate arguments for `--client-ca-file` (none without it)."""
-    if not settings.client_ca_file:
-        return {}
-    return {
-        "client_auth": True,
-        "client_cert_optional": True,
-        "client_ca_file": settings.client_ca_file,
-        "client_ca_hint": CLIENT_CA_HINT,
+def _serving_options(settings: SecureServing) -> dict[str, Any]:
+    """`ServingCertificate`'s options from the flags, whichever certificate is served; with `--client-ca-file`,
+    client certificates are asked for (not required) and checked against that bundle, reloaded when it changes."""
+    options: dict[str, Any] = {
+        "purpose": "secure port",
+        "hint": "pass --tls-cert-file and --tls-private-key-file, or neither for a self-signed certificate",
+        "min_version": settings.tls_min_version,
+        "cipher_suites": settings.tls_cipher_suites,
     }
+    if settings.client_ca_file:
+        options.update(
+            client_auth=True,
+            client_cert_optional=True,
+            client_ca_file=settings.client_ca_file,
+            client_ca_hint="or drop --client-ca-file to authenticate by token only",
+        )
+    return options
 
 
 def _status(code: int, message: str) -> Response:
