@@ -55,7 +55,7 @@ def test_defaults_are_upstreams() -> None:
     assert (numa.foreign_pods_detect, numa.informer_mode, numa.preemption_mode) == (
         "OnlyExclusiveResources",
         "Dedicated",
-        "Disabled",
+        None,  # unset, as the operator renders it: upstream's Disabled, knuma's NUMA-aware preemption
     )
     spec = parse_scheduler_spec({})
     assert spec.cache_resync_debug.value == "DumpJSONFile"

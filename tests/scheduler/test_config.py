@@ -289,7 +289,6 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
         "uses the defaults",
         "conf.yaml: profiles[0].pluginConfig[3].args: args of TaintToleration are ignored: it takes no arguments",
         "conf.yaml: profiles[0] (s): knuma does not implement VolumeZone: accepted and not run",
-        f"conf.yaml: profiles[0] (s): {NRT} preemptionMode Enabled is ignored: knuma does not preempt",
     )
 
 
@@ -437,7 +436,8 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(plugins={"filter": {"enabled": [{"name": "Coscheduling"}]}}),
         'profiles[0].plugins.filter.enabled[0].name: plugin "Coscheduling" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources, "
+        "DefaultPreemption)",
     ),
     (
         with_profile(plugins={"filter": {"enabled": [{"name": "PrioritySort"}]}}),
@@ -480,7 +480,8 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         with_profile(pluginConfig=[{"name": "NodeResourceTopology", "args": {}}]),
         'profiles[0].pluginConfig[0].name: plugin "NodeResourceTopology" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
-        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources)",
+        f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources, "
+        "DefaultPreemption)",
     ),
     (
         with_profile(pluginConfig=[{"name": NRT, "args": "x"}]),

@@ -58,7 +58,10 @@ async def test_replicas_with_required_anti_affinity_land_one_per_node(api: Runni
                 return [e for e in await c.events(pending) if e["reason"] == "FailedScheduling"]
 
             events = await c.wait_for(failed, what="FailedScheduling for the extra replica")
-            assert events[0]["message"] == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+            assert events[0]["message"] == (
+                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are "
+                "available: 3 No preemption victims found for incoming pod."
+            )
             assert not [e for e in await c.events(pending) if e["reason"] == "UnsupportedConstraints"]
             # a pod without terms of its own is kept off the replicas' nodes too (their anti-affinity selects it)
             await create_replica(c, "web-plain", "web")
@@ -123,6 +126,6 @@ async def test_zone_spread_keeps_skew_at_most_one(api: RunningApiServer) -> None
             events = await c.wait_for(failed, what="FailedScheduling for the pod without a rack")
             assert events[0]["message"] == (
                 "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required "
-                "label)."
+                "label). preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
             )
             assert not [e for e in await c.events("api-0") if e["reason"] == "UnsupportedConstraints"]

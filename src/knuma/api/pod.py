@@ -97,6 +97,9 @@ class Pod:
     `knuma.topology.admit` aligns the container's CPUs and memory with."""
     terminating: bool = field(default=False, compare=False)
     """`metadata.deletionTimestamp` is set: the pod is being deleted (PodTopologySpread no longer counts it)."""
+    start_time: str = field(default="", compare=False)
+    """`status.startTime` (RFC 3339, UTC), empty until the kubelet admits the pod: which of two pods of equal
+    priority preemption spares first (the one running longer)."""
 
     @property
     def key(self) -> str:
@@ -198,7 +201,13 @@ class Pod:
             spec=spec,
             dra_devices=_dra_devices((metadata.get("annotations") or {}).get(DRA_NUMA_ANNOTATION)),
             terminating=bool(metadata.get("deletionTimestamp")),
+            start_time=_start_time(manifest.get("status")),
         )
+
+
+def _start_time(status: Any) -> str:
+    started = status.get("startTime") if isinstance(status, Mapping) else None
+    return started if isinstance(started, str) else ""
 
 
 def long_running_request(init: Iterable[Container], apps: Iterable[Container]) -> dict[str, int]:

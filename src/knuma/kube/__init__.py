@@ -19,8 +19,9 @@ Two client styles, each with its rule:
   in `client.lightkube_errors()`, a lightkube call raises the same typed errors (the publisher does this); the
   deployer and the operator, which only report a failed apply, still read lightkube's own `ApiError`.
 
-Patches are always JSON merge patches (`MERGE_PATCH`, defined with the other content types in `knuma.api.types`;
-lightkube's `PatchType.MERGE` is the same type).
+Patches are JSON merge patches (`MERGE_PATCH`, defined with the other content types in `knuma.api.types`;
+lightkube's `PatchType.MERGE` is the same type), except a condition added to a pod's status, which is a strategic
+merge patch (`STRATEGIC_MERGE_PATCH`: conditions merge by type, as kube-scheduler's `PatchPodStatus` sends them).
 """
 
 from knuma.api.types import MERGE_PATCH

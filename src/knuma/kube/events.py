@@ -21,7 +21,7 @@ from typing import Any
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
 
-__all__ = ["EventRecorder", "ObjectReference"]
+__all__ = ["EventRecorder", "ObjectReference", "timestamp"]
 
 log = logging.getLogger("knuma.kube.events")
 
@@ -97,7 +97,7 @@ class EventRecorder:
     async def _send(self, ref: ObjectReference, event_type: str, reason: str, message: str, component: str) -> None:
         key = (ref, reason, message)
         now = self.clock()
-        stamp = _timestamp()
+        stamp = timestamp()
         previous = self._recorded.get(key)
         path = f"/api/v1/namespaces/{ref.namespace}/events"
         try:
@@ -143,5 +143,6 @@ def _event(
     }
 
 
-def _timestamp() -> str:
+def timestamp() -> str:
+    """Now, as Kubernetes writes times in objects (RFC 3339, UTC, seconds)."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -90,9 +90,10 @@ async def put(http: AsyncApi, path: str, body: JsonObj) -> JsonObj:
     return await request(http, "PUT", path, body=body)
 
 
-async def patch(http: AsyncApi, path: str, body: JsonObj) -> JsonObj:
-    """A JSON merge patch (`MERGE_PATCH`), the patch every knuma writer sends."""
-    return await request(http, "PATCH", path, body=body)
+async def patch(http: AsyncApi, path: str, body: JsonObj, *, content_type: str = MERGE_PATCH) -> JsonObj:
+    """A JSON merge patch (`MERGE_PATCH`), the patch knuma writers send; `STRATEGIC_MERGE_PATCH` where a list must
+    merge by key (a pod's status conditions)."""
+    return await request(http, "PATCH", path, body=body, content_type=content_type)
 
 
 async def delete(http: AsyncApi, path: str, *, params: Params = None) -> JsonObj:

@@ -6,11 +6,11 @@ Pure: a profile, a pod and the cache's `NodeInfo`s in, an `Outcome` out. The fai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from knuma.api.pod import Pod
-from knuma.scheduler.framework.interface import NodeInfo, Profile, schedule_one
+from knuma.scheduler.framework.interface import NodeInfo, Profile, Status, schedule_one
 
 __all__ = ["Outcome", "decide"]
 
@@ -23,6 +23,9 @@ class Outcome:
     """The chosen node; the daemon's cache predicts the NUMA zones when it assumes the pod there."""
     message: str = ""
     """Why no node fits (empty when one does)."""
+    statuses: Mapping[str, Status] | None = None
+    """Each node's filter verdict when no node fits (what preemption picks its candidates from); None when the
+    decision did not compute them."""
 
     @property
     def scheduled(self) -> bool:
@@ -34,5 +37,5 @@ def decide(profile: Profile, pod: Pod, nodes: Sequence[NodeInfo]) -> Outcome:
         return Outcome(None, message=NO_NODES)
     result = schedule_one(profile, pod, nodes, explain=False)
     if result.selected is None:
-        return Outcome(None, message=result.failure_summary())
+        return Outcome(None, message=result.failure_summary(), statuses={r.name: r.filter for r in result.nodes})
     return Outcome(result.selected)

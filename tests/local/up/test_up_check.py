@@ -73,7 +73,8 @@ def test_check_healthy_then_pending_and_rejected_pods(start: Callable[..., Up]) 
     errors = [line for line in text.stdout.splitlines() if line.startswith("ERROR#")]
     assert errors == [
         'ERROR#000: Incorrect configuration of cluster: component "pod" setting "default/numa-big": expected '
-        '"Scheduled" detected "Pending: 0/2 nodes are available: 2 cannot align container."',
+        '"Scheduled" detected "Pending: 0/2 nodes are available: 2 cannot align container. preemption: 0/2 nodes '
+        'are available: 2 No preemption victims found for incoming pod."',
         f'ERROR#001: Incorrect configuration of node "{rejected["node"]}" area "kubelet" component "admission" '
         'setting "default/plain-big": expected "admitted" detected '
         '"TopologyAffinityError, placed by default-scheduler"',

@@ -26,7 +26,7 @@ without waiting for the exporter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from knuma.api.fingerprint import Method, compute
@@ -122,6 +122,25 @@ class KnumaCache:
     def reserved(self, node: str) -> int:
         entry = self.nodes.get(node)
         return len(entry.reserved) if entry is not None else 0
+
+    def view_without(self, node: str, keys: Collection[str]) -> NRTView:
+        """The node's zones if the pods `keys` were gone (preemption's victims): the shadow with their zones freed
+        and the pods bound and not yet admitted replayed without them, as `view` builds it. A victim whose zones the
+        shadow does not know (held as an NRT showed it) frees nothing: the view never promises zones it cannot
+        name. This is what makes knuma's preemption NUMA-aware: upstream's dry run frees a victim's requests at
+        node level only (and, with `preemptionMode: Enabled`, on the zone its overreserve cache recorded)."""
+        entry = self.nodes.get(node)
+        if entry is None or entry.shadow is None:
+            return self.view(node)
+        topology = entry.shadow.topology
+        for key in keys:
+            running = entry.shadow.running.get(key)
+            if running is not None and running.placements:
+                topology = freed(topology, running.placements)
+        for pod in entry.reserved:
+            if pod.key not in keys:
+                topology = apply_pod(pod, topology)
+        return NRTView(topology)
 
     def exact(self, node: str) -> bool:
         """Whether the shadow knows the node's zones (see `_Node.exact`): when it does not, more may be free than

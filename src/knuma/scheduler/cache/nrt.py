@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field, replace
 
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
@@ -66,6 +66,8 @@ class _PodEntry:
     pod: Pod
     node: str
     assumed: bool
+    nominated: bool = False
+    """Not placed: room held for a preemptor on the node its preemption freed (`ClusterCache.nominate`)."""
     non_zero: ResourceList = field(default_factory=dict)
     """`non_zero_request(pod)`, computed once."""
     ports: tuple[HostPort, ...] = ()
@@ -234,6 +236,9 @@ class ClusterCache:
         """A pod the informer shows with `spec.nodeName` (typed form of `upsert_pod`)."""
         key = bound.key
         entry = self.pods.get(key)
+        if entry is not None and entry.nominated:
+            self.unnominate(key)  # bound: the room it held is the pod's own now
+            entry = None
         if entry is not None and entry.node != bound.node:
             self.remove_pod(key)
             entry = None
@@ -270,6 +275,8 @@ class ClusterCache:
 
     def pod_removed(self, key: str, node: str) -> None:
         """The pod object is gone (typed form of `delete_pod`)."""
+        if self.unnominate(key) is not None:
+            return
         if node:
             self.nrt.pod_deleted(key, node)
         self._release(key)
@@ -277,9 +284,78 @@ class ClusterCache:
     def assume(self, pod: Pod, node: str) -> None:
         """The scheduler chose `node` for `pod`: account for it now, before the bind round-trip and the NRT (the NRT
         cache's Reserve)."""
+        self.unnominate(pod.key)
         self.remove_pod(pod.key)
         self._add(pod.key, _PodEntry(pod, node, assumed=True))
         self.nrt.reserve(node, pod)
+
+    def nominate(self, pod: Pod, node: str) -> None:
+        """Hold room on `node` for `pod`, which preemption nominated there (`status.nominatedNodeName`) and which
+        waits for its victims to go: every cycle sees the pod there, as an assumed pod, on the zones the NRT cache
+        predicts, except the cycles of pods of higher priority and of the pod itself, which lift it
+        (`nominations_below`; kube-scheduler's nominator adds nominated pods of equal or higher priority to a node
+        before its filters run, `addGENominatedPods`)."""
+        self.unnominate(pod.key)
+        if self.pods.get(pod.key) is not None:
+            return  # placed meanwhile: nothing to hold
+        self._add(pod.key, _PodEntry(pod, node, assumed=True, nominated=True))
+        self.nrt.reserve(node, pod)
+
+    def unnominate(self, key: str) -> tuple[Pod, str] | None:
+        """Stop holding room for a nominated pod; (pod, node) it was held for, or None."""
+        entry = self.pods.get(key)
+        if entry is None or not entry.nominated:
+            return None
+        self.nrt.unreserve(entry.node, entry.pod)
+        self._release(key)
+        return entry.pod, entry.node
+
+    def nominations_below(self, priority: int) -> list[str]:
+        """Keys of the nominated pods of lower priority than `priority` (those a pod of that priority ignores)."""
+        return [k for k, e in self.pods.items() if e.nominated and e.pod.priority < priority]
+
+    def nominated_node(self, key: str) -> str:
+        """The node room is held on for `key` ("" when none)."""
+        entry = self.pods.get(key)
+        return entry.node if entry is not None and entry.nominated else ""
+
+    def node_info_without(self, name: str, keys: Collection[str], numa: bool) -> NodeInfo | None:
+        """`name`'s NodeInfo as if the pods `keys` were gone (preemption's victims; kube-scheduler's
+        `NodeInfo.RemovePod` on a snapshot copy): their requests, ports and pod count given back; with `numa`, the
+        NUMA view of the NRT cache without them where the cache knows which zones they hold (knuma's,
+        `KnumaCache.view_without`), else the view as it is (upstream's NUMA plugin with `preemptionMode:
+        Disabled`)."""
+        entry = self.nodes.get(name)
+        info = self.node_info(name)
+        if entry is None or info is None:
+            return None
+        victims = [entry.pods[k] for k in keys if k in entry.pods]
+        requested = dict(entry.requested)
+        non_zero = dict(entry.non_zero)
+        ports = Counter(entry.ports)
+        for victim in victims:
+            for resource, amount in victim.pod.effective_request.items():
+                requested[resource] = requested.get(resource, 0) - amount
+            for resource, amount in victim.non_zero.items():
+                non_zero[resource] = non_zero.get(resource, 0) - amount
+            ports.subtract(victim.ports)
+        gone = {v.pod.key for v in victims}
+        topology, fresh = info.topology, info.nrt_fresh
+        view_without = getattr(self.nrt, "view_without", None)
+        if numa and view_without is not None and gone:
+            view = view_without(name, gone)
+            topology, fresh = view.topology, view.fresh
+        without = replace(
+            info,
+            requested={k: v for k, v in requested.items() if v},
+            non_zero_requested={k: v for k, v in non_zero.items() if v},
+            pod_count=len(entry.pods) - len(victims),
+            used_ports=frozenset(port for port, count in ports.items() if count > 0),
+            pods=tuple(e.pod for k, e in entry.pods.items() if k not in gone),
+            topology=topology,
+            nrt_fresh=fresh,
+        )
+        return without if self.overlay is None or topology is info.topology else self.overlay(without)
 
     def forget(self, key: str) -> None:
         """Binding failed: drop an assumed pod (a pod the informer has shown bound is kept); the NRT cache's
@@ -295,7 +371,7 @@ class ClusterCache:
 
     def is_assumed(self, key: str) -> bool:
         entry = self.pods.get(key)
-        return entry is not None and entry.assumed
+        return entry is not None and entry.assumed and not entry.nominated
 
     def relations_changed(self) -> None:
         """Something the pod-relation plugins read besides the pods changed (a namespace's labels)."""

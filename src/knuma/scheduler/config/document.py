@@ -23,6 +23,11 @@ from knuma.scheduler.config.model import (
 )
 from knuma.scheduler.framework.pluginsets import PluginRef, PluginSet, PluginSetError, effective_plugins
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
+from knuma.scheduler.plugins.default_preemption_args import (
+    DEFAULT_PREEMPTION,
+    DefaultPreemptionArgs,
+    parse_default_preemption_args,
+)
 from knuma.scheduler.plugins.inter_pod_affinity_args import (
     INTER_POD_AFFINITY,
     InterPodAffinityArgs,
@@ -322,6 +327,7 @@ class _Reader:
         numa, affinity, args, typed = self.plugin_config(raw.get("pluginConfig"), _join(path, "pluginConfig"))
         ipa = typed.get(INTER_POD_AFFINITY)
         pts = typed.get(POD_TOPOLOGY_SPREAD)
+        preemption = typed.get(DEFAULT_PREEMPTION)
         profile = ProfileConfig(
             scheduler_name=name,
             plugins=plugins,
@@ -330,6 +336,7 @@ class _Reader:
             node_affinity=affinity,
             inter_pod_affinity=ipa if isinstance(ipa, InterPodAffinityArgs) else InterPodAffinityArgs(),
             pod_topology_spread=pts if isinstance(pts, PodTopologySpreadArgs) else PodTopologySpreadArgs(),
+            default_preemption=preemption if isinstance(preemption, DefaultPreemptionArgs) else DefaultPreemptionArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
             ),
@@ -338,8 +345,6 @@ class _Reader:
         ignored = [n for n in profile.not_run if n in named]
         if ignored:
             self.warn(f"{path} ({name})", f"knuma does not implement {', '.join(ignored)}: accepted and not run")
-        if numa.preemption_mode == "Enabled":
-            self.warn(f"{path} ({name})", f"{NUMA_PLUGIN} preemptionMode Enabled is ignored: knuma does not preempt")
         return profile
 
     def plugins(self, value: Any, path: str) -> tuple[dict[str, tuple[str, ...]], dict[str, int], set[str]]:
@@ -418,6 +423,8 @@ class _Reader:
                 affinity = self.node_affinity_args(args, args_path)
             elif name == INTER_POD_AFFINITY:
                 typed[name] = parse_inter_pod_affinity_args(args, args_path, self.fail)
+            elif name == DEFAULT_PREEMPTION:
+                typed[name] = parse_default_preemption_args(args, args_path, self.fail)
             elif name == POD_TOPOLOGY_SPREAD:
                 spread = typed[name] = parse_pod_topology_spread_args(args, args_path, self.fail)
                 if spread.default_constraints:

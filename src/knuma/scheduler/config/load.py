@@ -50,6 +50,8 @@ from knuma.scheduler.config.model import (
 from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
 from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
+from knuma.scheduler.plugins.default_preemption import DefaultPreemption
+from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION
 from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
@@ -180,7 +182,12 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
     numa, dra = instances.get(NUMA_PLUGIN), instances.get(DRA_PLUGIN)
     if isinstance(numa, NodeResourceTopologyMatch) and isinstance(dra, DynamicResources):
         dra.demand = numa.demand  # claim pods charged with KnumaBinPacking's device term, on its device shapes
-    return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates))
+    post_filter = tuple(
+        DefaultPreemption(profile.default_preemption, numa_aware=profile.numa.numa_aware_preemption)
+        for n in profile.plugins.get("postFilter", ())
+        if n == DEFAULT_PREEMPTION
+    )
+    return Profile(profile.scheduler_name, tuple(filters), tuple(scorers), tuple(gates), post_filter)
 
 
 def build_profiles(
@@ -249,6 +256,7 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         "queueSort": list(profile.plugins.get("queueSort", ())),
         "filter": [p.name for p in built.filters],
         "score": [f"{p.name} (weight {w})" for p, w in built.scorers],
+        "postFilter": [p.name for p in built.post_filter],
         "reserve": [n for n in profile.plugins.get("reserve", ()) if n in (NUMA_PLUGIN, DRA_PLUGIN)],
         "preBind": [n for n in profile.plugins.get("preBind", ()) if n == DRA_PLUGIN],
         "bind": [n for n in profile.plugins.get("bind", ()) if PLUGINS[n].runs],
@@ -270,13 +278,16 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
     if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
         return lines
     weights = ", ".join(f"{name} {weight}" for name, weight in numa.resources)
+    preemption = "preemption frees the victims' NUMA zones"
+    if not numa.numa_aware_preemption:
+        preemption = "preemption sees the NUMA zones as published"
     lines.append(
         _row(
             "NUMA args",
             f"scoringStrategy {numa.scoring_type.value} ({weights}); cacheResyncPeriodSeconds "
             f"{_unset(numa.cache_resync_period_seconds)} (NRT cache: {numa.cache_mode}); cache foreignPodsDetect "
             f"{numa.foreign_pods_detect}, resyncMethod {numa.resync_method}, informerMode {numa.informer_mode}, "
-            f"resyncScope {numa.resync_scope}",
+            f"resyncScope {numa.resync_scope}; preemptionMode {_unset(numa.preemption_mode)} ({preemption})",
         )
     )
     return lines

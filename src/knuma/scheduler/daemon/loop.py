@@ -30,11 +30,11 @@ import httpx2
 
 from knuma.api.nrt import GROUP
 from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
-from knuma.api.types import JsonView
+from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonView
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.scheduler.algorithm import Outcome
@@ -48,6 +48,7 @@ from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
+from knuma.scheduler.framework.postfilter import Candidate, Preemption
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
@@ -257,25 +258,41 @@ class Scheduler:
         profile = self.profiles[pod.scheduler_name]
         start = time.perf_counter()
         self._sync_zone_devices()
+        lifted = self._lift_nominations(pod)
         try:
             outcome = self.fast.decide(profile, pod)
         except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
             log.exception("scheduling %s failed", pod.key)
+            self._restore_nominations(lifted)
             self.metrics.attempts.labels("error", profile.name).inc()
             self.queue.error(queued)
             self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
             return None
+        own = lifted.pop(pod.key, None)
         elapsed = time.perf_counter() - start
-        annotations = self._explain(profile, pod) if self.settings.explain else None
         if outcome.node is None:
+            message = outcome.message
+            preemption = self._preempt(profile, pod, current, outcome)
+            self._restore_nominations(lifted)
+            if preemption is not None and preemption.candidate is not None:
+                self._nominate(pod, current, preemption.candidate)
+            elif preemption is not None and preemption.clear_nomination:
+                self._clear_nomination(pod, current)
+            elif own is not None:
+                self.cache.nominate(*own)  # waiting for its victims: keep the room held
+            if preemption is not None and preemption.message:
+                message = f"{message} {preemption.message}"
+            annotations = self._explain(profile, pod) if self.settings.explain else None
             self.metrics.attempts.labels("unschedulable", profile.name).inc()
             self.metrics.attempt_duration.labels("unschedulable", profile.name).observe(elapsed)
-            log.info("pod %s is unschedulable: %s", pod.key, outcome.message)
+            log.info("pod %s is unschedulable: %s", pod.key, message)
             self.queue.unschedulable(queued)
-            self._event(pod, "Warning", "FailedScheduling", outcome.message)
+            self._event(pod, "Warning", "FailedScheduling", message)
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
-            return outcome
+            return dataclasses.replace(outcome, message=message)
+        self._restore_nominations(lifted)
+        annotations = self._explain(profile, pod) if self.settings.explain else None
         claims: dict[str, Any] | None = None
         assumed = pod
         if pod.spec.get("resourceClaims"):
@@ -295,6 +312,102 @@ class Scheduler:
         self.cache.assume(assumed, outcome.node)
         self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices))
         return outcome
+
+    # -- preemption ---------------------------------------------------------------------------------------------
+
+    def _lift_nominations(self, pod: Pod) -> dict[str, tuple[Pod, str]]:
+        """Stop holding room, for this cycle, for the pods nominated with lower priority than `pod`, and for `pod`
+        itself (kube-scheduler's filters add only nominated pods of equal or higher priority, and not the pod being
+        scheduled, `addGENominatedPods`). Returns what to hold again after the cycle."""
+        lifted: dict[str, tuple[Pod, str]] = {}
+        for key in [*self.cache.nominations_below(pod.priority), pod.key]:
+            held = self.cache.unnominate(key)
+            if held is not None:
+                lifted[key] = held
+        return lifted
+
+    def _restore_nominations(self, lifted: Mapping[str, tuple[Pod, str]]) -> None:
+        for held_pod, node in lifted.values():
+            self.cache.nominate(held_pod, node)
+
+    def _preempt(self, profile: Profile, pod: Pod, current: JsonView, outcome: Outcome) -> Preemption | None:
+        """Run the profile's PostFilter (DefaultPreemption) for a pod no node fits; None when the profile has
+        none. The nodes' verdicts come from the decision when it computed them (the fast path computes them when no
+        node fits), else from one exact pass."""
+        if not profile.post_filter:
+            return None
+        statuses = outcome.statuses
+        if statuses is None:
+            nodes = self.cache.node_infos()
+            statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
+        nominated = str((current.get("status") or {}).get("nominatedNodeName") or "")
+        nodes = self.cache.node_infos()
+        answer: Preemption | None = None
+        for plugin in profile.post_filter:
+            self.metrics.preemption_attempts.inc()
+            answer = plugin.post_filter(profile, pod, statuses, nodes, self.cache.node_info_without, nominated)
+            if answer.candidate is not None:
+                break
+        return answer
+
+    def _nominate(self, pod: Pod, current: JsonView, candidate: Candidate) -> None:
+        """Preemption chose `candidate`: hold its room for the pod, evict the victims, and write the nomination
+        (`status.nominatedNodeName`), as `prepareCandidate` and the scheduler's failure handler do."""
+        log.info("pod %s preempts %s on %s", pod.key, ", ".join(v.key for v in candidate.victims), candidate.node)
+        self.metrics.preemption_victims.observe(len(candidate.victims))
+        self.cache.nominate(pod, candidate.node)
+        for victim in candidate.victims:
+            if not victim.terminating:  # graceful deletion under way: no second call
+                self._spawn(self._evict(pod, victim, candidate.node))
+        for key in self.cache.nominations_below(pod.priority):
+            if self.cache.nominated_node(key) == candidate.node:  # may no longer fit there: let them look again
+                obj = self.pods.store.get(key)
+                held = self.cache.unnominate(key)
+                if obj is not None and held is not None:
+                    self._clear_nomination(held[0], obj)
+                    self.queue.move_all()
+        if (current.get("status") or {}).get("nominatedNodeName") != candidate.node:
+            self._spawn(self._patch_status(pod, {"nominatedNodeName": candidate.node}))
+
+    def _clear_nomination(self, pod: Pod, current: JsonView) -> None:
+        self.cache.unnominate(pod.key)
+        if (current.get("status") or {}).get("nominatedNodeName"):
+            self._spawn(self._patch_status(pod, {"nominatedNodeName": None}))
+
+    async def _patch_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        try:
+            await rest.patch(self.writer, path, {"status": dict(status)})
+        except KubeApiError as err:
+            log.warning("updating the status of %s: %s", pod.key, err)
+
+    async def _evict(self, preemptor: Pod, victim: Pod, node: str) -> None:
+        """`PreemptPod`: the `DisruptionTarget` condition (reason `PreemptionByScheduler`), then delete the victim
+        (its graceful termination applies), then the `Preempted` event on it. A victim already gone is no error."""
+        path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": timestamp(),
+        }
+        try:
+            await rest.patch(
+                self.writer,
+                f"{path}/status",
+                {"status": {"conditions": [condition]}},
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
+            await rest.delete(self.writer, path)
+        except NotFound:
+            return
+        except KubeApiError as err:
+            log.warning("preempting %s for %s: %s", victim.key, preemptor.key, err)
+            self.queue.move_all()  # the preemptor may be stuck waiting: let it look again
+            return
+        log.info("preempted %s on %s for %s", victim.key, node, preemptor.key)
+        self._event(victim, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node {node}")
 
     def _reserve_claims(self, profile: Profile, pod: Pod, node: str) -> tuple[dict[str, Any] | None, str]:
         """DynamicResources' Reserve: the allocation for the chosen node, held in flight so that the next cycles do
@@ -510,6 +623,9 @@ class Scheduler:
             self.queue.delete(key)
             return
         self.gated.discard(key)
+        nominated = (obj.get("status") or {}).get("nominatedNodeName")
+        if nominated and isinstance(nominated, str) and not self.cache.nominated_node(key):
+            self.cache.nominate(pod, nominated)  # a preemption before this replica led: keep its room held
         if key not in self._warned and (ignored := unsupported_constraints(pod)):
             self._warned.add(key)
             message = f"knuma does not enforce {'; '.join(ignored)}: the pod is placed as if they were absent"

@@ -76,6 +76,17 @@ class SchedulerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Times DefaultPreemption ran for a pod no node fits (kube-scheduler's metric).",
+            registry=self.registry,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Pods evicted by one preemption (kube-scheduler's metric and buckets).",
+            buckets=(1, 2, 4, 8, 16, 32, 64),
+            registry=self.registry,
+        )
         self.nrt_reconciles = Counter(
             "knuma_scheduler_nrt_fingerprint_checks",
             "NRT updates checked against the pods the scheduler knows, by result (matched, unmatched).",

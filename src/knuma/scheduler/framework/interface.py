@@ -17,7 +17,7 @@ Optional extension points, used when a plugin defines them (kube-scheduler's sem
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
@@ -27,17 +27,21 @@ from knuma.api.pod import Pod
 from knuma.api.ports import HostPort
 from knuma.api.resources import ResourceList
 from knuma.api.taints import Taint, taints_of
+from knuma.scheduler.framework.postfilter import Preemption
 from knuma.topology.node import NodeTopology
 
 __all__ = [
     "MAX_NODE_SCORE",
+    "BindWindowFilter",
     "Code",
     "CycleState",
     "FastPathKind",
     "FilterPlugin",
     "NodeInfo",
     "NodeResult",
+    "NodeWithout",
     "PluginResult",
+    "PostFilterPlugin",
     "PreEnqueuePlugin",
     "PreFilterPlugin",
     "PreFilterResult",
@@ -47,6 +51,8 @@ __all__ = [
     "ScoreNormalizer",
     "ScorePlugin",
     "Status",
+    "nodes_available",
+    "run_filters",
     "schedule_one",
 ]
 
@@ -149,6 +155,10 @@ class CycleState(dict[tuple[str, str], Any]):
     nodes: Sequence[NodeInfo] = ()
     """Every node of the cycle's snapshot, as `schedule_one` got them (kube-scheduler's `SharedLister().NodeInfos()
     .List()`): what plugins that count pods on other nodes read (InterPodAffinity, PodTopologySpread)."""
+    dry_run: bool = False
+    """Filters run on a node as it would be without some pods (preemption's `SelectVictimsOnNode`): plugins must not
+    record anything about the pod or the node (the NUMA plugin neither counts the pod into its demand again nor
+    reports the node as maybe over-reserved, as upstream's preemption flow never marks it)."""
 
     def pod_data(self, plugin: str, pod: Pod, compute: Callable[[Pod], T]) -> T:
         """What a plugin derives once per pod (kube-scheduler's PreFilter/PreScore state), computed on first use so
@@ -200,6 +210,16 @@ class FastPathKind(enum.StrEnum):
 
 
 @runtime_checkable
+class BindWindowFilter(Protocol):
+    """A filter whose verdict is about the window between bind and the kubelet's admission on the node as it is
+    (StableUnderRelease): preemption's dry run, on the node as it would be without its victims, skips it; the
+    preemptor's own cycle after the victims are gone runs it."""
+
+    name: str
+    checks_bind_window: bool
+
+
+@runtime_checkable
 class ScorePlugin(Protocol):
     name: str
 
@@ -246,6 +266,28 @@ class PreEnqueuePlugin(Protocol):
     def pre_enqueue(self, pod: Pod) -> Status: ...
 
 
+NodeWithout = Callable[[str, Collection[str], bool], NodeInfo | None]
+"""(node name, pod keys, NUMA-aware) → the node as it would be without those pods: requests, ports and pods given
+back, and when NUMA-aware the NUMA view too (`ClusterCache.node_info_without`)."""
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    """`PostFilter`: run by the daemon when no node fits (DefaultPreemption)."""
+
+    name: str
+
+    def post_filter(
+        self,
+        profile: Profile,
+        pod: Pod,
+        statuses: Mapping[str, Status],
+        nodes: Sequence[NodeInfo],
+        without: NodeWithout,
+        nominated: str = "",
+    ) -> Preemption: ...
+
+
 @dataclass(frozen=True)
 class Profile:
     """An ordered list of filters and weighted scorers, as a `KubeSchedulerConfiguration` profile."""
@@ -255,6 +297,9 @@ class Profile:
     scorers: tuple[tuple[ScorePlugin, int], ...]
     pre_enqueue: tuple[PreEnqueuePlugin, ...] = ()
     """Gates a pod must pass before it is queued (SchedulingGates); the daemon asks them."""
+    post_filter: tuple[PostFilterPlugin, ...] = ()
+    """PostFilter plugins, run by the daemon when no node fits (DefaultPreemption,
+    `knuma.scheduler.plugins.default_preemption`)."""
 
     def plugin_names(self) -> list[str]:
         names = [p.name for p in self.filters]
@@ -292,13 +337,18 @@ class ScheduleResult:
         """kube-scheduler's `FailedScheduling` message: `0/5 nodes are available: 3 cannot align container, ...`."""
         if self.pre_filter is not None:
             return f"0/{len(self.nodes)} nodes are available: {self.pre_filter.reason}."
-        counts: dict[str, int] = {}
-        for result in self.nodes:
-            if not result.filter.ok:
-                counts[result.filter.reason] = counts.get(result.filter.reason, 0) + 1
-        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        available = len(self.nodes) - sum(counts.values())
-        return f"{available}/{len(self.nodes)} nodes are available" + (f": {parts}." if parts else ".")
+        return nodes_available(len(self.nodes), [r.filter.reason for r in self.nodes if not r.filter.ok])
+
+
+def nodes_available(total: int, reasons: Iterable[str]) -> str:
+    """kube-scheduler's `FitError` text for `total` nodes and one reason per node that failed:
+    `2/5 nodes are available: 3 Insufficient cpu.` (reasons by count, then name)."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    available = total - sum(counts.values())
+    return f"{available}/{total} nodes are available" + (f": {parts}." if parts else ".")
 
 
 def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, explain: bool = True) -> ScheduleResult:
@@ -375,6 +425,29 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     if normalizing:
         results, best = _normalized(profile, results, raw_scores, state, pod)
     return ScheduleResult(pod, best[1] if best else None, results, state)
+
+
+def run_filters(profile: Profile, pod: Pod, node: NodeInfo, nodes: Sequence[NodeInfo]) -> Status:
+    """The profile's PreFilter and Filter plugins for `pod` on `node` alone, in a dry run (kube-scheduler's
+    `RunFilterPluginsWithNominatedPods` as `SelectVictimsOnNode` calls it on a node copy without its victims): `nodes`
+    is the cycle's snapshot with `node` in place of the node of that name, which the pod-relation plugins count pods
+    on. Filters that judge the bind window (`BindWindowFilter`) are skipped. The first failure is returned."""
+    state = CycleState()
+    state.nodes = nodes
+    state.dry_run = True
+    filters, _, allowed, restricting, rejected = _pre_filter(profile, state, pod)
+    if rejected is not None:
+        return rejected
+    if allowed is not None and node.name not in allowed:
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]"
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, restricting[0])
+    for plugin in filters:
+        if isinstance(plugin, BindWindowFilter) and plugin.checks_bind_window:
+            continue
+        status = plugin.filter(state, pod, node)
+        if not status.ok:
+            return status if status.plugin else replace(status, plugin=plugin.name)
+    return SUCCESS
 
 
 def _pre_filter(

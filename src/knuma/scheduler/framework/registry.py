@@ -82,7 +82,7 @@ PLUGINS: dict[str, PluginInfo] = {
             True,
             "resource claims (DRA), allocated NUMA-aligned",
         ),
-        _info("DefaultPreemption", "postFilter", False, "preemption"),
+        _info("DefaultPreemption", "postFilter", True, "preemption, NUMA-aware with knuma's NRT cache"),
         _info("NodeResourcesBalancedAllocation", "preScore score", False, "balanced node-level allocation"),
         _info("ImageLocality", "score", False, "images already on the node"),
         _info("KNIDebug", "filter", False, "numaresources-operator debug logging"),

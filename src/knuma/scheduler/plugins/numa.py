@@ -117,9 +117,11 @@ class NodeResourceTopologyMatch:
             detail = f"{admission.message} (container {admission.container})"
             if "not multiple" in admission.message:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, SMT_NOT_MULTIPLE, NAME, detail)
-            self.rejected((node.name,))
+            if not state.dry_run:
+                self.rejected((node.name,))
             return Status(Code.UNSCHEDULABLE, SMT_NO_FREE_CORES, NAME, detail)
-        self.rejected((node.name,))
+        if not state.dry_run:  # upstream's preemption flow never marks the node over-reserved
+            self.rejected((node.name,))
         kind = next((c.kind for c in pod.all_containers if c.name == admission.container), ContainerKind.APP)
         detail = f"{admission.reason}: {admission.message}"
         if admission.container:
@@ -138,8 +140,9 @@ class NodeResourceTopologyMatch:
     # -- Score -------------------------------------------------------------------------------------------------
 
     def _observe(self, state: CycleState, pod: Pod) -> None:
-        """Count the pod into the demand once per cycle (pending pods count: they are the sizes zones must fit)."""
-        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
+        """Count the pod into the demand once per cycle (pending pods count: they are the sizes zones must fit); not
+        in preemption's dry runs, which come after the cycle that counted it."""
+        if self.scoring.type is StrategyType.KNUMA_BIN_PACKING and not state.dry_run:
             state.pod_data(f"{NAME}/demand", pod, self.demand.observe)
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:

@@ -52,7 +52,15 @@ class NumaArgs:
     resync_method: str = "Autodetect"
     informer_mode: str = "Dedicated"
     resync_scope: str = "All"
-    preemption_mode: str = "Disabled"
+    preemption_mode: str | None = None
+    """`Enabled` or `Disabled` as written; None when unset (upstream: Disabled; knuma: preemption's dry run sees
+    the victims' zones freed, as with Enabled)."""
+
+    @property
+    def numa_aware_preemption(self) -> bool:
+        """Whether DefaultPreemption's dry run gives the NUMA view without the victims: unless explicitly
+        `Disabled` (knuma's difference: upstream's default is Disabled, which only its unreleased code changes)."""
+        return self.preemption_mode != "Disabled"
 
     def scoring_strategy(self) -> ScoringStrategy:
         return ScoringStrategy(self.scoring_type, dict(self.resources))
@@ -169,5 +177,9 @@ def parse_numa_args(args: Mapping[str, Any], path: str, fail: Fail) -> NumaArgs:
         ),
         informer_mode=_enum(cache.get("informerMode"), f"{cache_path}.informerMode", INFORMER_MODES, "Dedicated", fail),
         resync_scope=_enum(cache.get("resyncScope"), f"{cache_path}.resyncScope", RESYNC_SCOPES, "All", fail),
-        preemption_mode=_enum(raw.get("preemptionMode"), f"{path}.preemptionMode", PREEMPTION_MODES, "Disabled", fail),
+        preemption_mode=(
+            None
+            if raw.get("preemptionMode") is None
+            else _enum(raw.get("preemptionMode"), f"{path}.preemptionMode", PREEMPTION_MODES, "Disabled", fail)
+        ),
     )

@@ -47,6 +47,9 @@ class ReleaseScenarios(Protocol):
 class StableUnderRelease:
     name = NAME
     fast_path = FastPathKind.FEASIBLE_ROWS
+    checks_bind_window = True
+    """Preemption's dry run skips it: the releases it checks are those of the node with its victims, and the
+    preemptor's own cycle, after they are gone, checks the node as it then is."""
 
     def __init__(self, cache: ReleaseScenarios) -> None:
         self.cache = cache

@@ -1,0 +1,140 @@
+"""End-to-end: DefaultPreemption in the daemon against a real `knuma apiserver` (priorities resolved from real
+PriorityClasses by the server's Priority admission): NUMA-aware victim selection, the eviction, the nomination, the
+preemptor bound once its victims are gone, and the messages when preemption cannot help."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knuma.scheduler.config.load import build_nrt_cache, build_profiles, parse_config
+from knuma.testing.apiserver import RunningApiServer
+
+from .daemon_env import SCHEDULER_NAME, Cluster, cluster, running_scheduler
+
+pytestmark = pytest.mark.slow
+
+CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+TWO_ZONES = {0: {"cpu": "4", "memory": "8Gi"}, 1: {"cpu": "4", "memory": "8Gi"}}
+
+
+def _config(numa_args: dict[str, Any] | None = None) -> Any:
+    plugin_config = [{"name": "NodeResourceTopologyMatch", "args": numa_args}] if numa_args else []
+    return parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": SCHEDULER_NAME,
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                    "pluginConfig": plugin_config,
+                }
+            ],
+        }
+    )
+
+
+async def _classes(c: Cluster, **extra: Any) -> None:
+    for name, value in (("low", 10), ("mid", 20), ("high", 1000)):
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}}
+        await c.request("POST", CLASSES, {**body, "value": value, **extra.get(name, {})})
+
+
+async def _failed(c: Cluster, name: str) -> list[str]:
+    return [str(e["message"]) for e in await c.events(name) if e["reason"] == "FailedScheduling"]
+
+
+async def test_a_pod_that_only_numa_alignment_blocks_evicts_the_one_pod_holding_its_zone(
+    api: RunningApiServer,
+) -> None:
+    """Two 4-CPU zones, each holding a 3-CPU pod: 2 CPUs free on the node, 1 per zone. A 4-CPU Guaranteed pod of
+    higher priority needs a whole zone. Evicting only the less important pod frees one: the other pod is reprieved.
+    A node-level dry run would reprieve either (2 + 3 CPUs free is enough on the node); with the NUMA view the
+    reprieved pod must keep its zone and the victim must free the other."""
+    config = _config()
+    nrt = build_nrt_cache(config)
+    async with cluster(api) as c:
+        await _classes(c)
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt) as daemon:
+            await c.create_pod("mid", "3", "1Gi", priorityClassName="mid")
+            assert await c.bound("mid") == "n1"
+            await c.create_pod("low", "3", "1Gi", priorityClassName="low")
+            assert await c.bound("low") == "n1"
+            created = await c.create_pod("urgent", "4", "1Gi", priorityClassName="high")
+            assert await c.bound("urgent", timeout=20) == "n1"
+
+            async def low_gone() -> bool:
+                response = await c.http.get("/api/v1/namespaces/default/pods/low")
+                return response.status_code == 404
+
+            await c.wait_for(low_gone, what="the victim deleted")
+            assert await c.node_of("mid") == "n1"  # reprieved
+            events = await c.wait_for(
+                lambda: _events_with(c, "low", "Preempted"), what="the Preempted event on the victim"
+            )
+            assert events[0]["message"] == f"Preempted by pod {created['metadata']['uid']} on node n1"
+            assert events[0]["type"] == "Normal"
+            failed = await _failed(c, "urgent")
+            assert failed[0] == "0/1 nodes are available: 1 Insufficient cpu."  # preemption succeeded: no suffix
+
+            async def nominated() -> bool:
+                return bool((await c.pod("urgent")).get("status", {}).get("nominatedNodeName") == "n1")
+
+            await c.wait_for(nominated, what="status.nominatedNodeName")
+            assert daemon.metrics.registry.get_sample_value("scheduler_preemption_victims_sum") == 1
+
+
+async def _events_with(c: Cluster, name: str, reason: str) -> list[dict[str, Any]]:
+    return [e for e in await c.events(name) if e["reason"] == reason]
+
+
+async def test_with_preemption_mode_disabled_the_zones_of_victims_are_not_counted_as_freed(
+    api: RunningApiServer,
+) -> None:
+    """Upstream's NUMA plugin (`preemptionMode: Disabled`) sees the published zones in the dry run: the pod that
+    only alignment blocks finds no candidate, and no pod is evicted."""
+    config = _config({"preemptionMode": "Disabled"})
+    nrt = build_nrt_cache(config)
+    async with cluster(api) as c:
+        await _classes(c)
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt):
+            for name in ("a", "b"):
+                await c.create_pod(name, "3", "1Gi", priorityClassName="low")
+                assert await c.bound(name) == "n1"
+            await c.create_pod("urgent", "4", "1Gi", priorityClassName="high")
+            failed = await c.wait_for(lambda: _failed(c, "urgent"), what="FailedScheduling")
+            assert failed[0] == (
+                "0/1 nodes are available: 1 Insufficient cpu. "
+                "preemption: 0/1 nodes are available: 1 cannot align container."
+            )
+            assert await c.node_of("a") == "n1" and await c.node_of("b") == "n1"
+
+
+async def test_preemption_that_cannot_help_says_why(api: RunningApiServer) -> None:
+    """No lower-priority pod to evict, and a pod whose class says `preemptionPolicy: Never`: nothing is evicted and
+    the FailedScheduling message ends with kube-scheduler's reason."""
+    config = _config()
+    nrt = build_nrt_cache(config)
+    async with cluster(api) as c:
+        await _classes(c, high={"preemptionPolicy": "Never"})
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt):
+            await c.create_pod("first", "4", "1Gi", priorityClassName="mid")
+            await c.create_pod("second", "4", "1Gi", priorityClassName="mid")
+            assert await c.bound("first") == "n1" and await c.bound("second") == "n1"
+            await c.create_pod("equal", "4", "1Gi", priorityClassName="mid")
+            failed = await c.wait_for(lambda: _failed(c, "equal"), what="FailedScheduling")
+            assert failed[0] == (
+                "0/1 nodes are available: 1 Insufficient cpu. "
+                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+            )
+            await c.create_pod("polite", "4", "1Gi", priorityClassName="high")
+            failed = await c.wait_for(lambda: _failed(c, "polite"), what="FailedScheduling")
+            assert failed[0] == (
+                "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+            )
+            assert await c.node_of("first") == "n1" and await c.node_of("second") == "n1"
