@@ -138,3 +138,47 @@ async def test_preemption_that_cannot_help_says_why(api: RunningApiServer) -> No
                 "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
             )
             assert await c.node_of("first") == "n1" and await c.node_of("second") == "n1"
+
+
+async def test_the_preemptor_waits_for_terminating_victims_and_its_room_is_held_against_lower_priority_pods(
+    api: RunningApiServer,
+) -> None:
+    """Victims that take time to go (a finalizer stands for a long graceful termination): the preemptor is nominated
+    and does not preempt again while one is terminating ("not eligible due to a terminating pod on the nominated
+    node"), and the room it was nominated for is held: a lower-priority pod that the published zones would admit
+    (2 CPUs free in zone 0) is refused while the nomination stands. Once the victim is gone both are placed."""
+    config = _config()
+    nrt = build_nrt_cache(config)
+    hold = {"finalizers": ["example.com/hold"]}
+    async with cluster(api) as c:
+        await _classes(c)
+        await c.add_node("n1", TWO_ZONES)
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt):
+            await c.create_pod("keeper", "2", "1Gi", priorityClassName="mid")
+            assert await c.bound("keeper") == "n1"
+            body = await c.create_pod("slow", "4", "1Gi", priorityClassName="low")
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/slow", {"metadata": hold})
+            assert await c.bound("slow") == "n1" and body
+            await c.create_pod("urgent", "4", "1Gi", priorityClassName="high")
+
+            async def terminating() -> bool:
+                return bool((await c.pod("slow"))["metadata"].get("deletionTimestamp"))
+
+            await c.wait_for(terminating, timeout=20, what="the victim's deletion to start")
+
+            async def waiting() -> list[str]:
+                return [m for m in await _failed(c, "urgent") if "terminating pod on the nominated node" in m]
+
+            message = (await c.wait_for(waiting, timeout=20, what="the preemptor waiting for its victim"))[0]
+            assert message == (
+                "0/1 nodes are available: 1 Insufficient cpu. "
+                "preemption: not eligible due to a terminating pod on the nominated node."
+            )
+            await c.create_pod("sneak", "2", "1Gi", priorityClassName="low")
+            failed = await c.wait_for(lambda: _failed(c, "sneak"), what="the lower-priority pod refused")
+            assert failed[0].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+            assert await c.node_of("urgent") == "" and await c.node_of("sneak") == ""
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/slow", {"metadata": {"finalizers": None}})
+            assert await c.bound("urgent", timeout=20) == "n1"
+            assert await c.bound("sneak", timeout=20) == "n1"  # zone 0 (keeper + sneak), zone 1 (urgent)
+            assert await c.node_of("keeper") == "n1"
