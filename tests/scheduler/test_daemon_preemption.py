@@ -4,14 +4,16 @@ preemptor bound once its victims are gone, and the messages when preemption cann
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from knuma.scheduler.config.load import build_nrt_cache, build_profiles, parse_config
+from knuma.scheduler.config.load import build_nrt_cache, build_profiles, default_config, parse_config
 from knuma.testing.apiserver import RunningApiServer
 
-from .daemon_env import SCHEDULER_NAME, Cluster, cluster, running_scheduler
+from .daemon_env import NRTS, SCHEDULER_NAME, Cluster, cluster, running_scheduler
 
 pytestmark = pytest.mark.slow
 
@@ -182,3 +184,33 @@ async def test_the_preemptor_waits_for_terminating_victims_and_its_room_is_held_
             assert await c.bound("urgent", timeout=20) == "n1"
             assert await c.bound("sneak", timeout=20) == "n1"  # zone 0 (keeper + sneak), zone 1 (urgent)
             assert await c.node_of("keeper") == "n1"
+
+
+async def test_the_readme_example_evicts_one_batch_pod_for_the_latency_critical_one(api: RunningApiServer) -> None:
+    """`examples/scheduler/preemption.yaml` and `market-feed.yaml` against `examples/schedule/nodes.yaml`, with the
+    configuration `knuma scheduler` runs without a file: the session the README shows."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    paths = {
+        "Node": "/api/v1/nodes",
+        "NodeResourceTopology": NRTS,
+        "PriorityClass": CLASSES,
+        "Pod": "/api/v1/namespaces/default/pods",
+    }
+
+    async def apply(path: Path) -> None:
+        for obj in yaml.safe_load_all(path.read_text()):
+            await c.request("POST", paths[obj["kind"]], obj)
+
+    config = default_config()
+    nrt = build_nrt_cache(config)
+    async with cluster(api) as c:
+        await apply(examples / "schedule" / "nodes.yaml")
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt):
+            await apply(examples / "scheduler" / "preemption.yaml")
+            assert await c.bound("batch-1") == "worker-b" and await c.bound("batch-2") == "worker-b"
+            await apply(examples / "scheduler" / "market-feed.yaml")
+            assert await c.bound("market-feed", timeout=20) == "worker-b"
+            pods = (await c.request("GET", "/api/v1/namespaces/default/pods"))["items"]
+            assert sorted(p["metadata"]["name"] for p in pods) == ["batch-1", "market-feed"]
+            events = await c.wait_for(lambda: _events_with(c, "batch-2", "Preempted"), what="the Preempted event")
+            assert events[0]["message"].endswith(" on node worker-b")

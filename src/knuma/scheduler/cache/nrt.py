@@ -116,6 +116,8 @@ class ClusterCache:
         InterPodAffinity about for pods without terms of their own (upstream's `HavePodsWithAffinityList`)."""
         self.relations_version = 0
         """Changes whenever `pods_with_affinity` or a namespace's labels change."""
+        self.nominated: dict[str, _PodEntry] = {}
+        """The entries of `pods` that only hold room for a nominated pod (`nominate`), by key."""
         self.overlay: Callable[[NodeInfo], NodeInfo] | None = None
         """Applied to every NodeInfo built (the daemon's: DRA devices into the NUMA zones,
         `DeviceState.with_zone_devices`); its owner calls `invalidate` for the nodes whose overlay changed."""
@@ -298,13 +300,15 @@ class ClusterCache:
         self.unnominate(pod.key)
         if self.pods.get(pod.key) is not None:
             return  # placed meanwhile: nothing to hold
-        self._add(pod.key, _PodEntry(pod, node, assumed=True, nominated=True))
+        entry = _PodEntry(pod, node, assumed=True, nominated=True)
+        self._add(pod.key, entry)
+        self.nominated[pod.key] = entry
         self.nrt.reserve(node, pod)
 
     def unnominate(self, key: str) -> tuple[Pod, str] | None:
         """Stop holding room for a nominated pod; (pod, node) it was held for, or None."""
-        entry = self.pods.get(key)
-        if entry is None or not entry.nominated:
+        entry = self.nominated.pop(key, None)
+        if entry is None:
             return None
         self.nrt.unreserve(entry.node, entry.pod)
         self._release(key)
@@ -312,12 +316,12 @@ class ClusterCache:
 
     def nominations_below(self, priority: int) -> list[str]:
         """Keys of the nominated pods of lower priority than `priority` (those a pod of that priority ignores)."""
-        return [k for k, e in self.pods.items() if e.nominated and e.pod.priority < priority]
+        return [k for k, e in self.nominated.items() if e.pod.priority < priority]
 
     def nominated_node(self, key: str) -> str:
         """The node room is held on for `key` ("" when none)."""
-        entry = self.pods.get(key)
-        return entry.node if entry is not None and entry.nominated else ""
+        entry = self.nominated.get(key)
+        return entry.node if entry is not None else ""
 
     def node_info_without(self, name: str, keys: Collection[str], numa: bool) -> NodeInfo | None:
         """`name`'s NodeInfo as if the pods `keys` were gone (preemption's victims; kube-scheduler's
@@ -405,6 +409,7 @@ class ClusterCache:
         entry = self.pods.pop(key, None)
         if entry is None:
             return
+        self.nominated.pop(key, None)
         self._index_affinity(key, None)
         node = self.nodes.get(entry.node)
         if node is None:
