@@ -238,6 +238,35 @@ def test_arguments_are_validated_as_upstream() -> None:
         assert str(raised.value) == f"s.yaml: profiles[0].pluginConfig[0].args.{message}"
 
 
+def test_the_lowest_priority_on_the_nodes_spares_the_dry_run_the_same_answer() -> None:
+    """With the cache's lowest priority, a pod of no higher priority gets `No preemption victims found` on every
+    potential node without any node being looked at: the answer the dry run gives."""
+    cache = _cluster(("n1", "n2"))
+    assert cache.lowest_priority() is None
+    cache.upsert_pod(_pod("a", "4", 50, "n1", "2026-01-01T00:00:00Z"))
+    cache.upsert_pod(_pod("b", "4", 50, "n1", "2026-01-01T00:00:00Z"))
+    cache.upsert_pod(_pod("c", "4", 70, "n2", "2026-01-01T00:00:00Z"))
+    cache.upsert_pod(_pod("d", "4", 70, "n2", "2026-01-01T00:00:00Z"))
+    assert cache.lowest_priority() == 50
+    profile, plugin = _profile()
+    pod = Pod.from_manifest(_pod("p", "5", 50))
+    nodes = cache.node_infos()
+    statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
+    tried: list[str] = []
+
+    def without(name: str, keys: Collection[str], numa: bool) -> NodeInfo | None:
+        tried.append(name)
+        return cache.node_info_without(name, keys, numa)
+
+    quick = plugin.post_filter(profile, pod, statuses, nodes, without, lowest_priority=cache.lowest_priority())
+    slow = plugin.post_filter(profile, pod, statuses, nodes, without)
+    assert quick == slow and not tried
+    assert quick.message == f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
+    cache.delete_pod(_pod("a", "4", 50, "n1"))
+    cache.delete_pod(_pod("b", "4", 50, "n1"))
+    assert cache.lowest_priority() == 70
+
+
 def test_a_nominated_pod_holds_its_room_until_it_binds_or_goes() -> None:
     cache = _cluster()
     pod = Pod.from_manifest(_pod("urgent", "4", 1000))

@@ -118,6 +118,8 @@ class ClusterCache:
         """Changes whenever `pods_with_affinity` or a namespace's labels change."""
         self.nominated: dict[str, _PodEntry] = {}
         """The entries of `pods` that only hold room for a nominated pod (`nominate`), by key."""
+        self._priorities: Counter[int] = Counter()
+        """How many of `pods` have each priority (`lowest_priority`)."""
         self.overlay: Callable[[NodeInfo], NodeInfo] | None = None
         """Applied to every NodeInfo built (the daemon's: DRA devices into the NUMA zones,
         `DeviceState.with_zone_devices`); its owner calls `invalidate` for the nodes whose overlay changed."""
@@ -318,6 +320,11 @@ class ClusterCache:
         """Keys of the nominated pods of lower priority than `priority` (those a pod of that priority ignores)."""
         return [k for k, e in self.nominated.items() if e.pod.priority < priority]
 
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of the pods on nodes (None without pods): a pod of that priority or lower has no
+        one to preempt anywhere, which preemption can tell without looking at any node."""
+        return min(self._priorities) if self._priorities else None
+
     def nominated_node(self, key: str) -> str:
         """The node room is held on for `key` ("" when none)."""
         entry = self.nominated.get(key)
@@ -392,6 +399,7 @@ class ClusterCache:
     def _add(self, key: str, entry: _PodEntry) -> None:
         self._index_affinity(key, entry.pod)
         self.pods[key] = entry
+        self._priorities[entry.pod.priority] += 1
         node = self._node(entry.node)
         node.pods[key] = entry
         node.account(entry, +1)
@@ -409,6 +417,9 @@ class ClusterCache:
         entry = self.pods.pop(key, None)
         if entry is None:
             return
+        self._priorities[entry.pod.priority] -= 1
+        if not self._priorities[entry.pod.priority]:
+            del self._priorities[entry.pod.priority]
         self.nominated.pop(key, None)
         self._index_affinity(key, None)
         node = self.nodes.get(entry.node)

@@ -345,7 +345,9 @@ class Scheduler:
         answer: Preemption | None = None
         for plugin in profile.post_filter:
             self.metrics.preemption_attempts.inc()
-            answer = plugin.post_filter(profile, pod, statuses, nodes, self.cache.node_info_without, nominated)
+            answer = plugin.post_filter(
+                profile, pod, statuses, nodes, self.cache.node_info_without, nominated, self.cache.lowest_priority()
+            )
             if answer.candidate is not None:
                 break
         return answer

@@ -35,6 +35,7 @@ __all__ = [
     "BindWindowFilter",
     "Code",
     "CycleState",
+    "DryRunFilters",
     "FastPathKind",
     "FilterPlugin",
     "NodeInfo",
@@ -52,7 +53,6 @@ __all__ = [
     "ScorePlugin",
     "Status",
     "nodes_available",
-    "run_filters",
     "schedule_one",
 ]
 
@@ -285,6 +285,7 @@ class PostFilterPlugin(Protocol):
         nodes: Sequence[NodeInfo],
         without: NodeWithout,
         nominated: str = "",
+        lowest_priority: int | None = None,
     ) -> Preemption: ...
 
 
@@ -427,27 +428,41 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     return ScheduleResult(pod, best[1] if best else None, results, state)
 
 
-def run_filters(profile: Profile, pod: Pod, node: NodeInfo, nodes: Sequence[NodeInfo]) -> Status:
-    """The profile's PreFilter and Filter plugins for `pod` on `node` alone, in a dry run (kube-scheduler's
-    `RunFilterPluginsWithNominatedPods` as `SelectVictimsOnNode` calls it on a node copy without its victims): `nodes`
-    is the cycle's snapshot with `node` in place of the node of that name, which the pod-relation plugins count pods
-    on. Filters that judge the bind window (`BindWindowFilter`) are skipped. The first failure is returned."""
-    state = CycleState()
-    state.nodes = nodes
-    state.dry_run = True
-    filters, _, allowed, restricting, rejected = _pre_filter(profile, state, pod)
-    if rejected is not None:
-        return rejected
-    if allowed is not None and node.name not in allowed:
-        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]"
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, restricting[0])
-    for plugin in filters:
-        if isinstance(plugin, BindWindowFilter) and plugin.checks_bind_window:
-            continue
-        status = plugin.filter(state, pod, node)
-        if not status.ok:
-            return status if status.plugin else replace(status, plugin=plugin.name)
-    return SUCCESS
+class DryRunFilters:
+    """The profile's Filter plugins for one pod on nodes as they would be without some pods (preemption's
+    `SelectVictimsOnNode`, which kube-scheduler runs with `RunFilterPluginsWithNominatedPods` on a node copy).
+
+    PreFilter runs once, on the cycle's snapshot, as upstream's state is computed once and cloned per node: a plugin
+    it skips stays skipped (removing pods only removes what could concern the pod), and NodeAffinity's node names
+    hold. Each check gets a fresh `CycleState` over the snapshot with the node replaced, so a plugin that did not skip
+    computes its per-pod data from the pods still there (what upstream's `RemovePod` / `AddPod` extensions keep up to
+    date). Filters that judge the bind window (`BindWindowFilter`) are skipped."""
+
+    def __init__(self, profile: Profile, pod: Pod, nodes: Sequence[NodeInfo]) -> None:
+        self.pod = pod
+        state = CycleState()
+        state.nodes = nodes
+        state.dry_run = True
+        filters, _, allowed, restricting, rejected = _pre_filter(profile, state, pod)
+        self.filters = [f for f in filters if not (isinstance(f, BindWindowFilter) and f.checks_bind_window)]
+        self.allowed, self.restricting, self.rejected = allowed, restricting, rejected
+
+    def run(self, node: NodeInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """The first failing filter's status for `node` (the first success when all pass); `nodes` is the snapshot
+        with `node` in place of the node of that name."""
+        if self.rejected is not None:
+            return self.rejected
+        if self.allowed is not None and node.name not in self.allowed:
+            reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(self.restricting))}]"
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, self.restricting[0])
+        state = CycleState()
+        state.nodes = nodes
+        state.dry_run = True
+        for plugin in self.filters:
+            status = plugin.filter(state, self.pod, node)
+            if not status.ok:
+                return status if status.plugin else replace(status, plugin=plugin.name)
+        return SUCCESS
 
 
 def _pre_filter(

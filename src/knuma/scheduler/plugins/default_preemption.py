@@ -35,12 +35,12 @@ from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import (
     SUCCESS,
     Code,
+    DryRunFilters,
     NodeInfo,
     NodeWithout,
     Profile,
     Status,
     nodes_available,
-    run_filters,
 )
 from knuma.scheduler.framework.postfilter import Candidate, Preemption
 from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION, DefaultPreemptionArgs
@@ -134,10 +134,13 @@ class DefaultPreemption:
         nodes: Sequence[NodeInfo],
         without: NodeWithout,
         nominated: str = "",
+        lowest_priority: int | None = None,
     ) -> Preemption:
         """`Evaluator.Preempt` without the API calls: `statuses` are the cycle's filter verdicts by node name,
-        `nodes` its snapshot, `nominated` the pod's `status.nominatedNodeName`. The daemon evicts the candidate's
-        victims and nominates the pod."""
+        `nodes` its snapshot, `nominated` the pod's `status.nominatedNodeName`, `lowest_priority` the lowest priority
+        of the pods on the nodes when the caller knows it (then a pod of no higher priority costs no look at any
+        node: the same answer, `No preemption victims found` on every potential node). The daemon evicts the
+        candidate's victims and nominates the pod."""
         nominated_info = next((n for n in nodes if n.name == nominated), None) if nominated else None
         reason = self.ineligible(pod, nominated_info, statuses.get(nominated))
         if reason:
@@ -146,14 +149,19 @@ class DefaultPreemption:
         if not potential:
             summary = nodes_available(len(nodes), [NOT_HELPFUL] * len(nodes))
             return Preemption(message=f"preemption: {summary}", clear_nomination=True)
+        if lowest_priority is not None and lowest_priority >= pod.priority:
+            hopeful = set(potential)
+            reasons = [NO_VICTIMS if i in hopeful else NOT_HELPFUL for i in range(len(nodes))]
+            return Preemption(message=f"preemption: {nodes_available(len(nodes), reasons)}", clear_nomination=True)
         offset = self.rng.randrange(len(potential))
         wanted = self.args.candidates(len(potential))
         candidates: list[Candidate] = []
         tried: dict[str, str] = {}
+        filters = DryRunFilters(profile, pod, nodes)
         for step in range(len(potential)):
             index = potential[(offset + step) % len(potential)]
             node = nodes[index]
-            victims, status = self.select_victims_on_node(profile, pod, index, nodes, without)
+            victims, status = self.select_victims_on_node(filters, index, nodes, without)
             if status.ok and victims:
                 candidates.append(Candidate(node.name, victims))
                 if len(candidates) >= wanted:
@@ -169,30 +177,29 @@ class DefaultPreemption:
         return Preemption(best)
 
     def select_victims_on_node(
-        self, profile: Profile, pod: Pod, index: int, nodes: Sequence[NodeInfo], without: NodeWithout
+        self, filters: DryRunFilters, index: int, nodes: Sequence[NodeInfo], without: NodeWithout
     ) -> tuple[tuple[Pod, ...], Status]:
         """`SelectVictimsOnNode` for `nodes[index]`: the fewest, least important lower-priority pods whose eviction
-        lets `pod` pass the profile's filters there (none and a failure status when no eviction does)."""
-        node = nodes[index]
+        lets the pod pass the profile's filters there (none and a failure status when no eviction does)."""
+        node, pod = nodes[index], filters.pod
         potential = sorted((p for p in node.pods if p.priority < pod.priority), key=more_important)
         if not potential:
             return (), Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS, NAME)
         removed = {p.key for p in potential}
-        status = self._fits(profile, pod, index, nodes, without, removed)
+        status = self._fits(filters, index, nodes, without, removed)
         if not status.ok:
             return (), status
         victims: list[Pod] = []
         for candidate in potential:
             removed.discard(candidate.key)
-            if not self._fits(profile, pod, index, nodes, without, removed).ok:
+            if not self._fits(filters, index, nodes, without, removed).ok:
                 removed.add(candidate.key)
                 victims.append(candidate)
         return tuple(victims), SUCCESS
 
     def _fits(
         self,
-        profile: Profile,
-        pod: Pod,
+        filters: DryRunFilters,
         index: int,
         nodes: Sequence[NodeInfo],
         without: NodeWithout,
@@ -201,4 +208,4 @@ class DefaultPreemption:
         node = without(nodes[index].name, frozenset(removed), self.numa_aware)
         if node is None:
             return Status(Code.ERROR, f'node "{nodes[index].name}" not found', NAME)
-        return run_filters(profile, pod, node, _Replaced(nodes, index, node))
+        return filters.run(node, _Replaced(nodes, index, node))
