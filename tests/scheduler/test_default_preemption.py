@@ -283,3 +283,19 @@ def test_a_nominated_pod_holds_its_room_until_it_binds_or_goes() -> None:
     assert cache.nominated_node("default/other") == ""
     info = cache.node_info("n1")
     assert info is not None and info.requested["cpu"] == 4000
+
+
+def test_a_host_port_held_by_a_lower_priority_pod_is_freed_by_evicting_only_that_pod() -> None:
+    cache = _cluster()
+    port = [{"containerPort": 80, "hostPort": 8080}]
+    web = _pod("web", "1", 10, "n1", "2026-01-01T00:00:00Z")
+    web["spec"]["containers"][0]["ports"] = port
+    cache.upsert_pod(web)
+    cache.upsert_pod(_pod("other", "1", 5, "n1", "2026-01-01T00:00:00Z"))
+    profile, plugin = _profile()
+    proxy = _pod("proxy", "1", 1000)
+    proxy["spec"]["containers"][0]["ports"] = port
+    answer = _run(cache, profile, Pod.from_manifest(proxy), plugin)
+    assert answer.candidate is not None and [v.name for v in answer.candidate.victims] == ["web"]
+    without = cache.node_info_without("n1", ["default/web"], True)
+    assert without is not None and not without.used_ports

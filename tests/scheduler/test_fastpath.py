@@ -187,3 +187,33 @@ def test_fast_path_runs_row_filters_on_the_best_rows_and_decides_as_the_exact_pa
             cache.pod_removed(gone.key, where)
     stable = next(p for p in profile.filters if isinstance(p, StableUnderRelease))
     assert stable.rejected, "some nodes failed the row filter"
+
+
+def test_a_failure_is_remembered_for_identical_pods_until_a_node_changes() -> None:
+    """The exact pass that explains why no node fits runs once for a burst of identical pending pods; any change to
+    a node (a pod placed, a node added) makes the next one look again."""
+    profile = PROFILES["default"]
+    cache = ClusterCache()
+    obj, topology = node("n00", random.Random(0), 2)
+    cache.upsert_node(obj)
+    cache.upsert_nrt(topology)
+    fast = FastPath(cache)
+    big = {"cpu": "64", "memory": "1Gi"}
+
+    def wide(name: str) -> Pod:
+        container = {"name": "c", "image": "x", "resources": {"requests": big, "limits": big}}
+        spec = {"schedulerName": "topology-aware-scheduler", "containers": [container]}
+        return Pod.from_manifest({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+    first = fast.decide(profile, wide("a"))
+    assert first.node is None and first.statuses is not None
+    assert fast.decide(profile, wide("b")) is first  # nothing changed: the same answer, no second pass
+    cache.upsert_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "roomy", "labels": {"kubernetes.io/hostname": "roomy"}},
+            "status": {"allocatable": {"cpu": "128", "memory": "256Gi", "pods": "110"}},
+        }
+    )
+    assert fast.decide(profile, wide("c")).node == "roomy"  # no NRT: node-level fit only

@@ -132,11 +132,13 @@ class KnumaCache:
         entry = self.nodes.get(node)
         if entry is None or entry.shadow is None:
             return self.view(node)
-        topology = entry.shadow.topology
-        for key in keys:
-            running = entry.shadow.running.get(key)
-            if running is not None and running.placements:
-                topology = freed(topology, running.placements)
+        placements = [
+            placement
+            for key in keys
+            if (running := entry.shadow.running.get(key)) is not None
+            for placement in running.placements
+        ]
+        topology = freed(entry.shadow.topology, placements) if placements else entry.shadow.topology
         for pod in entry.reserved:
             if pod.key not in keys:
                 topology = apply_pod(pod, topology)

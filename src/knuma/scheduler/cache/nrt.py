@@ -16,7 +16,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
@@ -343,25 +343,28 @@ class ClusterCache:
         victims = [entry.pods[k] for k in keys if k in entry.pods]
         requested = dict(entry.requested)
         non_zero = dict(entry.non_zero)
-        ports = Counter(entry.ports)
         for victim in victims:
             for resource, amount in victim.pod.effective_request.items():
                 requested[resource] = requested.get(resource, 0) - amount
             for resource, amount in victim.non_zero.items():
                 non_zero[resource] = non_zero.get(resource, 0) - amount
-            ports.subtract(victim.ports)
+        used_ports = info.used_ports
+        if any(victim.ports for victim in victims):
+            ports = Counter(entry.ports)
+            for victim in victims:
+                ports.subtract(victim.ports)
+            used_ports = frozenset(port for port, count in ports.items() if count > 0)
         gone = {v.pod.key for v in victims}
         topology, fresh = info.topology, info.nrt_fresh
         view_without = getattr(self.nrt, "view_without", None)
         if numa and view_without is not None and gone:
             view = view_without(name, gone)
             topology, fresh = view.topology, view.fresh
-        without = replace(
-            info,
+        without = info.with_usage(
             requested={k: v for k, v in requested.items() if v},
             non_zero_requested={k: v for k, v in non_zero.items() if v},
             pod_count=len(entry.pods) - len(victims),
-            used_ports=frozenset(port for port, count in ports.items() if count > 0),
+            used_ports=used_ports,
             pods=tuple(e.pod for k, e in entry.pods.items() if k not in gone),
             topology=topology,
             nrt_fresh=fresh,

@@ -336,12 +336,11 @@ class Scheduler:
         node fits), else from one exact pass."""
         if not profile.post_filter:
             return None
+        nodes = self.cache.node_infos()
         statuses = outcome.statuses
         if statuses is None:
-            nodes = self.cache.node_infos()
             statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
         nominated = str((current.get("status") or {}).get("nominatedNodeName") or "")
-        nodes = self.cache.node_infos()
         answer: Preemption | None = None
         for plugin in profile.post_filter:
             self.metrics.preemption_attempts.inc()

@@ -73,7 +73,7 @@ from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType, wh
 from knuma.topology.kubelet import Admission, admit
 from knuma.topology.node import is_device
 
-__all__ = ["BoolArray", "Decision", "Int64Array", "VectorizedScheduler"]
+__all__ = ["BoolArray", "Decision", "Int64Array", "VectorizedScheduler", "shape_key"]
 
 Int64Array = npt.NDArray[np.int64]
 Float64Array = npt.NDArray[np.float64]
@@ -325,7 +325,7 @@ class VectorizedScheduler:
         return shape.ranked
 
     def _shape(self, pod: Pod) -> _Shape:
-        key = _shape_key(pod)
+        key = shape_key(pod)
         shape = self._shapes.get(key)
         if shape is None:
             shape = self._plan(pod)
@@ -909,7 +909,7 @@ def _select(rows: Rows, positions: IntpArray) -> IntpArray:
     return rows[positions]
 
 
-def _shape_key(pod: Pod) -> Hashable:
+def shape_key(pod: Pod) -> Hashable:
     """What per-node results depend on: QoS class, container kinds and requests in order, overhead, and whether it
     has ResourceClaims (KnumaBinPacking's device term)."""
     return (

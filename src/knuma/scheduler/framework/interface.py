@@ -148,6 +148,17 @@ class NodeInfo:
     def has_node_object(self) -> bool:
         return self.manifest is not None
 
+    def with_usage(self, **changes: Any) -> NodeInfo:
+        """A copy with other pods or usage (`requested`, `pods`, `topology`, ...) and the same Node object: what
+        is derived from the Node object alone (labels, taints) is carried over instead of parsed again (preemption
+        builds one such copy per dry-run check)."""
+        assert "manifest" not in changes and "name" not in changes
+        copy = replace(self, **changes)
+        for derived in ("labels", "taints"):
+            if derived in self.__dict__:
+                copy.__dict__[derived] = self.__dict__[derived]
+        return copy
+
 
 class CycleState(dict[tuple[str, str], Any]):
     """Per-cycle scratch data keyed by (plugin name, node name); (plugin name, "") holds per-pod data."""

@@ -1,0 +1,68 @@
+"""End-to-end: NUMA-aware preemption on `knuma up` (simulated kubelets that admit or reject with the Topology
+Manager's rules, exporters publishing NRT): the evicted pod frees exactly the zone the preemptor needs, and the
+kubelet admits the preemptor there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from knuma.testing.polling import eventually
+from tests.local.up.test_up import Up
+
+pytestmark = pytest.mark.slow
+
+
+def _pod(name: str, cpus: int, priority_class: str) -> dict[str, Any]:
+    limits = {"cpu": str(cpus), "memory": "2Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": "topology-aware-scheduler",
+            "priorityClassName": priority_class,
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": limits}}],
+        },
+    }
+
+
+def _class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def test_a_pod_only_numa_alignment_blocks_preempts_one_pod_and_the_kubelet_admits_it(
+    start: Callable[..., Up],
+) -> None:
+    """One `small` node (two 8-CPU zones) running two 5-CPU batch pods, one per zone: 6 CPUs free on the node, 3 per
+    zone. A 6-CPU pod of higher priority fits the node but no zone: one batch pod is evicted, the preemptor runs on
+    its zone, the other batch pod keeps running."""
+    up = start("--nodes", "1", "--shape", "small")
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
+    objects = [
+        _class("batch", 1000),
+        _class("critical", 1000000),
+        _pod("batch-a", 5, "batch"),
+        _pod("batch-b", 5, "batch"),
+    ]
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    def running(name: str) -> bool:
+        status = up.get("pod", name).get("status") or {}
+        return status.get("phase") == "Running" and bool(status.get("startTime"))
+
+    eventually(lambda: running("batch-a") and running("batch-b"), timeout=60)
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(_pod("critical", 6, "critical")))
+    eventually(lambda: running("critical"), timeout=60)
+    pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
+    survivors = sorted(name for name in pods if name.startswith("batch"))
+    assert len(survivors) == 1, survivors
+    assert not [p for p in pods.values() if (p.get("status") or {}).get("reason") == "TopologyAffinityError"]
+    events = up.get("events")["items"]
+    preempted = [e for e in events if e["reason"] == "Preempted"]
+    assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
+    assert preempted[0]["message"].endswith("on node " + pods["critical"]["spec"]["nodeName"])
+    assert up.stop() == 0
