@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from knuma.scheduler.config.load import build_nrt_cache, build_profiles, default_config, parse_config
+from knuma.scheduler.daemon.loop import DaemonSettings
 from knuma.testing.apiserver import RunningApiServer
 
 from .daemon_env import NRTS, SCHEDULER_NAME, Cluster, cluster, running_scheduler
@@ -214,3 +215,32 @@ async def test_the_readme_example_evicts_one_batch_pod_for_the_latency_critical_
             assert sorted(p["metadata"]["name"] for p in pods) == ["batch-1", "market-feed"]
             events = await c.wait_for(lambda: _events_with(c, "batch-2", "Preempted"), what="the Preempted event")
             assert events[0]["message"].endswith(" on node worker-b")
+
+
+async def test_the_preemptor_goes_to_the_node_its_victims_left_even_when_another_scores_better(
+    api: RunningApiServer,
+) -> None:
+    """kube-scheduler's `evaluateNominatedNode`: once its victims are gone the pod takes the node it was nominated
+    for, although an empty node (which LeastAllocated prefers) opened up meanwhile."""
+    config = _config()  # no scoringStrategy: upstream's LeastAllocated, which spreads
+    nrt = build_nrt_cache(config)
+    settings = DaemonSettings(leader_elect=False, initial_backoff=4.0, max_backoff=4.0)
+    async with cluster(api) as c:
+        await _classes(c)
+        await c.add_node("n1", TWO_ZONES)
+        await c.add_node("n2", TWO_ZONES, unschedulable=True)
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), settings=settings, nrt=nrt):
+            await c.create_pod("keeper", "3", "1Gi", priorityClassName="mid")
+            assert await c.bound("keeper") == "n1"
+            await c.create_pod("slow", "3", "1Gi", priorityClassName="low")
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/slow", {"metadata": {"finalizers": ["x/y"]}})
+            assert await c.bound("slow") == "n1"
+            await c.create_pod("urgent", "4", "1Gi", priorityClassName="high")
+
+            async def terminating() -> bool:
+                return bool((await c.pod("slow"))["metadata"].get("deletionTimestamp"))
+
+            await c.wait_for(terminating, timeout=20, what="the victim's deletion to start")
+            await c.request("PATCH", "/api/v1/nodes/n2", {"spec": {"unschedulable": None}})
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/slow", {"metadata": {"finalizers": None}})
+            assert await c.bound("urgent", timeout=30) == "n1"

@@ -47,7 +47,7 @@ from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
 from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
-from knuma.scheduler.framework.interface import Profile, schedule_one
+from knuma.scheduler.framework.interface import OneNodeFilters, Profile, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate, Preemption
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
@@ -259,16 +259,17 @@ class Scheduler:
         start = time.perf_counter()
         self._sync_zone_devices()
         lifted = self._lift_nominations(pod)
+        own = lifted.pop(pod.key, None)
         try:
-            outcome = self.fast.decide(profile, pod)
+            nominated = own[1] if own else str((current.get("status") or {}).get("nominatedNodeName") or "")
+            outcome = self._on_nominated_node(profile, pod, nominated) or self.fast.decide(profile, pod)
         except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
             log.exception("scheduling %s failed", pod.key)
-            self._restore_nominations(lifted)
+            self._restore_nominations({**lifted, **({pod.key: own} if own else {})})
             self.metrics.attempts.labels("error", profile.name).inc()
             self.queue.error(queued)
             self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
             return None
-        own = lifted.pop(pod.key, None)
         elapsed = time.perf_counter() - start
         if outcome.node is None:
             message = outcome.message
@@ -325,6 +326,17 @@ class Scheduler:
             if held is not None:
                 lifted[key] = held
         return lifted
+
+    def _on_nominated_node(self, profile: Profile, pod: Pod, nominated: str) -> Outcome | None:
+        """kube-scheduler's `evaluateNominatedNode`: a pod nominated by an earlier preemption goes to that node when
+        it fits there now (its victims gone), without looking at the others, since the evictions were made for it
+        there. None when it has no nomination or does not fit (then every node is looked at)."""
+        info = self.cache.node_info(nominated) if nominated else None
+        if info is None:
+            return None
+        nodes = self.cache.node_infos()
+        fits = OneNodeFilters(profile, pod, nodes, dry_run=False).run(info, nodes).ok
+        return Outcome(nominated) if fits else None
 
     def _restore_nominations(self, lifted: Mapping[str, tuple[Pod, str]]) -> None:
         for held_pod, node in lifted.values():

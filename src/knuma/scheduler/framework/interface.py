@@ -35,12 +35,12 @@ __all__ = [
     "BindWindowFilter",
     "Code",
     "CycleState",
-    "DryRunFilters",
     "FastPathKind",
     "FilterPlugin",
     "NodeInfo",
     "NodeResult",
     "NodeWithout",
+    "OneNodeFilters",
     "PluginResult",
     "PostFilterPlugin",
     "PreEnqueuePlugin",
@@ -439,23 +439,28 @@ def schedule_one(profile: Profile, pod: Pod, nodes: Iterable[NodeInfo], *, expla
     return ScheduleResult(pod, best[1] if best else None, results, state)
 
 
-class DryRunFilters:
-    """The profile's Filter plugins for one pod on nodes as they would be without some pods (preemption's
-    `SelectVictimsOnNode`, which kube-scheduler runs with `RunFilterPluginsWithNominatedPods` on a node copy).
+class OneNodeFilters:
+    """The profile's Filter plugins for one pod, one node at a time: preemption's dry runs on nodes as they would be
+    without some pods (`SelectVictimsOnNode`, which kube-scheduler runs with `RunFilterPluginsWithNominatedPods` on a
+    node copy), and the check of a pod's nominated node before any other (`evaluateNominatedNode`).
 
     PreFilter runs once, on the cycle's snapshot, as upstream's state is computed once and cloned per node: a plugin
     it skips stays skipped (removing pods only removes what could concern the pod), and NodeAffinity's node names
     hold. Each check gets a fresh `CycleState` over the snapshot with the node replaced, so a plugin that did not skip
     computes its per-pod data from the pods still there (what upstream's `RemovePod` / `AddPod` extensions keep up to
-    date). Filters that judge the bind window (`BindWindowFilter`) are skipped."""
+    date). In a dry run, plugins record nothing (`CycleState.dry_run`) and filters that judge the bind window
+    (`BindWindowFilter`) are skipped: the node checked is not the node the pod will be bound to."""
 
-    def __init__(self, profile: Profile, pod: Pod, nodes: Sequence[NodeInfo]) -> None:
+    def __init__(self, profile: Profile, pod: Pod, nodes: Sequence[NodeInfo], *, dry_run: bool = True) -> None:
         self.pod = pod
+        self.dry_run = dry_run
         state = CycleState()
         state.nodes = nodes
-        state.dry_run = True
+        state.dry_run = dry_run
         filters, _, allowed, restricting, rejected = _pre_filter(profile, state, pod)
-        self.filters = [f for f in filters if not (isinstance(f, BindWindowFilter) and f.checks_bind_window)]
+        self.filters = [
+            f for f in filters if not (dry_run and isinstance(f, BindWindowFilter) and f.checks_bind_window)
+        ]
         self.allowed, self.restricting, self.rejected = allowed, restricting, rejected
 
     def run(self, node: NodeInfo, nodes: Sequence[NodeInfo]) -> Status:
@@ -468,7 +473,7 @@ class DryRunFilters:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, self.restricting[0])
         state = CycleState()
         state.nodes = nodes
-        state.dry_run = True
+        state.dry_run = self.dry_run
         for plugin in self.filters:
             status = plugin.filter(state, self.pod, node)
             if not status.ok:

@@ -35,9 +35,9 @@ from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import (
     SUCCESS,
     Code,
-    DryRunFilters,
     NodeInfo,
     NodeWithout,
+    OneNodeFilters,
     Profile,
     Status,
     nodes_available,
@@ -157,7 +157,7 @@ class DefaultPreemption:
         wanted = self.args.candidates(len(potential))
         candidates: list[Candidate] = []
         tried: dict[str, str] = {}
-        filters = DryRunFilters(profile, pod, nodes)
+        filters = OneNodeFilters(profile, pod, nodes)
         for step in range(len(potential)):
             index = potential[(offset + step) % len(potential)]
             node = nodes[index]
@@ -177,7 +177,7 @@ class DefaultPreemption:
         return Preemption(best)
 
     def select_victims_on_node(
-        self, filters: DryRunFilters, index: int, nodes: Sequence[NodeInfo], without: NodeWithout
+        self, filters: OneNodeFilters, index: int, nodes: Sequence[NodeInfo], without: NodeWithout
     ) -> tuple[tuple[Pod, ...], Status]:
         """`SelectVictimsOnNode` for `nodes[index]`: the fewest, least important lower-priority pods whose eviction
         lets the pod pass the profile's filters there (none and a failure status when no eviction does)."""
@@ -199,7 +199,7 @@ class DefaultPreemption:
 
     def _fits(
         self,
-        filters: DryRunFilters,
+        filters: OneNodeFilters,
         index: int,
         nodes: Sequence[NodeInfo],
         without: NodeWithout,
