@@ -146,6 +146,7 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     expected = {("", r, v, "") for r in ("pods", "nodes") for v in read}
     expected |= {("", "namespaces", v, "") for v in read}  # namespaceSelector of pod affinity terms
     expected |= {("", "pods", "patch", "")}
+    expected |= {("", "pods", "delete", ""), ("", "pods/status", "patch", "")}  # preemption
     expected |= {("topology.node.k8s.io", "noderesourcetopologies", v, "") for v in read}
     expected |= {
         ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceslices", "deviceclasses") for v in read

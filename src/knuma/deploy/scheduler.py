@@ -170,6 +170,9 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
     rules = [
         rule([""], ["pods", "nodes", "namespaces"], ["get", "list", "watch"]),
         rule([""], ["pods"], ["patch"]),  # the DRA NUMA choice (and --explain) annotated before binding
+        # DefaultPreemption: victims deleted, their DisruptionTarget condition and the preemptor's nominatedNodeName
+        rule([""], ["pods"], ["delete"]),
+        rule([""], ["pods/status"], ["patch"]),
         rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
         # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor
         rule(["resource.k8s.io"], ["resourceclaims", "resourceslices", "deviceclasses"], ["get", "list", "watch"]),
