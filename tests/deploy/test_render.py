@@ -147,6 +147,7 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     expected |= {("", "namespaces", v, "") for v in read}  # namespaceSelector of pod affinity terms
     expected |= {("", "pods", "patch", "")}
     expected |= {("", "pods", "delete", ""), ("", "pods/status", "patch", "")}  # preemption
+    expected |= {("policy", "poddisruptionbudgets", v, "") for v in ("list", "watch")}
     expected |= {("topology.node.k8s.io", "noderesourcetopologies", v, "") for v in read}
     expected |= {
         ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceslices", "deviceclasses") for v in read

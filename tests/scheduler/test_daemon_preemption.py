@@ -244,3 +244,34 @@ async def test_the_preemptor_goes_to_the_node_its_victims_left_even_when_another
             await c.request("PATCH", "/api/v1/nodes/n2", {"spec": {"unschedulable": None}})
             await c.request("PATCH", "/api/v1/namespaces/default/pods/slow", {"metadata": {"finalizers": None}})
             assert await c.bound("urgent", timeout=30) == "n1"
+
+
+async def test_a_disruption_budget_sends_preemption_to_the_pods_it_does_not_protect(api: RunningApiServer) -> None:
+    """The daemon reads PodDisruptionBudgets: with the pods of n1 protected (no disruption allowed, as the
+    disruption controller would write it), the victim is on n2 whatever node the dry run starts from."""
+    config = _config()
+    nrt = build_nrt_cache(config)
+    pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+    async with cluster(api) as c:
+        await _classes(c)
+        for node in ("n1", "n2"):
+            await c.add_node(node, TWO_ZONES)
+        budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                  "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}}}  # fmt: skip
+        await c.request("POST", pdbs, budget)
+        await c.request("PATCH", f"{pdbs}/db/status", {"status": {"disruptionsAllowed": 0, "currentHealthy": 2}})
+        async with running_scheduler(api, profiles=build_profiles(config, nrt), nrt=nrt):
+            for name, app in (("db-0", "db"), ("db-1", "db"), ("web-0", "web"), ("web-1", "web")):
+                labels = {"metadata": {"labels": {"app": app}}}
+                node = "n1" if app == "db" else "n2"
+                await c.create_pod(
+                    name, "3", "1Gi", priorityClassName="low", nodeSelector={"kubernetes.io/hostname": node}
+                )
+                await c.request("PATCH", f"/api/v1/namespaces/default/pods/{name}", labels)
+                assert await c.bound(name) == node
+            await c.create_pod("urgent", "4", "1Gi", priorityClassName="high")
+            assert await c.bound("urgent", timeout=20) == "n2"
+            names = {
+                p["metadata"]["name"] for p in (await c.request("GET", "/api/v1/namespaces/default/pods"))["items"]
+            }
+            assert {"db-0", "db-1"} <= names and len(names & {"web-0", "web-1"}) == 1

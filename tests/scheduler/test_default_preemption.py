@@ -10,13 +10,19 @@ from typing import Any
 
 import pytest
 
+from knuma.api.disruption import DisruptionBudget
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.config.load import build_profiles, parse_config
 from knuma.scheduler.config.model import SchedulerConfigError
 from knuma.scheduler.framework.interface import Code, NodeInfo, Profile, Status, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate
-from knuma.scheduler.plugins.default_preemption import NO_VICTIMS, DefaultPreemption, pick_one_node
+from knuma.scheduler.plugins.default_preemption import (
+    NO_VICTIMS,
+    DefaultPreemption,
+    pick_one_node,
+    split_by_budget_violation,
+)
 from knuma.scheduler.plugins.default_preemption_args import DefaultPreemptionArgs
 
 from .builders import nrt
@@ -299,3 +305,83 @@ def test_a_host_port_held_by_a_lower_priority_pod_is_freed_by_evicting_only_that
     assert answer.candidate is not None and [v.name for v in answer.candidate.victims] == ["web"]
     without = cache.node_info_without("n1", ["default/web"], True)
     assert without is not None and not without.used_ports
+
+
+def _budget(name: str, labels: dict[str, str], allowed: int, disrupted: tuple[str, ...] = ()) -> DisruptionBudget:
+    return DisruptionBudget.from_manifest(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": labels}},
+            "status": {
+                "disruptionsAllowed": allowed,
+                "disruptedPods": dict.fromkeys(disrupted, "2026-01-01T00:00:00Z"),
+            },
+        }
+    )
+
+
+def _labelled(name: str, app: str, priority: int = 10, node: str = "n1", cpu: str = "3") -> dict[str, Any]:
+    manifest = _pod(name, cpu, priority, node, "2026-01-01T00:00:00Z")
+    manifest["metadata"]["labels"] = {"app": app}
+    return manifest
+
+
+def test_budgets_are_spent_in_order_and_skip_what_they_do_not_cover() -> None:
+    """`filterPodsWithPDBViolation`: with one disruption allowed the first covered pod is not violating and the next
+    is; other namespaces, missing or empty selectors, pods already counted as disrupted and pods without labels do
+    not spend the budget."""
+    pods = [Pod.from_manifest(_labelled(n, "db")) for n in ("db-0", "db-1", "db-2")]
+    assert [[p.name for p in group] for group in split_by_budget_violation(pods, [_budget("b", {"app": "db"}, 1)])] == [
+        ["db-1", "db-2"],
+        ["db-0"],
+    ]
+    already = _budget("b", {"app": "db"}, 1, disrupted=("db-0",))
+    assert [p.name for p in split_by_budget_violation(pods, [already])[0]] == ["db-2"]
+    empty = DisruptionBudget.from_manifest(
+        {"metadata": {"name": "e", "namespace": "default"}, "spec": {"selector": {}}}
+    )
+    missing = DisruptionBudget.from_manifest({"metadata": {"name": "m", "namespace": "default"}, "spec": {}})
+    elsewhere = DisruptionBudget.from_manifest(
+        {"metadata": {"name": "o", "namespace": "other"}, "spec": {"selector": {"matchLabels": {"app": "db"}}}}
+    )
+    assert split_by_budget_violation(pods, [empty, missing, elsewhere])[0] == []
+    bad = DisruptionBudget.from_manifest(
+        {"metadata": {"name": "x"}, "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}}}
+    )
+    assert bad.selector.nothing and split_by_budget_violation(pods, [bad])[0] == []
+
+
+def test_a_budget_moves_preemption_to_the_pod_and_the_node_it_does_not_protect() -> None:
+    """Two nodes, each with two 3-CPU pods in its two 4-CPU zones; a 4-CPU pod needs one of them gone. On n1 both
+    pods are protected by a budget that allows no disruption, on n2 neither: n2 is chosen (fewest violations). On
+    one node, the unprotected pod is the victim even though it is the more important one."""
+    cache = _cluster(("n1", "n2"))
+    cache.upsert_pod(_labelled("db-0", "db", node="n1"))
+    cache.upsert_pod(_labelled("db-1", "db", node="n1"))
+    cache.upsert_pod(_labelled("web-0", "web", priority=20, node="n2"))
+    cache.upsert_pod(_labelled("web-1", "web", priority=20, node="n2"))
+    profile, plugin = _profile()
+    pod = Pod.from_manifest(_pod("urgent", "4", 1000))
+    nodes = cache.node_infos()
+    statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
+    strict = [_budget("db", {"app": "db"}, 0)]
+    answer = plugin.post_filter(profile, pod, statuses, nodes, cache.node_info_without, budgets=strict)
+    assert answer.candidate is not None and answer.candidate.node == "n2" and answer.candidate.pdb_violations == 0
+    assert plugin.post_filter(profile, pod, statuses, nodes, cache.node_info_without).candidate is not None
+
+    one = _cluster()
+    one.upsert_pod(_labelled("db-0", "db", priority=5))  # less important, protected
+    one.upsert_pod(_labelled("web-0", "web", priority=20))  # more important, unprotected
+    nodes = one.node_infos()
+    statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
+    answer = plugin.post_filter(profile, pod, statuses, nodes, one.node_info_without, budgets=strict)
+    assert answer.candidate is not None and [v.name for v in answer.candidate.victims] == ["web-0"]
+    unprotected = plugin.post_filter(profile, pod, statuses, nodes, one.node_info_without)
+    assert unprotected.candidate is not None and [v.name for v in unprotected.candidate.victims] == ["db-0"]
+    only = _cluster()
+    only.upsert_pod(_labelled("db-0", "db", node="n1"))
+    only.upsert_pod(_labelled("db-1", "db", node="n1"))
+    nodes = only.node_infos()
+    statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
+    answer = plugin.post_filter(profile, pod, statuses, nodes, only.node_info_without, budgets=strict)
+    assert answer.candidate is not None and answer.candidate.pdb_violations == 1  # still preempts, as upstream

@@ -173,6 +173,7 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
         # DefaultPreemption: victims deleted, their DisruptionTarget condition and the preemptor's nominatedNodeName
         rule([""], ["pods"], ["delete"]),
         rule([""], ["pods/status"], ["patch"]),
+        rule(["policy"], ["poddisruptionbudgets"], ["list", "watch"]),  # victims a budget protects come last
         rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
         # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor
         rule(["resource.k8s.io"], ["resourceclaims", "resourceslices", "deviceclasses"], ["get", "list", "watch"]),

@@ -150,6 +150,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     _rt("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+    _rt("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ["pdb"], ["status"]),
     _rt("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
     # Dynamic Resource Allocation (kube-apiserver serves them without short names; `pkg/registry/resource/*`).
     _rt("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),

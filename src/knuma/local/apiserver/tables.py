@@ -142,6 +142,11 @@ def _claim_state(obj: JsonObj) -> str:
     return ",".join(states)
 
 
+def _intstr_or_na(value: Any) -> str:
+    """`printPodDisruptionBudget`: an unset minAvailable / maxUnavailable prints `N/A`."""
+    return "N/A" if value is None else str(value)
+
+
 def _involved(obj: JsonObj) -> str:
     ref = obj.get("involvedObject") or obj.get("regarding") or {}
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
@@ -266,6 +271,20 @@ COLUMNS: dict[str, list[Column]] = {
         NAME,
         ("Value", "integer", 0, "Value", lambda o: o.get("value", 0)),
         ("Global-Default", "boolean", 0, "Global default", lambda o: bool(o.get("globalDefault"))),
+        AGE,
+    ],
+    # pkg/printers/internalversion/printers.go: podDisruptionBudgetColumnDefinitions
+    "PodDisruptionBudget": [
+        NAME,
+        ("Min Available", "string", 0, "Min available", lambda o: _intstr_or_na(_get(o, "spec", "minAvailable"))),
+        ("Max Unavailable", "string", 0, "Max unavailable", lambda o: _intstr_or_na(_get(o, "spec", "maxUnavailable"))),
+        (
+            "Allowed Disruptions",
+            "integer",
+            0,
+            "Allowed disruptions",
+            lambda o: _get(o, "status", "disruptionsAllowed") or 0,
+        ),
         AGE,
     ],
     "Event": [

@@ -11,7 +11,7 @@ from typing import Any
 
 from knuma.api.podvalidation import container_name_errors, resource_requirement_errors
 from knuma.api.types import JsonObj
-from knuma.local.apiserver import dra_validation, metadata, priority
+from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -88,6 +88,8 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
         if not isinstance(obj.get("value"), int):
             causes.append(("FieldValueRequired", "value", "Required value"))
         causes += priority.priority_class_causes(obj)
+    elif kind == "PodDisruptionBudget":
+        causes += disruption_budgets.budget_causes(obj)
     elif kind in ("RoleBinding", "ClusterRoleBinding"):
         causes += _required(obj, "roleRef.name")
     return causes

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.disruption import DisruptionBudget
 from knuma.api.nrt import GROUP
 from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonView
@@ -59,6 +60,7 @@ __all__ = ["DaemonSettings", "Scheduler"]
 log = logging.getLogger("knuma.scheduler")
 
 NRT_PATH = f"/apis/{GROUP}/v1alpha2/noderesourcetopologies"
+PDB_PATH = "/apis/policy/v1/poddisruptionbudgets"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ def _namespace_metadata(obj: Any) -> Any:
     meta = obj.get("metadata") or {}
     keep = {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": keep}
+
+
+def _no_op(obj: JsonView) -> None:
+    del obj
 
 
 class _Handler:
@@ -141,6 +147,8 @@ class Scheduler:
             transform=_namespace_metadata,
         )
         """Namespace labels, for the namespace selectors of pod affinity terms (upstream's namespace lister)."""
+        self.budgets = Informer(http, PDB_PATH, _Handler(_no_op, lambda old, new: None, _no_op))
+        """PodDisruptionBudgets, read when preemption chooses victims (upstream's PDB lister)."""
         for profile in self.profiles.values():
             for plugin in profile.filters:
                 if isinstance(plugin, DynamicResources):
@@ -164,7 +172,7 @@ class Scheduler:
         stop = stop or asyncio.Event()
         informers = [
             asyncio.create_task(i.run(), name=f"informer {i.path}")
-            for i in (self.nodes, self.nrts, self.pods, self.namespaces, *self.device_informers.all)
+            for i in (self.nodes, self.nrts, self.pods, self.namespaces, self.budgets, *self.device_informers.all)
         ]
         work: list[asyncio.Task[Any]] = []
         froze = False
@@ -223,6 +231,8 @@ class Scheduler:
             await asyncio.wait_for(self.nrts.synced.wait(), timeout=5.0)
         with contextlib.suppress(TimeoutError):  # without namespace labels, only `namespaceSelector: {}` selects
             await asyncio.wait_for(self.namespaces.synced.wait(), timeout=5.0)
+        with contextlib.suppress(TimeoutError):  # a server without policy/v1: preemption sees no budget
+            await asyncio.wait_for(self.budgets.synced.wait(), timeout=5.0)
         with contextlib.suppress(TimeoutError):  # a cluster without resource.k8s.io still schedules other pods
             await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.device_informers.all)), timeout=5.0)
 
@@ -357,7 +367,14 @@ class Scheduler:
         for plugin in profile.post_filter:
             self.metrics.preemption_attempts.inc()
             answer = plugin.post_filter(
-                profile, pod, statuses, nodes, self.cache.node_info_without, nominated, self.cache.lowest_priority()
+                profile,
+                pod,
+                statuses,
+                nodes,
+                self.cache.node_info_without,
+                nominated,
+                self.cache.lowest_priority(),
+                [DisruptionBudget.from_manifest(obj) for obj in self.budgets.store.values()],
             )
             if answer.candidate is not None:
                 break

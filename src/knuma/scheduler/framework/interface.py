@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
+from knuma.api.disruption import DisruptionBudget
 from knuma.api.nodeaffinity import node_labels
 from knuma.api.pod import Pod
 from knuma.api.ports import HostPort
@@ -297,6 +298,7 @@ class PostFilterPlugin(Protocol):
         without: NodeWithout,
         nominated: str = "",
         lowest_priority: int | None = None,
+        budgets: Sequence[DisruptionBudget] = (),
     ) -> Preemption: ...
 
 

@@ -8,8 +8,9 @@ defaultpreemption/default_preemption.go` and `pkg/scheduler/framework/preemption
 - `findCandidates`: only nodes whose filter status is `Unschedulable` (removing pods cannot fix
   `UnschedulableAndUnresolvable`), from a random offset, until `DefaultPreemptionArgs.candidates` are found.
 - `SelectVictimsOnNode`: every pod of lower priority leaves the node; if the pod then passes the profile's filters,
-  the victims are reprieved one by one, most important first (higher priority, then longer running), as long as the
-  pod still fits. The pods left out are the victims.
+  the victims are reprieved one by one, those a PodDisruptionBudget protects first (`filterPodsWithPDBViolation`),
+  then the others, most important first (higher priority, then longer running), as long as the pod still fits. The
+  pods left out are the victims.
 - `pickOneNodeForPreemption`: fewest PodDisruptionBudget violations, lowest highest victim priority, lowest sum of
   priorities, fewest victims, latest start of the highest-priority victims, then the first candidate.
 
@@ -20,10 +21,10 @@ eviction would leave it unaligned (`TopologyAffinityError` after the eviction). 
 sees the published NRT in the dry run (its `preemptionMode: Enabled`, unreleased, frees victims on the zones its
 overreserve cache recorded).
 
-Differences: PodDisruptionBudgets are not read (every victim counts as non-violating); a terminating pod blocks a
-new preemption whatever deleted it (upstream: only pods with the `DisruptionTarget` condition the scheduler set);
-the dry run tries one node after another rather than in parallel (the same nodes; which candidate comes first among
-ties can differ). `knuma simulate` has pods of one priority only, so preemption never runs there.
+Differences: a terminating pod blocks a new preemption whatever deleted it (upstream: only pods with the
+`DisruptionTarget` condition the scheduler set); the dry run tries one node after another rather than in parallel
+(the same nodes; which candidate comes first among ties can differ). `knuma simulate` has pods of one priority only,
+so preemption never runs there.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
+from knuma.api.disruption import DisruptionBudget
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import (
     SUCCESS,
@@ -45,7 +47,7 @@ from knuma.scheduler.framework.interface import (
 from knuma.scheduler.framework.postfilter import Candidate, Preemption
 from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION, DefaultPreemptionArgs
 
-__all__ = ["NAME", "DefaultPreemption", "more_important", "pick_one_node"]
+__all__ = ["NAME", "DefaultPreemption", "more_important", "pick_one_node", "split_by_budget_violation"]
 
 NAME = DEFAULT_PREEMPTION
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -63,6 +65,24 @@ def _start(pod: Pod) -> str:
 def more_important(pod: Pod) -> tuple[int, str]:
     """Sort key, most important first (`util.MoreImportantPod`): higher priority, then the earlier start."""
     return -pod.priority, _start(pod)
+
+
+def split_by_budget_violation(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
+    """`filterPodsWithPDBViolation`: (pods whose eviction would take some budget below zero, the others), in the
+    given order. Each budget's allowed disruptions are spent in that order, so with one disruption allowed the first
+    pod it covers is not violating and the second is."""
+    allowed = [budget.disruptions_allowed for budget in budgets]
+    violating: list[Pod] = []
+    others: list[Pod] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:  # a pod without labels matches no budget
+            for i, budget in enumerate(budgets):
+                if budget.covers(pod.namespace, pod.name, pod.labels):
+                    allowed[i] -= 1
+                    violated = violated or allowed[i] < 0
+        (violating if violated else others).append(pod)
+    return violating, others
 
 
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
@@ -135,12 +155,13 @@ class DefaultPreemption:
         without: NodeWithout,
         nominated: str = "",
         lowest_priority: int | None = None,
+        budgets: Sequence[DisruptionBudget] = (),
     ) -> Preemption:
         """`Evaluator.Preempt` without the API calls: `statuses` are the cycle's filter verdicts by node name,
         `nodes` its snapshot, `nominated` the pod's `status.nominatedNodeName`, `lowest_priority` the lowest priority
         of the pods on the nodes when the caller knows it (then a pod of no higher priority costs no look at any
-        node: the same answer, `No preemption victims found` on every potential node). The daemon evicts the
-        candidate's victims and nominates the pod."""
+        node: the same answer, `No preemption victims found` on every potential node), `budgets` the cluster's
+        PodDisruptionBudgets. The daemon evicts the candidate's victims and nominates the pod."""
         nominated_info = next((n for n in nodes if n.name == nominated), None) if nominated else None
         reason = self.ineligible(pod, nominated_info, statuses.get(nominated))
         if reason:
@@ -155,47 +176,62 @@ class DefaultPreemption:
             return Preemption(message=f"preemption: {nodes_available(len(nodes), reasons)}", clear_nomination=True)
         offset = self.rng.randrange(len(potential))
         wanted = self.args.candidates(len(potential))
-        candidates: list[Candidate] = []
+        respecting: list[Candidate] = []
+        violating: list[Candidate] = []
         tried: dict[str, str] = {}
         filters = OneNodeFilters(profile, pod, nodes)
         for step in range(len(potential)):
             index = potential[(offset + step) % len(potential)]
             node = nodes[index]
-            victims, status = self.select_victims_on_node(filters, index, nodes, without)
+            victims, violations, status = self.select_victims_on_node(filters, index, nodes, without, budgets)
             if status.ok and victims:
-                candidates.append(Candidate(node.name, victims))
-                if len(candidates) >= wanted:
+                found = respecting if violations == 0 else violating
+                if len(found) < wanted:  # upstream's candidate lists hold `wanted` each
+                    found.append(Candidate(node.name, victims, violations))
+                if respecting and len(respecting) + len(violating) >= wanted:
                     break
                 continue
             if status.ok:
                 status = Status(Code.ERROR, f'expected at least one victim pod on node "{node.name}"', NAME)
             tried[node.name] = status.reason
-        best = pick_one_node(candidates)
+        best = pick_one_node(respecting + violating)
         if best is None:
             reasons = [tried.get(n.name, NOT_HELPFUL) for n in nodes]
             return Preemption(message=f"preemption: {nodes_available(len(nodes), reasons)}", clear_nomination=True)
         return Preemption(best)
 
     def select_victims_on_node(
-        self, filters: OneNodeFilters, index: int, nodes: Sequence[NodeInfo], without: NodeWithout
-    ) -> tuple[tuple[Pod, ...], Status]:
+        self,
+        filters: OneNodeFilters,
+        index: int,
+        nodes: Sequence[NodeInfo],
+        without: NodeWithout,
+        budgets: Sequence[DisruptionBudget] = (),
+    ) -> tuple[tuple[Pod, ...], int, Status]:
         """`SelectVictimsOnNode` for `nodes[index]`: the fewest, least important lower-priority pods whose eviction
-        lets the pod pass the profile's filters there (none and a failure status when no eviction does)."""
+        lets the pod pass the profile's filters there, and how many of them a PodDisruptionBudget protects (none, 0
+        and a failure status when no eviction does). Protected pods are reprieved first, so they are victims only
+        when nothing else makes room."""
         node, pod = nodes[index], filters.pod
         potential = sorted((p for p in node.pods if p.priority < pod.priority), key=more_important)
         if not potential:
-            return (), Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS, NAME)
+            return (), 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS, NAME)
         removed = {p.key for p in potential}
         status = self._fits(filters, index, nodes, without, removed)
         if not status.ok:
-            return (), status
+            return (), 0, status
+        protected, unprotected = split_by_budget_violation(potential, budgets)
         victims: list[Pod] = []
-        for candidate in potential:
+        violations = 0
+        for candidate in (*protected, *unprotected):
             removed.discard(candidate.key)
             if not self._fits(filters, index, nodes, without, removed).ok:
                 removed.add(candidate.key)
                 victims.append(candidate)
-        return tuple(victims), SUCCESS
+                violations += candidate in protected
+        if protected and unprotected:
+            victims.sort(key=more_important)
+        return tuple(victims), violations, SUCCESS
 
     def _fits(
         self,

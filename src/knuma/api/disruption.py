@@ -1,0 +1,50 @@
+"""PodDisruptionBudgets (`policy/v1`) as the scheduler reads them: which pods a budget covers and how many of them may
+still be disrupted (`status.disruptionsAllowed`, which the disruption controller keeps up to date)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knuma.api.labelselector import NOTHING, LabelSelector, LabelSelectorError, parse_label_selector
+
+__all__ = ["DisruptionBudget"]
+
+
+@dataclass(frozen=True)
+class DisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+    """`status.disruptedPods`: pods whose eviction the API server already counted against the budget."""
+
+    @classmethod
+    def from_manifest(cls, obj: Mapping[str, Any]) -> DisruptionBudget:
+        """A budget with an invalid selector covers no pod (kube-scheduler's `filterPodsWithPDBViolation`: "This
+        object has an invalid selector, it does not match the pod"); a missing status allows no disruption."""
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        try:
+            selector = parse_label_selector(spec.get("selector") if isinstance(spec, Mapping) else None)
+        except LabelSelectorError:
+            selector = NOTHING
+        allowed = status.get("disruptionsAllowed") if isinstance(status, Mapping) else None
+        disrupted = status.get("disruptedPods") if isinstance(status, Mapping) else None
+        return cls(
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            selector=selector,
+            disruptions_allowed=allowed if isinstance(allowed, int) and not isinstance(allowed, bool) else 0,
+            disrupted_pods=frozenset(disrupted) if isinstance(disrupted, Mapping) else frozenset(),
+        )
+
+    def covers(self, namespace: str, name: str, labels: Mapping[str, str]) -> bool:
+        """Whether evicting this pod counts against the budget: same namespace, a selector that is neither missing
+        nor empty (such a budget matches nothing) and matches the labels, and not already counted as disrupted."""
+        if namespace != self.namespace or self.selector.nothing or self.selector.empty:
+            return False
+        return self.selector.matches(labels) and name not in self.disrupted_pods
