@@ -62,3 +62,17 @@ def test_invalid_budgets_are_refused_as_kube_apiserver_refuses_them(http_client:
         '"IfHealthyBudget"'
     }
     assert http_client.get(PDBS).json["items"] == []
+
+
+def test_kubectl_create_pdb_is_decoded_from_protobuf(http_client: Http, kubectl: Kubectl) -> None:
+    """`kubectl create poddisruptionbudget` sends protobuf; integers and percentages come through as JSON would have
+    them, and the generator's selector too."""
+    kubectl("create", "pdb", "db", "--selector=app=db,tier=data", "--min-available=2")
+    kubectl("create", "pdb", "web", "--selector=app=web", "--max-unavailable=25%")
+    specs = {b["metadata"]["name"]: b["spec"] for b in http_client.get(PDBS).json["items"]}
+    assert specs == {
+        "db": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db", "tier": "data"}}},
+        "web": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
+    }
+    refused = kubectl("create", "pdb", "big", "--selector=app=x", "--max-unavailable=120%", check=False)
+    assert refused.returncode == 1 and "must not be greater than 100%" in refused.stderr

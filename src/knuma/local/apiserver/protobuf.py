@@ -1,10 +1,11 @@
 """Decoding the Kubernetes protobuf encoding for the simple kinds kubectl's generators send that way.
 
-`kubectl create namespace|configmap|secret|serviceaccount|priorityclass` POST `application/vnd.kubernetes.protobuf`
-bodies, and `kubectl drain` sends its DeleteOptions that way (none of them fall back to JSON on 415). The envelope is
-the magic `k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field holds the object; the fields below are
-the protobuf field numbers of `k8s.io/api/core/v1`, `k8s.io/api/scheduling/v1` and `apimachinery/pkg/apis/meta/v1`
-`generated.proto`. Other kinds answer 415 with a hint to use `-f` (JSON/YAML).
+`kubectl create namespace|configmap|secret|serviceaccount|priorityclass|poddisruptionbudget` POST
+`application/vnd.kubernetes.protobuf` bodies, and `kubectl drain` sends its DeleteOptions that way (none of them fall
+back to JSON on 415). The envelope is the magic `k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field
+holds the object; the fields below are the protobuf field numbers of `k8s.io/api/core/v1`, `k8s.io/api/scheduling/v1`,
+`k8s.io/api/policy/v1`, `apimachinery/pkg/apis/meta/v1` and `apimachinery/pkg/util/intstr` `generated.proto`. Other
+kinds answer 415 with a hint to use `-f` (JSON/YAML).
 """
 
 from __future__ import annotations
@@ -86,8 +87,19 @@ MESSAGES: dict[str, Schema] = {
         4: ("description", "string"),
         5: ("preemptionPolicy", "string"),
     },
+    "LabelSelectorRequirement": {1: ("key", "string"), 2: ("operator", "string"), 3: ("values", "strings")},
+    "LabelSelector": {1: ("matchLabels", "map"), 2: ("matchExpressions", "[]LabelSelectorRequirement")},
+    "PodDisruptionBudgetSpec": {
+        1: ("minAvailable", "intorstring"),
+        2: ("selector", "LabelSelector"),
+        3: ("maxUnavailable", "intorstring"),
+        4: ("unhealthyPodEvictionPolicy", "string"),
+    },
+    "PodDisruptionBudget": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodDisruptionBudgetSpec")},
 }
-SUPPORTED_KINDS = frozenset({"Namespace", "ConfigMap", "Secret", "ServiceAccount", "PriorityClass", "DeleteOptions"})
+SUPPORTED_KINDS = frozenset(
+    {"Namespace", "ConfigMap", "Secret", "ServiceAccount", "PriorityClass", "PodDisruptionBudget", "DeleteOptions"}
+)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -150,6 +162,13 @@ def decode_message(data: bytes, name: str) -> JsonObj:
         elif type_ == "int32":  # a negative int32 is sent as its 64-bit two's complement
             number_value = int(value) if isinstance(value, int) else 0
             out[key] = number_value - (1 << 64) if number_value >= 1 << 63 else number_value
+        elif type_ == "intorstring":  # intstr.IntOrString: type (0 int, 1 string), intVal, strVal
+            parts = dict(fields(value if isinstance(value, bytes) else b""))
+            if parts.get(1, 0) == 1:
+                out[key] = _text(parts.get(3, b""))
+            else:
+                number_value = parts.get(2, 0)
+                out[key] = number_value if isinstance(number_value, int) else 0
         elif type_ == "strings":
             out.setdefault(key, []).append(_text(value))
         elif type_ in ("map", "bytesmap"):
