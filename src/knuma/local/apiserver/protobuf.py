@@ -167,8 +167,9 @@ def decode_message(data: bytes, name: str) -> JsonObj:
             if parts.get(1, 0) == 1:
                 out[key] = _text(parts.get(3, b""))
             else:
-                number_value = parts.get(2, 0)
-                out[key] = number_value if isinstance(number_value, int) else 0
+                raw_count = parts.get(2, 0)
+                count = raw_count if isinstance(raw_count, int) else 0
+                out[key] = count - (1 << 64) if count >= 1 << 63 else count  # int32, sign-extended
         elif type_ == "strings":
             out.setdefault(key, []).append(_text(value))
         elif type_ in ("map", "bytesmap"):
