@@ -1,5 +1,6 @@
-"""Run the Deployment, ReplicaSet and DaemonSet controllers against an API server (what `knuma up` needs from
-kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, and a DaemonSet one pod per node).
+"""Run the Deployment, ReplicaSet, DaemonSet and disruption controllers against an API server (what `knuma up` needs
+from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, a DaemonSet one pod per node,
+and a PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads).
 
 Informers on Deployments, ReplicaSets, DaemonSets, Pods and Nodes feed one work queue of objects to reconcile; each
 reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset` /
@@ -28,6 +29,7 @@ from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
+from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
 
 __all__ = ["WorkloadControllers"]
@@ -38,6 +40,7 @@ EXPECTATION_TIMEOUT = 30.0
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 REPLICASETS = "/apis/apps/v1/replicasets"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
+BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -100,7 +103,8 @@ class WorkloadControllers:
         self.daemonsets = Informer(http, DAEMONSETS, _Events("DaemonSet", self))
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
         self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
-        self._informers = (self.deployments, self.replicasets, self.daemonsets, self.pods, self.nodes)
+        self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
+        self._informers = (self.deployments, self.replicasets, self.daemonsets, self.pods, self.nodes, self.budgets)
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._queued: set[tuple[str, str]] = set()
         self._backoffs: dict[str, Backoff] = {}
@@ -119,10 +123,16 @@ class WorkloadControllers:
                 self._enqueue("Deployment", owner)
         elif kind == "DaemonSet":
             self._enqueue("DaemonSet", key)
+        elif kind == "PodDisruptionBudget":
+            self._enqueue("PodDisruptionBudget", key)
         elif kind == "Node":
             for daemonset in list(self.daemonsets.store):
                 self._enqueue("DaemonSet", daemonset)
         else:
+            namespace = _meta(obj).get("namespace") or "default"
+            for budget in list(self.budgets.store):  # a pod's readiness or labels change its budgets' status
+                if budget.startswith(f"{namespace}/"):
+                    self._enqueue("PodDisruptionBudget", budget)
             owner_kind = "ReplicaSet"
             owner = _controller(obj, "ReplicaSet")
             if owner is None:
@@ -158,6 +168,8 @@ class WorkloadControllers:
                         await self._sync_deployment(key)
                     elif kind == "DaemonSet":
                         await self._sync_daemonset(key)
+                    elif kind == "PodDisruptionBudget":
+                        await self._sync_budget(key)
                     else:
                         await self._sync_replicaset(key)
                 except KubeApiError as err:
@@ -258,6 +270,30 @@ class WorkloadControllers:
             asyncio.get_running_loop().call_later(1.0, self._enqueue, "DaemonSet", key)  # minReadySeconds
         path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{_meta(ds).get('name')}/status"
         await self._write_status(path, ds, status)
+
+    async def _sync_budget(self, key: str) -> None:
+        budget = self.budgets.store.get(key)
+        if budget is None or _meta(budget).get("deletionTimestamp"):
+            return
+        pods = budget_pods(budget, list(self.pods.store.values()))
+        status = budget_status(budget, pods, self._scale)
+        namespace, name = _meta(budget).get("namespace"), _meta(budget).get("name")
+        await self._write_status(
+            f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status", budget, status
+        )
+
+    def _scale(self, pod: Mapping[str, Any]) -> tuple[str, int] | None:
+        """The pod's controller for the disruption controller's expected count (`getPodDeployment`, then
+        `getPodReplicaSet`): the Deployment that owns its ReplicaSet, else the ReplicaSet; (uid, spec.replicas)."""
+        owner = _controller(pod, "ReplicaSet")
+        rs = self.replicasets.store.get(owner) if owner else None
+        if rs is None:
+            return None
+        deployment_key = _controller(rs, "Deployment")
+        deployment = self.deployments.store.get(deployment_key) if deployment_key else None
+        found = deployment if deployment is not None else rs
+        replicas = (found.get("spec") or {}).get("replicas")
+        return str(_meta(found).get("uid")), replicas if isinstance(replicas, int) else 1
 
     async def _write_status(self, path: str, obj: Mapping[str, Any], status: JsonObj) -> None:
         current = obj.get("status") or {}

@@ -1,0 +1,85 @@
+"""The disruption controller's status of a PodDisruptionBudget (kube-controller-manager's
+`pkg/controller/disruption/disruption.go`: `trySync`, `getExpectedPodCount`, `countHealthyPods`, `updatePdbStatus`),
+as a pure function of the budget, its pods and their controllers' scale, so that `knuma up` gives budgets the
+`status.disruptionsAllowed` the scheduler's preemption reads.
+
+- The budget's pods: same namespace, matched by its selector (a missing or empty selector matches none).
+- Expected pods and desired healthy: an integer `minAvailable` expects the pods there are and wants that many
+  healthy; a percentage `minAvailable` or any `maxUnavailable` expects the sum of the pods' controllers' scale
+  (Deployment, else ReplicaSet) and scales the value to it, rounding up.
+- Healthy: Ready and not being deleted. Allowed disruptions: healthy minus desired, never below 0, and 0 when no pod
+  is expected.
+
+Not modelled: `disruptedPods` (the eviction subresource of `knuma apiserver` does not consult budgets), StatefulSets
+and controllers reached only through a scale subresource (their pods count as unmanaged), `unhealthyPodEvictionPolicy`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from knuma.api.labelselector import LabelSelectorError, parse_label_selector
+from knuma.api.types import JsonObj
+
+__all__ = ["budget_pods", "budget_status"]
+
+Scale = Callable[[Mapping[str, Any]], tuple[str, int] | None]
+"""A pod → (its controller's uid, the controller's replicas), or None for a pod without a scalable controller."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def budget_pods(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """`getPodsForPdb`: the pods of the budget's namespace its selector matches."""
+    namespace = _meta(budget).get("namespace") or "default"
+    try:
+        selector = parse_label_selector((budget.get("spec") or {}).get("selector"))
+    except LabelSelectorError:
+        return []
+    if selector.nothing or selector.empty:
+        return []
+    return [
+        pod
+        for pod in pods
+        if (_meta(pod).get("namespace") or "default") == namespace and selector.matches(_meta(pod).get("labels") or {})
+    ]
+
+
+def _scaled(value: Any, total: int) -> int:
+    """`intstr.GetScaledValueFromIntOrPercent` rounding up."""
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(int(value[:-1]) * total / 100)
+    return int(value)
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping))
+
+
+def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], scale: Scale) -> JsonObj:
+    """The status the disruption controller writes for `budget` given its pods (`budget_pods`)."""
+    spec = budget.get("spec") or {}
+    minimum, maximum = spec.get("minAvailable"), spec.get("maxUnavailable")
+    expected = desired = 0
+    if maximum is not None or isinstance(minimum, str):
+        controllers = {found[0]: found[1] for pod in pods if (found := scale(pod)) is not None}
+        expected = sum(controllers.values())
+        scaled = _scaled(maximum if maximum is not None else minimum, expected)
+        desired = max(0, expected - scaled) if maximum is not None else scaled
+    elif minimum is not None:
+        expected, desired = len(pods), int(minimum)
+    healthy = sum(1 for pod in pods if _ready(pod) and not _meta(pod).get("deletionTimestamp"))
+    allowed = healthy - desired if expected > 0 else 0
+    return {
+        "observedGeneration": _meta(budget).get("generation", 1),
+        "disruptionsAllowed": max(0, allowed),
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+    }
