@@ -24,14 +24,14 @@ incremental consumers (the fast path's arrays) reload only those rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from knuma.api.pod import Pod
 from knuma.topology.node import NodeTopology
 
-__all__ = ["BoundPod", "NRTCache", "NRTView", "OnChange", "PublishedNRT"]
+__all__ = ["BoundPod", "EvictionView", "NRTCache", "NRTView", "OnChange", "PublishedNRT"]
 
 OnChange = Callable[[str], None]
 
@@ -132,3 +132,11 @@ class NRTCache(Protocol):
     def reserved(self, node: str) -> int:
         """Pods whose resources the view holds on `node` beyond the published NRT (for metrics)."""
         ...
+
+
+@runtime_checkable
+class EvictionView(Protocol):
+    """An NRT cache mode that knows which zones each pod holds (knuma's): it can show a node as it would be without
+    some pods, which makes preemption's dry run NUMA-aware. Upstream's modes only know the published NRT."""
+
+    def view_without(self, node: str, keys: Collection[str]) -> NRTView: ...

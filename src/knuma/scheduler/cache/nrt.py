@@ -23,7 +23,7 @@ from knuma.api.pod import Pod, PodError
 from knuma.api.ports import HostPort, pod_host_ports
 from knuma.api.resources import ResourceList, parse_resource_list
 from knuma.api.types import JsonView
-from knuma.scheduler.cache.interface import PENDING, BoundPod, NRTCache, PublishedNRT
+from knuma.scheduler.cache.interface import PENDING, BoundPod, EvictionView, NRTCache, PublishedNRT
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.framework.interface import NodeInfo
 from knuma.scheduler.plugins.node_resources_fit import non_zero_request
@@ -111,6 +111,8 @@ class ClusterCache:
         self.removed: set[str] = set()
         self.nrt: NRTCache = nrt if nrt is not None else KnumaCache()
         self.nrt.on_change = self._touch
+        self._eviction_view = self.nrt if isinstance(self.nrt, EvictionView) else None
+        """The NRT cache when it can show a node without some pods (knuma's), for preemption's dry runs."""
         self.pods_with_affinity: dict[str, Pod] = {}
         """Placed pods (bound or assumed) with pod affinity or anti-affinity terms, by key: what the fast path asks
         InterPodAffinity about for pods without terms of their own (upstream's `HavePodsWithAffinityList`)."""
@@ -356,9 +358,8 @@ class ClusterCache:
             used_ports = frozenset(port for port, count in ports.items() if count > 0)
         gone = {v.pod.key for v in victims}
         topology, fresh = info.topology, info.nrt_fresh
-        view_without = getattr(self.nrt, "view_without", None)
-        if numa and view_without is not None and gone:
-            view = view_without(name, gone)
+        if numa and self._eviction_view is not None and gone:
+            view = self._eviction_view.view_without(name, gone)
             topology, fresh = view.topology, view.fresh
         without = info.with_usage(
             requested={k: v for k, v in requested.items() if v},
