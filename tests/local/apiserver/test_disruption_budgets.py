@@ -76,3 +76,66 @@ def test_kubectl_create_pdb_is_decoded_from_protobuf(http_client: Http, kubectl:
     }
     refused = kubectl("create", "pdb", "big", "--selector=app=x", "--max-unavailable=120%", check=False)
     assert refused.returncode == 1 and "must not be greater than 100%" in refused.stderr
+
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def running_pod(http_client: Http, name: str, app: str = "db", ready: bool = True) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+    assert http_client.post(PODS, body).status == 201
+    status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    assert http_client.patch(f"{PODS}/{name}/status", status, MERGE).status == 200
+
+
+def evict(http_client: Http, name: str) -> Any:
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}}
+    return http_client.post(f"{PODS}/{name}/eviction", body)
+
+
+def test_evictions_spend_the_budget_and_stop_at_zero(http_client: Http) -> None:
+    """`EvictionREST.Create`: one disruption allowed, two Ready pods: the first eviction is granted (the budget
+    records it and has none left), the second is 429 with the budget's numbers, a Pending pod goes regardless."""
+    for name in ("db-0", "db-1"):
+        running_pod(http_client, name)
+    assert http_client.post(PDBS, budget("db", minAvailable=1)).status == 201
+    counted = {"status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1}}
+    assert http_client.patch(f"{PDBS}/db/status", counted, MERGE).status == 200
+    granted = evict(http_client, "db-0")
+    assert granted.status == 201 and granted.json["status"] == "Success"
+    assert http_client.get(f"{PODS}/db-0").status == 404
+    spent = http_client.get(f"{PDBS}/db").json["status"]
+    assert spent["disruptionsAllowed"] == 0 and list(spent["disruptedPods"]) == ["db-0"]
+    refused = evict(http_client, "db-1")
+    assert (refused.status, refused.json["reason"]) == (429, "TooManyRequests")
+    assert refused.json["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert refused.json["details"]["causes"] == [
+        {"reason": "DisruptionBudget", "message": "The disruption budget db needs 1 healthy pods and has 2 currently"}
+    ]
+    assert http_client.get(f"{PODS}/db-1").status == 200
+    pending = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-2", "labels": {"app": "db"}},
+               "spec": {"containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+    assert http_client.post(PODS, pending).status == 201
+    assert evict(http_client, "db-2").status == 201  # Pending: no budget consulted
+
+
+def test_a_budget_not_yet_processed_or_two_budgets_refuse_the_eviction(http_client: Http) -> None:
+    running_pod(http_client, "web-0", app="web")
+    assert http_client.post(PDBS, budget("web", minAvailable=0, selector={"matchLabels": {"app": "web"}})).status == 201
+    stale = evict(http_client, "web-0")  # no status yet: observedGeneration 0 < generation 1
+    assert stale.status == 429
+    assert (
+        stale.json["details"]["causes"][0]["message"]
+        == "The disruption budget web is still being processed by the server."
+    )
+    assert (
+        http_client.post(PDBS, budget("web-too", minAvailable=0, selector={"matchLabels": {"app": "web"}})).status
+        == 201
+    )
+    two = evict(http_client, "web-0")
+    assert two.status == 500
+    assert (
+        two.json["message"]
+        == "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    )

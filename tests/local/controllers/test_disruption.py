@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from knuma.kube.client import async_http
 from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.testing.apiserver import RunningApiServer
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
 
 def _pod(name: str, app: str = "db", ready: bool = True, namespace: str = "default", **meta: Any) -> dict[str, Any]:
@@ -35,14 +38,26 @@ def test_an_integer_min_available_expects_the_pods_there_are() -> None:
     pods += [_pod("web", app="web"), _pod("other-ns", namespace="other")]
     mine = budget_pods(_budget(minAvailable=1), pods)
     assert [p["metadata"]["name"] for p in mine] == ["a", "b", "c", "d"]
-    assert budget_status(_budget(minAvailable=1), mine, _no_controller) == {
+    assert budget_status(_budget(minAvailable=1), mine, _no_controller, NOW) == {
         "observedGeneration": 3,
         "disruptionsAllowed": 1,
         "currentHealthy": 2,
         "desiredHealthy": 1,
         "expectedPods": 4,
+        "disruptedPods": None,
     }
-    assert budget_status(_budget(minAvailable=3), mine, _no_controller)["disruptionsAllowed"] == 0
+    assert budget_status(_budget(minAvailable=3), mine, _no_controller, NOW)["disruptionsAllowed"] == 0
+
+
+def test_a_granted_eviction_stops_counting_its_pod_for_two_minutes() -> None:
+    pods = [_pod("a"), _pod("b"), _pod("c")]
+    recent = {
+        "disruptedPods": {"a": "2026-11-28T11:59:00Z", "gone": "2026-11-28T11:59:00Z", "b": "2026-11-28T11:00:00Z"}
+    }
+    budget = {**_budget(minAvailable=1), "status": recent}
+    status = budget_status(budget, pods, _no_controller, NOW)
+    assert status["disruptedPods"] == {"a": "2026-11-28T11:59:00Z"}  # b's is too old, "gone" no longer exists
+    assert (status["currentHealthy"], status["disruptionsAllowed"]) == (2, 1)
 
 
 def test_percentages_and_max_unavailable_scale_to_the_controllers_replicas() -> None:
@@ -54,11 +69,13 @@ def test_percentages_and_max_unavailable_scale_to_the_controllers_replicas() -> 
         del pod
         return "rs-uid", 5
 
-    status = budget_status(_budget(maxUnavailable="40%"), pods, scale)
+    status = budget_status(_budget(maxUnavailable="40%"), pods, scale, NOW)
     assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (5, 3, 0)
-    status = budget_status(_budget(minAvailable="50%"), pods, scale)
+    status = budget_status(_budget(minAvailable="50%"), pods, scale, NOW)
     assert (status["desiredHealthy"], status["disruptionsAllowed"]) == (3, 0)
-    assert budget_status(_budget(maxUnavailable=1), pods, _no_controller)["disruptionsAllowed"] == 0  # none expected
+    assert (
+        budget_status(_budget(maxUnavailable=1), pods, _no_controller, NOW)["disruptionsAllowed"] == 0
+    )  # none expected
     assert budget_pods({"metadata": {"name": "x"}, "spec": {"selector": {}}}, pods) == []
 
 

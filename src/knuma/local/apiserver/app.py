@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
-from knuma.local.apiserver import bodies, discovery, errors, protobuf, reviews, subresources, tables, watch
+from knuma.local.apiserver import bodies, discovery, errors, eviction, protobuf, reviews, subresources, tables, watch
 from knuma.local.apiserver.authn import TokenAuthenticator, is_privileged
 from knuma.local.apiserver.connections import ConnectionGuard
 from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyRequest
@@ -295,8 +295,8 @@ class Handlers:
         if target.subresource == "eviction":
             if method != "POST":
                 raise errors.method_not_allowed()
-            service.delete(rt, ns, name, {}, _write_opts(request))
-            return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+            answer, code = eviction.evict(service, ns, name, None, _write_opts(request))
+            return _json(answer, code)
         if target.subresource == "scale":
             return await self.scale(request, target)
         sub = target.subresource if target.subresource in ("status",) else ""

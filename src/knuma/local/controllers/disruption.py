@@ -7,23 +7,28 @@ as a pure function of the budget, its pods and their controllers' scale, so that
 - Expected pods and desired healthy: an integer `minAvailable` expects the pods there are and wants that many
   healthy; a percentage `minAvailable` or any `maxUnavailable` expects the sum of the pods' controllers' scale
   (Deployment, else ReplicaSet) and scales the value to it, rounding up.
-- Healthy: Ready and not being deleted. Allowed disruptions: healthy minus desired, never below 0, and 0 when no pod
-  is expected.
+- Healthy: Ready, not being deleted, and not in `status.disruptedPods` (pods the eviction subresource spent the
+  budget on, `buildDisruptedPodMap`: kept until the pod is deleted or two minutes have passed). Allowed disruptions:
+  healthy minus desired, never below 0, and 0 when no pod is expected.
 
-Not modelled: `disruptedPods` (the eviction subresource of `knuma apiserver` does not consult budgets), StatefulSets
-and controllers reached only through a scale subresource (their pods count as unmanaged), `unhealthyPodEvictionPolicy`.
+Not modelled: StatefulSets and controllers reached only through a scale subresource (their pods count as unmanaged),
+`unhealthyPodEvictionPolicy`, conditions.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from knuma.api.labelselector import LabelSelectorError, parse_label_selector
 from knuma.api.types import JsonObj
 
 __all__ = ["budget_pods", "budget_status"]
+
+DELETION_TIMEOUT = timedelta(minutes=2)
+"""How long a pod an eviction was granted for stays out of the healthy count (`DeletionTimeout`)."""
 
 Scale = Callable[[Mapping[str, Any]], tuple[str, int] | None]
 """A pod → (its controller's uid, the controller's replicas), or None for a pod without a scalable controller."""
@@ -62,8 +67,26 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping))
 
 
-def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], scale: Scale) -> JsonObj:
-    """The status the disruption controller writes for `budget` given its pods (`budget_pods`)."""
+def _disrupted(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: datetime) -> dict[str, str]:
+    """`buildDisruptedPodMap`: the recorded evictions of pods still there, not being deleted, and recent."""
+    recorded = (budget.get("status") or {}).get("disruptedPods") or {}
+    kept: dict[str, str] = {}
+    for pod in pods:
+        name = str(_meta(pod).get("name"))
+        stamp = recorded.get(name) if isinstance(recorded, Mapping) else None
+        if not isinstance(stamp, str) or _meta(pod).get("deletionTimestamp"):
+            continue
+        try:
+            granted = datetime.fromisoformat(stamp)
+        except ValueError:
+            continue
+        if granted + DELETION_TIMEOUT > now:
+            kept[name] = stamp
+    return kept
+
+
+def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], scale: Scale, now: datetime) -> JsonObj:
+    """The status the disruption controller writes for `budget` given its pods (`budget_pods`), at `now` (aware)."""
     spec = budget.get("spec") or {}
     minimum, maximum = spec.get("minAvailable"), spec.get("maxUnavailable")
     expected = desired = 0
@@ -74,7 +97,12 @@ def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], 
         desired = max(0, expected - scaled) if maximum is not None else scaled
     elif minimum is not None:
         expected, desired = len(pods), int(minimum)
-    healthy = sum(1 for pod in pods if _ready(pod) and not _meta(pod).get("deletionTimestamp"))
+    disrupted = _disrupted(budget, pods, now)
+    healthy = sum(
+        1
+        for pod in pods
+        if _ready(pod) and not _meta(pod).get("deletionTimestamp") and _meta(pod).get("name") not in disrupted
+    )
     allowed = healthy - desired if expected > 0 else 0
     return {
         "observedGeneration": _meta(budget).get("generation", 1),
@@ -82,4 +110,5 @@ def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], 
         "currentHealthy": healthy,
         "desiredHealthy": desired,
         "expectedPods": expected,
+        "disruptedPods": disrupted or None,  # None: a merge patch removes the map
     }

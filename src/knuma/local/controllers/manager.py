@@ -276,11 +276,14 @@ class WorkloadControllers:
         if budget is None or _meta(budget).get("deletionTimestamp"):
             return
         pods = budget_pods(budget, list(self.pods.store.values()))
-        status = budget_status(budget, pods, self._scale)
+        status = budget_status(budget, pods, self._scale, _utcnow())
         namespace, name = _meta(budget).get("namespace"), _meta(budget).get("name")
-        await self._write_status(
-            f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status", budget, status
-        )
+        path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status"
+        recorded = (budget.get("status") or {}).get("disruptedPods") or {}
+        kept = status["disruptedPods"] or {}
+        dropped = {pod: None for pod in recorded if pod not in kept}  # a merge patch merges maps: drop by null
+        patch = {**status, "disruptedPods": {**dropped, **kept} if kept else None}
+        await self._write_status(path, budget, status, patch)
 
     def _scale(self, pod: Mapping[str, Any]) -> tuple[str, int] | None:
         """The pod's controller for the disruption controller's expected count (`getPodDeployment`, then
@@ -295,12 +298,16 @@ class WorkloadControllers:
         replicas = (found.get("spec") or {}).get("replicas")
         return str(_meta(found).get("uid")), replicas if isinstance(replicas, int) else 1
 
-    async def _write_status(self, path: str, obj: Mapping[str, Any], status: JsonObj) -> None:
+    async def _write_status(
+        self, path: str, obj: Mapping[str, Any], status: JsonObj, patch: JsonObj | None = None
+    ) -> None:
+        """Write `status` unless the object has it already; `patch`: what to send instead, when a plain merge patch
+        of `status` would not give it (keys of a map to remove)."""
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
             return
         with contextlib.suppress(NotFound):  # deleted meanwhile
-            await rest.patch(self.http, path, {"status": status})
+            await rest.patch(self.http, path, {"status": patch if patch is not None else status})
 
 
 def _utcnow() -> datetime:

@@ -1,0 +1,98 @@
+"""The pods/eviction subresource with PodDisruptionBudgets, as kube-apiserver's `EvictionREST.Create`
+(`pkg/registry/core/pod/storage/eviction.go`): what `kubectl drain` and other evicting clients rely on.
+
+- A pod that is Pending, finished or already being deleted is deleted without looking at budgets (`canIgnorePDB`).
+- A pod no budget covers is deleted; one that two budgets cover is refused (500, as upstream).
+- A pod that is not Ready while its budget already has the healthy pods it wants is deleted without spending it.
+- Otherwise `checkAndDecrement`: a budget its controller has not processed since its last change (status
+  `observedGeneration` behind `generation`) or without disruptions left answers 429 `TooManyRequests` with a
+  `DisruptionBudget` cause; else one disruption is spent and the pod recorded in `status.disruptedPods` (so the
+  disruption controller stops counting it as healthy) before the pod is deleted.
+
+Not modelled: dry-run evictions and retries on conflicts (the server is one process: nothing races between the read
+and the write).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knuma.api.disruption import DisruptionBudget
+from knuma.api.types import JsonObj
+from knuma.local.apiserver import errors
+from knuma.local.apiserver.errors import ApiError
+from knuma.local.apiserver.rest import ObjectService, WriteOptions, now
+
+__all__ = ["evict"]
+
+VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
+MORE_THAN_ONE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+SUCCESS: JsonObj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _too_many_requests(cause: str, retry_after: int) -> ApiError:
+    """`errors.NewTooManyRequests` with a `DisruptionBudget` cause."""
+    details: JsonObj = {"causes": [{"reason": "DisruptionBudget", "message": cause}], "retryAfterSeconds": retry_after}
+    return ApiError(429, "TooManyRequests", VIOLATION, details=details)
+
+
+def _ready(pod: JsonObj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+
+
+def evict(service: ObjectService, namespace: str, name: str, body: Any, opts: WriteOptions) -> tuple[JsonObj, int]:
+    """Evict pod `namespace/name`: (the answer, its HTTP status). `body`: the Eviction object when the caller decoded
+    it (its name must match, its `deleteOptions` apply), else None."""
+    pods = service.registry.get("", "v1", "pods")
+    budgets_type = service.registry.get("policy", "v1", "poddisruptionbudgets")
+    assert pods is not None and budgets_type is not None
+    if isinstance(body, dict) and (body.get("metadata") or {}).get("name") not in (None, name):
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = (body.get("deleteOptions") if isinstance(body, dict) else None) or {}
+    pod = service.get(pods, namespace, name)
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed", "Pending") or meta.get("deletionTimestamp"):
+        service.delete(pods, namespace, name, options, opts)
+        return SUCCESS, 201
+    covering = [
+        obj
+        for obj in service.list_objects(budgets_type, namespace).items
+        if DisruptionBudget.from_manifest(obj).covers(namespace, "", meta.get("labels") or {})
+    ]
+    if len(covering) > 1:
+        failure = {**SUCCESS, "status": "Failure", "code": 500}
+        failure["message"] = (
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+        )
+        return failure, 500
+    if covering:
+        budget = covering[0]
+        budget_status = budget.get("status") or {}
+        healthy, desired = budget_status.get("currentHealthy", 0), budget_status.get("desiredHealthy", 0)
+        if not (not _ready(pod) and healthy >= desired and desired > 0):
+            _spend(service, budgets_type, budget, name, opts)
+    service.delete(pods, namespace, name, options, opts)
+    return SUCCESS, 201
+
+
+def _spend(service: ObjectService, budgets_type: Any, budget: JsonObj, pod_name: str, opts: WriteOptions) -> None:
+    """`checkAndDecrement`."""
+    meta, status = budget.get("metadata") or {}, dict(budget.get("status") or {})
+    budget_name = str(meta.get("name") or "")
+    if status.get("observedGeneration", 0) < meta.get("generation", 0):
+        raise _too_many_requests(f"The disruption budget {budget_name} is still being processed by the server.", 10)
+    allowed = status.get("disruptionsAllowed", 0)
+    if allowed < 0:
+        raise errors.admission_forbidden(
+            "policy", "poddisruptionbudget", budget_name, "pdb disruptions allowed is negative"
+        )
+    if allowed == 0:
+        message = (
+            f"The disruption budget {budget_name} needs {status.get('desiredHealthy', 0)} healthy pods and has "
+            f"{status.get('currentHealthy', 0)} currently"
+        )
+        raise _too_many_requests(message, 0)
+    status["disruptionsAllowed"] = allowed - 1
+    status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now()}
+    service.update(budgets_type, str(meta.get("namespace")), budget_name, {**budget, "status": status}, opts, "status")
