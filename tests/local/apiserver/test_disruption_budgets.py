@@ -139,3 +139,27 @@ def test_a_budget_not_yet_processed_or_two_budgets_refuse_the_eviction(http_clie
         two.json["message"]
         == "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
     )
+
+
+def test_kubectl_drain_waits_for_the_budget(http_client: Http, kubectl: Kubectl) -> None:
+    """kubectl drain evicts (discovery names `pods/eviction`'s group and version, else it would delete) and retries on
+    429 until its timeout; once the budget allows a disruption the pod is evicted."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}  # fmt: skip
+    assert http_client.post("/api/v1/nodes", node).status == 201
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0", "labels": {"app": "db"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+    assert http_client.post(PODS, body).status == 201
+    ready = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert http_client.patch(f"{PODS}/db-0/status", ready, MERGE).status == 200
+    assert http_client.post(PDBS, budget("db", minAvailable=1)).status == 201
+    none_left = {"status": {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}}
+    assert http_client.patch(f"{PDBS}/db/status", none_left, MERGE).status == 200
+    blocked = kubectl("drain", "n1", "--force", "--timeout=4s", check=False, timeout=60)
+    assert blocked.returncode == 1
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in blocked.stderr + blocked.stdout
+    assert http_client.get(f"{PODS}/db-0").status == 200
+    one_left = {"status": {"disruptionsAllowed": 1}}
+    assert http_client.patch(f"{PDBS}/db/status", one_left, MERGE).status == 200
+    drained = kubectl("drain", "n1", "--force", "--timeout=20s", timeout=60)
+    assert "pod/db-0 evicted" in drained.stdout

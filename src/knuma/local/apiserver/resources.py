@@ -103,6 +103,8 @@ class ResourceType:
             }
             if sub == "scale":
                 entry.update(group="autoscaling", version="v1")
+            if sub == "eviction":  # kubectl drain evicts only when discovery names the Eviction's group and version
+                entry.update(group="policy", version="v1")
             entries.append(entry)
         return entries
 
