@@ -9,18 +9,17 @@
   `DisruptionBudget` cause; else one disruption is spent and the pod recorded in `status.disruptedPods` (so the
   disruption controller stops counting it as healthy) before the pod is deleted.
 
-Not modelled: dry-run evictions and retries on conflicts (the server is one process: nothing races between the read
-and the write).
+Not modelled: the Eviction's `deleteOptions` (and so dry runs), and retries on conflicts (the server is one process:
+nothing races between the read and the write).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from knuma.api.disruption import DisruptionBudget
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import errors
 from knuma.local.apiserver.errors import ApiError
+from knuma.local.apiserver.resources import ResourceType
 from knuma.local.apiserver.rest import ObjectService, WriteOptions, now
 
 __all__ = ["evict"]
@@ -41,15 +40,13 @@ def _ready(pod: JsonObj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
 
 
-def evict(service: ObjectService, namespace: str, name: str, body: Any, opts: WriteOptions) -> tuple[JsonObj, int]:
-    """Evict pod `namespace/name`: (the answer, its HTTP status). `body`: the Eviction object when the caller decoded
-    it (its name must match, its `deleteOptions` apply), else None."""
+def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions) -> tuple[JsonObj, int]:
+    """Evict pod `namespace/name`: (the answer, its HTTP status). The Eviction body is not read, so its
+    `deleteOptions` (grace period, preconditions) do not apply."""
     pods = service.registry.get("", "v1", "pods")
     budgets_type = service.registry.get("policy", "v1", "poddisruptionbudgets")
     assert pods is not None and budgets_type is not None
-    if isinstance(body, dict) and (body.get("metadata") or {}).get("name") not in (None, name):
-        raise errors.bad_request("name in URL does not match name in Eviction object")
-    options = (body.get("deleteOptions") if isinstance(body, dict) else None) or {}
+    options: JsonObj = {}
     pod = service.get(pods, namespace, name)
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed", "Pending") or meta.get("deletionTimestamp"):
@@ -62,21 +59,22 @@ def evict(service: ObjectService, namespace: str, name: str, body: Any, opts: Wr
     ]
     if len(covering) > 1:
         failure = {**SUCCESS, "status": "Failure", "code": 500}
-        failure["message"] = (
-            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-        )
+        failure["message"] = MORE_THAN_ONE
         return failure, 500
     if covering:
         budget = covering[0]
         budget_status = budget.get("status") or {}
         healthy, desired = budget_status.get("currentHealthy", 0), budget_status.get("desiredHealthy", 0)
-        if not (not _ready(pod) and healthy >= desired and desired > 0):
+        unready_and_enough_healthy = not _ready(pod) and desired > 0 and healthy >= desired
+        if not unready_and_enough_healthy:  # an unready pod does not count towards healthy: nothing to spend
             _spend(service, budgets_type, budget, name, opts)
     service.delete(pods, namespace, name, options, opts)
     return SUCCESS, 201
 
 
-def _spend(service: ObjectService, budgets_type: Any, budget: JsonObj, pod_name: str, opts: WriteOptions) -> None:
+def _spend(
+    service: ObjectService, budgets_type: ResourceType, budget: JsonObj, pod_name: str, opts: WriteOptions
+) -> None:
     """`checkAndDecrement`."""
     meta, status = budget.get("metadata") or {}, dict(budget.get("status") or {})
     budget_name = str(meta.get("name") or "")
