@@ -42,9 +42,14 @@ class DisruptionBudget:
             disrupted_pods=frozenset(disrupted) if isinstance(disrupted, Mapping) else frozenset(),
         )
 
-    def covers(self, namespace: str, name: str, labels: Mapping[str, str]) -> bool:
-        """Whether evicting this pod counts against the budget: same namespace, a selector that is neither missing
-        nor empty (such a budget matches nothing) and matches the labels, and not already counted as disrupted."""
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether the budget is about this pod: same namespace, and a selector that is neither missing nor empty
+        (such a budget matches nothing) and matches the labels."""
         if namespace != self.namespace or self.selector.nothing or self.selector.empty:
             return False
-        return self.selector.matches(labels) and name not in self.disrupted_pods
+        return self.selector.matches(labels)
+
+    def covers(self, namespace: str, name: str, labels: Mapping[str, str]) -> bool:
+        """Whether evicting this pod counts against the budget: it selects the pod, and the pod is not already
+        counted as disrupted."""
+        return self.selects(namespace, labels) and name not in self.disrupted_pods

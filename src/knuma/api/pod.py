@@ -27,6 +27,7 @@ __all__ = [
     "Pod",
     "PodError",
     "QOSClass",
+    "is_pod_ready",
     "long_running_request",
 ]
 
@@ -203,6 +204,15 @@ class Pod:
             terminating=bool(metadata.get("deletionTimestamp")),
             start_time=_start_time(manifest.get("status")),
         )
+
+
+def is_pod_ready(manifest: Mapping[str, Any]) -> bool:
+    """`podutil.IsPodReady`: the pod's `Ready` condition is `True` (what controllers and PodDisruptionBudgets count)."""
+    status = manifest.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions or ()
+    )
 
 
 def _start_time(status: Any) -> str:

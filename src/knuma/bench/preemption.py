@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.pod import Pod
+from knuma.bench.scheduler import _node, _nrt
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.config.load import build_nrt_cache, build_profiles, default_config
 from knuma.scheduler.fast.path import FastPath
@@ -77,26 +78,6 @@ def _pod(name: str, cpus: int, priority: int, node: str = "", gib: int = 1) -> d
     }
 
 
-def _nrt(name: str) -> dict[str, Any]:
-    zones = []
-    for zone in range(2):
-        rows = [
-            {"name": "cpu", "capacity": "16", "allocatable": "16", "available": "16"},
-            {"name": "memory", "capacity": "64Gi", "allocatable": "64Gi", "available": "64Gi"},
-        ]
-        zones.append({"name": f"node-{zone}", "type": "Node", "resources": rows})
-    return {
-        "apiVersion": "topology.node.k8s.io/v1alpha2",
-        "kind": "NodeResourceTopology",
-        "metadata": {"name": name},
-        "zones": zones,
-        "attributes": [
-            {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-            {"name": "topologyManagerScope", "value": "container"},
-        ],
-    }
-
-
 def run(nodes: int = 5000, pods_per_node: int = 4, attempts: int = 20) -> list[PreemptionResult]:
     config = default_config()
     nrt = build_nrt_cache(config)
@@ -105,15 +86,8 @@ def run(nodes: int = 5000, pods_per_node: int = 4, attempts: int = 20) -> list[P
     nrt.informers_synced()
     for index in range(nodes):
         name = f"node-{index:05d}"
-        cache.upsert_node(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name},
-                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
-            }
-        )
-        cache.upsert_nrt(_nrt(name))
+        cache.upsert_node(_node(name, 2, 16, 64))
+        cache.upsert_nrt(_nrt(name, 2, 16, 64))
         for slot in range(pods_per_node):
             cache.upsert_pod(_pod(f"running-{index}-{slot}", 7, 0, name))
     gc.collect()

@@ -16,6 +16,7 @@ nothing races between the read and the write).
 from __future__ import annotations
 
 from knuma.api.disruption import DisruptionBudget
+from knuma.api.pod import is_pod_ready
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import errors
 from knuma.local.apiserver.errors import ApiError
@@ -35,11 +36,6 @@ def _too_many_requests(cause: str, retry_after: int) -> ApiError:
     return ApiError(429, "TooManyRequests", VIOLATION, details=details)
 
 
-def _ready(pod: JsonObj) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
-
-
 def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions) -> tuple[JsonObj, int]:
     """Evict pod `namespace/name`: (the answer, its HTTP status). The Eviction body is not read, so its
     `deleteOptions` (grace period, preconditions) do not apply."""
@@ -55,7 +51,7 @@ def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions)
     covering = [
         obj
         for obj in service.list_objects(budgets_type, namespace).items
-        if DisruptionBudget.from_manifest(obj).covers(namespace, "", meta.get("labels") or {})
+        if DisruptionBudget.from_manifest(obj).selects(namespace, meta.get("labels") or {})
     ]
     if len(covering) > 1:
         failure = {**SUCCESS, "status": "Failure", "code": 500}
@@ -65,7 +61,7 @@ def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions)
         budget = covering[0]
         budget_status = budget.get("status") or {}
         healthy, desired = budget_status.get("currentHealthy", 0), budget_status.get("desiredHealthy", 0)
-        unready_and_enough_healthy = not _ready(pod) and desired > 0 and healthy >= desired
+        unready_and_enough_healthy = not is_pod_ready(pod) and desired > 0 and healthy >= desired
         if not unready_and_enough_healthy:  # an unready pod does not count towards healthy: nothing to spend
             _spend(service, budgets_type, budget, name, opts)
     service.delete(pods, namespace, name, options, opts)

@@ -38,10 +38,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from knuma.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity, node_labels
+from knuma.api.pod import is_pod_ready
 from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, taints_of, tolerations_of
 from knuma.api.types import JsonObj
 from knuma.local.controllers.deployment import template_hash
-from knuma.local.controllers.replicaset import ready
 
 __all__ = [
     "HASH_LABEL",
@@ -227,7 +227,7 @@ def _parse_time(text: str) -> datetime | None:
 
 def available(pod: Mapping[str, Any], min_ready_seconds: int, now: datetime) -> bool:
     """`podutil.IsPodAvailable`: ready, and for at least `minReadySeconds`."""
-    if not ready(pod):
+    if not is_pod_ready(pod):
         return False
     if min_ready_seconds <= 0:
         return True
@@ -386,7 +386,7 @@ def _status(
             continue
         current += 1
         pod = _oldest_first(daemon_pods)[0]
-        if ready(pod):
+        if is_pod_ready(pod):
             ready_count += 1
             if available(pod, min_ready, wall):
                 available_count += 1

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from knuma.api.labelselector import LabelSelectorError, parse_label_selector
+from knuma.api.disruption import DisruptionBudget
+from knuma.api.pod import is_pod_ready
 from knuma.api.types import JsonObj
 
 __all__ = ["budget_pods", "budget_status"]
@@ -41,17 +42,9 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def budget_pods(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`getPodsForPdb`: the pods of the budget's namespace its selector matches."""
-    namespace = _meta(budget).get("namespace") or "default"
-    try:
-        selector = parse_label_selector((budget.get("spec") or {}).get("selector"))
-    except LabelSelectorError:
-        return []
-    if selector.nothing or selector.empty:
-        return []
+    parsed = DisruptionBudget.from_manifest(budget)
     return [
-        pod
-        for pod in pods
-        if (_meta(pod).get("namespace") or "default") == namespace and selector.matches(_meta(pod).get("labels") or {})
+        pod for pod in pods if parsed.selects(_meta(pod).get("namespace") or "default", _meta(pod).get("labels") or {})
     ]
 
 
@@ -60,11 +53,6 @@ def _scaled(value: Any, total: int) -> int:
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(int(value[:-1]) * total / 100)
     return int(value)
-
-
-def _ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping))
 
 
 def _disrupted(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: datetime) -> dict[str, str]:
@@ -101,7 +89,7 @@ def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], 
     healthy = sum(
         1
         for pod in pods
-        if _ready(pod) and not _meta(pod).get("deletionTimestamp") and _meta(pod).get("name") not in disrupted
+        if is_pod_ready(pod) and not _meta(pod).get("deletionTimestamp") and _meta(pod).get("name") not in disrupted
     )
     allowed = healthy - desired if expected > 0 else 0
     return {

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.pod import is_pod_ready
 from knuma.api.types import JsonObj
 
 __all__ = [
@@ -26,7 +27,6 @@ __all__ = [
     "owned_by",
     "plan_replicaset",
     "pod_from_template",
-    "ready",
 ]
 
 BURST = 500
@@ -80,11 +80,6 @@ def active(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in TERMINAL and not _meta(pod).get("deletionTimestamp")
 
 
-def ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _deletion_rank(pod: Mapping[str, Any]) -> tuple[int, int, int, str]:
     """Delete first: unscheduled, then pending, then not ready, then the newest (`ActivePodsWithRanks`)."""
     spec = pod.get("spec") or {}
@@ -93,7 +88,7 @@ def _deletion_rank(pod: Mapping[str, Any]) -> tuple[int, int, int, str]:
     return (
         0 if not spec.get("nodeName") else 1,
         0 if phase == "Pending" else 1,
-        0 if not ready(pod) else 1,
+        0 if not is_pod_ready(pod) else 1,
         "".join(chr(0x10FFFF - ord(c)) for c in created),
     )
 
@@ -116,7 +111,7 @@ def plan_replicaset(
             create = min(diff, BURST)
     elif diff < 0:
         delete = tuple(str(_meta(p).get("name")) for p in sorted(live, key=_deletion_rank)[: min(-diff, BURST)])
-    ready_count = sum(1 for p in live if ready(p))
+    ready_count = sum(1 for p in live if is_pod_ready(p))
     status = {
         "replicas": len(live),
         "fullyLabeledReplicas": len(live),

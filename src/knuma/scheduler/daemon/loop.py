@@ -389,13 +389,16 @@ class Scheduler:
         for victim in candidate.victims:
             if not victim.terminating:  # graceful deletion under way: no second call
                 self._spawn(self._evict(pod, victim, candidate.node))
-        for key in self.cache.nominations_below(pod.priority):
-            if self.cache.nominated_node(key) == candidate.node:  # may no longer fit there: let them look again
-                obj = self.pods.store.get(key)
-                held = self.cache.unnominate(key)
-                if obj is not None and held is not None:
-                    self._clear_nomination(held[0], obj)
-                    self.queue.move_all()
+        displaced = [
+            k for k in self.cache.nominations_below(pod.priority) if self.cache.nominated_node(k) == candidate.node
+        ]
+        for key in displaced:  # may no longer fit there: their nomination goes, and they look again
+            obj = self.pods.store.get(key)
+            held = self.cache.unnominate(key)
+            if obj is not None and held is not None:
+                self._clear_nomination(held[0], obj)
+        if displaced:
+            self.queue.move_all()
         if (current.get("status") or {}).get("nominatedNodeName") != candidate.node:
             self._spawn(self._patch_status(pod, {"nominatedNodeName": candidate.node}))
 
