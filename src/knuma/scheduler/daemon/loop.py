@@ -22,7 +22,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,14 +42,15 @@ from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.cache.nrt import ClusterCache, pod_key, terminal
+from knuma.scheduler.cycle import SchedulingCycle
 from knuma.scheduler.daemon.claims import DeviceInformers, pre_bind, unreserve_claims
 from knuma.scheduler.daemon.metrics import SchedulerMetrics
 from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
 from knuma.scheduler.daemon.unsupported import unsupported_constraints
 from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
-from knuma.scheduler.framework.interface import OneNodeFilters, Profile, schedule_one
-from knuma.scheduler.framework.postfilter import Candidate, Preemption
+from knuma.scheduler.framework.interface import Profile, schedule_one
+from knuma.scheduler.framework.postfilter import Candidate
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
@@ -117,6 +118,7 @@ class Scheduler:
         self.settings = settings
         self.cache = ClusterCache(nrt)
         self.fast = FastPath(self.cache)
+        self.cycle = SchedulingCycle(self.cache, self.fast, self._budgets)
         self.queue = SchedulingQueue(
             initial_backoff=settings.initial_backoff,
             max_backoff=settings.max_backoff,
@@ -268,41 +270,32 @@ class Scheduler:
         profile = self.profiles[pod.scheduler_name]
         start = time.perf_counter()
         self._sync_zone_devices()
-        lifted = self._lift_nominations(pod)
-        own = lifted.pop(pod.key, None)
         try:
-            nominated = own[1] if own else str((current.get("status") or {}).get("nominatedNodeName") or "")
-            outcome = self._on_nominated_node(profile, pod, nominated) or self.fast.decide(profile, pod)
+            cycle = self.cycle.run(profile, pod, str((current.get("status") or {}).get("nominatedNodeName") or ""))
         except Exception as err:  # a bug must not stop the scheduler: report, back off, go on
             log.exception("scheduling %s failed", pod.key)
-            self._restore_nominations({**lifted, **({pod.key: own} if own else {})})
             self.metrics.attempts.labels("error", profile.name).inc()
             self.queue.error(queued)
             self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
             return None
         elapsed = time.perf_counter() - start
+        outcome = cycle.outcome
         if outcome.node is None:
-            message = outcome.message
-            preemption = self._preempt(profile, pod, current, outcome)
-            self._restore_nominations(lifted)
-            if preemption is not None and preemption.candidate is not None:
-                self._nominate(pod, current, preemption.candidate)
-            elif preemption is not None and preemption.clear_nomination:
+            if cycle.post_filter_runs:
+                self.metrics.preemption_attempts.inc(cycle.post_filter_runs)
+            if cycle.candidate is not None:
+                self._nominate(pod, current, cycle.candidate, cycle.displaced)
+            elif cycle.clears_nomination:
                 self._clear_nomination(pod, current)
-            elif own is not None:
-                self.cache.nominate(*own)  # waiting for its victims: keep the room held
-            if preemption is not None and preemption.message:
-                message = f"{message} {preemption.message}"
             annotations = self._explain(profile, pod) if self.settings.explain else None
             self.metrics.attempts.labels("unschedulable", profile.name).inc()
             self.metrics.attempt_duration.labels("unschedulable", profile.name).observe(elapsed)
-            log.info("pod %s is unschedulable: %s", pod.key, message)
+            log.info("pod %s is unschedulable: %s", pod.key, outcome.message)
             self.queue.unschedulable(queued)
-            self._event(pod, "Warning", "FailedScheduling", message)
+            self._event(pod, "Warning", "FailedScheduling", outcome.message)
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
-            return dataclasses.replace(outcome, message=message)
-        self._restore_nominations(lifted)
+            return outcome
         annotations = self._explain(profile, pod) if self.settings.explain else None
         claims: dict[str, Any] | None = None
         assumed = pod
@@ -326,81 +319,28 @@ class Scheduler:
 
     # -- preemption ---------------------------------------------------------------------------------------------
 
-    def _lift_nominations(self, pod: Pod) -> dict[str, tuple[Pod, str]]:
-        """Stop holding room, for this cycle, for the pods nominated with lower priority than `pod`, and for `pod`
-        itself (kube-scheduler's filters add only nominated pods of equal or higher priority, and not the pod being
-        scheduled, `addGENominatedPods`). Returns what to hold again after the cycle."""
-        lifted: dict[str, tuple[Pod, str]] = {}
-        for key in [*self.cache.nominations_below(pod.priority), pod.key]:
-            held = self.cache.unnominate(key)
-            if held is not None:
-                lifted[key] = held
-        return lifted
-
-    def _on_nominated_node(self, profile: Profile, pod: Pod, nominated: str) -> Outcome | None:
-        """kube-scheduler's `evaluateNominatedNode`: a pod nominated by an earlier preemption goes to that node when
-        it fits there now (its victims gone), without looking at the others, since the evictions were made for it
-        there. None when it has no nomination or does not fit (then every node is looked at)."""
-        info = self.cache.node_info(nominated) if nominated else None
-        if info is None:
-            return None
-        nodes = self.cache.node_infos()
-        fits = OneNodeFilters(profile, pod, nodes, dry_run=False).run(info, nodes).ok
-        return Outcome(nominated) if fits else None
-
-    def _restore_nominations(self, lifted: Mapping[str, tuple[Pod, str]]) -> None:
-        for held_pod, node in lifted.values():
-            self.cache.nominate(held_pod, node)
-
-    def _preempt(self, profile: Profile, pod: Pod, current: JsonView, outcome: Outcome) -> Preemption | None:
-        """Run the profile's PostFilter (DefaultPreemption) for a pod no node fits; None when the profile has
-        none. The nodes' verdicts come from the decision when it computed them (the fast path computes them when no
-        node fits), else from one exact pass."""
-        if not profile.post_filter:
-            return None
-        nodes = self.cache.node_infos()
-        statuses = outcome.statuses
-        if statuses is None:
-            statuses = {r.name: r.filter for r in schedule_one(profile, pod, nodes, explain=False).nodes}
-        nominated = str((current.get("status") or {}).get("nominatedNodeName") or "")
-        answer: Preemption | None = None
-        for plugin in profile.post_filter:
-            self.metrics.preemption_attempts.inc()
-            answer = plugin.post_filter(
-                profile,
-                pod,
-                statuses,
-                nodes,
-                self.cache.node_info_without,
-                nominated,
-                self.cache.lowest_priority(),
-                [DisruptionBudget.from_manifest(obj) for obj in self.budgets.store.values()],
-            )
-            if answer.candidate is not None:
-                break
-        return answer
-
-    def _nominate(self, pod: Pod, current: JsonView, candidate: Candidate) -> None:
-        """Preemption chose `candidate`: hold its room for the pod, evict the victims, and write the nomination
-        (`status.nominatedNodeName`), as `prepareCandidate` and the scheduler's failure handler do."""
+    def _nominate(
+        self, pod: Pod, current: JsonView, candidate: Candidate, displaced: Sequence[tuple[Pod, str]]
+    ) -> None:
+        """Preemption chose `candidate` (the cycle holds its room for the pod): evict the victims, clear the
+        nominations it displaced, and write the nomination (`status.nominatedNodeName`), as `prepareCandidate` and
+        the scheduler's failure handler do."""
         log.info("pod %s preempts %s on %s", pod.key, ", ".join(v.key for v in candidate.victims), candidate.node)
         self.metrics.preemption_victims.observe(len(candidate.victims))
-        self.cache.nominate(pod, candidate.node)
         for victim in candidate.victims:
             if not victim.terminating:  # graceful deletion under way: no second call
                 self._spawn(self._evict(pod, victim, candidate.node))
-        displaced = [
-            k for k in self.cache.nominations_below(pod.priority) if self.cache.nominated_node(k) == candidate.node
-        ]
-        for key in displaced:  # may no longer fit there: their nomination goes, and they look again
-            obj = self.pods.store.get(key)
-            held = self.cache.unnominate(key)
-            if obj is not None and held is not None:
-                self._clear_nomination(held[0], obj)
+        for held_pod, _ in displaced:  # may no longer fit there: their nomination goes, and they look again
+            obj = self.pods.store.get(held_pod.key)
+            if obj is not None:
+                self._clear_nomination(held_pod, obj)
         if displaced:
             self.queue.move_all()
         if (current.get("status") or {}).get("nominatedNodeName") != candidate.node:
             self._spawn(self._patch_status(pod, {"nominatedNodeName": candidate.node}))
+
+    def _budgets(self) -> list[DisruptionBudget]:
+        return [DisruptionBudget.from_manifest(obj) for obj in self.budgets.store.values()]
 
     def _clear_nomination(self, pod: Pod, current: JsonView) -> None:
         self.cache.unnominate(pod.key)
