@@ -13,7 +13,7 @@ from typing import Any
 from knuma.api.resources import CPU
 from knuma.errors import InvalidInput
 from knuma.sim.engine import RunResult, arrivals, build_kubelets
-from knuma.sim.metrics import JSON_KEYS
+from knuma.sim.metrics import JSON_KEYS, PREEMPTION_KEYS
 from knuma.sim.optimal import DEFAULT_TIME_LIMIT, OptimalResult, OptimalUnsupported, solve
 from knuma.sim.parallel import simulate
 from knuma.sim.schedulers import ALL_SCHEDULERS, PRODUCT
@@ -41,11 +41,15 @@ class Comparison:
         """The documented `-o json` shape: only the contract's keys."""
         return {
             "scenario": self.scenario.name,
-            "results": {name: {key: metrics[key] for key in JSON_KEYS} for name, metrics in self.results.items()},
+            "results": {
+                name: {key: metrics[key] for key in (*JSON_KEYS, *PREEMPTION_KEYS) if key in metrics}
+                for name, metrics in self.results.items()
+            },
         }
 
     def verdict(self) -> str:
-        """One line: knuma's admission errors, its share of the optimum, its false negatives vs overreserve."""
+        """One line: knuma's admission errors, its share of the optimum, its highest-priority pods running (with
+        priorities), its false negatives vs overreserve."""
         knuma = self.results.get("knuma")
         if knuma is None:
             return "knuma was not part of this run."
@@ -61,6 +65,17 @@ class Comparison:
             parts.append(f"placed {knuma['placed']} = {share:.1%} of optimal ({best}{proven})")
         else:
             parts.append(f"placed {knuma['placed']}")
+        if "top_priority_running" in knuma:
+            others_running = ", ".join(
+                f"{n} {m['top_priority_running']}"
+                for n, m in self.results.items()
+                if n not in ("knuma", OPTIMAL) and "top_priority_running" in m
+            )
+            parts.append(
+                f"highest-priority pods running {knuma['top_priority_running']} of {knuma['top_priority_pods']}"
+                + (f" (vs {others_running})" if others_running else "")
+                + f" after {knuma['preempted']} evictions"
+            )
         if "nrt-overreserve" in self.results:
             over = self.results["nrt-overreserve"]["false_negative_pending"]
             parts.append(f"false-negative pending {knuma['false_negative_pending']} vs nrt-overreserve {over}")

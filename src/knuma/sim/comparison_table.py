@@ -31,6 +31,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("smt_alignment_errors", "SMTAlignmentError"),
     ("other_admission_errors", "other admission errors"),
     ("pending", "pending"),
+    ("top_priority_running", "highest-priority pods running"),
+    ("preempted", "preempted (victims evicted)"),
     ("false_negative_pending", "false-negative pending"),
     ("cpu_utilization", "CPU utilisation (last 25% of the run)"),
     ("mean_cpu_utilization", "CPU utilisation (whole run)"),
@@ -94,7 +96,11 @@ def comparison_table(comparison: Comparison) -> ComparisonTable:
         values = [comparison.results[name].get(key) for name in columns]
         if all(v is None for v in values):
             continue
-        rows.append((label, [format_metric(key, v) for v in values]))
+        cells = [format_metric(key, v) for v in values]
+        if key == "top_priority_running":  # "57 of 57": running of the workload's highest-priority pods
+            totals = [comparison.results[name].get("top_priority_pods") for name in columns]
+            cells = [c if v is None else f"{c} of {t}" for c, v, t in zip(cells, values, totals, strict=True)]
+        rows.append((label, cells))
     caption = None
     if OPTIMAL in comparison.results:
         optimal = comparison.results[OPTIMAL]

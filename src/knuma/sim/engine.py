@@ -7,10 +7,13 @@ Events, in time order (ties broken by kind, then by insertion):
    `nrt_event_delay` seconds after each change on the node);
 3. a bound pod reaches its kubelet (`bind_delay` after the bind) and is admitted, or rejected with
    `TopologyAffinityError` (recorded; never rescheduled; optionally recreated by a ReplicaSet-like controller);
-4. the scheduler's informers hear of an admission, a rejection or a termination, `status_delay` seconds after it
-   happened (the same delay for all, so they arrive in the order they happened);
-5. a pod arrives and gets one scheduling attempt;
-6. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue);
+4. the scheduler's informers hear of an admission, a rejection, a termination or a victim's deletion,
+   `status_delay` seconds after it happened (the same delay for all, so they arrive in the order they happened);
+5. a pod arrives and gets one scheduling attempt; when no node fits and preemption (DefaultPreemption, as in
+   `knuma scheduler`) chooses victims, they are deleted: each stops after its `terminationGracePeriodSeconds`
+   (Kubernetes' default 30 s when the pod sets none) and is replaced by its controller when `recreate` is on;
+6. pending pods are retried after something that may have freed room (kube-scheduler's unschedulable queue), the
+   highest priority first;
 7. the scheduler's periodic work (overreserve resync);
 8. (samples for the plots, then) the scheduler restarts (`schedulerRestarts`): a new scheduler process starts from
    what its informers list, the last published NRT of every node and the pods bound to nodes, as the API server shows
@@ -42,6 +45,8 @@ from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 __all__ = ["PodRecord", "RunResult", "Sample", "arrivals", "build_kubelets", "run"]
 
 TERMINATE, PUBLISH, ADMIT, NOTIFY, ARRIVE, RETRY, TICK, SAMPLE, RESTART = range(9)
+DEFAULT_GRACE_PERIOD = 30.0
+"""`terminationGracePeriodSeconds` when a pod sets none (Kubernetes' default)."""
 RETRY_DELAY = 1.0
 """Seconds between a change that may free room and the retry of pending pods (coalesced)."""
 SAMPLES = 120
@@ -63,6 +68,8 @@ class PodRecord:
     recreations: int = 0
     origin: str = ""
     """The name of the first pod of this replica (recreated pods are `<origin>-r<n>`)."""
+    evicted_at: float | None = None
+    """When preemption deleted it (a victim)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,8 @@ class _Engine:
         """The last NRT each exporter published."""
         self.listed: dict[str, ListedPod] = {}
         """Pods bound to nodes as the API server shows them (what a restarted scheduler lists)."""
+        self.nominations: dict[str, str] = {}
+        """Pending pods' `status.nominatedNodeName`, as the API server shows them."""
         if scenario.scoring is not None:
             options = {"scoring": StrategyType.parse(scenario.scoring), **options}
         self.scheduler_name, self.options = scheduler_name, options
@@ -172,6 +181,7 @@ class _Engine:
         self.samples: list[Sample] = []
         self.tae = 0
         self.recreated = 0
+        self.preempted = 0
         self.cpu_total = sum(k.allocatable.get(CPU, 0) for k in self.kubelets.values())
         self.memory_total = sum(k.allocatable.get(MEMORY, 0) for k in self.kubelets.values())
 
@@ -182,6 +192,7 @@ class _Engine:
             setups,
             resync_period=self.scenario.resync_period,
             pods=sorted(self.listed.values(), key=lambda p: p.pod.key),  # the API server lists in key order
+            nominated=[(self.pods[key].pod, node) for key, node in sorted(self.nominations.items())],
             **self.options,
         )
 
@@ -251,17 +262,41 @@ class _Engine:
     def attempt(self, record: PodRecord, now: float) -> bool:
         record.attempts += 1
         started = time.perf_counter()
-        node = self.scheduler.schedule(record.pod, now)
+        attempt = self.scheduler.attempt(record.pod, now)
         self.latencies.append(time.perf_counter() - started)
+        for victim in attempt.victims:
+            self.evict(victim.key, now)
+        node = attempt.node
         if node is None:
+            if attempt.nominated:
+                self.nominations[record.pod.key] = attempt.nominated
+            else:
+                self.nominations.pop(record.pod.key, None)
             return False
+        self.nominations.pop(record.pod.key, None)
         record.node = node
         record.bound_at = now
         self.listed[record.pod.key] = ListedPod(record.pod, node, started=False)
         self.push(now + self.scenario.bind_delay, ADMIT, record)
         return True
 
+    def evict(self, key: str, now: float) -> None:
+        """Preemption deleted `key`: the informers hear of its deletion, and it stops within its grace period."""
+        record = self.pods.get(key)
+        if record is None or record.evicted_at is not None or record.finished_at is not None:
+            return
+        record.evicted_at = now
+        self.preempted += 1
+        listed = self.listed.get(key)
+        if listed is not None:  # the API server shows its deletionTimestamp at once
+            self.listed[key] = replace(listed, pod=replace(listed.pod, terminating=True))
+        self.push(now + self.scenario.status_delay, NOTIFY, ("terminating", record))
+        grace = record.pod.spec.get("terminationGracePeriodSeconds")
+        self.push(now + (DEFAULT_GRACE_PERIOD if grace is None else float(grace)), TERMINATE, record)
+
     def on_admit(self, now: float, record: PodRecord) -> None:
+        if record.evicted_at is not None or record.finished_at is not None:
+            return  # deleted before its kubelet started it
         kubelet = self.kubelets[record.node]
         result = kubelet.admit(record.pod)
         if self.check:
@@ -285,13 +320,18 @@ class _Engine:
         what, record = data
         key, node = record.pod.key, record.node
         if what == "running":
-            self.listed[key] = ListedPod(record.pod, node, started=True)
-            self.scheduler.pod_running(key, node, now)
+            if record.evicted_at is None:
+                self.listed[key] = ListedPod(record.pod, node, started=True)
+                self.scheduler.pod_running(key, node, now)
+            return
+        if what == "terminating":
+            if record.finished_at is None:
+                self.scheduler.pod_terminating(key, node, now)
             return
         self.listed.pop(key, None)
         if self.scheduler.pod_terminated(key, node, now):
             self.want_retry(now)
-        if what == "failed":
+        if what == "failed" or record.evicted_at is not None:
             self.recreate(record, now)
 
     def recreate(self, record: PodRecord, now: float) -> None:
@@ -308,12 +348,16 @@ class _Engine:
         self.push(now + policy.delay, ARRIVE, replacement)
 
     def on_terminate(self, now: float, record: PodRecord) -> None:
+        if record.finished_at is not None:
+            return  # ended already (its lifetime, or its grace period after preemption)
+        record.finished_at = now
+        self.push(now + self.scenario.status_delay, NOTIFY, ("gone", record))
+        if record.admitted_at is None:
+            return  # a victim deleted before its kubelet started it
         kubelet = self.kubelets[record.node]
         kubelet.release(record.pod.key)
         if self.check:
             kubelet.check()
-        record.finished_at = now
-        self.push(now + self.scenario.status_delay, NOTIFY, ("gone", record))
         self.changed(record.node, now)
 
     def changed(self, node: str, now: float) -> None:
@@ -357,14 +401,16 @@ class _Engine:
     def on_retry(self, now: float, data: Any) -> None:
         self.retry_at = None
         failed: set[tuple[Any, ...]] = set()
-        for key, record in list(self.pending.items()):
+        preempted = self.preempted
+        for key, record in sorted(self.pending.items(), key=lambda item: -item[1].pod.priority):
             signature = _signature(record.pod)
             if signature in failed:
                 continue  # an identical pod just failed and nothing was freed since
             if self.attempt(record, now):
                 del self.pending[key]
-            else:
+            elif self.preempted == preempted:
                 failed.add(signature)
+            preempted = self.preempted
 
     def on_sample(self, now: float, data: Any) -> None:
         running = cpu = memory = 0
@@ -389,6 +435,8 @@ def _signature(pod: Pod) -> tuple[Any, ...]:
     """Pods with equal signatures are interchangeable for every scheduler here."""
     return (
         pod.qos,
+        pod.priority,
+        pod.spec.get("preemptionPolicy"),
         tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
         tuple(sorted(pod.overhead.items())),
     )

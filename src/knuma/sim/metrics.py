@@ -13,6 +13,9 @@
   (p10, mean, p90 over all zones).
 - `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any Guaranteed template
   in the workload: capacity that exists but no NUMA-aligned pod can use.
+- with pods of more than one priority: `preempted`, the pods preemption evicted (victims), and
+  `top_priority_running` of the `top_priority_pods` pods of the highest priority run at the end (a pod and its
+  replacements count as one).
 - `throughput_pods_per_s`: scheduling attempts per second of scheduler (wall) time; `latency_ms`: p50/p90/p99 of
   one attempt (filter + score of every node + reserve), wall time.
 """
@@ -30,7 +33,7 @@ from knuma.sim.engine import PodRecord, RunResult
 from knuma.testbed.simkubelet import SimKubelet
 from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_AFFINITY_ERROR
 
-__all__ = ["JSON_KEYS", "compute", "percentiles"]
+__all__ = ["JSON_KEYS", "PREEMPTION_KEYS", "compute", "percentiles"]
 
 JSON_KEYS = (
     "placed",
@@ -42,6 +45,9 @@ JSON_KEYS = (
     "throughput_pods_per_s",
 )
 """The keys `knuma simulate -o json` promises for every scheduler, in order."""
+
+PREEMPTION_KEYS = ("top_priority_running", "top_priority_pods", "preempted")
+"""The keys `-o json` adds when the workload has pods of more than one priority."""
 
 
 def percentiles(values: Sequence[float], points: Sequence[float] = (50, 90, 99)) -> list[float]:
@@ -82,7 +88,28 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         "stranded_cpus": _stranded_cpus(result, templates),
         "scheduling_attempts": len(latencies),
         "latency_ms": {"p50": round(p50, 3), "p90": round(p90, 3), "p99": round(p99, 3)},
+        **_preemption(records),
         **result.stats,
+    }
+
+
+def _preemption(records: Sequence[PodRecord]) -> dict[str, Any]:
+    """What preemption did, when the workload has pods of more than one priority (else nothing: it never ran).
+    A pod and its replacements (a recreated pod after a rejection or an eviction) count as one."""
+    priorities = {r.pod.priority for r in records}
+    if len(priorities) < 2:
+        return {}
+    top = max(priorities)
+    wanted = {r.origin or r.pod.name for r in records if r.pod.priority == top}
+    running = {
+        r.origin or r.pod.name
+        for r in records
+        if r.pod.priority == top and r.admitted_at is not None and r.finished_at is None
+    }
+    return {
+        "preempted": sum(1 for r in records if r.evicted_at is not None),
+        "top_priority_running": len(running),
+        "top_priority_pods": len(wanted),
     }
 
 

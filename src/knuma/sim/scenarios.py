@@ -241,6 +241,27 @@ BUILTIN: dict[str, dict[str, Any]] = {
 }
 
 
+BUILTIN["preemption"] = {
+    "description": (
+        "24 nodes filled by batch pods (priority 0, 5 s to stop) while latency-critical pods (priority 1000, 8 and 12 "
+        "CPUs) keep arriving: they get in only by preemption, and only evicting the pods on one NUMA zone helps"
+    ),
+    "cluster": BUILTIN["default"]["cluster"],
+    "workload": {
+        "pods": 420,
+        "arrival": {"process": "poisson", "rate": 2},
+        "templates": [
+            _g("batch2", 2, "4Gi", 3, priority=0, terminationGracePeriodSeconds=5),
+            _g("batch4", 4, "8Gi", 3, priority=0, terminationGracePeriodSeconds=5),
+            _g("batch6", 6, "12Gi", 2, priority=0, terminationGracePeriodSeconds=5),
+            _g("critical8", 8, "16Gi", 0.75, priority=1000),
+            _g("critical12", 12, "24Gi", 0.5, priority=1000),
+        ],
+    },
+    "recreate": {"enabled": True, "delay": 10, "maxPerPod": 3},
+    "optimal": False,
+}
+
 BUILTIN["restart"] = {
     "description": (
         "lag60 with the scheduler restarting every 5 minutes: each time it starts again from the published NRTs (up "

@@ -103,6 +103,11 @@ class WorkloadSpec:
     arrival: Arrival = field(default_factory=Arrival)
 
     @property
+    def priorities(self) -> set[int]:
+        """The pods' priorities (one value: preemption never runs)."""
+        return {t.pod.priority for t in self.templates}
+
+    @property
     def static(self) -> bool:
         """No pod ever terminates: placement is a packing problem (what `optimal` solves)."""
         return not any(t.lifetime.finite for t in self.templates)
@@ -154,6 +159,7 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
         requests: {cpu: "4", memory: 8Gi}
         weight: 3
         lifetime: {distribution: exponential, mean: 600}
+        priority: 1000        # optional: spec.priority (with preemptionPolicy, terminationGracePeriodSeconds)
       - name: web
         manifestFile: deployment.yaml   # or `manifest:` inline; Pod, Deployment, ReplicaSet, StatefulSet, Job
     ```"""
@@ -187,7 +193,7 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
     known(
         raw,
         where,
-        {"name", "qos", "requests", "limits", "manifest", "manifestFile", "count", "weight", "lifetime"},
+        {"name", "qos", "requests", "limits", "manifest", "manifestFile", "count", "weight", "lifetime", *POD_FIELDS},
     )
     manifest: Any = raw.get("manifest")
     if "manifestFile" in raw:
@@ -204,6 +210,9 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
             raise SpecError(f"{where}: give `requests` (with `qos`), `manifest` or `manifestFile`")
         manifest = _shorthand_manifest(raw, where)
         default_name = ""
+    fields = {key: raw[key] for key in POD_FIELDS if key in raw}
+    if fields:
+        manifest = {**manifest, "spec": {**(manifest.get("spec") or {}), **_pod_fields(fields, where)}}
     name = str(raw.get("name") or default_name)
     if not name:
         raise SpecError(f"{where}: a template needs a name")
@@ -216,6 +225,35 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
         raise SpecError(f"{where}.count: expected a non-negative integer, got {count!r}")
     weight = _positive(raw.get("weight", 1.0), f"{where}.weight")
     return PodTemplate(name, pod, count, weight, _lifetime(raw.get("lifetime"), f"{where}.lifetime"))
+
+
+POD_FIELDS = ("priority", "preemptionPolicy", "terminationGracePeriodSeconds")
+"""Pod spec fields a template may set next to its resources (over its manifest's, when it has one)."""
+
+INT32_MAX = 2**31 - 1
+
+
+def _pod_fields(fields: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`priority` as admission resolves it from a PriorityClass (the simulator has no PriorityClasses, so the value
+    is given: an int32, user classes at most 1,000,000,000), `preemptionPolicy` and `terminationGracePeriodSeconds`
+    (how long a preemption victim may take to stop; Kubernetes' default 30), checked as kube-apiserver checks them."""
+    out: dict[str, Any] = {}
+    if "priority" in fields:
+        value = fields["priority"]
+        if not isinstance(value, int) or isinstance(value, bool) or not -INT32_MAX - 1 <= value <= INT32_MAX:
+            raise SpecError(f"{where}.priority: expected an integer (a 32-bit priority value), got {value!r}")
+        out["priority"] = value
+    if "preemptionPolicy" in fields:
+        value = fields["preemptionPolicy"]
+        if value not in ("PreemptLowerPriority", "Never"):
+            raise SpecError(f"{where}.preemptionPolicy: expected PreemptLowerPriority or Never, got {value!r}")
+        out["preemptionPolicy"] = value
+    if "terminationGracePeriodSeconds" in fields:
+        value = fields["terminationGracePeriodSeconds"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SpecError(f"{where}.terminationGracePeriodSeconds: expected a non-negative integer, got {value!r}")
+        out["terminationGracePeriodSeconds"] = value
+    return out
 
 
 def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -317,7 +355,8 @@ class Scenario:
     def optimal_supported(self) -> bool:
         if self.optimal is not None:
             return self.optimal
-        return self.workload.static and self.cluster.node_count <= 64
+        # the optimum counts pods, whatever their priority: with priorities it answers another question
+        return self.workload.static and len(self.workload.priorities) == 1 and self.cluster.node_count <= 64
 
 
 def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Scenario:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from knuma.api.pod import Pod
 from knuma.errors import InvalidInput
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.sim.schedulers.base import ListedPod, NodeSetup
-from knuma.sim.schedulers.product import PRODUCT, ProductScheduler, product_scheduler
+from knuma.sim.schedulers.product import PRODUCT, Attempt, ProductScheduler, product_scheduler
 
-__all__ = ["ALL_SCHEDULERS", "PRODUCT", "ListedPod", "NodeSetup", "ProductScheduler", "make_scheduler"]
+__all__ = ["ALL_SCHEDULERS", "PRODUCT", "Attempt", "ListedPod", "NodeSetup", "ProductScheduler", "make_scheduler"]
 
 ALL_SCHEDULERS = (*PRODUCT, "optimal")
 
@@ -32,10 +33,11 @@ def make_scheduler(
     resync_period: float = 5.0,
     scoring: StrategyType | None = None,
     pods: Sequence[ListedPod] = (),
+    nominated: Sequence[tuple[Pod, str]] = (),
 ) -> ProductScheduler:
-    """Start scheduler `name` on `nodes` (each with its last published NRT) with `pods` bound: a fresh cluster, or a
-    restart."""
+    """Start scheduler `name` on `nodes` (each with its last published NRT) with `pods` bound and the pending pods
+    `nominated` by an earlier preemption: a fresh cluster, or a restart."""
     if name not in PRODUCT:
         raise InvalidInput(f"unknown scheduler {name!r}; expected one of: {', '.join(ALL_SCHEDULERS)}")
     strategy = ScoringStrategy(scoring) if scoring is not None else None
-    return product_scheduler(name, nodes, scoring=strategy, resync_period=resync_period, pods=pods)
+    return product_scheduler(name, nodes, scoring=strategy, resync_period=resync_period, pods=pods, nominated=nominated)

@@ -4,8 +4,10 @@ objects (`knuma.scheduler.cache.nrt.ClusterCache` fed with the events a daemon's
 
 Events map onto what the daemon does:
 
-- a scheduling attempt: `FastPath.decide`, then `ClusterCache.assume` (Reserve) and `bound` (PostBind; binding is
-  instant here);
+- a scheduling attempt: the daemon's cycle (`knuma.scheduler.cycle.SchedulingCycle`: nominations, `FastPath.decide`,
+  DefaultPreemption when no node fits), then `ClusterCache.assume` (Reserve) and `bound` (PostBind; binding is
+  instant here); the victims preemption chose are returned for the engine to evict;
+- a victim's deletion heard (`deletionTimestamp`): a pod informer update of a terminating pod;
 - the kubelet admitted a pod (heard `status_delay` later): a pod informer update, `Running` with `status.startTime`;
 - the pod terminated or was rejected (heard late): a pod informer delete (a recreated pod has a new name);
 - an exporter published: an NRT informer update, fingerprint method `all` (the simulated exporter counts every pod);
@@ -14,16 +16,21 @@ Events map onto what the daemon does:
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.interface import PENDING, RUNNING, BoundPod, NRTCache, PublishedNRT
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.cache.select import make_nrt_cache
+from knuma.scheduler.cycle import SchedulingCycle
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.default_preemption import DefaultPreemption
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
@@ -31,9 +38,19 @@ from knuma.sim.exporter import NRTSnapshot
 from knuma.sim.schedulers.base import ListedPod, NodeSetup
 from knuma.topology.node import NodeTopology
 
-__all__ = ["PRODUCT", "ProductScheduler", "product_scheduler"]
+__all__ = ["PRODUCT", "Attempt", "ProductScheduler", "product_scheduler"]
 
 FINGERPRINT_METHOD = "all"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One scheduling attempt's answer: the node bound to, or None; the pods preemption evicts for it; and the pod's
+    `status.nominatedNodeName` afterwards (what the API server would show)."""
+
+    node: str | None
+    victims: tuple[Pod, ...] = ()
+    nominated: str = ""
 
 
 class ProductScheduler:
@@ -47,15 +64,20 @@ class ProductScheduler:
         nrt: NRTCache,
         uses_nrt: bool,
         pods: Sequence[ListedPod] = (),
+        nominated: Sequence[tuple[Pod, str]] = (),
     ) -> None:
         """Start as the daemon does (`knuma.scheduler.daemon.loop`): the informers list the Nodes, the published NRTs
-        and the pods bound to nodes (`pods`: empty on a fresh cluster), then the NRT cache hears `informers_synced`
-        and seeds its state from them."""
+        and the pods bound to nodes (`pods`: empty on a fresh cluster) and the pending pods with a
+        `status.nominatedNodeName` (`nominated`, whose room is held again), then the NRT cache hears
+        `informers_synced` and seeds its state from them."""
         self.name = name
         self.profile = profile
         self.uses_nrt = uses_nrt
         self.cache = ClusterCache(nrt)
         self.fast = FastPath(self.cache)
+        self.cycle = SchedulingCycle(self.cache, self.fast)
+        self.nominated: dict[str, str] = {}
+        """`status.nominatedNodeName` of pending pods, as this scheduler wrote it."""
         self.tick_period: float | None = nrt.resync_period
         self.pods: dict[str, Pod] = {}
         for setup in nodes:
@@ -65,6 +87,9 @@ class ProductScheduler:
         for listed in pods:
             self.pods[listed.pod.key] = listed.pod
             self.cache.pod_bound(self._bound(listed.pod, listed.node, started=listed.started))
+        for pod, node in nominated:
+            self.nominated[pod.key] = node
+            self.cache.nominate(pod, node)
         nrt.informers_synced()
 
     @property
@@ -74,13 +99,28 @@ class ProductScheduler:
     # -- the scheduling cycle ------------------------------------------------------------------------------------
 
     def schedule(self, pod: Pod, now: float) -> str | None:
-        outcome = self.fast.decide(self.profile, pod)
-        if outcome.node is None:
-            return None
-        self.cache.assume(pod, outcome.node)
-        self.cache.bound(pod, outcome.node)
+        return self.attempt(pod, now).node
+
+    def attempt(self, pod: Pod, now: float) -> Attempt:
+        """One cycle as the daemon runs it; a nomination is written as the daemon writes it."""
+        result = self.cycle.run(self.profile, pod, self.nominated.get(pod.key, ""))
+        node = result.outcome.node
+        if node is None:
+            for held, _ in result.displaced:
+                self.nominated.pop(held.key, None)
+            candidate = result.candidate
+            if candidate is not None:
+                self.nominated[pod.key] = candidate.node
+                victims = tuple(v for v in candidate.victims if not v.terminating)
+                return Attempt(None, victims, candidate.node)
+            if result.clears_nomination:
+                self.nominated.pop(pod.key, None)
+            return Attempt(None, (), self.nominated.get(pod.key, ""))
+        self.nominated.pop(pod.key, None)
+        self.cache.assume(pod, node)
+        self.cache.bound(pod, node)
         self.pods[pod.key] = pod
-        return outcome.node
+        return Attempt(node)
 
     def topology(self, node: str) -> NodeTopology | None:
         """The NUMA view the next cycle sees for `node` (for tests and reports)."""
@@ -91,6 +131,14 @@ class ProductScheduler:
     def pod_running(self, key: str, node: str, now: float) -> None:
         pod = self.pods.get(key)
         if pod is not None:
+            self.cache.pod_bound(self._bound(pod, node, started=True))
+
+    def pod_terminating(self, key: str, node: str, now: float) -> None:
+        """A victim's deletion heard (`metadata.deletionTimestamp` set): it holds its room until it is gone, and
+        a preemptor nominated where it runs waits for it (`PodEligibleToPreemptOthers`)."""
+        pod = self.pods.get(key)
+        if pod is not None:
+            pod = self.pods[key] = dataclasses.replace(pod, terminating=True)
             self.cache.pod_bound(self._bound(pod, node, started=True))
 
     def _bound(self, pod: Pod, node: str, *, started: bool) -> BoundPod:
@@ -154,16 +202,22 @@ def product_scheduler(
     scoring: ScoringStrategy | None = None,
     resync_period: float = 5.0,
     pods: Sequence[ListedPod] = (),
+    nominated: Sequence[tuple[Pod, str]] = (),
 ) -> ProductScheduler:
     """`default` (kube-scheduler's node-level fit, no NUMA plugin), or the NUMA profile with a cache mode, started
-    on `nodes` (their published NRTs) with `pods` bound (a restart)."""
+    on `nodes` (their published NRTs) with `pods` bound and the pending pods `nominated` (a restart). Every profile
+    preempts, as kube-scheduler's and `knuma scheduler`'s do by default (DefaultPreemption, its dry run's offset
+    drawn from a fixed seed so that runs repeat)."""
+    preemption = (DefaultPreemption(rng=random.Random(0)),)
     if name == "default":
         fit = NodeResourcesFit()
-        profile = Profile("default-scheduler", (fit,), ((fit, 1),))
-        return ProductScheduler(name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False, pods=pods)
+        profile = Profile("default-scheduler", (fit,), ((fit, 1),), post_filter=preemption)
+        return ProductScheduler(
+            name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False, pods=pods, nominated=nominated
+        )
     mode = CACHE_OF[name]
     nrt = make_nrt_cache(mode, resync_period=resync_period, profile_names={name}, wait_for_sync=True)
     if scoring is None and name != "knuma":
         scoring = ScoringStrategy(UPSTREAM_STRATEGY)
-    profile = default_profile(scoring, name=name, cache=nrt)
-    return ProductScheduler(name, nodes, profile, nrt, uses_nrt=True, pods=pods)
+    profile = dataclasses.replace(default_profile(scoring, name=name, cache=nrt), post_filter=preemption)
+    return ProductScheduler(name, nodes, profile, nrt, uses_nrt=True, pods=pods, nominated=nominated)
