@@ -210,15 +210,22 @@ def test_pick_one_node_applies_each_criterion_to_the_ties_of_the_previous(
     assert (picked := pick_one_node([first, second])) is not None and picked.node == chosen
 
 
-def test_policy_never_and_a_terminating_victim_on_the_nominated_node_make_a_pod_ineligible() -> None:
+def test_policy_never_and_a_victim_terminating_by_preemption_on_the_nominated_node_make_a_pod_ineligible() -> None:
     plugin = DefaultPreemption()
     never = Pod.from_manifest(_pod("p", "1", 100, preemptionPolicy="Never"))
     assert plugin.ineligible(never, None, None) == "not eligible due to preemptionPolicy=Never."
     pod = Pod.from_manifest(_pod("p", "1", 100))
     leaving = _pod("old", "1", 10, "n1")
     leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    # deleted by someone else (a rollout, kubectl delete): no reason to wait for it (`podTerminatingByPreemption`)
+    assert plugin.ineligible(pod, NodeInfo("n1", pods=(Pod.from_manifest(leaving),)), None) == ""
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    leaving["status"] = {"conditions": [{"type": "Ready", "status": "True"}, condition]}
     node = NodeInfo("n1", pods=(Pod.from_manifest(leaving),))
     assert plugin.ineligible(pod, node, None) == "not eligible due to a terminating pod on the nominated node."
+    evicted = {**condition, "reason": "EvictionByEvictionAPI"}
+    leaving["status"] = {"conditions": [evicted, condition]}  # the first DisruptionTarget condition decides
+    assert plugin.ineligible(pod, NodeInfo("n1", pods=(Pod.from_manifest(leaving),)), None) == ""
     gone_bad = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint")
     assert plugin.ineligible(pod, node, gone_bad) == ""  # the nominated node no longer fits at all: try again
 

@@ -98,6 +98,9 @@ class Pod:
     `knuma.topology.admit` aligns the container's CPUs and memory with."""
     terminating: bool = field(default=False, compare=False)
     """`metadata.deletionTimestamp` is set: the pod is being deleted (PodTopologySpread no longer counts it)."""
+    preempted: bool = field(default=False, compare=False)
+    """Its first `DisruptionTarget` condition is `True` with reason `PreemptionByScheduler`: a scheduler's
+    preemption chose it as a victim (with `terminating`, upstream's `podTerminatingByPreemption`)."""
     start_time: str = field(default="", compare=False)
     """`status.startTime` (RFC 3339, UTC), empty until the kubelet admits the pod: which of two pods of equal
     priority preemption spares first (the one running longer)."""
@@ -202,8 +205,18 @@ class Pod:
             spec=spec,
             dra_devices=_dra_devices((metadata.get("annotations") or {}).get(DRA_NUMA_ANNOTATION)),
             terminating=bool(metadata.get("deletionTimestamp")),
+            preempted=_preempted(manifest.get("status")),
             start_time=_start_time(manifest.get("status")),
         )
+
+
+def _preempted(status: Any) -> bool:
+    """`podTerminatingByPreemption`'s condition test: the first `DisruptionTarget` condition decides."""
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
+            return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+    return False
 
 
 def is_pod_ready(manifest: Mapping[str, Any]) -> bool:

@@ -289,7 +289,7 @@ class _Engine:
         self.preempted += 1
         listed = self.listed.get(key)
         if listed is not None:  # the API server shows its deletionTimestamp at once
-            self.listed[key] = replace(listed, pod=replace(listed.pod, terminating=True))
+            self.listed[key] = replace(listed, pod=replace(listed.pod, terminating=True, preempted=True))
         self.push(now + self.scenario.status_delay, NOTIFY, ("terminating", record))
         grace = record.pod.spec.get("terminationGracePeriodSeconds")
         self.push(now + (DEFAULT_GRACE_PERIOD if grace is None else float(grace)), TERMINATE, record)

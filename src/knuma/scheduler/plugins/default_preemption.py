@@ -142,8 +142,8 @@ class DefaultPreemption:
             return ""
         if nominated_status is not None and nominated_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return ""
-        if any(p.priority < pod.priority and p.terminating for p in nominated.pods):
-            return TERMINATING_ON_NOMINATED
+        if any(p.priority < pod.priority and p.terminating and p.preempted for p in nominated.pods):
+            return TERMINATING_ON_NOMINATED  # podTerminatingByPreemption: deleted for a preemption, not otherwise
         return ""
 
     def post_filter(

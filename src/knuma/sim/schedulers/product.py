@@ -134,11 +134,12 @@ class ProductScheduler:
             self.cache.pod_bound(self._bound(pod, node, started=True))
 
     def pod_terminating(self, key: str, node: str, now: float) -> None:
-        """A victim's deletion heard (`metadata.deletionTimestamp` set): it holds its room until it is gone, and
-        a preemptor nominated where it runs waits for it (`PodEligibleToPreemptOthers`)."""
+        """A victim's deletion heard (`metadata.deletionTimestamp` set, after the `DisruptionTarget` condition the
+        daemon writes first): it holds its room until it is gone, and a preemptor nominated where it runs waits for
+        it (`PodEligibleToPreemptOthers`)."""
         pod = self.pods.get(key)
         if pod is not None:
-            pod = self.pods[key] = dataclasses.replace(pod, terminating=True)
+            pod = self.pods[key] = dataclasses.replace(pod, terminating=True, preempted=True)
             self.cache.pod_bound(self._bound(pod, node, started=True))
 
     def _bound(self, pod: Pod, node: str, *, started: bool) -> BoundPod:
