@@ -126,3 +126,25 @@ def test_delete_collection_with_label_selector(http_client: Http) -> None:
     reply = http_client.delete(f"{CM}?labelSelector=x%3D1")
     assert reply.status == 200
     assert [i["metadata"]["name"] for i in http_client.get(CM).json["items"]] == ["c"]
+
+
+def test_a_dependent_written_after_its_owner_is_gone_is_collected(http_client: Http) -> None:
+    """A controller acting on a stale copy creates an object owned by a pod deleted a moment before (the
+    resourceclaim controller and a preempted pod): as kube's garbage collector, the server deletes it; a dependent
+    with another live owner only loses the dangling reference."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gone"}, "spec": {"containers": [{"name": "c"}]}}
+    pod["spec"]["containers"][0]["image"] = "x"
+    owner = http_client.post("/api/v1/namespaces/default/pods", pod).json
+    assert http_client.delete("/api/v1/namespaces/default/pods/gone").status == 200
+    assert http_client.post(CM, owned_by(owner, "orphan")).status == 201
+    eventually(lambda: http_client.get(f"{CM}/orphan").status == 404, timeout=10)
+    live = http_client.post(DEPLOY, deployment("live")).json
+    both = owned_by(owner, "shared")
+    both["metadata"]["ownerReferences"].append(owned_by(live, "x")["metadata"]["ownerReferences"][0])
+    assert http_client.post(CM, both).status == 201
+
+    def only_live_owner() -> bool:
+        refs = http_client.get(f"{CM}/shared").json["metadata"].get("ownerReferences") or []
+        return [r["uid"] for r in refs] == [live["metadata"]["uid"]]
+
+    eventually(only_live_owner, timeout=10)

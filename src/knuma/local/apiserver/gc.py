@@ -7,6 +7,10 @@ that triggers them (deferred to the next loop iteration, so the DELETE answers f
 - `Background` propagation deletes dependents after the owner is gone; `Foreground` adds the `foregroundDeletion`
   finalizer to the owner and removes it once no dependent is left; `Orphan` strips the owner reference;
 - a dependent with another live owner only loses the reference to the deleted one;
+- an object written with a reference to an owner that no longer exists (a controller acting on a stale copy: the
+  resourceclaim controller creating a claim for a pod deleted a moment before) is treated the same way, as the
+  garbage collector's `attemptToDeleteItem` deletes a dependent whose owners are all absent, so it is not left
+  behind forever;
 - a deleted Namespace turns `Terminating`, its contents are deleted, then the namespace itself.
 """
 
@@ -64,6 +68,13 @@ class GarbageCollector:
         for ref in md.get("ownerReferences") or []:
             if isinstance(ref, dict) and ref.get("uid"):
                 self.dependents.setdefault(ref["uid"], set()).add(key)
+
+    def check_owners(self, obj: JsonObj) -> None:
+        """After a write: references to owners that do not exist (any more) are collected as if the owner had
+        just been deleted (`Background`: deleted when no other owner lives, else the reference is dropped)."""
+        for ref in _md(obj).get("ownerReferences") or []:
+            if isinstance(ref, dict) and ref.get("uid") and ref["uid"] not in self.by_uid:
+                self.defer(functools.partial(self.collect_dependents, ref["uid"], "Background"))
 
     def unindex(self, gr: GroupResource, obj: JsonObj) -> None:
         md = _md(obj)

@@ -174,6 +174,7 @@ class ObjectService:
             self.gc.unindex(gr, old)
         stored = self.store.put(gr, obj, created=created)
         self.gc.index(gr, stored)
+        self.gc.check_owners(stored)
         return stored
 
     def remove(self, gr: GroupResource, obj: JsonObj) -> JsonObj:
