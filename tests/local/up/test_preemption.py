@@ -4,6 +4,7 @@ kubelet admits the preemptor there."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -65,4 +66,64 @@ def test_a_pod_only_numa_alignment_blocks_preempts_one_pod_and_the_kubelet_admit
     preempted = [e for e in events if e["reason"] == "Preempted"]
     assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
     assert preempted[0]["message"].endswith("on node " + pods["critical"]["spec"]["nodeName"])
+    assert up.stop() == 0
+
+
+def _gpu_pod(name: str, cpus: int, priority_class: str) -> dict[str, Any]:
+    pod = _pod(name, cpus, priority_class)
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]
+    return pod
+
+
+def test_a_gpu_pod_preempts_the_pod_holding_one_numa_nodes_gpus_and_runs_on_them(
+    start: Callable[..., Up],
+) -> None:
+    """One DGX-like node (4 GPUs per NUMA node): two batch pods hold 4 GPUs each. A higher-priority pod asking for 4
+    GPUs fits no node until a batch pod goes: the dry run counts the victim's GPUs as free (its claim is reserved
+    for it alone), one batch pod is evicted, the resourceclaim controller deletes its claim, and the preemptor gets
+    those GPUs, with CPUs on their NUMA node."""
+    up = start("--nodes", "1", "--shape", "dgx")
+    eventually(lambda: len(up.get("resourceslices")["items"]) == 2, timeout=60)
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "four-gpus", "namespace": "default"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.sim.knuma.io", "count": 4}}]
+                }
+            }
+        },
+    }
+    objects = [
+        template,
+        _class("batch", 1000),
+        _class("critical", 1000000),
+        _gpu_pod("batch-a", 8, "batch"),
+        _gpu_pod("batch-b", 8, "batch"),
+    ]
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    def running(name: str) -> bool:
+        status = up.get("pod", name).get("status") or {}
+        return status.get("phase") == "Running" and bool(status.get("startTime"))
+
+    eventually(lambda: running("batch-a") and running("batch-b"), timeout=90)
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(_gpu_pod("train", 16, "critical")))
+    eventually(lambda: running("train"), timeout=120)
+    pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
+    survivors = [name for name in pods if name.startswith("batch")]
+    assert len(survivors) == 1, survivors
+    preempted = [e for e in up.get("events")["items"] if e["reason"] == "Preempted"]
+    assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
+    numa = json.loads(pods["train"]["metadata"]["annotations"]["sim.knuma.io/numa"])
+    assert len({zone for zones in numa.values() for zone in zones}) == 1  # its CPUs and GPUs on one NUMA node
+
+    def claims() -> set[str]:
+        return {c["metadata"]["name"].split("-gpus-")[0] for c in up.get("resourceclaims")["items"]}
+
+    eventually(lambda: claims() == {"train", *survivors}, timeout=60)  # the victim's claim deleted with it
     assert up.stop() == 0

@@ -337,7 +337,8 @@ class ClusterCache:
         `NodeInfo.RemovePod` on a snapshot copy): their requests, ports and pod count given back; with `numa`, the
         NUMA view of the NRT cache without them where the cache knows which zones they hold (knuma's,
         `KnumaCache.view_without`), else the view as it is (upstream's NUMA plugin with `preemptionMode:
-        Disabled`)."""
+        Disabled`). The copy names the victims (`NodeInfo.evicted`), so that DynamicResources frees the devices
+        they alone hold."""
         entry = self.nodes.get(name)
         info = self.node_info(name)
         if entry is None or info is None:
@@ -369,6 +370,7 @@ class ClusterCache:
             pods=tuple(e.pod for k, e in entry.pods.items() if k not in gone),
             topology=topology,
             nrt_fresh=fresh,
+            evicted=info.evicted | gone,
         )
         return without if self.overlay is None or topology is info.topology else self.overlay(without)
 

@@ -113,6 +113,9 @@ class NodeInfo:
     pods: tuple[Pod, ...] = ()
     """The pods on the node, bound or assumed by this scheduler (kube-scheduler's `NodeInfo.Pods`): what
     InterPodAffinity and PodTopologySpread count. Empty where the caller knows none (a node file)."""
+    evicted: frozenset[str] = frozenset()
+    """Keys of the pods a preemption's dry run took off this copy of the node (its victims): what they alone hold
+    elsewhere than in `requested` and `topology` (DRA devices) is free too."""
 
     @cached_property
     def pods_with_affinity(self) -> tuple[Pod, ...]:

@@ -24,7 +24,7 @@ points, and what knuma adds:
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -101,6 +101,9 @@ class DeviceState:
         default=(-1, {}), repr=False
     )
     _node_states: tuple[int, dict[str, Hashable]] = field(default=(-1, {}), repr=False)
+    _holder_index: tuple[int, dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]] | None = field(
+        default=None, repr=False
+    )
     classes_version: int = 0
     """Bumped when a class changes (an input of every allocation: `node_devices`)."""
     memo: AllocationMemo | None = field(default_factory=AllocationMemo, repr=False)
@@ -203,6 +206,47 @@ class DeviceState:
         inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
         self._inventory = (self.version, inventory)
         return inventory
+
+    def held_only_by(self, pods: Collection[str]) -> frozenset[DeviceID]:
+        """The devices the pods `pods` (keys) alone hold: those of allocated claims (and allocations in flight)
+        whose consumers, `status.reservedFor` plus the pod an allocation in flight is for, are all among them.
+        What a preemption that evicts those pods frees, once the resourceclaim controller deallocates their claims,
+        as kubernetes/enhancements#5690 (DRA preemption, a proposal) simulates it: upstream's DynamicResources has
+        no PreFilterExtensions, so its dry run frees no device and a pod that devices block never preempts. A claim
+        shared with a pod that stays, or allocated but reserved for nobody, frees nothing."""
+        wanted = set(pods)
+        freed: set[DeviceID] = set()
+        for key in wanted:
+            for consumers, devices in self._holders().get(key, ()):
+                if consumers <= wanted:
+                    freed.update(devices)
+        return frozenset(freed)
+
+    def _holders(self) -> dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]:
+        """Pod key -> (every consumer, devices) of each allocated claim it consumes; cached per `version`."""
+        cached = self._holder_index
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        index: dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]] = {}
+        for key, obj in self.claims.items():
+            claim = self.parsed_claim(key)
+            if claim is None or claim.allocation is None:
+                continue
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            consumers = {
+                f"{namespace}/{r.get('name')}" for r in claim.reserved_for if r.get("resource", "pods") == "pods"
+            }
+            if key in self.in_flight:
+                consumers.add(self.in_flight[key][0])
+            held = allocated_devices([claim])
+            for consumer in consumers:
+                index.setdefault(consumer, []).append((frozenset(consumers), held))
+        for key, (owner, allocation) in self.in_flight.items():
+            if key not in self.claims:
+                devices = frozenset(r.device_id for r in allocation.results if not r.admin_access)
+                index.setdefault(owner, []).append((frozenset({owner}), devices))
+        self._holder_index = (self.version, index)
+        return index
 
     def node_inventory(self, node: str) -> Inventory:
         """`inventory()` without the slices bound by `nodeName` to other nodes (the allocator's `gather_pools` skips
@@ -432,18 +476,17 @@ class DynamicResources:
         if cached is not None and cached[0] is pod:
             return cached[1]  # type: ignore[no-any-return]
         found = self._claims(cycle, pod)
-        memo = self.state.memo
+        freed = self.state.held_only_by(node.evicted) if node.evicted else frozenset()
+        memo = self.state.memo if not freed else None  # a preemption's dry run: devices the memo never saw free
         shape, keys = cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, found.claims))
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
         if result is None:
+            inventory = self.state.node_inventory(node.name)
+            if freed:
+                inventory = replace(inventory, in_use=inventory.in_use - freed)
             try:
-                result = allocate(
-                    NodeView(node.name, node.labels, node.numa),
-                    found.claims,
-                    self.state.node_inventory(node.name),
-                    pod=pod,
-                )
+                result = allocate(NodeView(node.name, node.labels, node.numa), found.claims, inventory, pod=pod)
             except (DeviceAllocationError, CELError) as err:
                 result = Outcome(node.name, False, reason=str(err), stage="class")
             if memo is not None and state is not None:

@@ -1,0 +1,135 @@
+"""Preemption for pods with ResourceClaims: the dry run frees the devices the victims alone hold
+(`DeviceState.held_only_by`, KEP-5690), so a high-priority GPU pod can preempt the low-priority pods holding the
+GPUs of one NUMA node, through the daemon's cycle (`knuma.scheduler.cycle`) on one DGX-like node."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from knuma.api.pod import Pod
+from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.config.load import build_profiles, default_config
+from knuma.scheduler.cycle import SchedulingCycle
+from knuma.scheduler.fast.path import FastPath
+from knuma.scheduler.framework.interface import Profile
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES
+
+from .test_dra_memo import _node, _nrt
+
+GPU = "gpu.sim.knuma.io"
+SCHEDULER = "topology-aware-scheduler"
+
+
+def _pod(name: str, priority: int, cpus: int, gpus: int) -> tuple[Pod, list[dict[str, Any]]]:
+    container: dict[str, Any] = {
+        "name": "c",
+        "image": "x",
+        "resources": {"limits": {"cpu": str(cpus), "memory": f"{2 * cpus}Gi"}},
+    }
+    spec: dict[str, Any] = {"schedulerName": SCHEDULER, "priority": priority, "containers": [container]}
+    claims: list[dict[str, Any]] = []
+    if gpus:
+        claims.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"{name}-gpus", "namespace": "default", "uid": f"claim-{name}"},
+                "spec": {
+                    "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU, "count": gpus}}]}
+                },
+            }
+        )
+        container["resources"]["claims"] = [{"name": "gpus"}]
+        spec["resourceClaims"] = [{"name": "gpus", "resourceClaimName": f"{name}-gpus"}]
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{name}"}, "spec": spec}
+    return Pod.from_manifest(manifest), claims
+
+
+class _Cluster:
+    """One DGX-like node (2 NUMA nodes of 54 CPUs and 4 GPUs each, `single-numa-node`) and the daemon's objects."""
+
+    def __init__(self) -> None:
+        shape = BUILTIN_SHAPES["dgx"]
+        self.cache, self.devices = ClusterCache(), DeviceState()
+        for body in device_classes([shape]):
+            self.devices.set_class(body)
+        self.cache.upsert_node(_node("n0", 108))
+        self.cache.upsert_nrt(_nrt("n0", 2, 54, "single-numa-node"))
+        for body in resource_slices("n0", shape):
+            self.devices.set_slice(body)
+        self.cache.overlay = self.devices.with_zone_devices
+        self.profile: Profile = build_profiles(default_config(), devices=self.devices)[SCHEDULER]
+        self.plugin = next(p for p in self.profile.filters if isinstance(p, DynamicResources))
+        self.cycle = SchedulingCycle(self.cache, FastPath(self.cache))
+
+    def place(self, pod: Pod, claims: list[dict[str, Any]], also_reserved_for: tuple[Pod, ...] = ()) -> str:
+        """Schedule `pod` as the daemon does and write its claims back allocated and reserved for it (and for
+        `also_reserved_for`: a shared claim)."""
+        for claim in claims:
+            self.devices.set_claim(claim)
+        node = self.cycle.run(self.profile, pod).outcome.node
+        assert node is not None
+        info = self.cache.node_info(node)
+        assert info is not None
+        result, found = self.plugin.allocations(pod, info)
+        assert result.allocatable
+        chosen = {c.claim: c.allocation for c in result.results}
+        self.devices.reserve(pod, chosen)
+        in_flight = {c.key: chosen.get(c.key) for c in found}
+        self.cache.assume(dataclasses.replace(pod, dra_devices=self.plugin.device_numa(pod, node, in_flight)), node)
+        for claim in claims:
+            consumers = [{"resource": "pods", "name": p.name, "uid": p.uid} for p in (pod, *also_reserved_for)]
+            allocation = chosen[f"default/{claim['metadata']['name']}"].to_dict()
+            self.devices.set_claim({**claim, "status": {"allocation": allocation, "reservedFor": consumers}})
+        return node
+
+
+def test_a_gpu_pod_preempts_the_pod_holding_the_gpus_of_one_numa_node() -> None:
+    cluster = _Cluster()
+    batch_a, batch_b = _pod("batch-a", 0, 8, 4), _pod("batch-b", 0, 8, 4)
+    cluster.place(*batch_a)
+    cluster.place(*batch_b)
+    cluster.place(*_pod("web", 0, 4, 0))  # no device: freeing it frees no GPU, so it is not a victim
+    train, claims = _pod("train", 1000, 16, 4)
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    result = cluster.cycle.run(cluster.profile, train)
+    assert result.outcome.node is None and "cannot allocate all claims" in result.outcome.message
+    assert result.candidate is not None
+    assert result.candidate.node == "n0"
+    assert [v.name for v in result.candidate.victims] in (["batch-a"], ["batch-b"])
+    assert cluster.cache.nominated_node(train.key) == "n0"
+
+
+def test_devices_shared_with_a_pod_that_stays_are_not_freed() -> None:
+    """Each GPU claim is also reserved for a high-priority pod that cannot be evicted: evicting the batch pods
+    frees no GPU, so preemption does not help."""
+    cluster = _Cluster()
+    keeper, _ = _pod("keeper", 2000, 2, 0)
+    cluster.place(keeper, [])
+    cluster.place(*_pod("batch-a", 0, 8, 4), also_reserved_for=(keeper,))
+    cluster.place(*_pod("batch-b", 0, 8, 4), also_reserved_for=(keeper,))
+    train, claims = _pod("train", 1000, 16, 4)
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    result = cluster.cycle.run(cluster.profile, train)
+    assert result.candidate is None
+    assert "preemption: 0/1 nodes are available" in result.outcome.message
+
+
+def test_held_only_by_counts_allocations_in_flight() -> None:
+    """A pod assumed but not yet bound (its allocation in flight, not written): its devices are its own."""
+    cluster = _Cluster()
+    pod, claims = _pod("batch-a", 0, 8, 4)
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    info = cluster.cache.node_info("n0")
+    assert info is not None
+    result, _ = cluster.plugin.allocations(pod, info)
+    cluster.devices.reserve(pod, {c.claim: c.allocation for c in result.results})
+    held = cluster.devices.held_only_by({pod.key})
+    assert len(held) == 4 and {d[0] for d in held} == {GPU}
+    assert cluster.devices.held_only_by({"default/someone-else"}) == frozenset()
