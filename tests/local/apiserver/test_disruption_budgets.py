@@ -163,3 +163,33 @@ def test_kubectl_drain_waits_for_the_budget(http_client: Http, kubectl: Kubectl)
     assert http_client.patch(f"{PDBS}/db/status", one_left, MERGE).status == 200
     drained = kubectl("drain", "n1", "--force", "--timeout=20s", timeout=60)
     assert "pod/db-0 evicted" in drained.stdout
+
+
+def test_the_eviction_body_is_read_as_kube_apiserver_reads_it(http_client: Http) -> None:
+    """The name must be the pod's; a dry run (in the body or the query) checks the budget and changes nothing;
+    `deleteOptions.preconditions` guard the deletion, checked after the budget is spent, as upstream (its
+    disruption controller gives the disruption back once `disruptedPods` expires)."""
+    running_pod(http_client, "db-0")
+    assert http_client.post(PDBS, budget("db", minAvailable=0)).status == 201
+    counted = {"status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0}}
+    assert http_client.patch(f"{PDBS}/db/status", counted, MERGE).status == 200
+    url = f"{PODS}/db-0/eviction"
+    other = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "db-1"}}
+    assert http_client.post(url, other).json["message"] == "name in URL does not match name in Eviction object"
+    assert http_client.post(url, {**other, "kind": "Pod"}).status == 400
+    dry = {**other, "metadata": {"name": "db-0"}, "deleteOptions": {"dryRun": ["All"]}}
+    assert http_client.post(url, dry).status == 201
+    assert http_client.post(f"{url}?dryRun=All", {**dry, "deleteOptions": {}}).status == 201
+    assert http_client.get(f"{PODS}/db-0").status == 200
+    assert http_client.get(f"{PDBS}/db").json["status"]["disruptionsAllowed"] == 1  # nothing spent
+    mismatch = http_client.post(f"{url}?dryRun=All", {**dry, "deleteOptions": {"dryRun": ["Some"]}})
+    assert mismatch.status == 400 and "Non-matching dry-run options" in mismatch.json["message"]
+    wrong = {**other, "metadata": {"name": "db-0"}, "deleteOptions": {"preconditions": {"uid": "not-the-pod"}}}
+    refused = http_client.post(url, wrong)
+    assert refused.status == 409 and "Precondition failed: UID in precondition: not-the-pod" in refused.json["message"]
+    assert http_client.get(f"{PODS}/db-0").status == 200
+    assert http_client.patch(f"{PDBS}/db/status", counted, MERGE).status == 200
+    uid = http_client.get(f"{PODS}/db-0").json["metadata"]["uid"]
+    right = {**other, "metadata": {"name": "db-0"}, "deleteOptions": {"preconditions": {"uid": uid}}}
+    assert http_client.post(url, right).status == 201
+    assert http_client.get(f"{PODS}/db-0").status == 404

@@ -295,7 +295,7 @@ class Handlers:
         if target.subresource == "eviction":
             if method != "POST":
                 raise errors.method_not_allowed()
-            answer, code = eviction.evict(service, ns, name, _write_opts(request))
+            answer, code = eviction.evict(service, ns, name, await _body(request), _write_opts(request))
             return _json(answer, code)
         if target.subresource == "scale":
             return await self.scale(request, target)

@@ -9,11 +9,18 @@
   `DisruptionBudget` cause; else one disruption is spent and the pod recorded in `status.disruptedPods` (so the
   disruption controller stops counting it as healthy) before the pod is deleted.
 
-Not modelled: the Eviction's `deleteOptions` (and so dry runs), and retries on conflicts (the server is one process:
-nothing races between the read and the write).
+The Eviction body is read as upstream reads it: its `metadata.name` must be the pod's (400 otherwise), and its
+`deleteOptions` apply to the deletion: `preconditions` (409 when the pod's uid or resourceVersion differ),
+`propagationPolicy`, and `dryRun` (`propagateDryRun`: the request's and the body's must agree; a dry run checks the
+budget and deletes nothing, spends nothing). Not modelled: retries on conflicts (the server is one process: nothing
+races between the read and the write) and `gracePeriodSeconds` (the server has no graceful pod deletion).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from knuma.api.disruption import DisruptionBudget
 from knuma.api.pod import is_pod_ready
@@ -36,13 +43,12 @@ def _too_many_requests(cause: str, retry_after: int) -> ApiError:
     return ApiError(429, "TooManyRequests", VIOLATION, details=details)
 
 
-def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions) -> tuple[JsonObj, int]:
-    """Evict pod `namespace/name`: (the answer, its HTTP status). The Eviction body is not read, so its
-    `deleteOptions` (grace period, preconditions) do not apply."""
+def evict(service: ObjectService, namespace: str, name: str, body: Any, opts: WriteOptions) -> tuple[JsonObj, int]:
+    """Evict pod `namespace/name` as the Eviction `body` asks: (the answer, its HTTP status)."""
     pods = service.registry.get("", "v1", "pods")
     budgets_type = service.registry.get("policy", "v1", "poddisruptionbudgets")
     assert pods is not None and budgets_type is not None
-    options: JsonObj = {}
+    options, opts = _delete_options(body, name, opts)
     pod = service.get(pods, namespace, name)
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed", "Pending") or meta.get("deletionTimestamp"):
@@ -68,6 +74,31 @@ def evict(service: ObjectService, namespace: str, name: str, opts: WriteOptions)
     return SUCCESS, 201
 
 
+def _delete_options(body: Any, name: str, opts: WriteOptions) -> tuple[JsonObj, WriteOptions]:
+    """The Eviction's `deleteOptions` and the write options with its dry run (`EvictionREST.Create`'s checks and
+    `propagateDryRun`)."""
+    if not isinstance(body, Mapping) or body.get("kind", "Eviction") != "Eviction":
+        kind = body.get("kind") if isinstance(body, Mapping) else type(body).__name__
+        raise errors.bad_request(f"not a Eviction object: {kind}")
+    metadata = body.get("metadata")
+    if (metadata.get("name") if isinstance(metadata, Mapping) else None) != name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = body.get("deleteOptions") or {}
+    if not isinstance(options, Mapping):
+        raise errors.bad_request("deleteOptions: expected an object")
+    requested = ["All"] if opts.dry_run else []
+    content = list(options.get("dryRun") or [])
+    if content and requested and content != requested:
+        raise errors.bad_request(
+            f"Non-matching dry-run options in request and content: [{' '.join(requested)}] and [{' '.join(content)}]"
+        )
+    if content and content != ["All"]:
+        raise errors.bad_request(f'deleteOptions.dryRun: Unsupported value: "{content[0]}": supported values: "All"')
+    if content and not opts.dry_run:
+        opts = dataclasses.replace(opts, dry_run=True)
+    return dict(options), opts
+
+
 def _spend(
     service: ObjectService, budgets_type: ResourceType, budget: JsonObj, pod_name: str, opts: WriteOptions
 ) -> None:
@@ -87,6 +118,8 @@ def _spend(
             f"{status.get('currentHealthy', 0)} currently"
         )
         raise _too_many_requests(message, 0)
+    if opts.dry_run:
+        return  # checked, not spent (`checkAndDecrement` with dryRun)
     status["disruptionsAllowed"] = allowed - 1
     status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now()}
     service.update(budgets_type, str(meta.get("namespace")), budget_name, {**budget, "status": status}, opts, "status")

@@ -1,11 +1,11 @@
 """Decoding the Kubernetes protobuf encoding for the simple kinds kubectl's generators send that way.
 
 `kubectl create namespace|configmap|secret|serviceaccount|priorityclass|poddisruptionbudget` POST
-`application/vnd.kubernetes.protobuf` bodies, and `kubectl drain` sends its DeleteOptions that way (none of them fall
-back to JSON on 415). The envelope is the magic `k8s\\x00` followed by a `runtime.Unknown` message whose `raw` field
-holds the object; the fields below are the protobuf field numbers of `k8s.io/api/core/v1`, `k8s.io/api/scheduling/v1`,
-`k8s.io/api/policy/v1`, `apimachinery/pkg/apis/meta/v1` and `apimachinery/pkg/util/intstr` `generated.proto`. Other
-kinds answer 415 with a hint to use `-f` (JSON/YAML).
+`application/vnd.kubernetes.protobuf` bodies, and `kubectl drain` sends its DeleteOptions and Evictions that way (none
+of them fall back to JSON on 415). The envelope is the magic `k8s\\x00` followed by a `runtime.Unknown` message whose
+`raw` field holds the object; the fields below are the protobuf field numbers of `k8s.io/api/core/v1`,
+`k8s.io/api/scheduling/v1`, `k8s.io/api/policy/v1`, `apimachinery/pkg/apis/meta/v1` and `apimachinery/pkg/util/intstr`
+`generated.proto`. Other kinds answer 415 with a hint to use `-f` (JSON/YAML).
 """
 
 from __future__ import annotations
@@ -96,9 +96,19 @@ MESSAGES: dict[str, Schema] = {
         4: ("unhealthyPodEvictionPolicy", "string"),
     },
     "PodDisruptionBudget": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodDisruptionBudgetSpec")},
+    "Eviction": {1: ("metadata", "ObjectMeta"), 2: ("deleteOptions", "DeleteOptions")},
 }
 SUPPORTED_KINDS = frozenset(
-    {"Namespace", "ConfigMap", "Secret", "ServiceAccount", "PriorityClass", "PodDisruptionBudget", "DeleteOptions"}
+    {
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "PriorityClass",
+        "PodDisruptionBudget",
+        "DeleteOptions",
+        "Eviction",
+    }
 )
 
 
