@@ -132,8 +132,8 @@ def test_a_dependent_written_after_its_owner_is_gone_is_collected(http_client: H
     """A controller acting on a stale copy creates an object owned by a pod deleted a moment before (the
     resourceclaim controller and a preempted pod): as kube's garbage collector, the server deletes it; a dependent
     with another live owner only loses the dangling reference."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gone"}, "spec": {"containers": [{"name": "c"}]}}
-    pod["spec"]["containers"][0]["image"] = "x"
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gone"}}
+    pod["spec"] = {"containers": [{"name": "c", "image": "x"}]}
     owner = http_client.post("/api/v1/namespaces/default/pods", pod).json
     assert http_client.delete("/api/v1/namespaces/default/pods/gone").status == 200
     assert http_client.post(CM, owned_by(owner, "orphan")).status == 201

@@ -35,6 +35,29 @@ def _class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
 
 
+def _running(up: Up, name: str) -> bool:
+    status = up.get("pod", name).get("status") or {}
+    return status.get("phase") == "Running" and bool(status.get("startTime"))
+
+
+def _preempt(up: Up, batch: list[dict[str, Any]], preemptor: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Run the batch pods (with the two priority classes), then the preemptor; wait for it to run and check that
+    exactly one batch pod was preempted. The pods by name, and the batch pods left."""
+    up.kubectl(
+        "apply", "-f", "-", stdin=yaml.safe_dump_all([_class("batch", 1000), _class("critical", 1000000), *batch])
+    )
+    eventually(lambda: all(_running(up, p["metadata"]["name"]) for p in batch), timeout=90)
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(preemptor))
+    eventually(lambda: _running(up, preemptor["metadata"]["name"]), timeout=120)
+    pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
+    survivors = sorted(name for name in pods if name.startswith("batch"))
+    assert len(survivors) == 1, survivors
+    preempted = [e for e in up.get("events")["items"] if e["reason"] == "Preempted"]
+    assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
+    assert preempted[0]["message"].endswith("on node " + pods[preemptor["metadata"]["name"]]["spec"]["nodeName"])
+    return pods, survivors
+
+
 def test_a_pod_only_numa_alignment_blocks_preempts_one_pod_and_the_kubelet_admits_it(
     start: Callable[..., Up],
 ) -> None:
@@ -43,29 +66,9 @@ def test_a_pod_only_numa_alignment_blocks_preempts_one_pod_and_the_kubelet_admit
     its zone, the other batch pod keeps running."""
     up = start("--nodes", "1", "--shape", "small")
     eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
-    objects = [
-        _class("batch", 1000),
-        _class("critical", 1000000),
-        _pod("batch-a", 5, "batch"),
-        _pod("batch-b", 5, "batch"),
-    ]
-    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-
-    def running(name: str) -> bool:
-        status = up.get("pod", name).get("status") or {}
-        return status.get("phase") == "Running" and bool(status.get("startTime"))
-
-    eventually(lambda: running("batch-a") and running("batch-b"), timeout=60)
-    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(_pod("critical", 6, "critical")))
-    eventually(lambda: running("critical"), timeout=60)
-    pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
-    survivors = sorted(name for name in pods if name.startswith("batch"))
-    assert len(survivors) == 1, survivors
+    batch = [_pod("batch-a", 5, "batch"), _pod("batch-b", 5, "batch")]
+    pods, _ = _preempt(up, batch, _pod("critical", 6, "critical"))
     assert not [p for p in pods.values() if (p.get("status") or {}).get("reason") == "TopologyAffinityError"]
-    events = up.get("events")["items"]
-    preempted = [e for e in events if e["reason"] == "Preempted"]
-    assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
-    assert preempted[0]["message"].endswith("on node " + pods["critical"]["spec"]["nodeName"])
     assert up.stop() == 0
 
 
@@ -98,27 +101,9 @@ def test_a_gpu_pod_preempts_the_pod_holding_one_numa_nodes_gpus_and_runs_on_them
             }
         },
     }
-    objects = [
-        template,
-        _class("batch", 1000),
-        _class("critical", 1000000),
-        _gpu_pod("batch-a", 8, "batch"),
-        _gpu_pod("batch-b", 8, "batch"),
-    ]
-    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-
-    def running(name: str) -> bool:
-        status = up.get("pod", name).get("status") or {}
-        return status.get("phase") == "Running" and bool(status.get("startTime"))
-
-    eventually(lambda: running("batch-a") and running("batch-b"), timeout=90)
-    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(_gpu_pod("train", 16, "critical")))
-    eventually(lambda: running("train"), timeout=120)
-    pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
-    survivors = [name for name in pods if name.startswith("batch")]
-    assert len(survivors) == 1, survivors
-    preempted = [e for e in up.get("events")["items"] if e["reason"] == "Preempted"]
-    assert len(preempted) == 1 and preempted[0]["involvedObject"]["name"] not in survivors
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(template))
+    batch = [_gpu_pod("batch-a", 8, "batch"), _gpu_pod("batch-b", 8, "batch")]
+    pods, survivors = _preempt(up, batch, _gpu_pod("train", 16, "critical"))
     numa = json.loads(pods["train"]["metadata"]["annotations"]["sim.knuma.io/numa"])
     assert len({zone for zones in numa.values() for zone in zones}) == 1  # its CPUs and GPUs on one NUMA node
 
