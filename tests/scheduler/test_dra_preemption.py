@@ -133,3 +133,52 @@ def test_held_only_by_counts_allocations_in_flight() -> None:
     held = cluster.devices.held_only_by({pod.key})
     assert len(held) == 4 and {d[0] for d in held} == {GPU}
     assert cluster.devices.held_only_by({"default/someone-else"}) == frozenset()
+
+
+def test_the_devices_of_a_nominated_pod_are_held_from_pods_of_lower_priority() -> None:
+    """While its victim goes, the GPUs the dry run gave the preemptor are held for it: once the victim's claim is
+    deallocated, a late batch pod asking for the same GPUs finds none, a pod of higher priority still could, and the
+    preemptor gets them; dropping the nomination releases them."""
+    cluster = _Cluster()
+    for name in ("batch-a", "batch-b"):
+        cluster.place(*_pod(name, 0, 8, 4))
+    train, claims = _pod("train", 1000, 16, 4)
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    candidate = cluster.cycle.run(cluster.profile, train).candidate
+    assert candidate is not None
+    assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
+    (victim,) = candidate.victims
+    cluster.cache.remove_pod(victim.key)  # the victim is gone and its claim deallocated (deleted with it)
+    cluster.devices.delete_claim({"metadata": {"namespace": "default", "name": f"{victim.name}-gpus"}})
+    cluster.devices.delete_pod({"metadata": {"namespace": "default", "name": victim.name}})
+    late, late_claims = _pod("late", 0, 8, 4)
+    for claim in late_claims:
+        cluster.devices.set_claim(claim)
+    refused = cluster.cycle.run(cluster.profile, late)
+    assert refused.outcome.node is None and "cannot allocate all claims" in refused.outcome.message
+    assert cluster.devices.held_against(_pod("urgent", 5000, 8, 4)[0]) == frozenset()
+    assert cluster.place(train, []) == "n0"  # its own hold does not stop it; Reserve replaces the hold
+    assert cluster.devices.held == {}
+
+
+def test_a_cleared_nomination_releases_the_devices_held() -> None:
+    """The nominated pod's claim asks for more than any eviction frees now (another pod took GPUs meanwhile):
+    preemption cannot help, the nomination is cleared, and so is the hold."""
+    cluster = _Cluster()
+    for name in ("batch-a", "batch-b"):
+        cluster.place(*_pod(name, 0, 8, 4))
+    train, claims = _pod("train", 1000, 16, 4)
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    assert cluster.cycle.run(cluster.profile, train).candidate is not None
+    assert train.key in cluster.devices.held
+    cluster.place(*_pod("keeper", 2000, 2, 0))
+    for name in ("batch-a", "batch-b"):  # every GPU now in claims shared with a pod preemption cannot evict
+        stored = cluster.devices.claims[f"default/{name}-gpus"]
+        status = dict(stored["status"])
+        status["reservedFor"] = [*status["reservedFor"], {"resource": "pods", "name": "keeper", "uid": "uid-keeper"}]
+        cluster.devices.set_claim({**stored, "status": status})
+    result = cluster.cycle.run(cluster.profile, train)
+    assert result.candidate is None and result.clears_nomination
+    assert cluster.devices.held == {} and cluster.cache.nominated_node(train.key) == ""

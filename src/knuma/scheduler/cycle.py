@@ -11,6 +11,8 @@ The steps are kube-scheduler's `schedulingCycle` around the decision (`knuma.sch
 4. the lifted room is held again; a candidate's node is held for the pod and lower-priority nominations there are
    displaced (`prepareCandidate` clears them, `NominatedNodeName` of the preemptor is set); a PostFilter that says
    preemption cannot help clears the pod's nomination; otherwise a pod waiting for its victims keeps its room.
+   Filters that hold something of their own for a nominated pod (`NominationAware`: DynamicResources and the devices
+   the dry run gave the pod) hear of each nomination made, cleared or displaced.
 
 The caller does the I/O the answer asks for: evict the victims, write or clear `status.nominatedNodeName`, record
 events and metrics (the daemon), or play the evictions on the simulated kubelets (the simulator).
@@ -27,7 +29,7 @@ from knuma.api.pod import Pod
 from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.fast.path import FastPath
-from knuma.scheduler.framework.interface import OneNodeFilters, Profile, schedule_one
+from knuma.scheduler.framework.interface import NominationAware, OneNodeFilters, Profile, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate, Preemption
 
 __all__ = ["CycleResult", "SchedulingCycle"]
@@ -90,17 +92,41 @@ class SchedulingCycle:
         self._hold(lifted)
         displaced: tuple[tuple[Pod, str], ...] = ()
         if preemption is not None and preemption.candidate is not None:
-            node = preemption.candidate.node
-            self.cache.nominate(pod, node)
-            keys = [k for k in self.cache.nominations_below(pod.priority) if self.cache.nominated_node(k) == node]
+            candidate = preemption.candidate
+            keys = [
+                k for k in self.cache.nominations_below(pod.priority) if self.cache.nominated_node(k) == candidate.node
+            ]
             displaced = tuple(held for key in keys if (held := self.cache.unnominate(key)) is not None)
+            self._dropped(profile, [held.key for held, _ in displaced])
+            self._nominated(profile, pod, candidate)
+            self.cache.nominate(pod, candidate.node)
         elif preemption is not None and preemption.clear_nomination:
             self.cache.unnominate(pod.key)
+            self._dropped(profile, [pod.key])
         elif own is not None:
             self.cache.nominate(*own)  # waiting for its victims: keep the room held
         if preemption is not None and preemption.message:
             outcome = dataclasses.replace(outcome, message=f"{outcome.message} {preemption.message}")
         return CycleResult(outcome, preemption, displaced, runs)
+
+    def _nominated(self, profile: Profile, pod: Pod, candidate: Candidate) -> None:
+        """Tell the NominationAware filters where `pod` was nominated, on the node as the dry run saw it."""
+        aware = [f for f in profile.filters if isinstance(f, NominationAware)]
+        if not aware:
+            return
+        victims = [v.key for v in candidate.victims]
+        node = self.cache.node_info_without(candidate.node, victims, True) or self.cache.node_info(candidate.node)
+        if node is None:
+            return
+        for plugin in aware:
+            plugin.nominated(pod, node)
+
+    @staticmethod
+    def _dropped(profile: Profile, keys: Sequence[str]) -> None:
+        for plugin in profile.filters:
+            if isinstance(plugin, NominationAware):
+                for key in keys:
+                    plugin.nomination_dropped(key)
 
     def _lift_nominations(self, pod: Pod) -> dict[str, tuple[Pod, str]]:
         """Stop holding room, for this cycle, for the pods nominated with lower priority than `pod`, and for `pod`

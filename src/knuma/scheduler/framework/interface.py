@@ -281,6 +281,23 @@ class PreEnqueuePlugin(Protocol):
     def pre_enqueue(self, pod: Pod) -> Status: ...
 
 
+@runtime_checkable
+class NominationAware(Protocol):
+    """A filter that holds something of its own for a pod preemption nominated (beyond the CPUs, memory and pods
+    the cluster cache holds): DynamicResources holds the devices the dry run gave the pod, so that pods of lower
+    priority do not take them while the victims go (what kubernetes/enhancements#5690 records for DRA)."""
+
+    name: str
+
+    def nominated(self, pod: Pod, node: NodeInfo) -> None:
+        """`pod` was nominated on `node`, given as the preemption's dry run saw it (without the victims)."""
+        ...
+
+    def nomination_dropped(self, pod_key: str) -> None:
+        """The nomination of `pod_key` was cleared or displaced: release what `nominated` held."""
+        ...
+
+
 NodeWithout = Callable[[str, Collection[str], bool], NodeInfo | None]
 """(node name, pod keys, NUMA-aware) → the node as it would be without those pods: requests, ports and pods given
 back, and when NUMA-aware the NUMA view too (`ClusterCache.node_info_without`)."""

@@ -108,6 +108,10 @@ class DeviceState:
     """Bumped when a class changes (an input of every allocation: `node_devices`)."""
     memo: AllocationMemo | None = field(default_factory=AllocationMemo, repr=False)
     """The allocator's verdicts per node and claim shape (`knuma.devices.memo`); None: always run the allocator."""
+    held: dict[str, tuple[int, frozenset[DeviceID]]] = field(default_factory=dict)
+    """Pod key -> (its priority, devices) held for a pod preemption nominated: the devices its dry run allocated,
+    kept from pods of lower priority while its victims go (`hold`); released when it reserves devices, its
+    nomination is dropped or it is deleted."""
     _zone_devices: dict[str, ZoneDevices] = field(default_factory=dict, repr=False)
     _zone_devices_version: int = field(default=-1, repr=False)
     _watched: tuple[int, frozenset[DeviceID]] = field(default=(-1, frozenset()), repr=False)
@@ -141,6 +145,7 @@ class DeviceState:
         md = obj.get("metadata") or {}
         key = f"{md.get('namespace')}/{md.get('name')}"
         self.generated.pop(key, None)
+        self.held.pop(key, None)
         for claim in [k for k, (owner, _) in self.in_flight.items() if owner == key]:
             del self.in_flight[claim]
         self.version += 1
@@ -366,7 +371,28 @@ class DeviceState:
     def reserve(self, pod: Pod, allocations: Mapping[str, AllocationResult]) -> None:
         for key, allocation in allocations.items():
             self.in_flight[key] = (pod.key, allocation)
+        self.held.pop(pod.key, None)  # its own allocation replaces what was held for it
         self.version += 1
+
+    def hold(self, pod: Pod, devices: frozenset[DeviceID]) -> None:
+        """Keep `devices` for `pod`, nominated by a preemption, from pods of lower priority."""
+        self.held[pod.key] = (pod.priority, devices)
+        self.version += 1
+
+    def release(self, pod_key: str) -> None:
+        if self.held.pop(pod_key, None) is not None:
+            self.version += 1
+
+    def held_against(self, pod: Pod) -> frozenset[DeviceID]:
+        """The devices held for other nominated pods of equal or higher priority (those `pod` must not take, as
+        kube-scheduler's filters count nominated pods of equal or higher priority, `addGENominatedPods`)."""
+        if not self.held:
+            return frozenset()
+        blocked: set[DeviceID] = set()
+        for key, (priority, devices) in self.held.items():
+            if key != pod.key and priority >= pod.priority:
+                blocked.update(devices)
+        return frozenset(blocked)
 
     def unreserve(self, pod: Pod) -> None:
         for key in [k for k, (owner, _) in self.in_flight.items() if owner == pod.key]:
@@ -434,6 +460,20 @@ class DynamicResources:
         self._terms: dict[str, tuple[NodeTopology | None, dict[Hashable, tuple[int, tuple[ZoneChange, ...]]]]] = {}
         """Node -> (its topology, {inputs: `_placement_terms`}), while `state.memo` is on."""
 
+    def nominated(self, pod: Pod, node: NodeInfo) -> None:
+        """Hold the devices the preemption's dry run allocates `pod` on `node` (the node without its victims)."""
+        if not pod.spec.get("resourceClaims"):
+            return
+        cycle = CycleState()
+        cycle.dry_run = True
+        result = self.outcome(cycle, pod, node)
+        if result.allocatable:
+            picked = {r.device_id for c in result.results for r in c.allocation.results if not r.admin_access}
+            self.state.hold(pod, frozenset(picked))
+
+    def nomination_dropped(self, pod_key: str) -> None:
+        self.state.release(pod_key)
+
     def applies_to(self, pod: Pod) -> bool:
         """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
         return bool(pod.spec.get("resourceClaims"))
@@ -477,14 +517,16 @@ class DynamicResources:
             return cached[1]  # type: ignore[no-any-return]
         found = self._claims(cycle, pod)
         freed = self.state.held_only_by(node.evicted) if node.evicted else frozenset()
-        memo = self.state.memo if not freed else None  # a preemption's dry run: devices the memo never saw free
+        blocked = self.state.held_against(pod)
+        # a preemption's dry run, or devices held for a nominated pod: states the memo's key does not describe
+        memo = self.state.memo if not freed and not blocked else None
         shape, keys = cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, found.claims))
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
         if result is None:
             inventory = self.state.node_inventory(node.name)
-            if freed:
-                inventory = replace(inventory, in_use=inventory.in_use - freed)
+            if freed or blocked:
+                inventory = replace(inventory, in_use=(inventory.in_use - freed) | blocked)
             try:
                 result = allocate(NodeView(node.name, node.labels, node.numa), found.claims, inventory, pod=pod)
             except (DeviceAllocationError, CELError) as err:
