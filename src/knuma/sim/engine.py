@@ -262,10 +262,12 @@ class _Engine:
     def attempt(self, record: PodRecord, now: float) -> bool:
         record.attempts += 1
         started = time.perf_counter()
-        attempt = self.scheduler.attempt(record.pod, now)
+        attempt = self.scheduler.attempt(record.pod, now, self.nominations.get(record.pod.key, ""))
         self.latencies.append(time.perf_counter() - started)
         for victim in attempt.victims:
             self.evict(victim.key, now)
+        for key in attempt.cleared:
+            self.nominations.pop(key, None)
         node = attempt.node
         if node is None:
             if attempt.nominated:

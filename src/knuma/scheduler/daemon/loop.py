@@ -327,9 +327,8 @@ class Scheduler:
         the scheduler's failure handler do."""
         log.info("pod %s preempts %s on %s", pod.key, ", ".join(v.key for v in candidate.victims), candidate.node)
         self.metrics.preemption_victims.observe(len(candidate.victims))
-        for victim in candidate.victims:
-            if not victim.terminating:  # graceful deletion under way: no second call
-                self._spawn(self._evict(pod, victim, candidate.node))
+        for victim in candidate.to_evict:
+            self._spawn(self._evict(pod, victim, candidate.node))
         for held_pod, _ in displaced:  # may no longer fit there: their nomination goes, and they look again
             obj = self.pods.store.get(held_pod.key)
             if obj is not None:

@@ -17,6 +17,11 @@ class Candidate:
     """Most important first."""
     pdb_violations: int = 0
 
+    @property
+    def to_evict(self) -> tuple[Pod, ...]:
+        """The victims to delete: those not being deleted already (`prepareCandidate` makes no second call)."""
+        return tuple(v for v in self.victims if not v.terminating)
+
 
 @dataclass(frozen=True)
 class Preemption:

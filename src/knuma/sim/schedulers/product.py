@@ -45,12 +45,14 @@ FINGERPRINT_METHOD = "all"
 
 @dataclass(frozen=True)
 class Attempt:
-    """One scheduling attempt's answer: the node bound to, or None; the pods preemption evicts for it; and the pod's
-    `status.nominatedNodeName` afterwards (what the API server would show)."""
+    """One scheduling attempt's answer: the node bound to, or None; the pods preemption evicts for it; the pod's
+    `status.nominatedNodeName` afterwards; and the pods whose nomination the daemon would clear (displaced from the
+    node the pod was nominated on). The caller plays the API server, which keeps the nominations."""
 
     node: str | None
     victims: tuple[Pod, ...] = ()
     nominated: str = ""
+    cleared: tuple[str, ...] = ()
 
 
 class ProductScheduler:
@@ -76,8 +78,6 @@ class ProductScheduler:
         self.cache = ClusterCache(nrt)
         self.fast = FastPath(self.cache)
         self.cycle = SchedulingCycle(self.cache, self.fast)
-        self.nominated: dict[str, str] = {}
-        """`status.nominatedNodeName` of pending pods, as this scheduler wrote it."""
         self.tick_period: float | None = nrt.resync_period
         self.pods: dict[str, Pod] = {}
         for setup in nodes:
@@ -88,7 +88,6 @@ class ProductScheduler:
             self.pods[listed.pod.key] = listed.pod
             self.cache.pod_bound(self._bound(listed.pod, listed.node, started=listed.started))
         for pod, node in nominated:
-            self.nominated[pod.key] = node
             self.cache.nominate(pod, node)
         nrt.informers_synced()
 
@@ -101,22 +100,17 @@ class ProductScheduler:
     def schedule(self, pod: Pod, now: float) -> str | None:
         return self.attempt(pod, now).node
 
-    def attempt(self, pod: Pod, now: float) -> Attempt:
-        """One cycle as the daemon runs it; a nomination is written as the daemon writes it."""
-        result = self.cycle.run(self.profile, pod, self.nominated.get(pod.key, ""))
+    def attempt(self, pod: Pod, now: float, nominated: str = "") -> Attempt:
+        """One cycle as the daemon runs it, for `pod` with `status.nominatedNodeName` `nominated`; the answer says
+        what the daemon would write."""
+        result = self.cycle.run(self.profile, pod, nominated)
         node = result.outcome.node
         if node is None:
-            for held, _ in result.displaced:
-                self.nominated.pop(held.key, None)
+            cleared = tuple(held.key for held, _ in result.displaced)
             candidate = result.candidate
             if candidate is not None:
-                self.nominated[pod.key] = candidate.node
-                victims = tuple(v for v in candidate.victims if not v.terminating)
-                return Attempt(None, victims, candidate.node)
-            if result.clears_nomination:
-                self.nominated.pop(pod.key, None)
-            return Attempt(None, (), self.nominated.get(pod.key, ""))
-        self.nominated.pop(pod.key, None)
+                return Attempt(None, candidate.to_evict, candidate.node, cleared)
+            return Attempt(None, (), "" if result.clears_nomination else nominated, cleared)
         self.cache.assume(pod, node)
         self.cache.bound(pod, node)
         self.pods[pod.key] = pod
