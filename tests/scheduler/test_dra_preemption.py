@@ -10,7 +10,7 @@ from typing import Any
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.config.load import build_profiles, default_config
-from knuma.scheduler.cycle import SchedulingCycle
+from knuma.scheduler.cycle import CycleResult, SchedulingCycle
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
@@ -86,6 +86,15 @@ class _Cluster:
             self.devices.set_claim({**claim, "status": {"allocation": allocation, "reservedFor": consumers}})
         return node
 
+    def train_after_two_batch_pods(self) -> tuple[Pod, CycleResult]:
+        """Two batch pods (priority 0) holding 4 GPUs each, then `train` (priority 1000, 4 GPUs): its cycle."""
+        for name in ("batch-a", "batch-b"):
+            self.place(*_pod(name, 0, 8, 4))
+        train, claims = _pod("train", 1000, 16, 4)
+        for claim in claims:
+            self.devices.set_claim(claim)
+        return train, self.cycle.run(self.profile, train)
+
 
 def test_a_gpu_pod_preempts_the_pod_holding_the_gpus_of_one_numa_node() -> None:
     cluster = _Cluster()
@@ -140,12 +149,8 @@ def test_the_devices_of_a_nominated_pod_are_held_from_pods_of_lower_priority() -
     deallocated, a late batch pod asking for the same GPUs finds none, a pod of higher priority still could, and the
     preemptor gets them; dropping the nomination releases them."""
     cluster = _Cluster()
-    for name in ("batch-a", "batch-b"):
-        cluster.place(*_pod(name, 0, 8, 4))
-    train, claims = _pod("train", 1000, 16, 4)
-    for claim in claims:
-        cluster.devices.set_claim(claim)
-    candidate = cluster.cycle.run(cluster.profile, train).candidate
+    train, result = cluster.train_after_two_batch_pods()
+    candidate = result.candidate
     assert candidate is not None
     assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
     (victim,) = candidate.victims
@@ -166,12 +171,8 @@ def test_a_cleared_nomination_releases_the_devices_held() -> None:
     """The nominated pod's claim asks for more than any eviction frees now (another pod took GPUs meanwhile):
     preemption cannot help, the nomination is cleared, and so is the hold."""
     cluster = _Cluster()
-    for name in ("batch-a", "batch-b"):
-        cluster.place(*_pod(name, 0, 8, 4))
-    train, claims = _pod("train", 1000, 16, 4)
-    for claim in claims:
-        cluster.devices.set_claim(claim)
-    assert cluster.cycle.run(cluster.profile, train).candidate is not None
+    train, result = cluster.train_after_two_batch_pods()
+    assert result.candidate is not None
     assert train.key in cluster.devices.held
     cluster.place(*_pod("keeper", 2000, 2, 0))
     for name in ("batch-a", "batch-b"):  # every GPU now in claims shared with a pod preemption cannot evict

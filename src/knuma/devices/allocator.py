@@ -39,6 +39,7 @@ __all__ = [
     "Outcome",
     "allocate",
     "allocated_devices",
+    "allocation_devices",
 ]
 
 DEFAULT_BUDGET = 20_000
@@ -62,13 +63,18 @@ class Inventory:
     cache: SelectorCache = field(default_factory=SelectorCache)
 
 
+def allocation_devices(allocation: AllocationResult) -> frozenset[DeviceID]:
+    """Devices one allocation holds. Admin-access results do not hold a device (upstream's allocated state skips
+    them)."""
+    return frozenset(r.device_id for r in allocation.results if not r.admin_access)
+
+
 def allocated_devices(claims: Iterable[ResourceClaim]) -> frozenset[DeviceID]:
-    """Devices held by allocated claims. Admin-access results do not hold a device (upstream's allocated state
-    skips them). Devices no slice lists any more still count: in use, nothing more."""
+    """Devices held by allocated claims. Devices no slice lists any more still count: in use, nothing more."""
     held: set[DeviceID] = set()
     for claim in claims:
         if claim.allocation is not None:
-            held.update(r.device_id for r in claim.allocation.results if not r.admin_access)
+            held.update(allocation_devices(claim.allocation))
     return frozenset(held)
 
 

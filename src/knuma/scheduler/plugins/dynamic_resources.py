@@ -33,7 +33,15 @@ from knuma.api.dra.fields import ValidationError
 from knuma.api.dra.resourceclaim import AllocationResult, ResourceClaim
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.pod import Pod
-from knuma.devices.allocator import DeviceAllocationError, Inventory, NodeView, Outcome, allocate, allocated_devices
+from knuma.devices.allocator import (
+    DeviceAllocationError,
+    Inventory,
+    NodeView,
+    Outcome,
+    allocate,
+    allocated_devices,
+    allocation_devices,
+)
 from knuma.devices.cel import CELError
 from knuma.devices.demand import resolve
 from knuma.devices.filtering import SelectorCache
@@ -207,7 +215,7 @@ class DeviceState:
         in_use: set[DeviceID] = set(allocated_devices(parsed))
         for key, (_, allocation) in self.in_flight.items():
             if key not in self.claims:
-                in_use.update(r.device_id for r in allocation.results if not r.admin_access)
+                in_use.update(allocation_devices(allocation))
         inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
         self._inventory = (self.version, inventory)
         return inventory
@@ -243,13 +251,12 @@ class DeviceState:
             }
             if key in self.in_flight:
                 consumers.add(self.in_flight[key][0])
-            held = allocated_devices([claim])
+            held = allocation_devices(claim.allocation)
             for consumer in consumers:
                 index.setdefault(consumer, []).append((frozenset(consumers), held))
         for key, (owner, allocation) in self.in_flight.items():
             if key not in self.claims:
-                devices = frozenset(r.device_id for r in allocation.results if not r.admin_access)
-                index.setdefault(owner, []).append((frozenset({owner}), devices))
+                index.setdefault(owner, []).append((frozenset({owner}), allocation_devices(allocation)))
         self._holder_index = (self.version, index)
         return index
 
@@ -468,8 +475,7 @@ class DynamicResources:
         cycle.dry_run = True
         result = self.outcome(cycle, pod, node)
         if result.allocatable:
-            picked = {r.device_id for c in result.results for r in c.allocation.results if not r.admin_access}
-            self.state.hold(pod, frozenset(picked))
+            self.state.hold(pod, frozenset().union(*(allocation_devices(c.allocation) for c in result.results)))
 
     def nomination_dropped(self, pod_key: str) -> None:
         self.state.release(pod_key)
