@@ -96,8 +96,9 @@ async def patch(http: AsyncApi, path: str, body: JsonObj, *, content_type: str =
     return await request(http, "PATCH", path, body=body, content_type=content_type)
 
 
-async def delete(http: AsyncApi, path: str, *, params: Params = None) -> JsonObj:
-    return await request(http, "DELETE", path, params=params)
+async def delete(http: AsyncApi, path: str, *, params: Params = None, body: JsonObj | None = None) -> JsonObj:
+    """`body`: DeleteOptions (a grace period, preconditions)."""
+    return await request(http, "DELETE", path, params=params, body=body)
 
 
 @contextlib.asynccontextmanager

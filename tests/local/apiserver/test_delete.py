@@ -42,7 +42,7 @@ def test_finalizers_hold_deletion_until_removed(http_client: Http) -> None:
     cm["metadata"]["finalizers"] = ["example.com/cleanup"]
     http_client.post(CM, cm)
     first = http_client.delete(f"{CM}/held")
-    assert first.status == 202
+    assert first.status == 200  # 202 only for `orphanDependents: false` (handlers/delete.go)
     assert first.json["metadata"]["deletionTimestamp"]
     still = http_client.get(f"{CM}/held").json
     assert still["metadata"]["finalizers"] == ["example.com/cleanup"]
@@ -81,7 +81,7 @@ def test_foreground_deletion_waits_for_dependents(http_client: Http) -> None:
     child["metadata"]["finalizers"] = ["example.com/slow"]
     http_client.post(CM, child)
     reply = http_client.delete(f"{DEPLOY}/web", {"propagationPolicy": "Foreground"})
-    assert reply.status == 202
+    assert reply.status == 200
     assert "foregroundDeletion" in reply.json["metadata"]["finalizers"]
     eventually(lambda: bool(http_client.get(f"{CM}/child").json["metadata"].get("deletionTimestamp")))
     assert http_client.get(f"{DEPLOY}/web").status == 200
@@ -108,7 +108,7 @@ def test_namespace_deletion_deletes_contents(http_client: Http) -> None:
     held["metadata"]["finalizers"] = ["example.com/x"]
     http_client.post(path, held)
     reply = http_client.delete("/api/v1/namespaces/team")
-    assert reply.status == 202
+    assert reply.status == 200
     assert reply.json["status"]["phase"] == "Terminating"
     refused = http_client.post(path, configmap("late", namespace="team"))
     assert (refused.status, refused.json["reason"]) == (403, "Forbidden")
@@ -148,3 +148,11 @@ def test_a_dependent_written_after_its_owner_is_gone_is_collected(http_client: H
         return [r["uid"] for r in refs] == [live["metadata"]["uid"]]
 
     eventually(only_live_owner, timeout=10)
+
+
+def test_a_cascading_delete_that_waits_answers_202(http_client: Http) -> None:
+    """kube-apiserver's one 202: the object stays and the client asked for cascading with `orphanDependents: false`."""
+    cm = configmap("held")
+    cm["metadata"]["finalizers"] = ["example.com/cleanup"]
+    http_client.post(CM, cm)
+    assert http_client.delete(f"{CM}/held?orphanDependents=false").status == 202

@@ -161,7 +161,8 @@ def test_kubectl_drain_waits_for_the_budget(http_client: Http, kubectl: Kubectl)
     assert http_client.get(f"{PODS}/db-0").status == 200
     one_left = {"status": {"disruptionsAllowed": 1}}
     assert http_client.patch(f"{PDBS}/db/status", one_left, MERGE).status == 200
-    drained = kubectl("drain", "n1", "--force", "--timeout=20s", timeout=60)
+    # no kubelet runs here to stop the pod and delete it for good, so the eviction asks for no grace period
+    drained = kubectl("drain", "n1", "--force", "--grace-period=0", "--timeout=20s", timeout=60)
     assert "pod/db-0 evicted" in drained.stdout
 
 

@@ -314,7 +314,8 @@ def test_cordon_and_drain(kubectl: Kubectl, http_client: Http) -> None:
     http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
     http_client.post(f"{pods}/p/binding", {"target": {"kind": "Node", "name": "n1"}})
     http_client.post(pods, {"metadata": {"name": "elsewhere"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    out = kubectl("drain", "n1", "--force", "--timeout=10s").stdout
+    # no kubelet runs here to stop the pod and delete it for good, so the eviction asks for no grace period
+    out = kubectl("drain", "n1", "--force", "--grace-period=0", "--timeout=10s").stdout
     assert "node/n1 drained" in out
     assert http_client.get("/api/v1/nodes/n1").json["spec"]["unschedulable"] is True
     assert [p["metadata"]["name"] for p in http_client.get(pods).json["items"]] == ["elsewhere"]

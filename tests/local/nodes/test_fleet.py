@@ -14,7 +14,7 @@ from knuma.api.crd import NRT_CRD
 from knuma.api.nrt import NodeResourceTopology
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
-from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION
+from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION, SHUTDOWN_ANNOTATION
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testing.apiserver import RunningApiServer
@@ -164,6 +164,49 @@ async def test_nodes_pods_and_nrt_through_a_restart(api: RunningApiServer, tmp_p
             assert (await http.delete("/api/v1/namespaces/default/pods/fits")).status_code == 200
             assert await eventually_async(lambda: _equal(zone_cpus(http, "sim-0"), [8000, 2000]))
             assert fleet.stats.released == 1
+    finally:
+        await http.aclose()
+
+
+async def test_a_deleted_pod_holds_its_cpus_until_its_containers_stop(api: RunningApiServer, tmp_path: Path) -> None:
+    """Graceful deletion: the pod stays Terminating with its CPUs held while its containers stop
+    (`sim.knuma.io/shutdown`), then the kubelet releases them and deletes the pod for good; containers that would
+    take longer than the grace period are killed when it ends."""
+    http = async_http(api.kubeconfig)
+    assert (await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)).status_code == 201
+    pods = "/api/v1/namespaces/default/pods"
+    try:
+        async with running_fleet(api, tmp_path / "state") as fleet:
+            slow = guaranteed_manifest("slow", 4)
+            slow["metadata"]["annotations"] = {SHUTDOWN_ANNOTATION: "3s"}
+            stubborn = guaranteed_manifest("stubborn", 4)
+            stubborn["metadata"]["annotations"] = {SHUTDOWN_ANNOTATION: "10m"}
+            stubborn["spec"]["terminationGracePeriodSeconds"] = 2
+            await create_bound(http, slow, "sim-0")
+            await create_bound(http, stubborn, "sim-1")
+
+            async def both_running() -> bool:
+                return all([(await phase(http, name)).get("phase") == "Running" for name in ("slow", "stubborn")])
+
+            await eventually_async(both_running)
+            assert await eventually_async(lambda: _equal(zone_cpus(http, "sim-0"), [4000, 8000]))
+            deleted = await http.delete(f"{pods}/slow")
+            assert deleted.status_code == 200 and deleted.json()["metadata"]["deletionGracePeriodSeconds"] == 30
+            assert (await http.delete(f"{pods}/stubborn")).status_code == 200
+            await asyncio.sleep(1.0)
+            terminating = await get(http, f"{pods}/slow")
+            assert terminating["metadata"]["deletionTimestamp"]
+            assert fleet.kubelets["sim-0"].held.get("default/slow") is not None  # still holds its CPUs
+            assert await zone_cpus(http, "sim-0") == [4000, 8000]
+
+            async def gone(name: str) -> bool:
+                return (await http.get(f"{pods}/{name}")).status_code == 404
+
+            assert await eventually_async(lambda: gone("slow"), timeout=20)
+            assert await eventually_async(lambda: gone("stubborn"), timeout=20)  # killed after 2 s, not 10 min
+            assert fleet.kubelets["sim-0"].held.get("default/slow") is None
+            assert await eventually_async(lambda: _equal(zone_cpus(http, "sim-0"), [8000, 8000]))
+            assert fleet.stats.released == 2
     finally:
         await http.aclose()
 

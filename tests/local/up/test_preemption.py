@@ -5,6 +5,7 @@ kubelet admits the preemptor there."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,15 +41,40 @@ def _running(up: Up, name: str) -> bool:
     return status.get("phase") == "Running" and bool(status.get("startTime"))
 
 
-def _preempt(up: Up, batch: list[dict[str, Any]], preemptor: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _preempt(
+    up: Up, batch: list[dict[str, Any]], preemptor: dict[str, Any], *, shutdown: str = ""
+) -> tuple[dict[str, Any], list[str]]:
     """Run the batch pods (with the two priority classes), then the preemptor; wait for it to run and check that
-    exactly one batch pod was preempted. The pods by name, and the batch pods left."""
+    exactly one batch pod was preempted. The pods by name, and the batch pods left.
+
+    With `shutdown`, the batch pods' containers take that long to stop (`sim.knuma.io/shutdown`): the victim stays
+    Terminating, marked `DisruptionTarget` by the scheduler and still holding its CPUs, while the preemptor waits
+    nominated to the node and does not run."""
+    for pod in batch:
+        if shutdown:
+            pod["metadata"]["annotations"] = {"sim.knuma.io/shutdown": shutdown}
     up.kubectl(
         "apply", "-f", "-", stdin=yaml.safe_dump_all([_class("batch", 1000), _class("critical", 1000000), *batch])
     )
     eventually(lambda: all(_running(up, p["metadata"]["name"]) for p in batch), timeout=90)
     up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(preemptor))
-    eventually(lambda: _running(up, preemptor["metadata"]["name"]), timeout=120)
+    name = preemptor["metadata"]["name"]
+    if shutdown:
+
+        def waiting_for_a_terminating_victim() -> bool:
+            pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
+            victims = [p for n, p in pods.items() if n.startswith("batch") and p["metadata"].get("deletionTimestamp")]
+            waiting = pods[name]
+            if not victims or waiting["spec"].get("nodeName") or not waiting["status"].get("nominatedNodeName"):
+                return False
+            conditions = victims[0]["status"].get("conditions") or []
+            assert any(c["type"] == "DisruptionTarget" and c["reason"] == "PreemptionByScheduler" for c in conditions)
+            return True
+
+        eventually(waiting_for_a_terminating_victim, timeout=60)
+        time.sleep(3)  # the victim's containers take `shutdown` to stop: it still holds its CPUs
+        assert waiting_for_a_terminating_victim()
+    eventually(lambda: _running(up, name), timeout=120)
     pods = {p["metadata"]["name"]: p for p in up.get("pods")["items"]}
     survivors = sorted(name for name in pods if name.startswith("batch"))
     assert len(survivors) == 1, survivors
@@ -62,12 +88,12 @@ def test_a_pod_only_numa_alignment_blocks_preempts_one_pod_and_the_kubelet_admit
     start: Callable[..., Up],
 ) -> None:
     """One `small` node (two 8-CPU zones) running two 5-CPU batch pods, one per zone: 6 CPUs free on the node, 3 per
-    zone. A 6-CPU pod of higher priority fits the node but no zone: one batch pod is evicted, the preemptor runs on
-    its zone, the other batch pod keeps running."""
+    zone. A 6-CPU pod of higher priority fits the node but no zone: one batch pod is evicted, the preemptor waits
+    while its containers take 8 s to stop, then runs on its zone; the other batch pod keeps running."""
     up = start("--nodes", "1", "--shape", "small")
     eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
     batch = [_pod("batch-a", 5, "batch"), _pod("batch-b", 5, "batch")]
-    pods, _ = _preempt(up, batch, _pod("critical", 6, "critical"))
+    pods, _ = _preempt(up, batch, _pod("critical", 6, "critical"), shutdown="8s")
     assert not [p for p in pods.values() if (p.get("status") or {}).get("reason") == "TopologyAffinityError"]
     assert up.stop() == 0
 

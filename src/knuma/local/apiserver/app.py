@@ -321,11 +321,13 @@ class Handlers:
             elif raw:
                 loaded = bodies.decode_json(raw, "DeleteOptions")
                 options = loaded if isinstance(loaded, dict) else {}
-            if "propagationPolicy" in request.query:
-                options["propagationPolicy"] = request.query["propagationPolicy"]
+            options = _delete_query(request, options)
             obj = service.delete(rt, ns, name, options, _write_opts(request))
             gone = service.store.get(rt.storage_gr, ns if rt.namespaced else "", name) is None
-            return _json(obj, 200 if gone else 202)
+            # 202 only when the object stays and the client asked for cascading with `orphanDependents: false`; a
+            # pod in its grace period or an object held by finalizers answers 200 (handlers/delete.go, "that will
+            # break existing clients")
+            return _json(obj, 202 if not gone and options.get("orphanDependents") is False else 200)
         raise errors.method_not_allowed()
 
     async def scale(self, request: web.Request, target: Target) -> web.Response:
@@ -362,7 +364,7 @@ class Handlers:
             field_selector=request.query.get("fieldSelector"),
         )
         opts = _write_opts(request)
-        options = {"propagationPolicy": request.query.get("propagationPolicy", "Background")}
+        options = _delete_query(request, {"propagationPolicy": "Background"})
         deleted = []
         for obj in result.items:
             md = obj["metadata"]
@@ -419,6 +421,23 @@ class Handlers:
         )
         reply = await self.server.node_proxy.call(handler, proxied)
         return web.Response(body=reply.body, status=reply.status, headers={"Content-Type": reply.content_type})
+
+
+def _delete_query(request: web.Request, options: JsonObj) -> JsonObj:
+    """DeleteOptions given as query parameters override the body's (`metav1.ParameterCodec` decodes both into one
+    DeleteOptions): `propagationPolicy`, `gracePeriodSeconds` (negative allowed: it means 1 s) and
+    `orphanDependents`."""
+    query = request.query
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if "gracePeriodSeconds" in query:
+        try:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid value for gracePeriodSeconds: {query['gracePeriodSeconds']!r}") from exc
+    if "orphanDependents" in query:
+        options["orphanDependents"] = query["orphanDependents"].lower() in ("true", "1")
+    return options
 
 
 def _int(value: str | None, name: str) -> int:

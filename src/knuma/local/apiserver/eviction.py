@@ -11,9 +11,10 @@
 
 The Eviction body is read as upstream reads it: its `metadata.name` must be the pod's (400 otherwise), and its
 `deleteOptions` apply to the deletion: `preconditions` (409 when the pod's uid or resourceVersion differ),
-`propagationPolicy`, and `dryRun` (`propagateDryRun`: the request's and the body's must agree; a dry run checks the
-budget and deletes nothing, spends nothing). Not modelled: retries on conflicts (the server is one process: nothing
-races between the read and the write) and `gracePeriodSeconds` (the server has no graceful pod deletion).
+`propagationPolicy`, `gracePeriodSeconds` (the deletion is graceful, `knuma.local.apiserver.graceful`) and `dryRun`
+(`propagateDryRun`: the request's and the body's must agree; a dry run checks the budget and deletes nothing, spends
+nothing). Not modelled: retries on conflicts (the server is one process: nothing races between the read and the
+write).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 What kube-controller-manager's garbage collector and namespace controller do, run in-process right after the write
 that triggers them (deferred to the next loop iteration, so the DELETE answers first):
 
-- an object with finalizers gets `deletionTimestamp` and stays until the finalizers are removed;
+- an object with finalizers gets `deletionTimestamp` and stays until the finalizers are removed; a pod on a node
+  stays until its grace period ends, when its kubelet deletes it (`knuma.local.apiserver.graceful`);
 - `Background` propagation deletes dependents after the owner is gone; `Foreground` adds the `foregroundDeletion`
   finalizer to the owner and removes it once no dependent is left; `Orphan` strips the owner reference;
 - a dependent with another live owner only loses the reference to the deleted one;
@@ -23,11 +24,13 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from knuma.api.types import JsonObj
+from knuma.local.apiserver.graceful import before_delete
 from knuma.local.apiserver.store import GroupResource, Store
 
 ObjectKey = tuple[GroupResource, str, str]
 
 NAMESPACE_GR: GroupResource = ("", "namespaces")
+POD_GR: GroupResource = ("", "pods")
 FOREGROUND = "foregroundDeletion"
 
 
@@ -104,25 +107,35 @@ class GarbageCollector:
 
     # -- deletion ------------------------------------------------------------------------------------------------
 
-    def delete(self, gr: GroupResource, existing: JsonObj, propagation: str) -> JsonObj:
-        """Delete now, or mark for deletion when finalizers (or foreground dependents) hold the object."""
+    def delete(self, gr: GroupResource, existing: JsonObj, propagation: str, options: JsonObj | None = None) -> JsonObj:
+        """Delete now, or mark for deletion when finalizers (or foreground dependents) hold the object, or, for a pod
+        on a node, its grace period (`knuma.local.apiserver.graceful`: its kubelet deletes it when its containers
+        stopped). `options` are the request's DeleteOptions; the collector's own deletions send none, as the
+        garbage collector and the namespace controller send none."""
         if gr == NAMESPACE_GR:
             return self.delete_namespace(existing)
         md = existing["metadata"]
+        new = copy.deepcopy(existing)
+        if gr == POD_GR:
+            graceful = before_delete(existing, options or {})
+            if graceful.action == "pending":
+                return existing
+            new["metadata"].update(graceful.metadata)
         finalizers = list(md.get("finalizers") or [])
         uid = md.get("uid", "")
         if propagation == "Foreground" and self.dependents.get(uid) and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
         if propagation == "Orphan":
             self.orphan(uid)
-        if not finalizers:
+        if not finalizers and not new["metadata"].get("deletionGracePeriodSeconds"):
             return self.writer.remove(gr, existing)
-        if md.get("deletionTimestamp") and finalizers == md.get("finalizers"):
-            return existing
-        new = copy.deepcopy(existing)
         new["metadata"]["finalizers"] = finalizers
+        if not finalizers:
+            new["metadata"].pop("finalizers")
         new["metadata"].setdefault("deletionTimestamp", _now())
         new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+        if new == existing:
+            return existing
         stored = self.writer.put(gr, new, created=False, old=existing)
         if FOREGROUND in finalizers:
             self.defer(functools.partial(self.collect_dependents, uid, "Foreground"))
@@ -179,9 +192,11 @@ class GarbageCollector:
         rest = [f for f in finalizers if f != FOREGROUND]
         if rest:
             new["metadata"]["finalizers"] = rest
-            self.writer.put(key[0], new, created=False, old=owner)
         else:
             new["metadata"].pop("finalizers", None)
+        if rest or _md(owner).get("deletionGracePeriodSeconds"):
+            self.writer.put(key[0], new, created=False, old=owner)  # a pod's grace period still runs: its kubelet
+        else:
             self.writer.remove(key[0], new)
 
     # -- namespaces ----------------------------------------------------------------------------------------------

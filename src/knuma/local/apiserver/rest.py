@@ -2,8 +2,8 @@
 
 This is where Kubernetes' object rules live: metadata (uid, creationTimestamp, generation, resourceVersion),
 optimistic concurrency, status subresources, namespaces that must exist, finalizers and `deletionTimestamp`,
-garbage collection through `ownerReferences`, namespace deletion, CRD registration and schema validation, and
-field ownership. `app.py` only translates HTTP to these calls.
+garbage collection through `ownerReferences`, graceful pod deletion, namespace deletion, CRD registration and schema
+validation, and field ownership. `app.py` only translates HTTP to these calls.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from knuma.local.apiserver import (
 )
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults, apply_update_defaults
-from knuma.local.apiserver.gc import GarbageCollector
+from knuma.local.apiserver.gc import POD_GR, GarbageCollector
+from knuma.local.apiserver.graceful import before_delete
 from knuma.local.apiserver.resources import BUILTIN_RESOURCES, Registry, ResourceType
 from knuma.local.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from knuma.local.apiserver.store import GroupResource, Store
@@ -42,7 +43,6 @@ from knuma.local.apiserver.validation import validate_object, validate_update
 
 CRD_GR: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACE_GR: GroupResource = ("", "namespaces")
-POD_GR: GroupResource = ("", "pods")
 PRIORITY_CLASS_GR: GroupResource = ("scheduling.k8s.io", "priorityclasses")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -475,7 +475,8 @@ class ObjectService:
             return self.view(rt, existing)
         if opts.dry_run:
             return self.view(rt, new)
-        if md.get("deletionTimestamp") and not md.get("finalizers"):
+        if md.get("deletionTimestamp") and not md.get("finalizers") and not md.get("deletionGracePeriodSeconds"):
+            # the last finalizer went (`ShouldDeleteDuringUpdate`); a pod in its grace period waits for its kubelet
             return self.view(rt, self.remove(rt.storage_gr, new))
         stored = self.put(rt.storage_gr, new, created=False, old=existing)
         if rt.group_resource == CRD_GR:
@@ -617,8 +618,11 @@ class ObjectService:
                 [("FieldValueNotSupported", "propagationPolicy", f'Unsupported value: "{propagation}"')],
             )
         if opts.dry_run:
-            return self.view(rt, existing)
-        return self.view(rt, self.gc.delete(rt.storage_gr, existing, propagation))
+            graceful = before_delete(existing, options) if rt.storage_gr == POD_GR else None
+            if graceful is None or graceful.action != "mark":
+                return self.view(rt, existing)
+            return self.view(rt, {**existing, "metadata": {**md, **graceful.metadata}})
+        return self.view(rt, self.gc.delete(rt.storage_gr, existing, propagation, options))
 
     # -- CRDs ----------------------------------------------------------------------------------------------------
 

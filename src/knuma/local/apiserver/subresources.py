@@ -11,8 +11,9 @@ from typing import Any
 
 from knuma.api.types import JSON_PATCH, JsonObj
 from knuma.local.apiserver import errors, fieldmanager, patch
+from knuma.local.apiserver.gc import POD_GR
 from knuma.local.apiserver.resources import ResourceType
-from knuma.local.apiserver.rest import MODIFIED, POD_GR, ObjectService, WriteOptions, now
+from knuma.local.apiserver.rest import MODIFIED, ObjectService, WriteOptions, now
 
 
 def _dotted(obj: Any, path: str) -> Any:

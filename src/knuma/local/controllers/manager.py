@@ -1,6 +1,7 @@
-"""Run the Deployment, ReplicaSet, DaemonSet and disruption controllers against an API server (what `knuma up` needs
-from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, a DaemonSet one pod per node,
-and a PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads).
+"""Run the Deployment, ReplicaSet, DaemonSet, disruption and pod garbage collection controllers against an API server
+(what `knuma up` needs from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, a
+DaemonSet one pod per node, a PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads, and
+pods of a deleted node go, `knuma.local.controllers.podgc`).
 
 Informers on Deployments, ReplicaSets, DaemonSets, Pods and Nodes feed one work queue of objects to reconcile; each
 reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset` /
@@ -23,10 +24,11 @@ from typing import Any
 
 import httpx2
 
-from knuma.api.types import JsonObj
+from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Informer, object_key
+from knuma.local.controllers import podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
@@ -96,8 +98,12 @@ class _Events:
 
 
 class WorkloadControllers:
-    def __init__(self, http: httpx2.AsyncClient) -> None:
+    def __init__(self, http: httpx2.AsyncClient, *, podgc_period: float = podgc.CHECK_PERIOD) -> None:
+        """`podgc_period`: how often pods of deleted nodes are looked for (their node must be missing for twice
+        that, as upstream's 40 s quarantine is twice its 20 s period)."""
         self.http = http
+        self.podgc_period = podgc_period
+        self._missing_nodes = podgc.MissingNodes(quarantine=2 * podgc_period)
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
         self.daemonsets = Informer(http, DAEMONSETS, _Events("DaemonSet", self))
@@ -160,6 +166,7 @@ class WorkloadControllers:
         informers = [asyncio.create_task(i.run()) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
+            informers.append(asyncio.create_task(self._collect_orphans()))
             while True:
                 kind, key = await self._queue.get()
                 self._queued.discard((kind, key))
@@ -181,6 +188,26 @@ class WorkloadControllers:
             for task in informers:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    async def _collect_orphans(self) -> None:
+        """PodGC's `gcOrphaned` (`knuma.local.controllers.podgc`), every `podgc_period`."""
+        while True:
+            await asyncio.sleep(self.podgc_period)
+            orphans = self._missing_nodes.orphans(self.pods.store.values(), self.nodes.store, time.monotonic())
+            for pod in orphans:
+                path = f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
+                status = podgc.orphan_status(pod, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
+                body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+                try:
+                    if status is not None:
+                        await rest.patch(self.http, f"{path}/status", status, content_type=STRATEGIC_MERGE_PATCH)
+                    await rest.delete(self.http, path, body=body)
+                except NotFound:
+                    continue
+                except KubeApiError as err:
+                    log.warning("PodGC: cannot delete pod %s of a deleted node: %s", object_key(pod), err)
+                    continue
+                log.info("PodGC: deleted pod %s: node %s no longer exists", object_key(pod), pod["spec"]["nodeName"])
 
     async def _sync_deployment(self, key: str) -> None:
         deployment = self.deployments.store.get(key)

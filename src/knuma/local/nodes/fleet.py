@@ -9,7 +9,8 @@ sustains about a thousand nodes:
   `spec.nodeName`. A new pod is admitted by that node's kubelet model; its status (Running, or Failed with the
   admission error and a Warning event) and, when admitted, its placement annotations (`sim.knuma.io/numa`,
   `sim.knuma.io/cpus`) go through a bounded pool of writers. A pod with a lifetime annotation
-  completes (Succeeded) when it runs out; a deleted or terminating pod releases its resources.
+  completes (Succeeded) when it runs out; a pod being deleted stops (`sim.knuma.io/shutdown`, within its grace
+  period), releases its resources, and is then deleted for good by its kubelet.
 - **Exporter inputs**: per node, a real PodResources gRPC server (optional), the sysfs tree, the KubeletConfiguration
   file and a notify file touched on every change, for `knuma exporter` processes; or NRT published in-process with
   the exporter's builder and publisher (`nrt="in-process"`), at most once per second per node.
@@ -39,7 +40,7 @@ from knuma.exporter.dra import with_dra_devices, zone_devices
 from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube import rest
-from knuma.kube.errors import KubeApiError, NotFound
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Backoff, Informer
 from knuma.local.nodes.claims import container_devices, waiting_reason
@@ -47,7 +48,7 @@ from knuma.local.nodes.heartbeats import Heartbeats
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.nrt import build_options, node_resource_topology
-from knuma.local.nodes.podstatus import lifetime_of, rejected_status, running_status, succeeded_status
+from knuma.local.nodes.podstatus import lifetime_of, rejected_status, running_status, shutdown_of, succeeded_status
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec
@@ -121,6 +122,9 @@ class Fleet:
         self._decided: dict[str, str] = {}
         """pod uid -> node, for pods a kubelet has admitted or rejected (never decided twice)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        """Pod uid -> when it completes (`sim.knuma.io/lifetime`)."""
+        self._stopping: dict[str, asyncio.TimerHandle] = {}
+        """Pod uid -> when the containers of a pod being deleted have stopped."""
         self._writes: asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]] = asyncio.Queue()
         """Pod key -> (subresource, merge patch) written in order by one writer."""
         self._dirty: set[str] = set()
@@ -186,9 +190,10 @@ class Fleet:
             log.error("simulated nodes: a loop failed", exc_info=task.exception())
 
     async def _shutdown(self) -> None:
-        for handle in self._timers.values():
+        for handle in [*self._timers.values(), *self._stopping.values()]:
             handle.cancel()
         self._timers.clear()
+        self._stopping.clear()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -281,7 +286,10 @@ class Fleet:
         uid = str(meta.get("uid") or "")
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         phase = (obj.get("status") or {}).get("phase")
-        if meta.get("deletionTimestamp") or phase in TERMINAL:
+        if meta.get("deletionTimestamp"):
+            self._terminate(obj, kubelet, key, uid)
+            return
+        if phase in TERMINAL:
             self._release(kubelet, key, uid)
             return
         if uid in self._decided:
@@ -375,7 +383,59 @@ class Fleet:
         if kubelet is not None:
             self._release(kubelet, f"{meta.get('namespace')}/{meta.get('name')}", uid)
 
+    def _terminate(self, obj: JsonObj, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
+        """A pod being deleted: its containers stop (after `sim.knuma.io/shutdown`, at most when its grace period
+        ends), its resources are released, then the kubelet deletes it with a grace period of 0, as the kubelet's
+        status manager does once a deleted pod's containers are gone (`canBeDeleted`, then `Delete` with
+        `GracePeriodSeconds: 0` and the pod's UID as precondition). A pod whose deletion has no grace period left
+        (finished, or held only by finalizers) is just released."""
+        meta = obj.get("metadata") or {}
+        if not meta.get("deletionGracePeriodSeconds"):
+            self._release(kubelet, key, uid)
+            return
+        held = kubelet.held.get(key)
+        running = held is not None and held.uid == uid
+        remaining = (_parse_time(str(meta["deletionTimestamp"])) - datetime.now(UTC)).total_seconds()
+        try:
+            shutdown = shutdown_of(obj) if running else 0.0
+        except ValueError as err:
+            log.warning("pod %s: %s; its containers stop at once", key, err)
+            shutdown = 0.0
+        loop = asyncio.get_running_loop()
+        due = loop.time() + max(0.0, min(shutdown, remaining))
+        current = self._stopping.get(uid)
+        if current is not None:
+            if current.when() <= due:
+                return  # already stopping, no later than this (a shorter grace period moves the deadline earlier)
+            current.cancel()
+        timer = self._timers.pop(uid, None)  # a terminating pod no longer completes on its own
+        if timer is not None:
+            timer.cancel()
+        self._stopping[uid] = loop.call_at(due, self._stopped, kubelet, key, uid)
+
+    def _stopped(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
+        self._stopping.pop(uid, None)
+        self._release(kubelet, key, uid)
+        self._spawn(self._delete_stopped(key, uid))
+
+    async def _delete_stopped(self, key: str, uid: str) -> None:
+        namespace, _, name = key.partition("/")
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        for attempt in range(5):
+            try:
+                await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}", body=body)
+                return
+            except (NotFound, Conflict):
+                return  # gone already, or another pod of that name now
+            except KubeApiError as err:
+                log.log(logging.DEBUG if err.status is None else logging.WARNING, "%s", err)
+                await asyncio.sleep(0.2 * 2**attempt)
+        log.warning("pod %s: could not delete it after its containers stopped", key)
+
     def _release(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
+        stopping = self._stopping.pop(uid, None)
+        if stopping is not None:
+            stopping.cancel()
         timer = self._timers.pop(uid, None)
         if timer is not None:
             timer.cancel()

@@ -12,7 +12,9 @@ checked against what a real kubelet reports:
   `PodCompleted`.
 
 A pod's lifetime is the annotation `sim.knuma.io/lifetime` (a duration such as `30s` or `2m`, or seconds): the
-simulated kubelet completes the pod that long after it started, as KWOK's `pod-complete` stage does.
+simulated kubelet completes the pod that long after it started, as KWOK's `pod-complete` stage does. How long its
+containers take to stop once the pod is deleted is `sim.knuma.io/shutdown` (default 0: they stop at once), bounded by
+the grace period, after which the kubelet kills them.
 """
 
 from __future__ import annotations
@@ -29,15 +31,18 @@ from knuma.duration import DurationError, parse_interval
 __all__ = [
     "LIFETIME_ANNOTATION",
     "REJECTED_PREFIX",
+    "SHUTDOWN_ANNOTATION",
     "lifetime_of",
     "rejected_status",
     "rejection_message",
     "running_status",
+    "shutdown_of",
     "succeeded_status",
     "timestamp",
 ]
 
 LIFETIME_ANNOTATION = "sim.knuma.io/lifetime"
+SHUTDOWN_ANNOTATION = "sim.knuma.io/shutdown"
 REJECTED_PREFIX = "Pod was rejected: "
 """`rejectPod`'s status message prefix since kubelet 1.26 (kubernetes#112644); before, `"Pod " + message`."""
 LEGACY_REJECTED_PREFIX = "Pod "
@@ -51,13 +56,23 @@ def timestamp(when: datetime | None = None) -> str:
 
 def lifetime_of(manifest: Mapping[str, Any]) -> float | None:
     """Seconds the pod runs before it completes; None when it runs until deleted. Raises ValueError on a bad value."""
-    raw = ((manifest.get("metadata") or {}).get("annotations") or {}).get(LIFETIME_ANNOTATION)
+    return _duration_annotation(manifest, LIFETIME_ANNOTATION)
+
+
+def shutdown_of(manifest: Mapping[str, Any]) -> float:
+    """Seconds the pod's containers take to stop once it is deleted (0: at once); the kubelet stops them anyway when
+    the grace period ends. Raises ValueError on a bad value."""
+    return _duration_annotation(manifest, SHUTDOWN_ANNOTATION) or 0.0
+
+
+def _duration_annotation(manifest: Mapping[str, Any], name: str) -> float | None:
+    raw = ((manifest.get("metadata") or {}).get("annotations") or {}).get(name)
     if raw is None or str(raw).strip() == "":
         return None
     try:
         return parse_interval(str(raw))
     except DurationError as err:
-        raise ValueError(f"annotation {LIFETIME_ANNOTATION}: {err}") from None
+        raise ValueError(f"annotation {name}: {err}") from None
 
 
 def _condition(kind: str, status: bool, now: str, reason: str = "") -> JsonObj:

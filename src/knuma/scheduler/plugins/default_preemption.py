@@ -4,7 +4,8 @@ kube-scheduler's PostFilter plugin, followed function by function (`pkg/schedule
 defaultpreemption/default_preemption.go` and `pkg/scheduler/framework/preemption/preemption.go`):
 
 - `PodEligibleToPreemptOthers`: not a pod with `preemptionPolicy: Never`, nor one whose nominated node still has a
-  lower-priority pod terminating (its earlier preemption is under way), unless that node no longer fits at all.
+  lower-priority pod terminating because of a preemption (`podTerminatingByPreemption`: its earlier preemption is
+  under way), unless that node no longer fits at all.
 - `findCandidates`: only nodes whose filter status is `Unschedulable` (removing pods cannot fix
   `UnschedulableAndUnresolvable`), from a random offset, until `DefaultPreemptionArgs.candidates` are found.
 - `SelectVictimsOnNode`: every pod of lower priority leaves the node; if the pod then passes the profile's filters,
@@ -21,10 +22,9 @@ eviction would leave it unaligned (`TopologyAffinityError` after the eviction). 
 sees the published NRT in the dry run (its `preemptionMode: Enabled`, unreleased, frees victims on the zones its
 overreserve cache recorded).
 
-Differences: a terminating pod blocks a new preemption whatever deleted it (upstream: only pods with the
-`DisruptionTarget` condition the scheduler set); the dry run tries one node after another rather than in parallel
-(the same nodes; which candidate comes first among ties can differ). `knuma simulate` has pods of one priority only,
-so preemption never runs there.
+Differences: the dry run tries one node after another rather than in parallel (the same nodes; which candidate comes
+first among ties can differ). `knuma simulate` runs this plugin too, through the same scheduling cycle
+(`knuma.scheduler.cycle`), in scenarios whose pods have more than one priority.
 """
 
 from __future__ import annotations

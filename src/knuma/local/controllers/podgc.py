@@ -1,0 +1,56 @@
+"""Pod garbage collection of pods whose node is gone, as kube-controller-manager's PodGC (`pkg/controller/podgc/
+gc_controller.go`: `gcOrphaned`, with the quarantine of `discoverDeletedNodes`, and `markFailedAndDeletePod`).
+
+A pod bound to a node that no longer exists has no kubelet to stop it: deleted, it would stay `Terminating` for
+ever (graceful deletion waits for the kubelet, `knuma.local.apiserver.graceful`). Once the node has been missing for
+the quarantine (40 s upstream, so a node that is re-registering is not mistaken for a deleted one), every pod bound
+to it is marked `Failed` with the `DisruptionTarget` condition (reason `DeletionByPodGC`) and deleted with a grace
+period of 0. Checked every 20 s (`gcCheckPeriod`).
+
+Not modelled: `gcTerminated` (the threshold of finished pods, 12500 by default), `gcUnscheduledTerminating` and
+`gcTerminating` (pods on out-of-service nodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.types import JsonObj
+
+__all__ = ["CHECK_PERIOD", "QUARANTINE", "MissingNodes", "orphan_status"]
+
+CHECK_PERIOD = 20.0
+"""`gcCheckPeriod`."""
+QUARANTINE = 40.0
+"""`quarantineTime`: how long a node must be missing before its pods are collected."""
+REASON = "DeletionByPodGC"
+MESSAGE = "PodGC: node no longer exists"
+
+
+@dataclass
+class MissingNodes:
+    """The nodes pods are bound to but that do not exist, with when each was first seen missing."""
+
+    quarantine: float = QUARANTINE
+    since: dict[str, float] = field(default_factory=dict)
+
+    def orphans(self, pods: Iterable[Mapping[str, Any]], nodes: Iterable[str], now: float) -> list[Mapping[str, Any]]:
+        """The pods to collect now: bound to a node missing for at least the quarantine. A node that appears
+        again leaves the quarantine."""
+        existing = set(nodes)
+        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+        missing = {p["spec"]["nodeName"] for p in bound} - existing
+        self.since = {name: self.since.get(name, now) for name in missing}
+        deleted = {name for name, first in self.since.items() if now - first >= self.quarantine}
+        return [p for p in bound if p["spec"]["nodeName"] in deleted]
+
+
+def orphan_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
+    """The status `markFailedAndDeletePodWithCondition` writes before the delete, as a strategic merge patch
+    (conditions merge by type); None for a pod already finished: it is only deleted."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": REASON, "message": MESSAGE}
+    return {"status": {"phase": "Failed", "conditions": [{**condition, "lastTransitionTime": now}]}}

@@ -1,0 +1,67 @@
+"""PodGC's `gcOrphaned`: pods bound to a node missing for the quarantine are marked Failed and deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from knuma.kube.client import async_http
+from knuma.local.controllers.manager import WorkloadControllers
+from knuma.local.controllers.podgc import MissingNodes, orphan_status
+from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
+
+
+def _pod(name: str, node: str = "", phase: str = "Running") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": spec, "status": {"phase": phase}}
+
+
+def test_a_node_must_stay_missing_for_the_quarantine() -> None:
+    missing = MissingNodes(quarantine=40)
+    pods = [_pod("a", "n1"), _pod("b", "gone"), _pod("c", "back"), _pod("pending")]
+    assert missing.orphans(pods, ["n1"], now=0) == []
+    assert missing.orphans(pods, ["n1"], now=39) == []
+    assert [p["metadata"]["name"] for p in missing.orphans(pods, ["n1", "back"], now=41)] == ["b"]
+    assert "back" not in missing.since  # it registered again: a later disappearance starts a new quarantine
+    assert missing.orphans(pods, ["n1"], now=60) == [pods[1]]
+    assert [p["metadata"]["name"] for p in missing.orphans(pods, ["n1"], now=100)] == ["b", "c"]
+
+
+def test_the_status_written_before_the_delete() -> None:
+    status = orphan_status(_pod("a", "gone"), "2026-11-28T00:00:00Z")
+    assert status is not None and status["status"]["phase"] == "Failed"
+    assert status["status"]["conditions"][0]["reason"] == "DeletionByPodGC"
+    assert orphan_status(_pod("done", "gone", phase="Succeeded"), "2026-11-28T00:00:00Z") is None
+
+
+async def test_pods_of_a_deleted_node_are_collected(api: RunningApiServer) -> None:
+    """A pod on a deleted node is deleted at once even though it is Running (no kubelet would ever finish its
+    graceful deletion); a pod on a node that exists stays."""
+    http = async_http(api.kubeconfig)
+    controllers = WorkloadControllers(http, podgc_period=0.3)
+    pods = "/api/v1/namespaces/default/pods"
+    assert (await http.post("/api/v1/nodes", json={"metadata": {"name": "n1"}})).status_code == 201
+    for body in (_pod("kept", "n1"), _pod("orphan", "gone")):
+        assert (await http.post(pods, json=body)).status_code == 201
+    task = asyncio.create_task(controllers.run())
+    try:
+        seen: list[str] = []
+
+        async def orphan_gone() -> bool:
+            response = await http.get(f"{pods}/orphan")
+            if response.status_code == 200 and response.json()["metadata"].get("deletionTimestamp"):
+                seen.append("terminating")  # must not happen: PodGC deletes with grace period 0
+            return response.status_code == 404
+
+        assert await eventually_async(orphan_gone, timeout=30)
+        assert "terminating" not in seen
+        assert (await http.get(f"{pods}/kept")).status_code == 200
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await http.aclose()
