@@ -183,3 +183,30 @@ def test_a_cleared_nomination_releases_the_devices_held() -> None:
     result = cluster.cycle.run(cluster.profile, train)
     assert result.candidate is None and result.clears_nomination
     assert cluster.devices.held == {} and cluster.cache.nominated_node(train.key) == ""
+
+
+def test_a_restarted_scheduler_holds_the_devices_again_while_the_victim_terminates() -> None:
+    """A restart keeps the nomination (restored from `status.nominatedNodeName`) but loses the devices held; the
+    preemptor's next attempt, which waits for its victim still terminating, holds them again, so a late batch pod
+    does not take them once the victim's claim is deallocated."""
+    cluster = _Cluster()
+    train, result = cluster.train_after_two_batch_pods()
+    assert result.candidate is not None
+    (victim,) = result.candidate.victims
+    node = result.candidate.node
+    cluster.cache.remove_pod(victim.key)  # the victim as the API server now shows it: deleted by the preemption
+    cluster.cache.assume(dataclasses.replace(victim, terminating=True, preempted=True), node)
+    cluster.devices.held.clear()  # what a restart loses
+    waiting = cluster.cycle.run(cluster.profile, train, node)
+    assert waiting.candidate is None and not waiting.clears_nomination
+    assert "terminating pod on the nominated node" in waiting.outcome.message
+    assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
+    cluster.cache.remove_pod(victim.key)  # now gone, its claim deallocated with it
+    cluster.devices.delete_claim({"metadata": {"namespace": "default", "name": f"{victim.name}-gpus"}})
+    cluster.devices.delete_pod({"metadata": {"namespace": "default", "name": victim.name}})
+    late, late_claims = _pod("late", 0, 8, 4)
+    for claim in late_claims:
+        cluster.devices.set_claim(claim)
+    refused = cluster.cycle.run(cluster.profile, late)
+    assert refused.outcome.node is None and "cannot allocate all claims" in refused.outcome.message
+    assert cluster.place(train, []) == node

@@ -12,7 +12,8 @@ The steps are kube-scheduler's `schedulingCycle` around the decision (`knuma.sch
    displaced (`prepareCandidate` clears them, `NominatedNodeName` of the preemptor is set); a PostFilter that says
    preemption cannot help clears the pod's nomination; otherwise a pod waiting for its victims keeps its room.
    Filters that hold something of their own for a nominated pod (`NominationAware`: DynamicResources and the devices
-   the dry run gave the pod) hear of each nomination made, cleared or displaced.
+   the dry run gave the pod) hear of each nomination made, cleared or displaced, and of each attempt of a pod that
+   waits for its victims (so a restarted scheduler holds those devices again).
 
 The caller does the I/O the answer asks for: evict the victims, write or clear `status.nominatedNodeName`, record
 events and metrics (the daemon), or play the evictions on the simulated kubelets (the simulator).
@@ -105,17 +106,31 @@ class SchedulingCycle:
             self._dropped(profile, [pod.key])
         elif own is not None:
             self.cache.nominate(*own)  # waiting for its victims: keep the room held
+            self._still_nominated(profile, pod, own[1])
         if preemption is not None and preemption.message:
             outcome = dataclasses.replace(outcome, message=f"{outcome.message} {preemption.message}")
         return CycleResult(outcome, preemption, displaced, runs)
 
     def _nominated(self, profile: Profile, pod: Pod, candidate: Candidate) -> None:
         """Tell the NominationAware filters where `pod` was nominated, on the node as the dry run saw it."""
+        self._announce(profile, pod, candidate.node, [v.key for v in candidate.victims])
+
+    def _still_nominated(self, profile: Profile, pod: Pod, node: str) -> None:
+        """A pod waiting for its victims: the NominationAware filters hold again what they hold for it, on the node
+        without the victims still terminating. A scheduler restart keeps the nomination (restored from
+        `status.nominatedNodeName` with the CPUs and memory it holds) but not what the filters held (the devices the
+        dry run gave the pod), which the pod's next attempt gives back to it here."""
+        info = self.cache.node_info(node)
+        if info is None:
+            return
+        victims = [p.key for p in info.pods if p.priority < pod.priority and p.terminating and p.preempted]
+        self._announce(profile, pod, node, victims)
+
+    def _announce(self, profile: Profile, pod: Pod, node_name: str, victims: Sequence[str]) -> None:
         aware = [f for f in profile.filters if isinstance(f, NominationAware)]
         if not aware:
             return
-        victims = [v.key for v in candidate.victims]
-        node = self.cache.node_info_without(candidate.node, victims, True) or self.cache.node_info(candidate.node)
+        node = self.cache.node_info_without(node_name, victims, True) or self.cache.node_info(node_name)
         if node is None:
             return
         for plugin in aware:
