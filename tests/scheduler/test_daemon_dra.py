@@ -230,3 +230,49 @@ async def test_a_pod_without_claims_leaves_free_gpus_their_cpus(api: RunningApiS
             assert info.topology.zones[0].available["gpu.sim.knuma.io/devices"] == 0
             assert info.topology.zones[0].total("gpu.sim.knuma.io/devices") == 4
             assert info.topology.zones[0].available["cpu"] == 14_000
+
+
+async def test_partitions_of_one_gpu_share_its_counters(api: RunningApiServer) -> None:
+    """A GPU published whole and as two halves and two quarters drawing on its shared counters (a counter slice
+    and a device slice in one pool): two pods get a half each; a pod asking for the whole GPU, or for a quarter,
+    then waits, and its FailedScheduling says the devices left are in use."""
+    driver = "gpu.example.com"
+    pool = {"name": "n1-gpus", "generation": 0, "resourceSliceCount": 2}
+
+    def part(name: str, profile: str, memory: int) -> dict[str, Any]:
+        draw = {"counterSet": "gpu-0", "counters": {"memory": {"value": f"{memory}Gi"}}}
+        return {"name": name, "attributes": {"profile": {"string": profile}}, "consumesCounters": [draw]}
+
+    counters = {"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}
+    devices = [part("gpu-0", "whole", 40), part("half-0", "half", 20), part("half-1", "half", 20)]
+    devices += [part("quarter-0", "quarter", 10), part("quarter-1", "quarter", 10)]
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        for name, extra in (("n1-counters", {"sharedCounters": [counters]}), ("n1-devices", {"devices": devices})):
+            spec = {"driver": driver, "pool": pool, "nodeName": "n1", **extra}
+            await c.request("POST", f"{RES}/resourceslices", {"metadata": {"name": name}, "spec": spec})
+        for profile in ("whole", "half", "quarter"):
+            selector = {"cel": {"expression": f'device.attributes["{driver}"].profile == "{profile}"'}}
+            body = {"metadata": {"name": profile}, "spec": {"selectors": [selector]}}
+            await c.request("POST", f"{RES}/deviceclasses", body)
+        for name, profile in (("h1", "half"), ("h2", "half"), ("w", "whole"), ("q", "quarter")):
+            claim = {"name": "gpu", "exactly": {"deviceClassName": profile}}
+            await c.request("POST", CLAIMS, {"metadata": {"name": name}, "spec": {"devices": {"requests": [claim]}}})
+        async with running_scheduler(api, daemon_profiles()):
+            for name in ("h1", "h2"):
+                await claimed_pod(c, f"pod-{name}", name, cpu="2")
+                assert await c.bound(f"pod-{name}") == "n1"
+            halves = set()
+            for name in ("h1", "h2"):
+                claim = await c.request("GET", f"{CLAIMS}/{name}")
+                halves |= {r["device"] for r in claim["status"]["allocation"]["devices"]["results"]}
+            assert halves == {"half-0", "half-1"}
+            for name in ("w", "q"):
+                await claimed_pod(c, f"pod-{name}", name, cpu="2")
+
+                async def failed(pod: str = f"pod-{name}") -> list[str]:
+                    return [e["message"] for e in await c.events(pod) if e["reason"] == "FailedScheduling"]
+
+                message = (await c.wait_for(failed, what=f"pod-{name} refused"))[0]
+                assert "0 left after the in use stage" in message, message
+                assert await c.node_of(f"pod-{name}") == ""

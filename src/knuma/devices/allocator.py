@@ -23,6 +23,7 @@ from knuma.api.pod import Pod
 from knuma.devices.alignment import NumaPlan, plan_alignment
 from knuma.devices.cel import CELError
 from knuma.devices.constraints import constraint_values
+from knuma.devices.counters import Counters
 from knuma.devices.demand import ClaimDemand, DeviceAllocationError, resolve
 from knuma.devices.filtering import Eligible, SelectorCache, filter_candidates
 from knuma.devices.numa import Locality, placement_of
@@ -141,17 +142,21 @@ def allocate(
                         claim=demand.key,
                         request=alternative.name,
                     )
+    counters = Counters.of([s for p in pools for s in p.slices], inventory.in_use)  # the node's pools only
+    in_use = inventory.in_use
+    if counters is not None:  # a partition whose draws no longer fit (its GPU given out whole) is as good as taken
+        in_use = in_use | {c.id for c in candidates if not counters.fits((c.id,))}
     eligible: dict[tuple[int, int, int], Eligible] = {}
     try:
         for i, demand in enumerate(demands):
             for j, request in enumerate(demand.requests):
                 for k, alternative in enumerate(request.alternatives):
-                    eligible[(i, j, k)] = filter_candidates(alternative, candidates, inventory.in_use, inventory.cache)
+                    eligible[(i, j, k)] = filter_candidates(alternative, candidates, in_use, inventory.cache)
     except CELError as err:
         return Outcome(node.name, False, reason=f"{err}", stage="selector")
     placements = {c.id: placement_of(c.device, c.driver) for c in candidates}
     plan = plan_alignment(node.topology, pod)
-    space = SearchSpace(demands, eligible, placements, plan, budget)
+    space = SearchSpace(demands, eligible, placements, plan, budget, counters=counters)
     found = search(space)
     stages = _stage_counts(demands, eligible, plan, placements) if explain or isinstance(found, NotFound) else {}
     if isinstance(found, NotFound):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from knuma.devices.alignment import NumaPlan
 from knuma.devices.constraints import constraint_values
+from knuma.devices.counters import Counters
 from knuma.devices.demand import Alternative, ClaimDemand
 from knuma.devices.filtering import Eligible
 from knuma.devices.matching import assign
@@ -67,6 +68,8 @@ class SearchSpace:
     placements: Mapping[tuple[str, str, str], Placement]
     plan: NumaPlan
     budget: int = 20_000
+    counters: Counters | None = None
+    """Shared counters of partitionable devices (None: no pool shares any)."""
     leaves: int = 0
     miss: NotFound | None = field(default=None)
     _values: dict[tuple[tuple[str, str, str], str], frozenset[object]] = field(default_factory=dict)
@@ -178,11 +181,73 @@ def _flow(
             return None
         result = {slot: tuple(by_key[d] for d in assigned[_demand_key(space, slot, k)]) for slot, k in choice.items()}
         clash = _admin_clash(space, choice, result)
+        if clash is None and not _within_counters(space, choice, result):
+            return _counted(space, choice, demands, eligible, by_key)
         if clash is None:
             return result
         key, device_key = clash
         eligible[key] = [d for d in eligible[key] if d != device_key]
     return None
+
+
+def _within_counters(
+    space: SearchSpace, choice: Mapping[Slot, int], result: Mapping[Slot, Sequence[Candidate]]
+) -> bool:
+    if space.counters is None:
+        return True
+    drawing = [
+        c.id
+        for slot, k in choice.items()
+        if not _alternative(space, slot, k).request.admin_access
+        for c in result[slot]
+    ]
+    return space.counters.fits(drawing)
+
+
+def _counted(
+    space: SearchSpace,
+    choice: Mapping[Slot, int],
+    demands: Sequence[tuple[Hashable, int]],
+    eligible: Mapping[Hashable, Sequence[Hashable]],
+    by_key: Mapping[Hashable, Candidate],
+) -> dict[Slot, tuple[Candidate, ...]] | None:
+    """Distinct devices for every demand within the shared counters, when the flow's first answer overdraws them.
+    Counters make this a packing problem, so it is a depth-first search over each demand's devices in preference
+    order (admin-access demands last, drawing nothing and avoiding their claim's other devices), within the search
+    budget: running out is reported as exhausted, not as impossible."""
+    counters = space.counters
+    assert counters is not None
+    slot_of = {_demand_key(space, slot, k): slot for slot, k in choice.items()}
+    admin = {key for key in slot_of if _alternative(space, slot_of[key], choice[slot_of[key]]).request.admin_access}
+    order = sorted(demands, key=lambda d: d[0] in admin)
+    picked: dict[Hashable, tuple[Hashable, ...]] = {}
+
+    def plain_of(claim: int) -> set[DeviceID]:
+        return {by_key[d].id for key, ds in picked.items() if key not in admin and slot_of[key][0] == claim for d in ds}
+
+    def drawing() -> list[DeviceID]:
+        return [by_key[d].id for key, ds in picked.items() if key not in admin for d in ds]
+
+    def place(index: int) -> bool:
+        if index == len(order):
+            return True
+        key, count = order[index]
+        taken = {d for ds in picked.values() for d in ds}
+        avoid = plain_of(slot_of[key][0]) if key in admin else set()
+        options = [d for d in eligible[key] if d not in taken and by_key[d].id not in avoid]
+        for combo in itertools.combinations(options, count):
+            _spend(space)
+            if key not in admin and not counters.fits([*drawing(), *(by_key[d].id for d in combo)]):
+                continue
+            picked[key] = combo
+            if place(index + 1):
+                return True
+            del picked[key]
+        return False
+
+    if not place(0):
+        return None
+    return {slot: tuple(by_key[d] for d in picked[_demand_key(space, slot, k)]) for slot, k in choice.items()}
 
 
 def _feasible(space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slot, Sequence[Candidate]]) -> bool:

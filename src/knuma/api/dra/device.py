@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
 from knuma.api.dra.semver import SemVer, SemVerError
 from knuma.api.nodeaffinity import NodeSelector, parse_node_selector
@@ -86,8 +87,12 @@ class Device:
     node: NodeSelection | None = None
     """Per-device node selection (slices with `perDeviceNodeSelection: true`)."""
     allow_multiple_allocations: bool = False
-    consumes_counters: bool = False
-    """Whether the device draws on shared counters (partitionable devices; not modelled, see the README)."""
+    consumes: tuple[CounterSet, ...] = ()
+    """What the device draws from its pool's shared counters (partitionable devices, `consumesCounters`)."""
+
+    @property
+    def consumes_counters(self) -> bool:
+        return bool(self.consumes)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -99,6 +104,11 @@ class Device:
             out["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints]
         if self.allow_multiple_allocations:
             out["allowMultipleAllocations"] = True
+        if self.consumes:
+            out["consumesCounters"] = [
+                {"counterSet": c.name, "counters": {k: {"value": str(q)} for k, q in c.counters.items()}}
+                for c in self.consumes
+            ]
         return out
 
 
@@ -246,7 +256,7 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
             "`nodeName`, `nodeSelector` and `allNodes` can only be set on a device when "
             "`perDeviceNodeSelection` is true in the ResourceSlice spec",
         )
-    counters = items(body.get("consumesCounters"), f"{path}.consumesCounters", errors, 2)
+    consumes = parse_counter_sets(body.get("consumesCounters"), f"{path}.consumesCounters", errors, "counterSet", 2)
     if not name:
         return None
     return Device(
@@ -256,5 +266,5 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
         taints=tuple(taints),
         node=node,
         allow_multiple_allocations=bool(optional_bool(body, "allowMultipleAllocations", path, errors)),
-        consumes_counters=bool(counters),
+        consumes=consumes,
     )

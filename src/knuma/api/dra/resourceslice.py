@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.device import LIST_TYPES, Device, NodeSelection, parse_device, parse_node_selection
 from knuma.api.dra.fields import FieldErrors, dns_subdomain_error, items, mapping, optional_int
 
@@ -40,7 +41,12 @@ class ResourceSlice:
     pool: Pool
     node: NodeSelection
     devices: tuple[Device, ...] = ()
-    has_shared_counters: bool = False
+    shared_counters: tuple[CounterSet, ...] = ()
+    """The counter sets the pool's partitionable devices draw from (a slice has these or devices, not both)."""
+
+    @property
+    def has_shared_counters(self) -> bool:
+        return bool(self.shared_counters)
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> ResourceSlice:
@@ -73,7 +79,9 @@ class ResourceSlice:
             )
             node = NodeSelection()
         raw_devices = items(spec.get("devices"), "spec.devices", errors)
-        counters = items(spec.get("sharedCounters"), "spec.sharedCounters", errors, SHARED_COUNTERS_MAX)
+        counters = parse_counter_sets(
+            spec.get("sharedCounters"), "spec.sharedCounters", errors, "name", SHARED_COUNTERS_MAX
+        )
         devices: list[Device] = []
         seen: set[str] = set()
         for i, raw in enumerate(raw_devices):
@@ -90,7 +98,7 @@ class ResourceSlice:
         limit = DEVICES_MAX_WITH_TAINTS_OR_COUNTERS if heavy else DEVICES_MAX
         if len(raw_devices) > limit:
             errors.too_many("spec.devices", len(raw_devices), limit)
-        if counters and raw_devices:
+        if spec.get("sharedCounters") and raw_devices:
             errors.invalid("spec", None, "only one of `sharedCounters` or `devices` is allowed")
         errors.raise_if_any(f"{KIND}.resource.k8s.io", str(name))
         return cls(
@@ -99,7 +107,7 @@ class ResourceSlice:
             pool=Pool(str(pool_name), generation, count or 1),
             node=node,
             devices=tuple(devices),
-            has_shared_counters=bool(counters),
+            shared_counters=counters,
         )
 
 
