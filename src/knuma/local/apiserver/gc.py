@@ -194,8 +194,8 @@ class GarbageCollector:
             new["metadata"]["finalizers"] = rest
         else:
             new["metadata"].pop("finalizers", None)
-        if rest or _md(owner).get("deletionGracePeriodSeconds"):
-            self.writer.put(key[0], new, created=False, old=owner)  # a pod's grace period still runs: its kubelet
+        if rest or _md(owner).get("deletionGracePeriodSeconds"):  # a pod in its grace period: its kubelet deletes it
+            self.writer.put(key[0], new, created=False, old=owner)
         else:
             self.writer.remove(key[0], new)
 
