@@ -86,6 +86,18 @@ class _Cluster:
             self.devices.set_claim({**claim, "status": {"allocation": allocation, "reservedFor": consumers}})
         return node
 
+    def victim_gone_and_late_batch_pod_refused(self, victim: Pod) -> None:
+        """The victim is gone and its claim deallocated (deleted with it); a late batch pod asking for the same
+        GPUs finds them held for the preemptor."""
+        self.cache.remove_pod(victim.key)
+        self.devices.delete_claim({"metadata": {"namespace": "default", "name": f"{victim.name}-gpus"}})
+        self.devices.delete_pod({"metadata": {"namespace": "default", "name": victim.name}})
+        late, late_claims = _pod("late", 0, 8, 4)
+        for claim in late_claims:
+            self.devices.set_claim(claim)
+        refused = self.cycle.run(self.profile, late)
+        assert refused.outcome.node is None and "cannot allocate all claims" in refused.outcome.message
+
     def train_after_two_batch_pods(self) -> tuple[Pod, CycleResult]:
         """Two batch pods (priority 0) holding 4 GPUs each, then `train` (priority 1000, 4 GPUs): its cycle."""
         for name in ("batch-a", "batch-b"):
@@ -154,14 +166,7 @@ def test_the_devices_of_a_nominated_pod_are_held_from_pods_of_lower_priority() -
     assert candidate is not None
     assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
     (victim,) = candidate.victims
-    cluster.cache.remove_pod(victim.key)  # the victim is gone and its claim deallocated (deleted with it)
-    cluster.devices.delete_claim({"metadata": {"namespace": "default", "name": f"{victim.name}-gpus"}})
-    cluster.devices.delete_pod({"metadata": {"namespace": "default", "name": victim.name}})
-    late, late_claims = _pod("late", 0, 8, 4)
-    for claim in late_claims:
-        cluster.devices.set_claim(claim)
-    refused = cluster.cycle.run(cluster.profile, late)
-    assert refused.outcome.node is None and "cannot allocate all claims" in refused.outcome.message
+    cluster.victim_gone_and_late_batch_pod_refused(victim)
     assert cluster.devices.held_against(_pod("urgent", 5000, 8, 4)[0]) == frozenset()
     assert cluster.place(train, []) == "n0"  # its own hold does not stop it; Reserve replaces the hold
     assert cluster.devices.held == {}
@@ -201,12 +206,5 @@ def test_a_restarted_scheduler_holds_the_devices_again_while_the_victim_terminat
     assert waiting.candidate is None and not waiting.clears_nomination
     assert "terminating pod on the nominated node" in waiting.outcome.message
     assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
-    cluster.cache.remove_pod(victim.key)  # now gone, its claim deallocated with it
-    cluster.devices.delete_claim({"metadata": {"namespace": "default", "name": f"{victim.name}-gpus"}})
-    cluster.devices.delete_pod({"metadata": {"namespace": "default", "name": victim.name}})
-    late, late_claims = _pod("late", 0, 8, 4)
-    for claim in late_claims:
-        cluster.devices.set_claim(claim)
-    refused = cluster.cycle.run(cluster.profile, late)
-    assert refused.outcome.node is None and "cannot allocate all claims" in refused.outcome.message
+    cluster.victim_gone_and_late_batch_pod_refused(victim)
     assert cluster.place(train, []) == node
