@@ -67,7 +67,12 @@ def test_the_whole_gpu_leaves_nothing_for_its_slices() -> None:
     for profile in ("half", "quarter"):
         refused = allocate(VIEW, [claim("s", req("r", profile))], Inventory(slices, CLASSES, in_use))
         assert not refused.allocatable, profile
-        assert refused.stage == "in use"
+        assert refused.stage == "counters"
+        assert refused.reason.endswith(
+            "needs 1 device(s), 0 left after the counters stage (the shared counters of their partitionable devices "
+            "are used up)"
+        )
+        assert dict(refused.stages["default/s/r"])["in use"] == 2  # free devices, but their GPU is given out
 
 
 def test_slices_fill_the_gpu_and_no_further() -> None:
@@ -121,3 +126,14 @@ def test_a_slice_cannot_have_both_devices_and_counters() -> None:
     bad = {**spec, "devices": None, "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "lots"}}}]}
     with pytest.raises(Exception, match=r"sharedCounters\[0\]\.counters\[memory\]\.value"):
         ResourceSlice.from_dict({"metadata": {"name": "s"}, "spec": bad})
+
+
+def test_all_devices_of_a_partitioned_gpu_cannot_be_had() -> None:
+    """`allocationMode: All` on every partition of a GPU: each fits alone, together they overdraw."""
+    slices = _pool()
+    every = device_class("every", DRIVER_A)
+    outcome = allocate(VIEW, [claim("a", req("r", "every", mode="All"))], Inventory(slices, {"every": every}))
+    assert not outcome.allocatable
+    taken = frozenset({(DRIVER_A, "gpus", "gpu-0-quarter-0")})
+    blocked = allocate(VIEW, [claim("a", req("r", "every", mode="All"))], Inventory(slices, {"every": every}, taken))
+    assert not blocked.allocatable and "out of shared counters" in blocked.reason

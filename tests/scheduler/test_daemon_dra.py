@@ -235,7 +235,7 @@ async def test_a_pod_without_claims_leaves_free_gpus_their_cpus(api: RunningApiS
 async def test_partitions_of_one_gpu_share_its_counters(api: RunningApiServer) -> None:
     """A GPU published whole and as two halves and two quarters drawing on its shared counters (a counter slice
     and a device slice in one pool): two pods get a half each; a pod asking for the whole GPU, or for a quarter,
-    then waits, and its FailedScheduling says the devices left are in use."""
+    then waits, and its FailedScheduling says the shared counters are used up."""
     driver = "gpu.example.com"
     pool = {"name": "n1-gpus", "generation": 0, "resourceSliceCount": 2}
 
@@ -274,5 +274,5 @@ async def test_partitions_of_one_gpu_share_its_counters(api: RunningApiServer) -
                     return [e["message"] for e in await c.events(pod) if e["reason"] == "FailedScheduling"]
 
                 message = (await c.wait_for(failed, what=f"pod-{name} refused"))[0]
-                assert "0 left after the in use stage" in message, message
+                assert "0 left after the counters stage (the shared counters" in message, message
                 assert await c.node_of(f"pod-{name}") == ""

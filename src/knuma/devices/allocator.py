@@ -143,15 +143,17 @@ def allocate(
                         request=alternative.name,
                     )
     counters = Counters.of([s for p in pools for s in p.slices], inventory.in_use)  # the node's pools only
-    in_use = inventory.in_use
-    if counters is not None:  # a partition whose draws no longer fit (its GPU given out whole) is as good as taken
-        in_use = in_use | {c.id for c in candidates if not counters.fits((c.id,))}
+    drawn_out: frozenset[DeviceID] = frozenset()
+    if counters is not None:  # partitions whose draws no longer fit (their GPU given out whole, say)
+        drawn_out = frozenset(c.id for c in candidates if not counters.fits((c.id,)))
     eligible: dict[tuple[int, int, int], Eligible] = {}
     try:
         for i, demand in enumerate(demands):
             for j, request in enumerate(demand.requests):
                 for k, alternative in enumerate(request.alternatives):
-                    eligible[(i, j, k)] = filter_candidates(alternative, candidates, in_use, inventory.cache)
+                    eligible[(i, j, k)] = filter_candidates(
+                        alternative, candidates, inventory.in_use, inventory.cache, drawn_out
+                    )
     except CELError as err:
         return Outcome(node.name, False, reason=f"{err}", stage="selector")
     placements = {c.id: placement_of(c.device, c.driver) for c in candidates}

@@ -1,5 +1,6 @@
 """Which devices each alternative may take, stage by stage: class selectors, request selectors, in use by other
-claims, taints. The counts per stage are what `knuma claims schedule` reports for a node that does not fit.
+claims, shared counters used up (partitionable devices), taints. The counts per stage are what `knuma claims
+schedule` reports for a node that does not fit.
 
 The order of checks follows upstream's `allocateOne` / `isSelectable` / `allocateDevice` (selectors, then in use, then
 taints); an admin-access request may take devices in use by other claims. A selector's verdict depends only on the
@@ -9,7 +10,7 @@ nodes cost one evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from knuma.api.taints import Taint
@@ -19,8 +20,9 @@ from knuma.devices.pools import Candidate, DeviceID
 
 __all__ = ["STAGES", "Eligible", "SelectorCache", "filter_candidates"]
 
-STAGES = ("class", "selector", "in use", "taint")
-"""The filter stages, in order; the search adds `constraint` and `NUMA alignment`."""
+STAGES = ("class", "selector", "in use", "counters", "taint")
+"""The filter stages, in order (`counters` only where partitionable devices' shared counters are used up); the
+search adds `constraint` and `NUMA alignment`."""
 _BLOCKING = ("NoSchedule", "NoExecute")
 
 
@@ -81,6 +83,8 @@ class Eligible:
     counts: tuple[tuple[str, int], ...]
     forced: tuple[Candidate, ...] = ()
     """For `All`: every device that passed the selectors; each must be usable."""
+    dropped: Mapping[DeviceID, str] = field(default_factory=dict)
+    """For `All`: the stage that dropped each forced device that is not usable (`in use`, `counters`, `taint`)."""
 
 
 def _tolerated(taint: Taint, alternative: Alternative) -> bool:
@@ -92,8 +96,11 @@ def filter_candidates(
     candidates: Sequence[Candidate],
     in_use: Collection[DeviceID],
     cache: SelectorCache,
+    drawn_out: Collection[DeviceID] = (),
 ) -> Eligible:
-    """Raise `CELError` when a selector fails at run time (upstream aborts the allocation)."""
+    """Raise `CELError` when a selector fails at run time (upstream aborts the allocation). `drawn_out`: free
+    partitionable devices whose shared counters are used up (`knuma.devices.counters`); when there are any, a
+    `counters` stage follows `in use`."""
     cls = alternative.device_class
     by_class = [
         c
@@ -110,7 +117,19 @@ def filter_candidates(
     ]
     admin = alternative.request.admin_access
     free = selected if admin else [c for c in selected if c.id not in in_use]
+    stages = [("class", len(by_class)), ("selector", len(selected)), ("in use", len(free))]
+    if drawn_out and not admin:  # admin access draws nothing
+        free = [c for c in free if c.id not in drawn_out]
+        stages.append(("counters", len(free)))
     tolerated = [c for c in free if all(_tolerated(t, alternative) for t in c.device.taints)]
-    counts = (("class", len(by_class)), ("selector", len(selected)), ("in use", len(free)), ("taint", len(tolerated)))
+    counts = (*stages, ("taint", len(tolerated)))
     forced = tuple(selected) if alternative.all_devices else ()
-    return Eligible(alternative, tuple(tolerated), counts, forced)
+    dropped: dict[DeviceID, str] = {}
+    if forced:
+        usable = {c.id for c in tolerated}
+        for c in forced:
+            if c.id not in usable:
+                dropped[c.id] = (
+                    "in use" if c.id in in_use and not admin else "counters" if c.id in drawn_out else "taint"
+                )
+    return Eligible(alternative, tuple(tolerated), counts, forced, dropped)

@@ -35,7 +35,7 @@ from knuma.errors import KnumaError
 
 __all__ = ["STAGE_ORDER", "Found", "NotFound", "SearchSpace", "search"]
 
-STAGE_ORDER = ("class", "selector", "in use", "taint", "capacity", "constraint", "NUMA alignment")
+STAGE_ORDER = ("class", "selector", "in use", "counters", "taint", "capacity", "constraint", "NUMA alignment")
 """How far a failed branch got, for the nearest miss; `capacity` is requests competing for the same devices."""
 
 Slot = tuple[int, int]
@@ -100,6 +100,10 @@ def _alternative(space: SearchSpace, slot: Slot, k: int) -> Alternative:
     return space.claims[slot[0]].requests[slot[1]].alternatives[k]
 
 
+BLOCKED = {"in use": "in use", "counters": "out of shared counters", "taint": "tainted"}
+"""How an `All` request's blocked device is described, by the stage that dropped it."""
+
+
 def _count_check(space: SearchSpace, choice: Mapping[Slot, int]) -> bool:
     """Every chosen alternative has enough usable devices on its own (stage counts)."""
     ok = True
@@ -121,11 +125,11 @@ def _count_check(space: SearchSpace, choice: Mapping[Slot, int]) -> bool:
             usable = {c.id for c in eligible.devices}
             blocked = [c for c in eligible.forced if c.id not in usable]
             if blocked:
-                stage = "in use" if dict(eligible.counts)["in use"] < dict(eligible.counts)["selector"] else "taint"
+                stage = eligible.dropped.get(blocked[0].id, "taint")
                 space.note(
                     NotFound(
                         f"claim {claim}, request {alternative.name}: asks for all devices, but device "
-                        f"{blocked[0]} is {'in use' if stage == 'in use' else 'tainted'}",
+                        f"{blocked[0]} is {BLOCKED[stage]}",
                         stage,
                         claim,
                         alternative.name,
@@ -136,10 +140,11 @@ def _count_check(space: SearchSpace, choice: Mapping[Slot, int]) -> bool:
         have = len(eligible.devices)
         if have < alternative.request.count:
             stage = next((name for name, count in eligible.counts if count < alternative.request.count), "taint")
+            why = " (the shared counters of their partitionable devices are used up)" if stage == "counters" else ""
             space.note(
                 NotFound(
                     f"claim {claim}, request {alternative.name}: needs {alternative.request.count} "
-                    f"device(s), {dict(eligible.counts)[stage]} left after the {stage} stage",
+                    f"device(s), {dict(eligible.counts)[stage]} left after the {stage} stage{why}",
                     stage,
                     claim,
                     alternative.name,
