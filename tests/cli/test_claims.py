@@ -157,3 +157,27 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path) -> None:
     assert "claim default/c, request r: selector #0: compilation failed" in result.stderr
     result = run("schedule", "-o", "xml", *DRA)
     assert result.exit_code == 2 and "unknown output format" in result.stderr
+
+
+def test_partitions_of_a_gpu_on_the_bundled_mig_example() -> None:
+    """examples/devices/mig-nodes.yaml: the whole GPU is taken on gpu-node-a, two 1g partitions on gpu-node-b. One 3g
+    partition goes to gpu-node-b; two fit nowhere, and each node says why."""
+    mig = ["-f", str(EXAMPLES / "mig-nodes.yaml")]
+    one = run("schedule", *mig, "-f", str(EXAMPLES / "claim-mig-3g.yaml"), "-o", "json")
+    assert one.exit_code == 0, one.output
+    doc = json.loads(one.stdout)
+    assert doc["selected"] == "gpu-node-b"
+    results = doc["allocations"][0]["allocation"]["devices"]["results"]
+    assert [r["device"] for r in results] == ["gpu-0-3g-0"]
+    assert doc["nodes"]["gpu-node-a"]["stage"] == "counters"
+    assert doc["nodes"]["gpu-node-a"]["stages"]["ml/train-3g/gpu"]["counters"] == 0
+    two = run("schedule", *mig, "-f", str(EXAMPLES / "claim-mig-two-3g.yaml"), "-o", "json")
+    assert two.exit_code == 0, two.output
+    doc = json.loads(two.stdout)
+    assert doc["selected"] is None
+    reasons = {name: node["reason"] for name, node in doc["nodes"].items()}
+    assert "0 left after the counters stage" in reasons["gpu-node-a"]
+    assert reasons["gpu-node-b"] == (
+        "claim ml/train-two-3g: the devices of requests gpu exist, but together they draw more than is left of the "
+        "shared counters of their partitionable devices"
+    )

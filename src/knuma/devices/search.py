@@ -19,8 +19,9 @@ the two answers mean different things to a user (retry with a larger budget vs. 
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from knuma.devices.alignment import NumaPlan
@@ -209,6 +210,18 @@ def _within_counters(
     return space.counters.fits(drawing)
 
 
+def _uncounted(space: SearchSpace, check: Callable[[], bool]) -> bool:
+    """`check` with the shared counters ignored (False when there are none): whether they alone made it fail."""
+    counters = space.counters
+    if counters is None:
+        return False
+    space.counters = None
+    try:
+        return check()
+    finally:
+        space.counters = counters
+
+
 def _counted(
     space: SearchSpace,
     choice: Mapping[Slot, int],
@@ -259,6 +272,8 @@ def _feasible(space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slo
     """Whether `_flow` finds distinct devices, without running it when the answer is plain: requests whose pools share
     no device (a GPU request and a NIC request) each need only enough devices of their own. Admin access may repeat
     devices, so such a choice always goes through the flow."""
+    if space.counters is not None:  # devices that exist may still not be given together
+        return _flow(space, choice, pools) is not None
     seen: set[DeviceID] = set()
     for slot, k in choice.items():
         if _alternative(space, slot, k).request.admin_access or not _enough(space, slot, k, pools[slot]):
@@ -469,9 +484,17 @@ def search(space: SearchSpace) -> Found | NotFound:
             everything = {slot: list(space.eligible[(*slot, k)].devices) for slot, k in choice.items()}
             if not _feasible(space, choice, everything):
                 names = ", ".join(_alternative(space, s, k).name for s, k in choice.items())
-                space.note(
-                    NotFound(f"requests {names} together need more distinct devices than the node offers", "capacity")
-                )
+                if _uncounted(space, functools.partial(_feasible, space, choice, everything)):
+                    first = next(iter(choice))
+                    claim = space.claims[first[0]].key
+                    reason = (
+                        f"claim {claim}: the devices of requests {names} exist, but together they draw more than is "
+                        "left of the shared counters of their partitionable devices"
+                    )
+                    space.note(NotFound(reason, "capacity", claim, _alternative(space, first, choice[first]).name))
+                else:
+                    reason = f"requests {names} together need more distinct devices than the node offers"
+                    space.note(NotFound(reason, "capacity"))
                 continue
             if not masks:
                 first = next(iter(choice))
