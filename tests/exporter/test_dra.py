@@ -40,3 +40,24 @@ def test_the_nrt_gets_resources_and_an_attribute_per_zone() -> None:
         "attributes"
     ]
     assert with_dra_devices(nrt, {}) is nrt
+
+
+def test_partitions_whose_counters_are_used_up_are_not_free() -> None:
+    """`mig` shape: each GPU is published whole and as 2 x 3g.40gb and 7 x 1g.10gb partitions sharing its counters.
+    With gpu-0 given out whole, none of its 9 partitions is free; with one 3g.40gb partition of gpu-1 taken, the
+    other 3g.40gb and each 1g.10gb partition still fit on their own (40Gi and 4 compute slices left), the whole GPU
+    does not."""
+    slices = resource_slices("mig-0", BUILTIN_SHAPES["mig"])
+    taken = [allocated(("gpu.sim.knuma.io", "gpu-0"), ("gpu.sim.knuma.io", "gpu-1-3g-40gb-0"))]
+    for claim in taken:
+        for result in claim["status"]["allocation"]["devices"]["results"]:  # type: ignore[index]
+            result["pool"] = "mig-0"
+    zones = zone_devices(slices, taken, "mig-0")
+    zone0 = {d.device: d.free for d in zones[0]}
+    assert len(zone0) == 20  # two GPUs, each whole and 9 partitions
+    assert not any(free for name, free in zone0.items() if name.startswith("gpu-0"))
+    gpu1 = {name: free for name, free in zone0.items() if name.startswith("gpu-1-")}
+    assert gpu1["gpu-1-3g-40gb-1"] is True
+    assert sum(gpu1[f"gpu-1-1g-10gb-{k}"] for k in range(7)) == 7  # 10Gi each fits alone in the 40Gi left
+    assert zone0["gpu-1"] is False  # the whole GPU no longer fits
+    assert all(d.free for d in zones[1])

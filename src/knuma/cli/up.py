@@ -29,7 +29,7 @@ def up(
     shape: list[str] = typer.Option(
         [],
         "--shape",
-        help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, small.",
+        help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, mig, small.",
         autocompletion=completion.shapes,
     ),
     policy: str | None = typer.Option(

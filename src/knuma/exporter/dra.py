@@ -6,7 +6,9 @@ publishes them. With this extension every zone also lists, per DRA driver, the n
 `resource.kubernetes.io/numaNode` is that zone:
 
 - a resource `<driver>/devices` (e.g. `gpu.sim.knuma.io/devices`): capacity = allocatable = the devices published,
-  available = those not in an allocated ResourceClaim (a claim's results name driver, pool and device);
+  available = those not in an allocated ResourceClaim (a claim's results name driver, pool and device) and, for
+  partitionable devices, whose draws still fit in their shared counters (a GPU given out whole leaves none of its
+  partitions available; capacity counts the whole device and its partitions, which cannot all be had at once);
 - a zone attribute `knuma.io/dra-devices`: the free devices as `driver/device`, comma-separated, sorted.
 
 No pod requests `<driver>/devices` as an extended resource, so NodeResourceTopologyMatch's filter and score (which
@@ -20,7 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo
+from knuma.devices.counters import Counters
+from knuma.errors import KnumaError
 
 __all__ = ["ZONE_ATTRIBUTE", "ZoneDevice", "with_dra_devices", "zone_devices"]
 
@@ -54,19 +59,31 @@ def zone_devices(
         for claim in claims
         for r in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
     }
+    mine = [body for body in slices if (body.get("spec") or {}).get("nodeName") == node]
+    counters = _counters(mine, taken)
     out: dict[int, list[ZoneDevice]] = {}
-    for body in slices:
+    for body in mine:
         spec = body.get("spec") or {}
-        if spec.get("nodeName") != node:
-            continue
         driver, pool = spec.get("driver"), (spec.get("pool") or {}).get("name")
         for device in spec.get("devices") or []:
             numa = _numa(device.get("attributes") or {})
             if numa is None:
                 continue
-            free = (driver, pool, device.get("name")) not in taken
+            key = (str(driver), str(pool), str(device.get("name")))
+            free = key not in taken and (counters is None or counters.fits((key,)))
             out.setdefault(numa, []).append(ZoneDevice(str(driver), str(device.get("name")), free))
     return {numa: sorted(devices) for numa, devices in out.items()}
+
+
+def _counters(slices: Iterable[Mapping[str, Any]], taken: set[Any]) -> Counters | None:
+    """The shared counters of the node's partitionable devices, less what the allocated ones draw (None: none)."""
+    if not any((body.get("spec") or {}).get("sharedCounters") for body in slices):
+        return None
+    try:
+        parsed = [ResourceSlice.from_dict(body) for body in slices]
+    except KnumaError:
+        return None  # an invalid slice gives no devices to the allocator either; count devices only
+    return Counters.of(parsed, taken)
 
 
 def with_dra_devices(nrt: NodeResourceTopology, devices: Mapping[int, list[ZoneDevice]]) -> NodeResourceTopology:

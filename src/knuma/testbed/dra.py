@@ -30,6 +30,12 @@ class SimDevice:
     model: str
     index: int
     capacity: Mapping[str, str] = field(default_factory=dict)
+    profile: str = ""
+    """A partition's profile (`3g.40gb`); empty for a device given out whole."""
+    counter_set: str = ""
+    """The shared counters it draws on (its whole device's name), if partitionable."""
+    draws: Mapping[str, str] = field(default_factory=dict)
+    """What it draws from `counter_set` (`compute`, `memory`)."""
 
     @property
     def key(self) -> str:
@@ -47,9 +53,20 @@ class SimDevice:
                 "index": {"int": self.index},
             },
         }
+        if self.profile:
+            out["attributes"]["profile"] = {"string": self.profile}
         if self.capacity:
             out["capacity"] = {name: {"value": value} for name, value in self.capacity.items()}
+        if self.draws:
+            counters = {name: {"value": value} for name, value in self.draws.items()}
+            out["consumesCounters"] = [{"counterSet": self.counter_set, "counters": counters}]
         return out
+
+    def shared_counters(self) -> JsonObj | None:
+        """The counter set a partitionable whole device shares with its partitions (`sharedCounters` entry)."""
+        if not self.draws or self.profile:
+            return None
+        return {"name": self.name, "counters": {name: {"value": value} for name, value in self.draws.items()}}
 
 
 def pcie_root(zone: int, slot: int, roots_per_zone: int) -> str:
@@ -65,17 +82,32 @@ def devices_of(shape: NodeShape) -> tuple[SimDevice, ...]:
         for zone in range(shape.zones):
             for slot in range(group.per_zone):
                 index = zone * group.per_zone + slot
+                name = f"{group.prefix}-{index}"
+                root = pcie_root(zone, slot, roots)
+                whole: dict[str, str] = {}
+                if group.partitions:
+                    whole = {"compute": str(group.compute_slices), "memory": group.capacity.get("memory", "0")}
                 found.append(
-                    SimDevice(
-                        group.driver,
-                        f"{group.prefix}-{index}",
-                        zone,
-                        pcie_root(zone, slot, roots),
-                        group.model,
-                        index,
-                        dict(group.capacity),
-                    )
+                    SimDevice(group.driver, name, zone, root, group.model, index, dict(group.capacity), "", name, whole)
                 )
+                for partition in group.partitions:
+                    label = partition.profile.replace(".", "-")
+                    draws = {"compute": str(partition.compute), "memory": partition.memory}
+                    for k in range(partition.count):
+                        found.append(
+                            SimDevice(
+                                group.driver,
+                                f"{name}-{label}-{k}",
+                                zone,
+                                root,
+                                group.model,
+                                index,
+                                {"memory": partition.memory},
+                                partition.profile,
+                                name,
+                                draws,
+                            )
+                        )
     return tuple(found)
 
 
@@ -87,31 +119,50 @@ def resource_slices(node: str, shape: NodeShape) -> list[JsonObj]:
     slices = []
     for driver, devices in by_driver.items():
         prefix = driver.split(".", 1)[0]
+        counter_sets = [c for d in devices if (c := d.shared_counters()) is not None]
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 2 if counter_sets else 1}
         slices.append(
             {
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "ResourceSlice",
                 "metadata": {"name": f"{node}-{prefix}"},
-                "spec": {
-                    "driver": driver,
-                    "nodeName": node,
-                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [d.to_dict() for d in devices],
-                },
+                "spec": {"driver": driver, "nodeName": node, "pool": pool, "devices": [d.to_dict() for d in devices]},
             }
         )
+        if counter_sets:  # a slice has devices or shared counters, not both
+            slices.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node}-{prefix}-counters"},
+                    "spec": {"driver": driver, "nodeName": node, "pool": dict(pool), "sharedCounters": counter_sets},
+                }
+            )
     return slices
 
 
 def device_classes(shapes: Iterable[NodeShape]) -> list[JsonObj]:
-    """One DeviceClass per simulated driver, named like the driver, selecting its devices by `device.driver`."""
-    drivers = sorted({group.driver for shape in shapes for group in shape.dra})
+    """One DeviceClass per simulated driver, named like the driver, selecting its devices by `device.driver` (whole
+    devices only, when some shape partitions them), and one per partition profile (`3g-40gb.gpu.sim.knuma.io`)."""
+    groups = [group for shape in shapes for group in shape.dra]
+    partitioned = {g.driver for g in groups if g.partitions}
+    classes: dict[str, str] = {}
+    for driver in sorted({g.driver for g in groups}):
+        whole = f" && !has(device.attributes['{driver}'].profile)" if driver in partitioned else ""
+        classes[driver] = f"device.driver == '{driver}'{whole}"
+    for group in groups:
+        for partition in group.partitions:
+            name = f"{partition.profile.replace('.', '-')}.{group.driver}"
+            attribute = f"device.attributes['{group.driver}'].profile"
+            classes[name] = (
+                f"device.driver == '{group.driver}' && has({attribute}) && {attribute} == '{partition.profile}'"
+            )
     return [
         {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceClass",
-            "metadata": {"name": driver},
-            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]},
         }
-        for driver in drivers
+        for name, expression in classes.items()
     ]

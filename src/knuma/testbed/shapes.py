@@ -30,6 +30,18 @@ class ShapeError(InvalidInput):
 
 
 @dataclass(frozen=True)
+class DraPartition:
+    """A partition profile of a partitionable DRA device (MIG-like): `count` per device, each drawing `compute` of
+    the device's compute slices and `memory` of its memory from the counters the device shares with them."""
+
+    profile: str
+    """The profile (`3g.40gb`): the devices' `profile` attribute and, with dots as dashes, part of their names."""
+    count: int
+    compute: int
+    memory: str
+
+
+@dataclass(frozen=True)
 class DraDeviceGroup:
     """Devices one simulated DRA driver publishes in ResourceSlices, `per_zone` on every NUMA zone (see
     `knuma.testbed.dra`): not counted in `resources`, because DRA devices are claimed, not requested."""
@@ -42,6 +54,10 @@ class DraDeviceGroup:
     model: str
     capacity: Mapping[str, str] = field(default_factory=dict)
     """Per-device capacity as quantities (`memory: 80Gi`, `bandwidth: 400G`)."""
+    partitions: tuple[DraPartition, ...] = ()
+    """Partition profiles (none: the devices are only given out whole). Each device is then published whole and as
+    these partitions, sharing the counters `compute` (`compute_slices`) and `memory` (the device's capacity)."""
+    compute_slices: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,6 +225,28 @@ BUILTIN_SHAPES: dict[str, NodeShape] = {
                 DraDeviceGroup("nic.sim.knuma.io", "nic", 4, "cx7", {"bandwidth": "400G"}),
             ),
             pcie_roots_per_zone=4,
+        ),
+        NodeShape(
+            "mig",
+            zones=2,
+            cpus=32,
+            memory=256 * GI,
+            reserved_cpus=2,
+            reserved_memory=2 * GI,
+            description="MIG-like GPU server: 2 zones x 32 CPUs and 256Gi; DRA: 2 GPUs per zone, each published "
+            "whole and as 2 x 3g.40gb and 7 x 1g.10gb partitions sharing its counters",
+            dra=(
+                DraDeviceGroup(
+                    "gpu.sim.knuma.io",
+                    "gpu",
+                    2,
+                    "a100",
+                    {"memory": "80Gi"},
+                    partitions=(DraPartition("3g.40gb", 2, 3, "40Gi"), DraPartition("1g.10gb", 7, 1, "10Gi")),
+                    compute_slices=7,
+                ),
+            ),
+            pcie_roots_per_zone=2,
         ),
         NodeShape(
             "small",

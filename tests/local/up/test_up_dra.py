@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from knuma.testing.polling import eventually
 
@@ -70,4 +72,74 @@ def test_dra_session_on_dgx_nodes(start: Callable[..., Up]) -> None:
     eventually(
         lambda: not [c for c in up.get("resourceclaims")["items"] if c["metadata"]["name"].startswith("trainer")]
     )
+    assert up.stop() == 0
+
+
+def _template(name: str, device_class: str) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def _pod(name: str, template: str) -> dict[str, Any]:
+    resources = {"limits": {"cpu": "2", "memory": "4Gi"}, "claims": [{"name": "gpu"}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": "topology-aware-scheduler",
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}],
+        },
+    }
+
+
+def test_mig_partitions_and_whole_gpus_share_counters_on_a_mig_node(start: Callable[..., Up]) -> None:
+    """One `mig` node: 4 GPUs, each published whole and as 3g.40gb and 1g.10gb partitions sharing its counters. Two
+    pods take a 3g.40gb partition each; then four pods ask for a whole GPU: a GPU with a partition given out cannot
+    be, so only the others run, and the rest wait with FailedScheduling naming the counters."""
+    up = start("--nodes", "1", "--shape", "mig")
+    eventually(lambda: len(up.get("resourceslices")["items"]) == 2)
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
+    classes = set(up.kubectl("get", "deviceclasses", "-o", "name").split())
+    assert "deviceclass.resource.k8s.io/3g-40gb.gpu.sim.knuma.io" in classes
+    templates = [_template("slice", "3g-40gb.gpu.sim.knuma.io"), _template("whole", "gpu.sim.knuma.io")]
+    partitions = [_pod(f"part-{i}", "slice") for i in range(2)]
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([*templates, *partitions]))
+    eventually(lambda: all(phase(up, p["metadata"]["name"]) == "Running" for p in partitions), timeout=90)
+    wholes = [_pod(f"whole-{i}", "whole") for i in range(4)]
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(wholes))
+
+    def devices() -> list[str]:
+        claims = up.get("resourceclaims")["items"]
+        return [
+            r["device"]
+            for c in claims
+            for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        ]
+
+    def settled() -> bool:
+        running = [w for w in wholes if phase(up, w["metadata"]["name"]) == "Running"]
+        parents = {d.split("-3g-")[0] for d in devices() if "-3g-" in d}
+        return len(running) == 4 - len(parents) and sum("-3g-" in d for d in devices()) == 2
+
+    eventually(settled, timeout=90)
+    allocated = devices()
+    parents = {d.split("-3g-")[0] for d in allocated if "-3g-" in d}
+    whole_gpus = {d for d in allocated if d.count("-") == 1}
+    assert parents and not parents & whole_gpus  # never a GPU given whole and in part
+    waiting = [w["metadata"]["name"] for w in wholes if phase(up, w["metadata"]["name"]) != "Running"]
+    assert len(waiting) == len(parents)
+
+    def refused() -> str:
+        events = up.get("events", "--field-selector", f"involvedObject.name={waiting[0]}")["items"]
+        messages = [e["message"] for e in events if e["reason"] == "FailedScheduling"]
+        return messages[-1] if messages else ""
+
+    assert "0 left after the counters stage" in eventually(refused, timeout=60)
     assert up.stop() == 0
