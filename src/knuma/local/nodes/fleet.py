@@ -419,18 +419,24 @@ class Fleet:
         self._spawn(self._delete_stopped(key, uid))
 
     async def _delete_stopped(self, key: str, uid: str) -> None:
+        """The final delete, retried (backing off to 10 s) for as long as the pod is there, as the kubelet's status
+        manager retries on every sync: an API server that is away for a while does not leave the pod Terminating."""
         namespace, _, name = key.partition("/")
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
-        for attempt in range(5):
+        delay = 0.2
+        while True:
             try:
                 await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}", body=body)
                 return
             except (NotFound, Conflict):
                 return  # gone already, or another pod of that name now
             except KubeApiError as err:
-                log.log(logging.DEBUG if err.status is None else logging.WARNING, "%s", err)
-                await asyncio.sleep(0.2 * 2**attempt)
-        log.warning("pod %s: could not delete it after its containers stopped", key)
+                log.log(logging.DEBUG if err.status is None else logging.WARNING, "pod %s: %s; retrying", key, err)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+            current = self.informer.store.get(key)
+            if current is not None and (current.get("metadata") or {}).get("uid") != uid:
+                return  # another pod of that name now
 
     def _release(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
         stopping = self._stopping.pop(uid, None)
