@@ -8,7 +8,7 @@ from typing import Any
 
 from knuma.kube.client import async_http
 from knuma.local.controllers.manager import WorkloadControllers
-from knuma.local.controllers.podgc import MissingNodes, orphan_status
+from knuma.local.controllers.podgc import MissingNodes, orphan_status, terminated_over
 from knuma.testing.apiserver import RunningApiServer
 from knuma.testing.polling import eventually_async
 
@@ -60,6 +60,41 @@ async def test_pods_of_a_deleted_node_are_collected(api: RunningApiServer) -> No
         assert await eventually_async(orphan_gone, timeout=30)
         assert "terminating" not in seen
         assert (await http.get(f"{pods}/kept")).status_code == 200
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await http.aclose()
+
+
+def test_finished_pods_beyond_the_threshold_go_oldest_first() -> None:
+    pods = [_pod(f"p{i}", "n1", phase=("Succeeded", "Failed", "Running")[i % 3]) for i in range(6)]
+    for i, pod in enumerate(pods):
+        pod["metadata"]["creationTimestamp"] = f"2026-11-28T00:00:0{9 - i}Z"  # p5 is the oldest
+    assert [p["metadata"]["name"] for p in terminated_over(pods, 2)] == ["p4", "p3"]
+    assert terminated_over(pods, 4) == []
+
+
+async def test_the_controller_deletes_finished_pods_beyond_the_threshold(api: RunningApiServer) -> None:
+    http = async_http(api.kubeconfig)
+    controllers = WorkloadControllers(http, podgc_period=0.3, terminated_threshold=1)
+    pods = "/api/v1/namespaces/default/pods"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    for name, phase in (("done-0", "Succeeded"), ("done-1", "Failed"), ("done-2", "Succeeded"), ("live", "Running")):
+        assert (await http.post(pods, json=_pod(name))).status_code == 201
+        status = {"status": {"phase": phase}}
+        assert (await http.patch(f"{pods}/{name}/status", json=status, headers=merge)).status_code == 200
+    task = asyncio.create_task(controllers.run())
+    try:
+
+        async def names() -> list[str]:
+            return sorted(p["metadata"]["name"] for p in (await http.get(pods)).json()["items"])
+
+        async def collected() -> bool:
+            return len(await names()) == 2
+
+        assert await eventually_async(collected, timeout=30)
+        assert "live" in await names()
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

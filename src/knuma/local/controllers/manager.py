@@ -98,11 +98,19 @@ class _Events:
 
 
 class WorkloadControllers:
-    def __init__(self, http: httpx2.AsyncClient, *, podgc_period: float = podgc.CHECK_PERIOD) -> None:
-        """`podgc_period`: how often pods of deleted nodes are looked for (their node must be missing for twice
-        that, as upstream's 40 s quarantine is twice its 20 s period)."""
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        podgc_period: float = podgc.CHECK_PERIOD,
+        terminated_threshold: int = podgc.TERMINATED_THRESHOLD,
+    ) -> None:
+        """`podgc_period`: how often pods of deleted nodes and finished pods beyond `terminated_threshold` are
+        looked for (a node must be missing for twice that, as upstream's 40 s quarantine is twice its 20 s
+        period)."""
         self.http = http
         self.podgc_period = podgc_period
+        self.terminated_threshold = terminated_threshold
         self._missing_nodes = podgc.MissingNodes(quarantine=2 * podgc_period)
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
@@ -190,9 +198,17 @@ class WorkloadControllers:
                     await task
 
     async def _collect_orphans(self) -> None:
-        """PodGC's `gcOrphaned` (`knuma.local.controllers.podgc`), every `podgc_period`."""
+        """PodGC's `gcTerminated` and `gcOrphaned` (`knuma.local.controllers.podgc`), every `podgc_period`."""
         while True:
             await asyncio.sleep(self.podgc_period)
+            for pod in podgc.terminated_over(list(self.pods.store.values()), self.terminated_threshold):
+                path = f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
+                try:
+                    await rest.delete(self.http, path)
+                except NotFound:
+                    continue
+                except KubeApiError as err:
+                    log.warning("PodGC: cannot delete finished pod %s: %s", object_key(pod), err)
             orphans = self._missing_nodes.orphans(self.pods.store.values(), self.nodes.store, time.monotonic())
             for pod in orphans:
                 path = f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"

@@ -7,8 +7,11 @@ the quarantine (40 s upstream, so a node that is re-registering is not mistaken 
 to it is marked `Failed` with the `DisruptionTarget` condition (reason `DeletionByPodGC`) and deleted with a grace
 period of 0. Checked every 20 s (`gcCheckPeriod`).
 
-Not modelled: `gcTerminated` (the threshold of finished pods, 12500 by default), `gcUnscheduledTerminating` and
-`gcTerminating` (pods on out-of-service nodes).
+Finished pods (`Succeeded` or `Failed`) beyond the threshold (`--terminated-pod-gc-threshold`, 12500) are deleted,
+oldest first (`gcTerminated`; upstream takes evicted pods before the others), so a long run with churn does not pile
+up completed pods.
+
+Not modelled: `gcUnscheduledTerminating` and `gcTerminating` (pods on out-of-service nodes).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Any
 
 from knuma.api.types import JsonObj
 
-__all__ = ["CHECK_PERIOD", "QUARANTINE", "MissingNodes", "orphan_status"]
+__all__ = ["CHECK_PERIOD", "QUARANTINE", "TERMINATED_THRESHOLD", "MissingNodes", "orphan_status", "terminated_over"]
 
 CHECK_PERIOD = 20.0
 """`gcCheckPeriod`."""
+TERMINATED_THRESHOLD = 12500
+"""`--terminated-pod-gc-threshold`'s default."""
 QUARANTINE = 40.0
 """`quarantineTime`: how long a node must be missing before its pods are collected."""
 REASON = "DeletionByPodGC"
@@ -45,6 +50,21 @@ class MissingNodes:
         self.since = {name: self.since.get(name, now) for name in missing}
         deleted = {name for name, first in self.since.items() if now - first >= self.quarantine}
         return [p for p in bound if p["spec"]["nodeName"] in deleted]
+
+
+def terminated_over(pods: Iterable[Mapping[str, Any]], threshold: int) -> list[Mapping[str, Any]]:
+    """`gcTerminated`: the finished pods beyond `threshold`, oldest first (creation time, then name)."""
+    finished = [p for p in pods if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")]
+    excess = len(finished) - threshold
+    if excess <= 0:
+        return []
+    finished.sort(key=lambda p: (str((p.get("metadata") or {}).get("creationTimestamp") or ""), _key(p)))
+    return finished[:excess]
+
+
+def _key(pod: Mapping[str, Any]) -> str:
+    md = pod.get("metadata") or {}
+    return f"{md.get('namespace')}/{md.get('name')}"
 
 
 def orphan_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
