@@ -1,5 +1,6 @@
-"""Pod garbage collection of pods whose node is gone, as kube-controller-manager's PodGC (`pkg/controller/podgc/
-gc_controller.go`: `gcOrphaned`, with the quarantine of `discoverDeletedNodes`, and `markFailedAndDeletePod`).
+"""Pod garbage collection: pods whose node is gone, and finished pods beyond a threshold, as kube-controller-manager's
+PodGC (`pkg/controller/podgc/gc_controller.go`: `gcOrphaned`, with the quarantine of `discoverDeletedNodes`,
+`markFailedAndDeletePod`, and `gcTerminated`).
 
 A pod bound to a node that no longer exists has no kubelet to stop it: deleted, it would stay `Terminating` for
 ever (graceful deletion waits for the kubelet, `knuma.local.apiserver.graceful`). Once the node has been missing for
