@@ -9,6 +9,7 @@ named after the node (`kubeletplugin`'s default), with `nodeName` set.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -84,30 +85,24 @@ def devices_of(shape: NodeShape) -> tuple[SimDevice, ...]:
                 index = zone * group.per_zone + slot
                 name = f"{group.prefix}-{index}"
                 root = pcie_root(zone, slot, roots)
-                whole: dict[str, str] = {}
-                if group.partitions:
+                device = SimDevice(group.driver, name, zone, root, group.model, index, dict(group.capacity))
+                if group.partitions:  # the whole device draws everything its partitions share
                     whole = {"compute": str(group.compute_slices), "memory": group.capacity.get("memory", "0")}
-                found.append(
-                    SimDevice(group.driver, name, zone, root, group.model, index, dict(group.capacity), "", name, whole)
-                )
+                    device = dataclasses.replace(device, counter_set=name, draws=whole)
+                found.append(device)
                 for partition in group.partitions:
                     label = partition.profile.replace(".", "-")
                     draws = {"compute": str(partition.compute), "memory": partition.memory}
-                    for k in range(partition.count):
-                        found.append(
-                            SimDevice(
-                                group.driver,
-                                f"{name}-{label}-{k}",
-                                zone,
-                                root,
-                                group.model,
-                                index,
-                                {"memory": partition.memory},
-                                partition.profile,
-                                name,
-                                draws,
-                            )
+                    found.extend(
+                        dataclasses.replace(
+                            device,
+                            name=f"{name}-{label}-{k}",
+                            capacity={"memory": partition.memory},
+                            profile=partition.profile,
+                            draws=draws,
                         )
+                        for k in range(partition.count)
+                    )
     return tuple(found)
 
 

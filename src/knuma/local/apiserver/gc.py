@@ -115,20 +115,22 @@ class GarbageCollector:
         if gr == NAMESPACE_GR:
             return self.delete_namespace(existing)
         md = existing["metadata"]
-        new = copy.deepcopy(existing)
+        marks: JsonObj = {}
         if gr == POD_GR:
             graceful = before_delete(existing, options or {})
             if graceful.action == "pending":
                 return existing
-            new["metadata"].update(graceful.metadata)
+            marks = graceful.metadata
         finalizers = list(md.get("finalizers") or [])
         uid = md.get("uid", "")
         if propagation == "Foreground" and self.dependents.get(uid) and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
         if propagation == "Orphan":
             self.orphan(uid)
-        if not finalizers and not new["metadata"].get("deletionGracePeriodSeconds"):
+        if not finalizers and not {**md, **marks}.get("deletionGracePeriodSeconds"):
             return self.writer.remove(gr, existing)
+        new = copy.deepcopy(existing)
+        new["metadata"].update(marks)
         new["metadata"]["finalizers"] = finalizers
         if not finalizers:
             new["metadata"].pop("finalizers")

@@ -174,7 +174,7 @@ class WorkloadControllers:
         informers = [asyncio.create_task(i.run()) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
-            informers.append(asyncio.create_task(self._collect_orphans()))
+            informers.append(asyncio.create_task(self._collect_pods()))
             while True:
                 kind, key = await self._queue.get()
                 self._queued.discard((kind, key))
@@ -197,21 +197,20 @@ class WorkloadControllers:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def _collect_orphans(self) -> None:
+    async def _collect_pods(self) -> None:
         """PodGC's `gcTerminated` and `gcOrphaned` (`knuma.local.controllers.podgc`), every `podgc_period`."""
         while True:
             await asyncio.sleep(self.podgc_period)
             for pod in podgc.terminated_over(list(self.pods.store.values()), self.terminated_threshold):
-                path = f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
                 try:
-                    await rest.delete(self.http, path)
+                    await rest.delete(self.http, _pod_path(pod))
                 except NotFound:
                     continue
                 except KubeApiError as err:
                     log.warning("PodGC: cannot delete finished pod %s: %s", object_key(pod), err)
             orphans = self._missing_nodes.orphans(self.pods.store.values(), self.nodes.store, time.monotonic())
             for pod in orphans:
-                path = f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
+                path = _pod_path(pod)
                 status = podgc.orphan_status(pod, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
                 body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
                 try:
@@ -351,6 +350,10 @@ class WorkloadControllers:
             return
         with contextlib.suppress(NotFound):  # deleted meanwhile
             await rest.patch(self.http, path, {"status": patch if patch is not None else status})
+
+
+def _pod_path(pod: Mapping[str, Any]) -> str:
+    return f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
 
 
 def _utcnow() -> datetime:
