@@ -20,7 +20,7 @@ def test_devices_are_grouped_by_numa_node_and_allocated_ones_are_not_free() -> N
     zones = zone_devices(SLICES, [allocated(("gpu.sim.knuma.io", "gpu-5")), {"status": {}}], "dgx-0")
     assert sorted(zones) == [0, 1]
     assert len(zones[0]) == len(zones[1]) == 8
-    assert ZoneDevice("gpu.sim.knuma.io", "gpu-5", False) in zones[1]
+    assert ZoneDevice("gpu.sim.knuma.io", "gpu-5", False, allocated=True) in zones[1]
     assert sum(1 for d in zones[1] if not d.free) == 1
     assert zone_devices(SLICES, [], "another-node") == {}
 
@@ -61,3 +61,23 @@ def test_partitions_whose_counters_are_used_up_are_not_free() -> None:
     assert sum(gpu1[f"gpu-1-1g-10gb-{k}"] for k in range(7)) == 7  # 10Gi each fits alone in the 40Gi left
     assert zone0["gpu-1"] is False  # the whole GPU no longer fits
     assert all(d.free for d in zones[1])
+
+
+def test_a_partitionable_gpu_counts_once_in_the_nrt_and_is_available_while_nothing_of_it_is_allocated() -> None:
+    """Same state as above: zone 0's two GPUs are gpu-0 (given whole) and gpu-1 (one 3g.40gb partition taken), so
+    the zone holds 2 devices and none available, though 8 of gpu-1's partitions are still listed free; zone 1's
+    two GPUs are untouched."""
+    slices = resource_slices("mig-0", BUILTIN_SHAPES["mig"])
+    taken = [allocated(("gpu.sim.knuma.io", "gpu-0"), ("gpu.sim.knuma.io", "gpu-1-3g-40gb-0"))]
+    for claim in taken:
+        for result in claim["status"]["allocation"]["devices"]["results"]:  # type: ignore[index]
+            result["pool"] = "mig-0"
+    cpu = ResourceInfo("cpu", 56000, 55000, 55000)
+    nrt = NodeResourceTopology("mig-0", (Zone("node-0", resources=(cpu,)), Zone("node-1", resources=(cpu,))))
+    out = with_dra_devices(nrt, zone_devices(slices, taken, "mig-0"))
+    gpus = [{r.name: r for r in zone.resources}["gpu.sim.knuma.io/devices"] for zone in out.zones]
+    assert gpus == [
+        ResourceInfo("gpu.sim.knuma.io/devices", 2, 2, 0),
+        ResourceInfo("gpu.sim.knuma.io/devices", 2, 2, 2),
+    ]
+    assert len(out.zones[0].attributes[ZONE_ATTRIBUTE].split(",")) == 8  # gpu-1's other partitions still fit

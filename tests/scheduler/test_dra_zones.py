@@ -86,6 +86,19 @@ def test_zone_devices_count_allocated_and_in_flight_claims() -> None:
     assert state.with_zone_devices(dgx_node("other", (55, 55), {})).topology == dgx_node("other", (55, 55), {}).topology
 
 
+def test_a_partitionable_gpu_counts_once_and_is_busy_once_any_cut_of_it_is_in_use() -> None:
+    """`mig`: two GPUs per NUMA node, each published whole and as 9 partitions drawing on its counter set. The zone
+    holds 2 GPUs, not 20; a 1g.10gb partition in flight makes its GPU busy, the other stays free."""
+    state = DeviceState()
+    for body in resource_slices("mig-0", BUILTIN_SHAPES["mig"]):
+        state.set_slice(body)
+    assert state.zone_devices("mig-0") == {0: {GPUS: (2, 2)}, 1: {GPUS: (2, 2)}}
+    in_flight = allocation(("gpu.sim.knuma.io", "gpu-1-1g-10gb-3"), pool="mig-0")
+    state.reserve(claim_pod("p", 2), {"default/b": in_flight})
+    assert state.zone_devices("mig-0")[0][GPUS] == (2, 1)
+    assert state.zone_devices("mig-0")[1][GPUS] == (2, 2)
+
+
 def test_claim_pods_shapes_hold_their_dra_devices() -> None:
     p = claim_pod("trainer", 8)
     claimed = claimed_devices([allocation(("gpu.sim.knuma.io", "gpu-0"), ("nic.sim.knuma.io", "nic-0"))])

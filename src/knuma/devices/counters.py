@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.devices.pools import DeviceID
 
-__all__ = ["CounterKey", "Counters"]
+__all__ = ["CounterKey", "Counters", "physical_devices"]
 
 CounterKey = tuple[str, str, str, str]
 """(driver, pool, counter set, counter)."""
@@ -41,11 +41,7 @@ class Counters:
         shares counters (the allocator then skips every check)."""
         if not any(s.shared_counters for s in slices):
             return None
-        newest: dict[tuple[str, str], int] = {}
-        for s in slices:
-            pool = (s.driver, s.pool.name)
-            newest[pool] = max(newest.get(pool, s.pool.generation), s.pool.generation)
-        current = [s for s in slices if s.pool.generation == newest[(s.driver, s.pool.name)]]
+        current = _newest_generation(slices)
         left: dict[CounterKey, int] = {}
         for s in current:
             for counter_set in s.shared_counters:
@@ -78,3 +74,44 @@ class Counters:
                 if taken[key] > self.left[key]:
                     return False
         return True
+
+
+def physical_devices(slices: Sequence[ResourceSlice]) -> dict[DeviceID, tuple[str, str, str]]:
+    """Partitionable devices grouped into the hardware they share: device -> (driver, pool, counter set).
+
+    A GPU published whole and as MIG-like partitions is one piece of hardware: the whole device and each partition
+    draw from the same counter set, and however it is cut it is one GPU. Counting it as ten devices (as a plain list
+    of devices does) tells `kubectl get nrt` and `KnumaBinPacking`'s device term that a zone holds ten GPUs. Devices
+    that draw from several counter sets join those sets into one group (named by the first set met). Devices that
+    draw on no shared counter are not in the result: each is its own piece of hardware."""
+    current = _newest_generation(slices)
+    defined = {(s.driver, s.pool.name, c.name) for s in current for c in s.shared_counters}
+    if not defined:
+        return {}
+    parent: dict[tuple[str, str, str], tuple[str, str, str]] = {key: key for key in defined}
+
+    def root(key: tuple[str, str, str]) -> tuple[str, str, str]:
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    members: dict[DeviceID, tuple[str, str, str]] = {}
+    for s in current:
+        for device in s.devices:
+            sets = [key for c in device.consumes if (key := (s.driver, s.pool.name, c.name)) in defined]
+            if not sets:
+                continue
+            for other in sets[1:]:
+                parent[root(other)] = root(sets[0])
+            members[(s.driver, s.pool.name, device.name)] = sets[0]
+    return {device: root(key) for device, key in members.items()}
+
+
+def _newest_generation(slices: Sequence[ResourceSlice]) -> list[ResourceSlice]:
+    """The slices of each pool's newest generation (older ones are being replaced: upstream ignores them)."""
+    newest: dict[tuple[str, str], int] = {}
+    for s in slices:
+        pool = (s.driver, s.pool.name)
+        newest[pool] = max(newest.get(pool, s.pool.generation), s.pool.generation)
+    return [s for s in slices if s.pool.generation == newest[(s.driver, s.pool.name)]]

@@ -6,10 +6,13 @@ publishes them. With this extension every zone also lists, per DRA driver, the n
 `resource.kubernetes.io/numaNode` is that zone:
 
 - a resource `<driver>/devices` (e.g. `gpu.sim.knuma.io/devices`): capacity = allocatable = the devices published,
-  available = those not in an allocated ResourceClaim (a claim's results name driver, pool and device) and, for
-  partitionable devices, whose draws still fit in their shared counters (a GPU given out whole leaves none of its
-  partitions available; capacity counts the whole device and its partitions, which cannot all be had at once);
-- a zone attribute `knuma.io/dra-devices`: the free devices as `driver/device`, comma-separated, sorted.
+  available = those not in an allocated ResourceClaim (a claim's results name driver, pool and device). A
+  partitionable device (a GPU published whole and as partitions drawing on one counter set,
+  `knuma.devices.counters.physical_devices`) counts once, and is available while nothing of it is allocated: a zone
+  with one MIG-capable GPU has 1 device, not the ten ways of cutting it;
+- a zone attribute `knuma.io/dra-devices`: the free devices as `driver/device`, comma-separated, sorted; a
+  partition is free while its draws still fit in what is left of its shared counters (a GPU given out whole leaves
+  none of its partitions free, one 3g.40gb partition taken leaves the others that still fit).
 
 No pod requests `<driver>/devices` as an extended resource, so NodeResourceTopologyMatch's filter and score (which
 look only at what a pod requests) are unchanged by it. Devices without a NUMA node (or with a list, whose first entry
@@ -24,7 +27,7 @@ from typing import Any
 
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo
-from knuma.devices.counters import Counters
+from knuma.devices.counters import Counters, physical_devices
 from knuma.errors import KnumaError
 
 __all__ = ["ZONE_ATTRIBUTE", "ZoneDevice", "with_dra_devices", "zone_devices"]
@@ -38,6 +41,15 @@ class ZoneDevice:
     driver: str
     device: str
     free: bool
+    hardware: str = ""
+    """`pool/counter set` a partitionable device shares with its other cuts ("": the device is its own hardware)."""
+    allocated: bool = False
+    """In an allocated claim (a free partition's hardware may still be partly allocated)."""
+
+    @property
+    def unit(self) -> tuple[str, str]:
+        """The piece of hardware `<driver>/devices` counts it under."""
+        return self.driver, self.hardware or self.device
 
 
 def _numa(attributes: Mapping[str, Any]) -> int | None:
@@ -60,7 +72,9 @@ def zone_devices(
         for r in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
     }
     mine = [body for body in slices if (body.get("spec") or {}).get("nodeName") == node]
-    counters = _counters(mine, taken)
+    parsed = _parsed(mine)
+    counters = Counters.of(parsed, taken) if parsed else None
+    hardware = physical_devices(parsed) if parsed else {}
     out: dict[int, list[ZoneDevice]] = {}
     for body in mine:
         spec = body.get("spec") or {}
@@ -70,20 +84,25 @@ def zone_devices(
             if numa is None:
                 continue
             key = (str(driver), str(pool), str(device.get("name")))
-            free = key not in taken and (counters is None or counters.fits((key,)))
-            out.setdefault(numa, []).append(ZoneDevice(str(driver), str(device.get("name")), free))
+            allocated = key in taken
+            free = not allocated and (counters is None or counters.fits((key,)))
+            shared = hardware.get(key)
+            out.setdefault(numa, []).append(
+                ZoneDevice(
+                    str(driver), str(device.get("name")), free, "/".join(shared[1:]) if shared else "", allocated
+                )
+            )
     return {numa: sorted(devices) for numa, devices in out.items()}
 
 
-def _counters(slices: Iterable[Mapping[str, Any]], taken: set[Any]) -> Counters | None:
-    """The shared counters of the node's partitionable devices, less what the allocated ones draw (None: none)."""
+def _parsed(slices: list[Mapping[str, Any]]) -> list[ResourceSlice]:
+    """The node's slices parsed, when some share counters (partitionable devices); else [] (nothing to group)."""
     if not any((body.get("spec") or {}).get("sharedCounters") for body in slices):
-        return None
+        return []
     try:
-        parsed = [ResourceSlice.from_dict(body) for body in slices]
+        return [ResourceSlice.from_dict(body) for body in slices]
     except KnumaError:
-        return None  # an invalid slice gives no devices to the allocator either; count devices only
-    return Counters.of(parsed, taken)
+        return []  # an invalid slice gives no devices to the allocator either; count devices only
 
 
 def with_dra_devices(nrt: NodeResourceTopology, devices: Mapping[int, list[ZoneDevice]]) -> NodeResourceTopology:
@@ -97,13 +116,15 @@ def with_dra_devices(nrt: NodeResourceTopology, devices: Mapping[int, list[ZoneD
         if not here:
             zones.append(zone)
             continue
+        units = {d.unit for d in here}
+        used = {d.unit for d in here if d.allocated}
         drivers = sorted({d.driver for d in here})
         added = tuple(
             ResourceInfo(
                 f"{driver}/devices",
-                sum(1 for d in here if d.driver == driver),
-                sum(1 for d in here if d.driver == driver),
-                sum(1 for d in here if d.driver == driver and d.free),
+                sum(1 for unit in units if unit[0] == driver),
+                sum(1 for unit in units if unit[0] == driver),
+                sum(1 for unit in units - used if unit[0] == driver),
             )
             for driver in drivers
         )

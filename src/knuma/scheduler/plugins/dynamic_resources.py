@@ -43,6 +43,7 @@ from knuma.devices.allocator import (
     allocation_devices,
 )
 from knuma.devices.cel import CELError
+from knuma.devices.counters import physical_devices
 from knuma.devices.demand import resolve
 from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import SHAPES_PER_NODE, AllocationMemo, NodeState
@@ -98,9 +99,9 @@ class DeviceState:
     _inventory: tuple[int, Inventory] | None = field(default=None, repr=False)
     slices_version: int = 0
     """Bumped when a slice changes (the devices per node and NUMA node, `_device_index`)."""
-    _index: tuple[int, dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str]] | None = field(
-        default=None, repr=False
-    )
+    _index: (
+        tuple[int, dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str], dict[DeviceID, Hashable]] | None
+    ) = field(default=None, repr=False)
     _reachable: tuple[int, dict[str, list[tuple[int, ResourceSlice]]], list[tuple[int, ResourceSlice]]] | None = field(
         default=None, repr=False
     )
@@ -334,24 +335,39 @@ class DeviceState:
                         device_id = (slice_.driver, slice_.pool.name, device.name)
                         by_node.setdefault(node, []).append((device_id, numa, name))
                         node_of[device_id] = node
-            self._index = (self.slices_version, by_node, node_of)
+            hardware = physical_devices(list(self.slices.values()))
+            self._index = (self.slices_version, by_node, node_of, dict(hardware))
         return self._index[1], self._index[2]
+
+    def hardware(self) -> Mapping[DeviceID, Hashable]:
+        """Partitionable devices -> the hardware they share with their other cuts
+        (`knuma.devices.counters.physical_devices`); rebuilt with `device_index`."""
+        self.device_index()
+        assert self._index is not None
+        return self._index[3]
 
     def zone_devices(self, node: str) -> ZoneDevices:
         """`node`'s DRA devices per NUMA node and zone resource (`knuma.scheduler.plugins.dra_zones`), with the
         free ones: not in an allocated claim nor in an allocation in flight. Devices without a NUMA node are left
-        out, as the exporter and the kubelet's hints leave them out."""
+        out, as the exporter and the kubelet's hints leave them out. A partitionable device counts once, free while
+        nothing of it is in use, as the exporter counts it (`knuma.exporter.dra`)."""
         if self._zone_devices_version != self.version:
             self._zone_devices, self._zone_devices_version = {}, self.version
         known = self._zone_devices.get(node)
         if known is not None:
             return known
         in_use = self.inventory().in_use
-        counts: dict[int, dict[str, tuple[int, int]]] = {}
+        hardware = self.hardware()
+        units: dict[tuple[int, str], set[Hashable]] = {}
+        busy: dict[tuple[int, str], set[Hashable]] = {}
         for device_id, numa, name in self.device_index()[0].get(node, ()):
-            zone = counts.setdefault(numa, {})
-            total, free = zone.get(name, (0, 0))
-            zone[name] = (total + 1, free + (device_id not in in_use))
+            unit = hardware.get(device_id, device_id)
+            units.setdefault((numa, name), set()).add(unit)
+            if device_id in in_use:
+                busy.setdefault((numa, name), set()).add(unit)
+        counts: dict[int, dict[str, tuple[int, int]]] = {}
+        for (numa, name), here in units.items():
+            counts.setdefault(numa, {})[name] = (len(here), len(here - busy.get((numa, name), set())))
         self._zone_devices[node] = counts
         return counts
 
