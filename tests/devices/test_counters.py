@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.devices.allocator import Inventory, NodeView, allocate, allocation_devices
 from knuma.devices.counters import Counters
+from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES
 from tests.devices.builders import DRIVER_A, LABELS, NODE1, claim, dev, device_class, req
 
 VIEW = NodeView(NODE1, LABELS[NODE1])
@@ -137,3 +140,28 @@ def test_all_devices_of_a_partitioned_gpu_cannot_be_had() -> None:
     taken = frozenset({(DRIVER_A, "gpus", "gpu-0-quarter-0")})
     blocked = allocate(VIEW, [claim("a", req("r", "every", mode="All"))], Inventory(slices, {"every": every}, taken))
     assert not blocked.allocatable and "out of shared counters" in blocked.reason
+
+
+MIG = BUILTIN_SHAPES["mig"]
+MIG_CLASSES = {c["metadata"]["name"]: DeviceClass.from_dict(c) for c in device_classes([MIG])}
+
+
+@pytest.mark.parametrize(("three_g", "one_g", "fits"), [(7, 3, True), (7, 5, False), (6, 9, False), (4, 14, True)])
+def test_many_identical_slices_are_searched_by_how_many_not_which(three_g: int, one_g: int, fits: bool) -> None:
+    """`mig` node: four GPUs, each whole, 2 x 3g.40gb and 7 x 1g.10gb drawing on its own counters (80Gi, 7 compute
+    slices). Seven 3g leave one GPU with 40Gi and 4 compute slices: 3 x 1g fit, 5 do not; six 3g leave at most 8
+    slices of 1g (two GPUs with one 3g each), so 9 do not; four 3g on two GPUs leave two GPUs for 14 x 1g. The
+    impossible ones are proved so within the default budget (before: "search budget exhausted" after trying
+    combinations of 1g slices that differ only in which of a GPU's identical slices they name)."""
+    slices = [ResourceSlice.from_dict(body) for body in resource_slices(NODE1, MIG)]
+    requests = (req("a", "3g-40gb.gpu.sim.knuma.io", three_g), req("b", "1g-10gb.gpu.sim.knuma.io", one_g))
+    outcome = allocate(VIEW, [claim("c", *requests)], Inventory(slices, MIG_CLASSES))
+    assert outcome.allocatable is fits, outcome.reason
+    if fits:
+        chosen = allocation_devices(outcome.results[0].allocation)
+        assert len(chosen) == three_g + one_g
+        counters = Counters.of(slices, ())
+        assert counters is not None and counters.fits(chosen)
+    else:
+        assert outcome.stage == "capacity" and "exhausted" not in outcome.reason
+        assert "together they draw more than is left of the shared counters" in outcome.reason

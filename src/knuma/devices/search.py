@@ -232,13 +232,24 @@ def _counted(
     """Distinct devices for every demand within the shared counters, when the flow's first answer overdraws them.
     Counters make this a packing problem, so it is a depth-first search over each demand's devices in preference
     order (admin-access demands last, drawing nothing and avoiding their claim's other devices), within the search
-    budget: running out is reported as exhausted, not as impossible."""
+    budget: running out is reported as exhausted, not as impossible.
+
+    Devices that draw the same amounts from the same counters and are eligible for the same demands are
+    interchangeable (the seven 1g slices of one GPU): any solution stays one after swapping two of them, so the
+    search tries how many of each such group a demand takes (`_group_picks`), not which. Seven 3g and five 1g
+    slices on four MIG GPUs is then 224 tries proved impossible, where every combination of 1g slices ran out of
+    budget."""
     counters = space.counters
     assert counters is not None
     slot_of = {_demand_key(space, slot, k): slot for slot, k in choice.items()}
     admin = {key for key in slot_of if _alternative(space, slot_of[key], choice[slot_of[key]]).request.admin_access}
     order = sorted(demands, key=lambda d: d[0] in admin)
     picked: dict[Hashable, tuple[Hashable, ...]] = {}
+    wanted_by: dict[Hashable, set[Hashable]] = {}
+    for key, devices in eligible.items():
+        for d in devices:
+            wanted_by.setdefault(d, set()).add(key)
+    kind = {d: (counters.draws.get(by_key[d].id, ()), frozenset(keys)) for d, keys in wanted_by.items()}
 
     def plain_of(claim: int) -> set[DeviceID]:
         return {by_key[d].id for key, ds in picked.items() if key not in admin and slot_of[key][0] == claim for d in ds}
@@ -253,7 +264,7 @@ def _counted(
         taken = {d for ds in picked.values() for d in ds}
         avoid = plain_of(slot_of[key][0]) if key in admin else set()
         options = [d for d in eligible[key] if d not in taken and by_key[d].id not in avoid]
-        for combo in itertools.combinations(options, count):
+        for combo in _group_picks(options, count, kind):
             _spend(space)
             if key not in admin and not counters.fits([*drawing(), *(by_key[d].id for d in combo)]):
                 continue
@@ -266,6 +277,32 @@ def _counted(
     if not place(0):
         return None
     return {slot: tuple(by_key[d] for d in picked[_demand_key(space, slot, k)]) for slot, k in choice.items()}
+
+
+def _group_picks(
+    options: Sequence[Hashable], count: int, kind: Mapping[Hashable, Hashable]
+) -> Iterator[tuple[Hashable, ...]]:
+    """`count` of `options`, one pick per way of splitting `count` over groups of interchangeable options (equal
+    `kind`): a group gives its first members. Groups in the order of their first member, the most from the first
+    groups first, as `itertools.combinations` reaches them."""
+    groups: dict[Hashable, list[Hashable]] = {}
+    for d in options:
+        groups.setdefault(kind[d], []).append(d)
+    members = list(groups.values())
+    room = list(itertools.accumulate(len(g) for g in reversed(members)))[::-1]  # options in this group and after
+
+    def split(index: int, left: int) -> Iterator[tuple[Hashable, ...]]:
+        if left == 0:
+            yield ()
+            return
+        if index == len(members) or room[index] < left:
+            return
+        later = room[index + 1] if index + 1 < len(members) else 0
+        for n in range(min(left, len(members[index])), max(left - later, 0) - 1, -1):
+            for rest in split(index + 1, left - n):
+                yield (*members[index][:n], *rest)
+
+    return split(0, count)
 
 
 def _feasible(space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slot, Sequence[Candidate]]) -> bool:
