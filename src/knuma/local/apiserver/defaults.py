@@ -54,6 +54,12 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         )
     elif kind == "ReplicaSet":
         obj.setdefault("spec", {}).setdefault("replicas", 1)
+    elif kind == "StatefulSet":
+        _statefulset_defaults(obj)
+        # StatefulSetStatus' `replicas` and `availableReplicas` are not omitempty in Go
+        status = obj.setdefault("status", {})
+        status.setdefault("replicas", 0)
+        status.setdefault("availableReplicas", 0)
     elif kind == "DaemonSet":
         spec = obj.setdefault("spec", {})
         spec.setdefault("revisionHistoryLimit", 10)
@@ -81,9 +87,33 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
 
 def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     """The defaults an update body gets too (the API server defaults every decoded body), so that omitting a field
-    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable."""
+    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, and a
+    StatefulSet's spec, most of which is."""
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif kind == "StatefulSet":
+        _statefulset_defaults(obj)
+
+
+def _statefulset_defaults(obj: JsonObj) -> None:
+    """`SetDefaults_StatefulSet` (`pkg/apis/apps/v1/defaults.go`)."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                rolling.setdefault("partition", 0)
+    retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+    if isinstance(retention, dict):
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
 
 
 def _default_exact_request(request: Any) -> None:

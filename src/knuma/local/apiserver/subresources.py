@@ -46,7 +46,7 @@ def scale_of(rt: ResourceType, obj: JsonObj) -> JsonObj:
     md = obj["metadata"]
     scale_md = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
     status: JsonObj = {"replicas": _dotted(obj, status_path) or 0}
-    if rt.kind == "Deployment" and not rt.custom:
+    if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet") and not rt.custom:
         selector = (obj.get("spec") or {}).get("selector") or {}
         labels = selector.get("matchLabels") or {}
         status["selector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -266,6 +266,18 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         AGE,
     ],
+    # pkg/printers/internalversion/printers.go: statefulSetColumnDefinitions (without the wide columns)
+    "StatefulSet": [
+        NAME,
+        (
+            "Ready",
+            "string",
+            0,
+            "Number of the pod with ready state",
+            lambda o: f"{_get(o, 'status', 'readyReplicas') or 0}/{_get(o, 'spec', 'replicas') or 0}",
+        ),
+        AGE,
+    ],
     "Lease": [NAME, ("Holder", "string", 0, "Holder", lambda o: _get(o, "spec", "holderIdentity") or ""), AGE],
     "PriorityClass": [
         NAME,

@@ -11,7 +11,7 @@ from typing import Any
 
 from knuma.api.podvalidation import container_name_errors, resource_requirement_errors
 from knuma.api.types import JsonObj
-from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority
+from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -78,12 +78,14 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].image", "Required value"))
         causes += [(e.reason, e.field, e.message) for e in container_name_errors(obj.get("spec") or {})]
         causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(obj.get("spec") or {})]
-    elif kind in ("Deployment", "DaemonSet", "ReplicaSet"):
+    elif kind in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet"):
         causes += _required(obj, "spec.selector")
         causes += _required(obj, "spec.template.spec.containers")
         template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         causes += [(e.reason, e.field, e.message) for e in container_name_errors(template, "spec.template.spec")]
         causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(template, "spec.template.spec")]
+        if kind == "StatefulSet":
+            causes += statefulsets.statefulset_causes(obj)
     elif kind == "PriorityClass":
         if not isinstance(obj.get("value"), int):
             causes.append(("FieldValueRequired", "value", "Required value"))
@@ -148,5 +150,7 @@ def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
         causes = dra_validation.update_causes(rt.kind, old, new)
     elif rt.kind == "PriorityClass" and not rt.custom:
         causes = priority.priority_class_update_causes(old, new)
+    elif rt.kind == "StatefulSet" and not rt.custom:
+        causes = statefulsets.statefulset_update_causes(old, new)
     if causes:
         raise invalid(rt.kind, rt.group, str((new.get("metadata") or {}).get("name") or ""), causes)

@@ -6,12 +6,12 @@ as a pure function of the budget, its pods and their controllers' scale, so that
 - The budget's pods: same namespace, matched by its selector (a missing or empty selector matches none).
 - Expected pods and desired healthy: an integer `minAvailable` expects the pods there are and wants that many
   healthy; a percentage `minAvailable` or any `maxUnavailable` expects the sum of the pods' controllers' scale
-  (Deployment, else ReplicaSet) and scales the value to it, rounding up.
+  (Deployment, else ReplicaSet, else StatefulSet) and scales the value to it, rounding up.
 - Healthy: Ready, not being deleted, and not in `status.disruptedPods` (pods the eviction subresource spent the
   budget on, `buildDisruptedPodMap`: kept until the pod is deleted or two minutes have passed). Allowed disruptions:
   healthy minus desired, never below 0, and 0 when no pod is expected.
 
-Not modelled: StatefulSets and controllers reached only through a scale subresource (their pods count as unmanaged),
+Not modelled: controllers reached only through a scale subresource (their pods count as unmanaged),
 `unhealthyPodEvictionPolicy`, conditions.
 """
 

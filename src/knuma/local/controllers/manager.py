@@ -1,12 +1,13 @@
-"""Run the Deployment, ReplicaSet, DaemonSet, disruption and pod garbage collection controllers against an API server
-(what `knuma up` needs from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces pods, a
-DaemonSet one pod per node, a PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads, and
-pods of a deleted node go, `knuma.local.controllers.podgc`).
+"""Run the Deployment, ReplicaSet, StatefulSet, DaemonSet, disruption and pod garbage collection controllers against
+an API server (what `knuma up` needs from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces
+pods, a StatefulSet its ordered pods, a DaemonSet one pod per node, a PodDisruptionBudget the
+`status.disruptionsAllowed` the scheduler's preemption reads, and pods of a deleted node go,
+`knuma.local.controllers.podgc`).
 
-Informers on Deployments, ReplicaSets, DaemonSets, Pods and Nodes feed one work queue of objects to reconcile; each
-reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` / `.replicaset` /
-`.daemonset`) and writes the difference. A change of a node's labels, taints or schedulability requeues every
-DaemonSet.
+Informers on Deployments, ReplicaSets, StatefulSets, DaemonSets, Pods and Nodes feed one work queue of objects to
+reconcile; each reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` /
+`.replicaset` / `.statefulset` / `.daemonset`) and writes the difference. A change of a node's labels, taints or
+schedulability requeues every DaemonSet.
 Like client-go controllers, creations and deletions are *expected* until the pod informer has seen them, so a
 ReplicaSet never creates twice for the same missing replica.
 """
@@ -33,6 +34,7 @@ from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daem
 from knuma.local.controllers.deployment import plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
+from knuma.local.controllers.statefulset import plan_statefulset, revision_name
 
 __all__ = ["WorkloadControllers"]
 
@@ -42,6 +44,7 @@ EXPECTATION_TIMEOUT = 30.0
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 REPLICASETS = "/apis/apps/v1/replicasets"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
+STATEFULSETS = "/apis/apps/v1/statefulsets"
 BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 
 
@@ -115,14 +118,25 @@ class WorkloadControllers:
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
         self.daemonsets = Informer(http, DAEMONSETS, _Events("DaemonSet", self))
+        self.statefulsets = Informer(http, STATEFULSETS, _Events("StatefulSet", self))
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
         self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
-        self._informers = (self.deployments, self.replicasets, self.daemonsets, self.pods, self.nodes, self.budgets)
+        self._informers = (
+            self.deployments,
+            self.replicasets,
+            self.statefulsets,
+            self.daemonsets,
+            self.pods,
+            self.nodes,
+            self.budgets,
+        )
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._queued: set[tuple[str, str]] = set()
         self._backoffs: dict[str, Backoff] = {}
         self._failed_daemon_pods = FailedPodBackoff()
+        self._revisions: dict[str, dict[str, Any]] = {}
+        """StatefulSet uid -> {revision: template} seen (there are no ControllerRevision objects)."""
         self._expect: dict[str, _Expectations] = {}
         self.created_pods = 0
 
@@ -135,8 +149,11 @@ class WorkloadControllers:
             owner = _controller(obj, "Deployment")
             if owner:
                 self._enqueue("Deployment", owner)
-        elif kind == "DaemonSet":
-            self._enqueue("DaemonSet", key)
+        elif kind in ("DaemonSet", "StatefulSet"):
+            self._enqueue(kind, key)
+            if kind == "StatefulSet" and deleted:
+                self._revisions.pop(str(_meta(obj).get("uid")), None)
+                self._backoffs.pop(str(_meta(obj).get("uid")), None)
         elif kind == "PodDisruptionBudget":
             self._enqueue("PodDisruptionBudget", key)
         elif kind == "Node":
@@ -151,6 +168,8 @@ class WorkloadControllers:
             owner = _controller(obj, "ReplicaSet")
             if owner is None:
                 owner_kind, owner = "DaemonSet", _controller(obj, "DaemonSet")
+            if owner is None:
+                owner_kind, owner = "StatefulSet", _controller(obj, "StatefulSet")
             if owner is None:
                 return
             name = str(_meta(obj).get("name"))
@@ -183,6 +202,8 @@ class WorkloadControllers:
                         await self._sync_deployment(key)
                     elif kind == "DaemonSet":
                         await self._sync_daemonset(key)
+                    elif kind == "StatefulSet":
+                        await self._sync_statefulset(key)
                     elif kind == "PodDisruptionBudget":
                         await self._sync_budget(key)
                     else:
@@ -273,6 +294,29 @@ class WorkloadControllers:
         path = f"/apis/apps/v1/namespaces/{namespace}/replicasets/{_meta(rs).get('name')}/status"
         await self._write_status(path, rs, plan.status)
 
+    async def _sync_statefulset(self, key: str) -> None:
+        sts = self.statefulsets.store.get(key)
+        if sts is None:
+            return
+        uid = str(_meta(sts).get("uid"))
+        revisions = self._revisions.setdefault(uid, {})
+        revisions.setdefault(revision_name(sts), (sts.get("spec") or {}).get("template") or {})
+        pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
+        backoff = self._backoffs.setdefault(uid, Backoff())
+        plan = plan_statefulset(sts, pods, revisions, backoff, time.monotonic(), _utcnow())
+        namespace = _meta(sts).get("namespace")
+        for pod in plan.create:
+            with contextlib.suppress(Conflict):  # still there (terminating) or created by an earlier pass
+                await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod)
+                self.created_pods += 1
+        for name in plan.delete:
+            with contextlib.suppress(NotFound):  # already gone
+                await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}")
+        if plan.retry_after is not None:
+            asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "StatefulSet", key)
+        path = f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{_meta(sts).get('name')}/status"
+        await self._write_status(path, sts, plan.status)
+
     async def _sync_daemonset(self, key: str) -> None:
         ds = self.daemonsets.store.get(key)
         if ds is None:
@@ -329,11 +373,17 @@ class WorkloadControllers:
 
     def _scale(self, pod: Mapping[str, Any]) -> tuple[str, int] | None:
         """The pod's controller for the disruption controller's expected count (`getPodDeployment`, then
-        `getPodReplicaSet`): the Deployment that owns its ReplicaSet, else the ReplicaSet; (uid, spec.replicas)."""
+        `getPodReplicaSet`, then `getPodStatefulSet`): the Deployment that owns its ReplicaSet, else the ReplicaSet,
+        else its StatefulSet; (uid, spec.replicas)."""
         owner = _controller(pod, "ReplicaSet")
         rs = self.replicasets.store.get(owner) if owner else None
         if rs is None:
-            return None
+            sts_key = _controller(pod, "StatefulSet")
+            sts = self.statefulsets.store.get(sts_key) if sts_key else None
+            if sts is None:
+                return None
+            replicas = (sts.get("spec") or {}).get("replicas")
+            return str(_meta(sts).get("uid")), replicas if isinstance(replicas, int) else 1
         deployment_key = _controller(rs, "Deployment")
         deployment = self.deployments.store.get(deployment_key) if deployment_key else None
         found = deployment if deployment is not None else rs
