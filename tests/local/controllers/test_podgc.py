@@ -67,12 +67,15 @@ async def test_pods_of_a_deleted_node_are_collected(api: RunningApiServer) -> No
         await http.aclose()
 
 
-def test_finished_pods_beyond_the_threshold_go_oldest_first() -> None:
+def test_finished_pods_beyond_the_threshold_go_evicted_first_then_oldest_first() -> None:
     pods = [_pod(f"p{i}", "n1", phase=("Succeeded", "Failed", "Running")[i % 3]) for i in range(6)]
     for i, pod in enumerate(pods):
         pod["metadata"]["creationTimestamp"] = f"2026-11-28T00:00:0{9 - i}Z"  # p5 is the oldest
     assert [p["metadata"]["name"] for p in terminated_over(pods, 2)] == ["p4", "p3"]
     assert terminated_over(pods, 4) == []
+    pods[0]["status"]["reason"] = "Evicted"  # Succeeded: not an eviction
+    pods[1]["status"]["reason"] = "Evicted"  # Failed and Evicted: goes first, though the newest but one
+    assert [p["metadata"]["name"] for p in terminated_over(pods, 2)] == ["p1", "p4"]
 
 
 async def test_the_controller_deletes_finished_pods_beyond_the_threshold(api: RunningApiServer) -> None:

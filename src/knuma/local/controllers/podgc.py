@@ -9,8 +9,9 @@ to it is marked `Failed` with the `DisruptionTarget` condition (reason `Deletion
 period of 0. Checked every 20 s (`gcCheckPeriod`).
 
 Finished pods (`Succeeded` or `Failed`) beyond the threshold (`--terminated-pod-gc-threshold`, 12500) are deleted,
-oldest first (`gcTerminated`; upstream takes evicted pods before the others), so a long run with churn does not pile
-up completed pods.
+evicted ones first (`Failed` with reason `Evicted`, the kubelet's `PodIsEvicted`), then oldest first
+(`gcTerminated`'s `byEvictionAndCreationTimestamp`, name breaking ties), so a long run with churn does not pile up
+completed pods and the finished pods of Jobs and controllers are kept longest.
 
 Not modelled: `gcUnscheduledTerminating` and `gcTerminating` (pods on out-of-service nodes).
 """
@@ -54,18 +55,25 @@ class MissingNodes:
 
 
 def terminated_over(pods: Iterable[Mapping[str, Any]], threshold: int) -> list[Mapping[str, Any]]:
-    """`gcTerminated`: the finished pods beyond `threshold`, oldest first (creation time, then name)."""
+    """`gcTerminated`: the finished pods beyond `threshold`, evicted first, then oldest first (creation time, then
+    name: `byEvictionAndCreationTimestamp`)."""
     finished = [p for p in pods if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")]
     excess = len(finished) - threshold
     if excess <= 0:
         return []
-    finished.sort(key=lambda p: (str((p.get("metadata") or {}).get("creationTimestamp") or ""), _key(p)))
+    finished.sort(
+        key=lambda p: (not _evicted(p), str((p.get("metadata") or {}).get("creationTimestamp") or ""), _name(p))
+    )
     return finished[:excess]
 
 
-def _key(pod: Mapping[str, Any]) -> str:
-    md = pod.get("metadata") or {}
-    return f"{md.get('namespace')}/{md.get('name')}"
+def _evicted(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Failed" and status.get("reason") == "Evicted"
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name") or "")
 
 
 def orphan_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
