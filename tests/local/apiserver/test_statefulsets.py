@@ -99,3 +99,36 @@ def test_the_example_is_accepted_with_strict_field_validation(http_client: Http)
     created = http_client.post(f"{SETS}?fieldValidation=Strict", example)
     assert created.status == 201, created.json
     assert created.json["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"] == {"storage": "10Gi"}
+
+
+def test_controller_revisions_need_data_that_never_changes(http_client: Http, kubectl: Kubectl) -> None:
+    revisions = "/apis/apps/v1/namespaces/default/controllerrevisions"
+    owner = http_client.post(SETS, statefulset()).json
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": "db-abc",
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": "db",
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "data": {"spec": {"template": {"$patch": "replace", "spec": {"containers": []}}}},
+        "revision": 1,
+    }
+    assert causes(http_client.post(revisions, {**body, "data": None})) == {"data": "Required value"}
+    assert "revision" in causes(http_client.post(revisions, {**body, "revision": -1}))
+    created = http_client.post(f"{revisions}?fieldValidation=Strict", body)
+    assert created.status == 201, created.json
+    renumbered = http_client.patch(f"{revisions}/db-abc", {"revision": 2}, MERGE)
+    assert renumbered.status == 200 and renumbered.json["revision"] == 2
+    assert "data" in causes(http_client.patch(f"{revisions}/db-abc", {"data": {"other": 1}}, MERGE))
+    table = kubectl("get", "controllerrevisions").stdout.splitlines()
+    assert table[0].split() == ["NAME", "CONTROLLER", "REVISION", "AGE"]
+    assert table[1].split()[:3] == ["db-abc", "statefulset.apps/db", "2"]

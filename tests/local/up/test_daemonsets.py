@@ -79,6 +79,16 @@ def test_deploy_rollout_taints_and_remove_with_wait(start: Callable[..., Up]) ->
     assert set(second.values()) != set(first.values()) and len(set(second.values())) == 1
     assert up.get("ds", "-n", UPDATER_NS, DS)["status"]["updatedNumberScheduled"] == 2
 
+    # each template is a ControllerRevision: kubectl lists them and rolls back to the first
+    history = up.kubectl("-n", UPDATER_NS, "rollout", "history", f"ds/{DS}").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["1", "<none>", "2", "<none>"]
+    undone = up.kubectl("-n", UPDATER_NS, "rollout", "undo", f"ds/{DS}")
+    assert undone.strip() == f"daemonset.apps/{DS} rolled back"
+    up.kubectl("-n", UPDATER_NS, "rollout", "status", f"ds/{DS}", "--timeout=60s")
+    eventually(lambda: set(daemon_pods(up).values()) == set(first.values()) and len(daemon_pods(up)) == 2)
+    history = up.kubectl("-n", UPDATER_NS, "rollout", "history", f"ds/{DS}").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["2", "<none>", "3", "<none>"]  # the first, renumbered
+
     # a NoExecute taint the pod does not tolerate evicts it; removing the taint brings it back
     up.kubectl("taint", "node", "worker-001", "dedicated=db:NoExecute")
     eventually(lambda: sorted(daemon_pods(up)) == ["worker-000"])

@@ -89,6 +89,22 @@ def test_kubectl_drives_an_ordered_statefulset(start: Callable[..., Up]) -> None
     created = {name: _time(p["metadata"]["creationTimestamp"]) for name, p in rolled.items()}
     assert created["db-2"] < created["db-1"] < created["db-0"]  # replaced from the highest ordinal down, one by one
 
+    history = up.kubectl("rollout", "history", "sts/db").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["1", "<none>", "2", "<none>"]
+    assert "MODE" not in up.kubectl("rollout", "history", "sts/db", "--revision=1")  # the first template
+    assert "MODE:" in up.kubectl("rollout", "history", "sts/db", "--revision=2")
+    assert up.kubectl("rollout", "undo", "sts/db").strip() == "statefulset.apps/db rolled back"
+    up.kubectl("rollout", "status", "sts/db", "--timeout=120s", timeout=150)
+    eventually(
+        lambda: (
+            {p["metadata"]["labels"]["controller-revision-hash"] for p in _pods(up).values()} == {revision}
+            and len(_pods(up)) == 3
+        ),
+        timeout=60,
+    )
+    history = up.kubectl("rollout", "history", "sts/db").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["2", "<none>", "3", "<none>"]
+
     up.kubectl("scale", "sts/db", "--replicas=1")
     eventually(lambda: sorted(p["metadata"]["name"] for p in up.get("pods", "-l", "app=db")["items"]) == ["db-0"],
                timeout=60)  # fmt: skip

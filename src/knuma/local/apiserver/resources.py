@@ -148,6 +148,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("apps", "v1", "daemonsets", "DaemonSet", True, ["ds"], ["status"], ["all"]),
     _rt("apps", "v1", "replicasets", "ReplicaSet", True, ["rs"], ["status", "scale"], ["all"]),
     _rt("apps", "v1", "statefulsets", "StatefulSet", True, ["sts"], ["status", "scale"], ["all"]),
+    _rt("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _rt("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _rt("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),

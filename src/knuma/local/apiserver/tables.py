@@ -121,6 +121,16 @@ def _address(kind: str) -> Callable[[JsonObj], Any]:
     return get
 
 
+def _controller_column(obj: JsonObj) -> str:
+    """`printControllerRevision`: `<kind>.<group>/<name>` of the controlling owner, `<none>` without one."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "").lower()
+            return f"{kind}.{group}/{ref.get('name')}" if group else f"{kind}/{ref.get('name')}"
+    return "<none>"
+
+
 def _ports(obj: JsonObj) -> str:
     ports = _get(obj, "spec", "ports") or []
     return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
@@ -276,6 +286,13 @@ COLUMNS: dict[str, list[Column]] = {
             "Number of the pod with ready state",
             lambda o: f"{_get(o, 'status', 'readyReplicas') or 0}/{_get(o, 'spec', 'replicas') or 0}",
         ),
+        AGE,
+    ],
+    # printers.go: controllerRevisionColumnDefinitions
+    "ControllerRevision": [
+        NAME,
+        ("Controller", "string", 0, "Controller of the object", _controller_column),
+        ("Revision", "integer", 0, "Revision of the ControllerRevision", lambda o: o.get("revision") or 0),
         AGE,
     ],
     "Lease": [NAME, ("Holder", "string", 0, "Holder", lambda o: _get(o, "spec", "holderIdentity") or ""), AGE],

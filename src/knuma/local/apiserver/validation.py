@@ -86,6 +86,15 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
         causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(template, "spec.template.spec")]
         if kind == "StatefulSet":
             causes += statefulsets.statefulset_causes(obj)
+    elif kind == "ControllerRevision":
+        # ValidateControllerRevisionCreate (pkg/apis/apps/validation)
+        if obj.get("data") is None:
+            causes.append(("FieldValueRequired", "data", "Required value"))
+        revision = obj.get("revision")
+        if isinstance(revision, int) and revision < 0:
+            causes.append(
+                ("FieldValueInvalid", "revision", f"Invalid value: {revision}: must be greater than or equal to 0")
+            )
     elif kind == "PriorityClass":
         if not isinstance(obj.get("value"), int):
             causes.append(("FieldValueRequired", "value", "Required value"))
@@ -152,5 +161,7 @@ def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
         causes = priority.priority_class_update_causes(old, new)
     elif rt.kind == "StatefulSet" and not rt.custom:
         causes = statefulsets.statefulset_update_causes(old, new)
+    elif rt.kind == "ControllerRevision" and not rt.custom and old.get("data") != new.get("data"):
+        causes = [("FieldValueInvalid", "data", "Invalid value: the revision's data: field is immutable")]
     if causes:
         raise invalid(rt.kind, rt.group, str((new.get("metadata") or {}).get("name") or ""), causes)

@@ -23,9 +23,9 @@ Follows kube-controller-manager's `pkg/controller/daemon/daemon_controller.go`:
   `numberAvailable` (ready for `minReadySeconds`), `numberUnavailable`, `updatedNumberScheduled` (the oldest pod of
   each node carries the current hash or template generation: `util.IsPodUpdated`), and `observedGeneration`.
 
-Not modelled: ControllerRevision objects (the API server does not serve them; the hash is computed from the
-template as the Deployment controller's `pod-template-hash`, so `kubectl rollout history ds` has nothing to show),
-surge (`maxSurge`), `collisionCount`, and events.
+Each template is a ControllerRevision `<ds>-<hash>` (`knuma.local.controllers.history`, written by the manager), so
+`kubectl rollout history ds` and `kubectl rollout undo ds` work; the hash is computed from the template as the
+Deployment controller's `pod-template-hash`. Not modelled: surge (`maxSurge`), `collisionCount`, and events.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ from knuma.local.controllers import podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
+from knuma.local.controllers.history import plan_history
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
-from knuma.local.controllers.statefulset import plan_statefulset, revision_name
+from knuma.local.controllers.statefulset import REVISION_LABEL, plan_statefulset, revision_name
 
 __all__ = ["WorkloadControllers"]
 
@@ -45,6 +46,7 @@ DEPLOYMENTS = "/apis/apps/v1/deployments"
 REPLICASETS = "/apis/apps/v1/replicasets"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
 STATEFULSETS = "/apis/apps/v1/statefulsets"
+REVISIONS = "/apis/apps/v1/controllerrevisions"
 BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 
 
@@ -119,6 +121,7 @@ class WorkloadControllers:
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
         self.daemonsets = Informer(http, DAEMONSETS, _Events("DaemonSet", self))
         self.statefulsets = Informer(http, STATEFULSETS, _Events("StatefulSet", self))
+        self.revisions = Informer(http, REVISIONS, _Events("ControllerRevision", self))
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
         self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
@@ -126,6 +129,7 @@ class WorkloadControllers:
             self.deployments,
             self.replicasets,
             self.statefulsets,
+            self.revisions,
             self.daemonsets,
             self.pods,
             self.nodes,
@@ -135,8 +139,6 @@ class WorkloadControllers:
         self._queued: set[tuple[str, str]] = set()
         self._backoffs: dict[str, Backoff] = {}
         self._failed_daemon_pods = FailedPodBackoff()
-        self._revisions: dict[str, dict[str, Any]] = {}
-        """StatefulSet uid -> {revision: template} seen (there are no ControllerRevision objects)."""
         self._expect: dict[str, _Expectations] = {}
         self.created_pods = 0
 
@@ -152,8 +154,9 @@ class WorkloadControllers:
         elif kind in ("DaemonSet", "StatefulSet"):
             self._enqueue(kind, key)
             if kind == "StatefulSet" and deleted:
-                self._revisions.pop(str(_meta(obj).get("uid")), None)
                 self._backoffs.pop(str(_meta(obj).get("uid")), None)
+        elif kind == "ControllerRevision":
+            return  # written by the controllers themselves; their owners' events drive the syncs
         elif kind == "PodDisruptionBudget":
             self._enqueue("PodDisruptionBudget", key)
         elif kind == "Node":
@@ -299,23 +302,45 @@ class WorkloadControllers:
         if sts is None:
             return
         uid = str(_meta(sts).get("uid"))
-        revisions = self._revisions.setdefault(uid, {})
-        revisions.setdefault(revision_name(sts), (sts.get("spec") or {}).get("template") or {})
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
+        name = revision_name(sts)
+        in_use = {str((_meta(p).get("labels") or {}).get(REVISION_LABEL)) for p in pods}
+        in_use.add(str((sts.get("status") or {}).get("currentRevision") or name))
+        history = await self._keep_history(sts, "StatefulSet", name, name.rpartition("-")[2], in_use)
         backoff = self._backoffs.setdefault(uid, Backoff())
-        plan = plan_statefulset(sts, pods, revisions, backoff, time.monotonic(), _utcnow())
+        plan = plan_statefulset(sts, pods, history, backoff, time.monotonic(), _utcnow())
         namespace = _meta(sts).get("namespace")
         for pod in plan.create:
             with contextlib.suppress(Conflict):  # still there (terminating) or created by an earlier pass
                 await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod)
                 self.created_pods += 1
-        for name in plan.delete:
+        for pod_name in plan.delete:
             with contextlib.suppress(NotFound):  # already gone
-                await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{name}")
+                await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{pod_name}")
         if plan.retry_after is not None:
             asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "StatefulSet", key)
         path = f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{_meta(sts).get('name')}/status"
         await self._write_status(path, sts, plan.status)
+
+    async def _keep_history(
+        self, owner: Mapping[str, Any], kind: str, name: str, digest: str, in_use: set[str]
+    ) -> Mapping[str, JsonObj]:
+        """Bring `owner`'s ControllerRevisions up to date (`knuma.local.controllers.history`); the templates of the
+        revisions kept, by name."""
+        uid = str(_meta(owner).get("uid"))
+        revisions = [r for r in self.revisions.store.values() if owned_by(r, uid)]
+        plan = plan_history(owner, kind, name, digest, revisions, in_use)
+        base = f"/apis/apps/v1/namespaces/{_meta(owner).get('namespace')}/controllerrevisions"
+        if plan.create is not None:
+            with contextlib.suppress(Conflict):  # created by an earlier pass; the informer brings it
+                await rest.post(self.http, base, plan.create)
+        if plan.renumber is not None:
+            with contextlib.suppress(NotFound):
+                await rest.patch(self.http, f"{base}/{plan.renumber[0]}", {"revision": plan.renumber[1]})
+        for old in plan.delete:
+            with contextlib.suppress(NotFound):
+                await rest.delete(self.http, f"{base}/{old}")
+        return plan.templates
 
     async def _sync_daemonset(self, key: str) -> None:
         ds = self.daemonsets.store.get(key)
@@ -326,6 +351,10 @@ class WorkloadControllers:
             self._expect.pop(uid, None)
             return
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
+        digest = daemonset_hash(ds)
+        name = _meta(ds).get("name")
+        in_use = {f"{name}-{(_meta(p).get('labels') or {}).get(REVISION_LABEL)}" for p in pods}
+        await self._keep_history(ds, "DaemonSet", f"{name}-{digest}", digest, in_use)
         now = time.monotonic()
         plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, _utcnow())
         expectation = self._expect.setdefault(uid, _Expectations())
@@ -338,7 +367,6 @@ class WorkloadControllers:
             expectation.creates.clear()
             expectation.deletes.clear()
             expectation.since = now
-            digest = daemonset_hash(ds)
             for node in plan.create:
                 pod = daemon_pod(ds, node, digest)
                 created = await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod)

@@ -19,9 +19,9 @@ As kube-controller-manager's (`pkg/controller/statefulset/stateful_set_control.g
   `updateRevision` (the current one becomes the update one when every pod is updated and ready), `collisionCount`,
   `observedGeneration`: what `kubectl rollout status sts` and `kubectl get sts` read.
 
-Differences: no ControllerRevision objects (the API server does not serve them; the revision's template is
-remembered by the controller, so a pod below the partition created again after `knuma up` restarted gets the
-current template), no PersistentVolumeClaims (there is no storage on a local cluster; the pods name their claims
+The revisions are ControllerRevisions (`knuma.local.controllers.history`): a pod below the partition is created
+from its revision's template, `kubectl rollout history sts` lists them and `kubectl rollout undo sts` patches one
+back. Differences: no PersistentVolumeClaims (there is no storage on a local cluster; the pods name their claims
 and the simulated kubelets do not mount volumes), no `maxUnavailable` (alpha), no adoption of orphaned pods; and
 after each newly failed pod the next creation waits 1 s, 2 s, ... up to 60 s, as the ReplicaSet controller here does,
 so a pod the kubelet keeps rejecting (`TopologyAffinityError`) is not re-created in a tight loop.
@@ -154,8 +154,8 @@ def plan_statefulset(
     now: float,
     wall: datetime,
 ) -> StatefulSetPlan:
-    """What to do for `sts` given the pods it owns (`updateStatefulSet`). `templates`: revision -> template, the
-    revisions the controller has seen (for pods below the partition, at the current revision)."""
+    """What to do for `sts` given the pods it owns (`updateStatefulSet`). `templates`: revision -> template, from
+    the set's ControllerRevisions (for pods below the partition, at the current revision)."""
     backoff.observe(pods, now)
     meta, spec = _meta(sts), _spec(sts)
     set_name = str(meta.get("name"))
