@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from knuma.local.controllers.deployment import TEMPLATE_HASH_LABEL, plan_deployment, replicaset_for, template_hash
+from knuma.local.controllers.deployment import (
+    REVISION_ANNOTATION,
+    TEMPLATE_HASH_LABEL,
+    plan_deployment,
+    replicaset_for,
+    template_hash,
+)
 from knuma.local.controllers.replicaset import MAX_BACKOFF, Backoff, plan_replicaset, pod_from_template
 
 
@@ -53,6 +59,19 @@ def test_deployment_creates_its_replicaset_then_scales_old_ones_down() -> None:
     assert plan.scale == {current["metadata"]["name"]: 5, "web-old": 0}
     assert plan.status["updatedReplicas"] == 3 and plan.status["replicas"] == 6
     assert plan.status["observedGeneration"] == 2
+
+
+def test_revisions_count_up_and_a_template_that_comes_back_is_renumbered() -> None:
+    first = plan_deployment(deployment(), [])
+    assert first.create is not None and first.create["metadata"]["annotations"][REVISION_ANNOTATION] == "1"
+    assert first.revision == "1" and first.renumber is None
+    second = plan_deployment(deployment(image="app:2"), [first.create])
+    assert second.create is not None and second.create["metadata"]["annotations"][REVISION_ANNOTATION] == "2"
+    back = plan_deployment(deployment(), [first.create, second.create])  # kubectl rollout undo
+    assert back.create is None and back.renumber == (first.create["metadata"]["name"], "3") and back.revision == "3"
+    recorded = deployment()
+    recorded["metadata"]["annotations"] = {REVISION_ANNOTATION: "1"}
+    assert plan_deployment(recorded, [first.create]).revision is None  # already recorded: nothing to write
 
 
 def test_replicaset_creates_missing_and_deletes_extra_pods_pending_first() -> None:

@@ -1,4 +1,4 @@
-"""End-to-end: a StatefulSet on `knuma up`, driven with kubectl. Its pods are created one at a time in ordinal order
+"""End-to-end: a StatefulSet (and a Deployment's history) on `knuma up`, driven with kubectl. Its pods are created one at a time in ordinal order
 (each once the one before is Ready), placed NUMA-aligned by `topology-aware-scheduler`, rolled from the highest
 ordinal down when the template changes, and removed from the highest ordinal when scaled down;
 `kubectl rollout status sts` follows it as on a cluster."""
@@ -109,4 +109,28 @@ def test_kubectl_drives_an_ordered_statefulset(start: Callable[..., Up]) -> None
     eventually(lambda: sorted(p["metadata"]["name"] for p in up.get("pods", "-l", "app=db")["items"]) == ["db-0"],
                timeout=60)  # fmt: skip
     eventually(lambda: up.get("statefulset", "db")["status"].get("replicas") == 1, timeout=30)
+    assert up.stop() == 0
+
+
+def test_kubectl_rollout_history_and_undo_of_a_deployment(start: Callable[..., Up]) -> None:
+    up = start("--nodes", "1", "--shape", "small")
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
+    deployment = _statefulset()
+    deployment["kind"] = "Deployment"
+    for key in ("serviceName", "minReadySeconds"):
+        del deployment["spec"][key]
+    deployment["spec"]["replicas"] = 2
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(deployment))
+    up.kubectl("rollout", "status", "deploy/db", "--timeout=120s", timeout=150)
+    up.kubectl("set", "env", "deploy/db", "MODE=replica")
+    up.kubectl("rollout", "status", "deploy/db", "--timeout=120s", timeout=150)
+    history = up.kubectl("rollout", "history", "deploy/db").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["1", "<none>", "2", "<none>"]
+    assert up.kubectl("rollout", "undo", "deploy/db").strip() == "deployment.apps/db rolled back"
+    up.kubectl("rollout", "status", "deploy/db", "--timeout=120s", timeout=150)
+    env = up.get("deployment", "db")["spec"]["template"]["spec"]["containers"][0].get("env")
+    assert env is None  # the first template again
+    history = up.kubectl("rollout", "history", "deploy/db").split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :] == ["2", "<none>", "3", "<none>"]
+    assert up.get("deployment", "db")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     assert up.stop() == 0

@@ -4,6 +4,11 @@ As kube-controller-manager's, a Deployment owns one ReplicaSet per pod template,
 the hash (label `pod-template-hash`, also on its pods) is the FNV-32a of the template made safe for names. Simplified
 rollout: the current template's ReplicaSet gets all replicas at once and older ones go to 0 (no surge and
 unavailability budget), which is enough for `kubectl apply`, `kubectl scale` and `kubectl rollout status`.
+
+Revisions as upstream's `getNewReplicaSet` / `SetNewReplicaSetAnnotations` / `SetDeploymentRevision` number them:
+a new ReplicaSet gets `deployment.kubernetes.io/revision` one above the highest of the others, a ReplicaSet whose
+template comes back (a rollback) is renumbered the same way, and the Deployment carries the revision of its current
+ReplicaSet, which is what `kubectl rollout history deploy` lists and `kubectl rollout undo deploy` restores from.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from knuma.api.types import JsonObj
 __all__ = ["TEMPLATE_HASH_LABEL", "DeploymentPlan", "plan_deployment", "replicaset_for", "template_hash"]
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -35,8 +41,8 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def replicaset_for(deployment: Mapping[str, Any]) -> JsonObj:
-    """The ReplicaSet of the deployment's current template, with the deployment's replicas."""
+def replicaset_for(deployment: Mapping[str, Any], revision: int = 1) -> JsonObj:
+    """The ReplicaSet of the deployment's current template, with the deployment's replicas, at `revision`."""
     meta = _meta(deployment)
     spec = deployment.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
@@ -52,7 +58,10 @@ def replicaset_for(deployment: Mapping[str, Any]) -> JsonObj:
             "name": f"{meta.get('name')}-{digest}",
             "namespace": meta.get("namespace"),
             "labels": labels,
-            "annotations": {"deployment.kubernetes.io/desired-replicas": str(spec.get("replicas", 1))},
+            "annotations": {
+                "deployment.kubernetes.io/desired-replicas": str(spec.get("replicas", 1)),
+                REVISION_ANNOTATION: str(revision),
+            },
             "ownerReferences": [
                 {
                     "apiVersion": "apps/v1",
@@ -75,14 +84,24 @@ class DeploymentPlan:
     scale: dict[str, int] = field(default_factory=dict)
     """ReplicaSet name -> replicas, for those that must change."""
     status: JsonObj = field(default_factory=dict)
+    renumber: tuple[str, str] | None = None
+    """(ReplicaSet name, revision): the current template's ReplicaSet, come back, becomes the newest revision."""
+    revision: str | None = None
+    """The Deployment's `deployment.kubernetes.io/revision`, when it must change."""
 
 
 def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> DeploymentPlan:
     """What to do for `deployment`, given the ReplicaSets it owns."""
-    desired = replicaset_for(deployment)
-    name = desired["metadata"]["name"]
-    replicas = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
+    name = replicaset_for(deployment)["metadata"]["name"]
     current = next((rs for rs in owned if _meta(rs).get("name") == name), None)
+    older = max((_revision(rs) for rs in owned if rs is not current), default=0)
+    desired = replicaset_for(deployment, older + 1)
+    renumber = None
+    revision = _revision(current) if current is not None else older + 1
+    if current is not None and revision <= older:
+        revision = older + 1
+        renumber = (name, str(revision))
+    replicas = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
     scale: dict[str, int] = {}
     for rs in owned:
         rs_name = str(_meta(rs).get("name"))
@@ -122,4 +141,19 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
             },
         ],
     }
-    return DeploymentPlan(create=desired if current is None else None, scale=scale, status=status)
+    recorded = (_meta(deployment).get("annotations") or {}).get(REVISION_ANNOTATION)
+    return DeploymentPlan(
+        create=desired if current is None else None,
+        scale=scale,
+        status=status,
+        renumber=renumber,
+        revision=str(revision) if recorded != str(revision) else None,
+    )
+
+
+def _revision(rs: Mapping[str, Any]) -> int:
+    """`deploymentutil.Revision`: the ReplicaSet's revision annotation (0 without one)."""
+    try:
+        return int((_meta(rs).get("annotations") or {}).get(REVISION_ANNOTATION) or 0)
+    except ValueError:
+        return 0

@@ -31,7 +31,7 @@ from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers import podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
-from knuma.local.controllers.deployment import plan_deployment
+from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.history import plan_history
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
@@ -263,6 +263,16 @@ class WorkloadControllers:
         for name, replicas in plan.scale.items():
             with contextlib.suppress(NotFound):  # deleted meanwhile
                 await rest.patch(self.http, f"{base}/replicasets/{name}", {"spec": {"replicas": replicas}})
+        if plan.renumber is not None:
+            with contextlib.suppress(NotFound):
+                rs_name, revision = plan.renumber
+                annotations = {REVISION_ANNOTATION: revision}
+                await rest.patch(self.http, f"{base}/replicasets/{rs_name}", {"metadata": {"annotations": annotations}})
+        if plan.revision is not None:
+            with contextlib.suppress(NotFound):
+                annotations = {REVISION_ANNOTATION: plan.revision}
+                path = f"{base}/deployments/{_meta(deployment).get('name')}"
+                await rest.patch(self.http, path, {"metadata": {"annotations": annotations}})
         await self._write_status(f"{base}/deployments/{_meta(deployment).get('name')}/status", deployment, plan.status)
 
     async def _sync_replicaset(self, key: str) -> None:
