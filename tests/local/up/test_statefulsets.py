@@ -1,7 +1,7 @@
-"""End-to-end: a StatefulSet (and a Deployment's history) on `knuma up`, driven with kubectl. Its pods are created one at a time in ordinal order
-(each once the one before is Ready), placed NUMA-aligned by `topology-aware-scheduler`, rolled from the highest
-ordinal down when the template changes, and removed from the highest ordinal when scaled down;
-`kubectl rollout status sts` follows it as on a cluster."""
+"""End-to-end: a StatefulSet (and a Deployment's history) on `knuma up`, driven with kubectl. Its pods are created one
+at a time in ordinal order (each once the one before is Ready), placed NUMA-aligned by `topology-aware-scheduler`,
+rolled from the highest ordinal down when the template changes, and removed from the highest ordinal when scaled
+down; `kubectl rollout status sts` follows it as on a cluster."""
 
 from __future__ import annotations
 
