@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["APPLY_PATCH", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "JsonObj", "JsonView"]
+__all__ = [
+    "APPLY_PATCH",
+    "JSON_PATCH",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "JsonObj",
+    "JsonView",
+    "meta_of",
+    "spec_of",
+]
 
 JsonObj = dict[str, Any]
 """A Kubernetes object or fragment as decoded JSON, owned by the caller (may be changed)."""
@@ -24,3 +33,15 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 """Kubernetes strategic merge patch (built-in kinds only): lists merged by their patch merge key."""
 APPLY_PATCH = "application/apply-patch+yaml"
 """Server-side apply."""
+
+
+def meta_of(obj: JsonView) -> JsonView:
+    """The object's `metadata`, or an empty mapping when it has none (or a malformed one): for reading."""
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def spec_of(obj: JsonView) -> JsonView:
+    """The object's `spec`, or an empty mapping when it has none (or a malformed one): for reading."""
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}

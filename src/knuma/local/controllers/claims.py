@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
@@ -32,11 +32,6 @@ CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
 #: The event source kube-controller-manager's resourceclaim controller reports as.
 COMPONENT = "resource_claim"
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    md = obj.get("metadata")
-    return md if isinstance(md, Mapping) else {}
 
 
 def _claims_path(namespace: str, name: str = "") -> str:
@@ -85,7 +80,7 @@ class ResourceClaimController:
     # -- event routing -------------------------------------------------------------------------------------------
 
     def changed(self, kind: str, obj: Mapping[str, Any]) -> None:
-        namespace = str(_meta(obj).get("namespace") or "")
+        namespace = str(meta_of(obj).get("namespace") or "")
         if kind == "Pod":
             if (obj.get("spec") or {}).get("resourceClaims"):
                 self._enqueue("pod", object_key(obj))
@@ -93,7 +88,7 @@ class ResourceClaimController:
                 self._enqueue("claim", f"{namespace}/{name}")
             for key, claim in self.claims.store.items():
                 reserved = (claim.get("status") or {}).get("reservedFor") or []
-                if any(r.get("uid") == _meta(obj).get("uid") for r in reserved):
+                if any(r.get("uid") == meta_of(obj).get("uid") for r in reserved):
                     self._enqueue("claim", key)
         elif kind == "ResourceClaim":
             key = object_key(obj)
@@ -104,7 +99,7 @@ class ResourceClaimController:
                 self._enqueue("pod", f"{namespace}/{pod_name}")
         else:  # a template appeared or changed: pods waiting for it can proceed
             for key, pod in self.pods.store.items():
-                if _meta(pod).get("namespace") == namespace and (pod.get("spec") or {}).get("resourceClaims"):
+                if meta_of(pod).get("namespace") == namespace and (pod.get("spec") or {}).get("resourceClaims"):
                     self._enqueue("pod", key)
 
     def _enqueue(self, kind: str, key: str) -> None:
@@ -143,16 +138,16 @@ class ResourceClaimController:
         pod = self.pods.store.get(key)
         if pod is None:
             return
-        namespace = str(_meta(pod).get("namespace"))
-        claims = [c for c in self.claims.store.values() if _meta(c).get("namespace") == namespace]
+        namespace = str(meta_of(pod).get("namespace"))
+        claims = [c for c in self.claims.store.values() if meta_of(c).get("namespace") == namespace]
         claims += [c for k, c in self._recent.items() if k not in self.claims.store]
         templates = {
-            str(_meta(t).get("name")): t
+            str(meta_of(t).get("name")): t
             for t in self.templates.store.values()
-            if _meta(t).get("namespace") == namespace
+            if meta_of(t).get("namespace") == namespace
         }
         plan = plan_pod(pod, claims, templates)
-        ref = ObjectReference("Pod", namespace, str(_meta(pod).get("name")), str(_meta(pod).get("uid") or ""))
+        ref = ObjectReference("Pod", namespace, str(meta_of(pod).get("name")), str(meta_of(pod).get("uid") or ""))
         for _, message in plan.errors:
             self.events.record(ref, "Warning", "FailedResourceClaimCreation", message)
         created: dict[str, str] = {}
@@ -172,14 +167,14 @@ class ResourceClaimController:
         statuses = plan.statuses(created)
         current = (pod.get("status") or {}).get("resourceClaimStatuses") or []
         if statuses and statuses != current:
-            path = f"/api/v1/namespaces/{namespace}/pods/{_meta(pod).get('name')}/status"
+            path = f"/api/v1/namespaces/{namespace}/pods/{meta_of(pod).get('name')}/status"
             with contextlib.suppress(NotFound):  # deleted meanwhile
                 await rest.patch(self.http, path, {"status": {"resourceClaimStatuses": statuses}})
 
     async def _pods_by_name(self, claim: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         """The pods `plan_claim` must know: from the informer, and checked with the API server when the informer has
         not seen a consumer (it may be new; removing a reservation the scheduler just made would be wrong)."""
-        namespace = str(_meta(claim).get("namespace"))
+        namespace = str(meta_of(claim).get("namespace"))
         wanted = {str(r.get("name")) for r in (claim.get("status") or {}).get("reservedFor") or []}
         owner, _ = owning_pod(claim)
         if owner:
@@ -199,7 +194,7 @@ class ResourceClaimController:
         if claim is None:
             return
         plan = plan_claim(claim, await self._pods_by_name(claim))
-        namespace, name = str(_meta(claim).get("namespace")), str(_meta(claim).get("name"))
+        namespace, name = str(meta_of(claim).get("namespace")), str(meta_of(claim).get("name"))
         path = _claims_path(namespace, name)
         if plan.reserved_for is not None or plan.deallocate:
             status = dict(claim.get("status") or {})
@@ -218,9 +213,9 @@ class ResourceClaimController:
                 pass  # deleted meanwhile
             log.info("claim %s: %s", key, "deallocated" if plan.deallocate else "dropped finished consumers")
         if plan.remove_finalizer:
-            finalizers = [f for f in _meta(claim).get("finalizers") or [] if f != FINALIZER]
+            finalizers = [f for f in meta_of(claim).get("finalizers") or [] if f != FINALIZER]
             body = {
-                "metadata": {"finalizers": finalizers or None, "resourceVersion": _meta(claim).get("resourceVersion")}
+                "metadata": {"finalizers": finalizers or None, "resourceVersion": meta_of(claim).get("resourceVersion")}
             }
             with contextlib.suppress(NotFound, Conflict):  # gone, or changed: the informer brings it back
                 await rest.patch(self.http, path, body)

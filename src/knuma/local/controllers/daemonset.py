@@ -40,8 +40,9 @@ from typing import Any
 from knuma.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity, node_labels
 from knuma.api.pod import is_pod_ready
 from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, taints_of, tolerations_of
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of, spec_of
 from knuma.local.controllers.deployment import template_hash
+from knuma.local.controllers.replicaset import controller_ref
 
 __all__ = [
     "HASH_LABEL",
@@ -75,18 +76,8 @@ DAEMON_TOLERATIONS: tuple[JsonObj, ...] = (
 NETWORK_UNAVAILABLE = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
 def _template(ds: Mapping[str, Any]) -> Mapping[str, Any]:
-    template = _spec(ds).get("template")
+    template = spec_of(ds).get("template")
     return template if isinstance(template, Mapping) else {}
 
 
@@ -97,8 +88,8 @@ def daemonset_hash(ds: Mapping[str, Any]) -> str:
 
 def template_generation(ds: Mapping[str, Any]) -> str:
     """`util.GetTemplateGeneration`: the deprecated annotation when set, else the object's generation."""
-    annotations = _meta(ds).get("annotations") or {}
-    return str(annotations.get(TEMPLATE_GENERATION_ANNOTATION) or _meta(ds).get("generation", 1))
+    annotations = meta_of(ds).get("annotations") or {}
+    return str(annotations.get(TEMPLATE_GENERATION_ANNOTATION) or meta_of(ds).get("generation", 1))
 
 
 def _with_daemon_tolerations(spec: Mapping[str, Any]) -> list[JsonObj]:
@@ -113,8 +104,8 @@ def _with_daemon_tolerations(spec: Mapping[str, Any]) -> list[JsonObj]:
 
 def should_run(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bool]:
     """`NodeShouldRunDaemonPod`: (should run, should continue running) for `ds` on `node`."""
-    spec = _spec(_template(ds))
-    name = str(_meta(node).get("name") or "")
+    spec = spec_of(_template(ds))
+    name = str(meta_of(node).get("name") or "")
     if spec.get("nodeName") not in (None, "", name):
         return False, False
     if not RequiredNodeAffinity.from_pod_spec(spec).matches(node_labels(node), name):
@@ -129,7 +120,7 @@ def should_run(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bo
 def target_node(pod: Mapping[str, Any]) -> str | None:
     """`util.GetTargetNodeName`: `spec.nodeName`, or the node of the `matchFields metadata.name In` term a daemon pod
     is created with."""
-    spec = _spec(pod)
+    spec = spec_of(pod)
     if spec.get("nodeName"):
         return str(spec["nodeName"])
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -145,7 +136,7 @@ def target_node(pod: Mapping[str, Any]) -> str | None:
 
 def daemon_pod(ds: Mapping[str, Any], node: str, digest: str) -> JsonObj:
     """A new pod of `ds` for `node` (`CreatePodTemplate` plus `ReplaceDaemonSetPodNodeNameNodeAffinity`)."""
-    meta = _meta(ds)
+    meta = meta_of(ds)
     template = copy.deepcopy(dict(_template(ds)))
     template_meta = dict(template.get("metadata") or {})
     spec = dict(template.get("spec") or {})
@@ -164,16 +155,7 @@ def daemon_pod(ds: Mapping[str, Any], node: str, digest: str) -> JsonObj:
         "generateName": f"{meta.get('name')}-",
         "namespace": meta.get("namespace"),
         "labels": labels,
-        "ownerReferences": [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
+        "ownerReferences": [controller_ref(ds, "DaemonSet")],
     }
     if template_meta.get("annotations"):
         pod_meta["annotations"] = dict(template_meta["annotations"])
@@ -210,12 +192,12 @@ class DaemonSetPlan:
 
 
 def _created(pod: Mapping[str, Any]) -> str:
-    return str(_meta(pod).get("creationTimestamp") or "")
+    return str(meta_of(pod).get("creationTimestamp") or "")
 
 
 def _oldest_first(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`podByCreationTimestampAndPhase`: scheduled pods first, then by creation time, then by name."""
-    return sorted(pods, key=lambda p: (not _spec(p).get("nodeName"), _created(p), str(_meta(p).get("name"))))
+    return sorted(pods, key=lambda p: (not spec_of(p).get("nodeName"), _created(p), str(meta_of(p).get("name"))))
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -240,12 +222,12 @@ def available(pod: Mapping[str, Any], min_ready_seconds: int, now: datetime) -> 
 
 def _updated(pod: Mapping[str, Any], digest: str, generation: str) -> bool:
     """`util.IsPodUpdated`."""
-    labels = _meta(pod).get("labels") or {}
+    labels = meta_of(pod).get("labels") or {}
     return labels.get(HASH_LABEL) == digest or labels.get(TEMPLATE_GENERATION_LABEL) == generation
 
 
 def _max_unavailable(ds: Mapping[str, Any], desired: int) -> int:
-    strategy = _spec(ds).get("updateStrategy") or {}
+    strategy = spec_of(ds).get("updateStrategy") or {}
     raw = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
     if isinstance(raw, str) and raw.endswith("%"):
         try:
@@ -272,13 +254,13 @@ def plan_daemonset(
     `minReadySeconds`)."""
     digest = daemonset_hash(ds)
     generation = template_generation(ds)
-    min_ready = int(_spec(ds).get("minReadySeconds", 0) or 0)
+    min_ready = int(spec_of(ds).get("minReadySeconds", 0) or 0)
     by_node: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         target = target_node(pod)
         if target is not None:
             by_node.setdefault(target, []).append(pod)
-    uid = str(_meta(ds).get("uid"))
+    uid = str(meta_of(ds).get("uid"))
     observed = (ds.get("status") or {}).get("observedGeneration", 0)
     create: list[str] = []
     delete: list[str] = []
@@ -286,7 +268,7 @@ def plan_daemonset(
     node_names = set()
     desired_nodes: list[str] = []
     for node in nodes:
-        name = str(_meta(node).get("name") or "")
+        name = str(meta_of(node).get("name") or "")
         node_names.add(name)
         run, keep = should_run(node, ds)
         if run:
@@ -297,27 +279,27 @@ def plan_daemonset(
         elif keep:
             running: list[Mapping[str, Any]] = []
             for pod in daemon_pods:
-                if _meta(pod).get("deletionTimestamp"):
+                if meta_of(pod).get("deletionTimestamp"):
                     continue
                 phase = (pod.get("status") or {}).get("phase")
                 if phase == "Failed":
                     wait = backoff.allow(f"{uid}/{observed}/{name}", now)
                     if wait is None:
-                        delete.append(str(_meta(pod).get("name")))
+                        delete.append(str(meta_of(pod).get("name")))
                     else:
                         retry.append(wait)
                 elif phase == "Succeeded":
-                    delete.append(str(_meta(pod).get("name")))
+                    delete.append(str(meta_of(pod).get("name")))
                 else:
                     running.append(pod)
-            delete.extend(str(_meta(p).get("name")) for p in _oldest_first(running)[1:])
+            delete.extend(str(meta_of(p).get("name")) for p in _oldest_first(running)[1:])
         elif daemon_pods:
-            delete.extend(str(_meta(p).get("name")) for p in daemon_pods if not _meta(p).get("deletionTimestamp"))
+            delete.extend(str(meta_of(p).get("name")) for p in daemon_pods if not meta_of(p).get("deletionTimestamp"))
     for name, daemon_pods in by_node.items():
         if name not in node_names:
-            delete.extend(str(_meta(p).get("name")) for p in daemon_pods if not _spec(p).get("nodeName"))
+            delete.extend(str(meta_of(p).get("name")) for p in daemon_pods if not spec_of(p).get("nodeName"))
 
-    strategy = (_spec(ds).get("updateStrategy") or {}).get("type") or "RollingUpdate"
+    strategy = (spec_of(ds).get("updateStrategy") or {}).get("type") or "RollingUpdate"
     if strategy == "RollingUpdate" and not create and not delete:
         delete.extend(_rolling_update(ds, desired_nodes, by_node, digest, generation, min_ready, wall))
 
@@ -342,7 +324,7 @@ def _rolling_update(
     old_available: list[str] = []
     delete: list[str] = []
     for name in desired_nodes:
-        live = [p for p in by_node.get(name, []) if not _meta(p).get("deletionTimestamp")]
+        live = [p for p in by_node.get(name, []) if not meta_of(p).get("deletionTimestamp")]
         if not live:
             unavailable += 1
             continue
@@ -352,10 +334,10 @@ def _rolling_update(
                 unavailable += 1
             continue
         if available(pod, min_ready, wall):
-            old_available.append(str(_meta(pod).get("name")))
+            old_available.append(str(meta_of(pod).get("name")))
         else:
             unavailable += 1
-            delete.append(str(_meta(pod).get("name")))
+            delete.append(str(meta_of(pod).get("name")))
     for name in old_available:
         if unavailable >= budget:
             break
@@ -375,7 +357,7 @@ def _status(
 ) -> JsonObj:
     desired = current = misscheduled = ready_count = updated = available_count = 0
     for node in nodes:
-        name = str(_meta(node).get("name") or "")
+        name = str(meta_of(node).get("name") or "")
         run, _ = should_run(node, ds)
         daemon_pods = by_node.get(name, [])
         if not run:
@@ -393,7 +375,7 @@ def _status(
         if _updated(pod, digest, generation):
             updated += 1
     status: JsonObj = {
-        "observedGeneration": _meta(ds).get("generation", 1),
+        "observedGeneration": meta_of(ds).get("generation", 1),
         "desiredNumberScheduled": desired,
         "currentNumberScheduled": current,
         "numberMisscheduled": misscheduled,

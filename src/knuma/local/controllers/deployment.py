@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
+from knuma.local.controllers.replicaset import controller_ref
 
 __all__ = ["TEMPLATE_HASH_LABEL", "DeploymentPlan", "plan_deployment", "replicaset_for", "template_hash"]
 
@@ -36,14 +37,9 @@ def template_hash(template: Mapping[str, Any]) -> str:
     return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def replicaset_for(deployment: Mapping[str, Any], revision: int = 1) -> JsonObj:
     """The ReplicaSet of the deployment's current template, with the deployment's replicas, at `revision`."""
-    meta = _meta(deployment)
+    meta = meta_of(deployment)
     spec = deployment.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
     digest = template_hash(template)
@@ -62,16 +58,7 @@ def replicaset_for(deployment: Mapping[str, Any], revision: int = 1) -> JsonObj:
                 "deployment.kubernetes.io/desired-replicas": str(spec.get("replicas", 1)),
                 REVISION_ANNOTATION: str(revision),
             },
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "name": meta.get("name"),
-                    "uid": meta.get("uid"),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_ref(deployment, "Deployment")],
         },
         "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template},
     }
@@ -93,7 +80,7 @@ class DeploymentPlan:
 def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> DeploymentPlan:
     """What to do for `deployment`, given the ReplicaSets it owns."""
     name = replicaset_for(deployment)["metadata"]["name"]
-    current = next((rs for rs in owned if _meta(rs).get("name") == name), None)
+    current = next((rs for rs in owned if meta_of(rs).get("name") == name), None)
     older = max((_revision(rs) for rs in owned if rs is not current), default=0)
     desired = replicaset_for(deployment, older + 1)
     renumber = None
@@ -104,7 +91,7 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
     replicas = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
     scale: dict[str, int] = {}
     for rs in owned:
-        rs_name = str(_meta(rs).get("name"))
+        rs_name = str(meta_of(rs).get("name"))
         want = replicas if rs_name == name else 0
         if int((rs.get("spec") or {}).get("replicas", 0) or 0) != want:
             scale[rs_name] = want
@@ -116,7 +103,7 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
     updated = int(((current or {}).get("status") or {}).get("replicas", 0) or 0)
     available = totals["availableReplicas"] >= replicas
     status: JsonObj = {
-        "observedGeneration": _meta(deployment).get("generation", 1),
+        "observedGeneration": meta_of(deployment).get("generation", 1),
         "replicas": totals["replicas"],
         "updatedReplicas": updated,
         "readyReplicas": totals["readyReplicas"],
@@ -141,7 +128,7 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
             },
         ],
     }
-    recorded = (_meta(deployment).get("annotations") or {}).get(REVISION_ANNOTATION)
+    recorded = (meta_of(deployment).get("annotations") or {}).get(REVISION_ANNOTATION)
     return DeploymentPlan(
         create=desired if current is None else None,
         scale=scale,
@@ -154,6 +141,6 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
 def _revision(rs: Mapping[str, Any]) -> int:
     """`deploymentutil.Revision`: the ReplicaSet's revision annotation (0 without one)."""
     try:
-        return int((_meta(rs).get("annotations") or {}).get(REVISION_ANNOTATION) or 0)
+        return int((meta_of(rs).get("annotations") or {}).get(REVISION_ANNOTATION) or 0)
     except ValueError:
         return 0

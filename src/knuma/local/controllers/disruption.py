@@ -24,7 +24,7 @@ from typing import Any
 
 from knuma.api.disruption import DisruptionBudget
 from knuma.api.pod import is_pod_ready
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
 
 __all__ = ["budget_pods", "budget_status"]
 
@@ -35,16 +35,13 @@ Scale = Callable[[Mapping[str, Any]], tuple[str, int] | None]
 """A pod → (its controller's uid, the controller's replicas), or None for a pod without a scalable controller."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def budget_pods(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`getPodsForPdb`: the pods of the budget's namespace its selector matches."""
     parsed = DisruptionBudget.from_manifest(budget)
     return [
-        pod for pod in pods if parsed.selects(_meta(pod).get("namespace") or "default", _meta(pod).get("labels") or {})
+        pod
+        for pod in pods
+        if parsed.selects(meta_of(pod).get("namespace") or "default", meta_of(pod).get("labels") or {})
     ]
 
 
@@ -60,9 +57,9 @@ def _disrupted(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now
     recorded = (budget.get("status") or {}).get("disruptedPods") or {}
     kept: dict[str, str] = {}
     for pod in pods:
-        name = str(_meta(pod).get("name"))
+        name = str(meta_of(pod).get("name"))
         stamp = recorded.get(name) if isinstance(recorded, Mapping) else None
-        if not isinstance(stamp, str) or _meta(pod).get("deletionTimestamp"):
+        if not isinstance(stamp, str) or meta_of(pod).get("deletionTimestamp"):
             continue
         try:
             granted = datetime.fromisoformat(stamp)
@@ -89,11 +86,11 @@ def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], 
     healthy = sum(
         1
         for pod in pods
-        if is_pod_ready(pod) and not _meta(pod).get("deletionTimestamp") and _meta(pod).get("name") not in disrupted
+        if is_pod_ready(pod) and not meta_of(pod).get("deletionTimestamp") and meta_of(pod).get("name") not in disrupted
     )
     allowed = healthy - desired if expected > 0 else 0
     return {
-        "observedGeneration": _meta(budget).get("generation", 1),
+        "observedGeneration": meta_of(budget).get("generation", 1),
         "disruptionsAllowed": max(0, allowed),
         "currentHealthy": healthy,
         "desiredHealthy": desired,

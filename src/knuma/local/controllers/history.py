@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
+from knuma.local.controllers.replicaset import controller_ref
 
 __all__ = ["HistoryPlan", "plan_history", "revision_template"]
 
@@ -41,11 +42,6 @@ class HistoryPlan:
     """Revisions beyond the history limit."""
     templates: Mapping[str, JsonObj] = field(default_factory=dict)
     """Revision name -> its template, for every revision kept (what pods at that revision are created from)."""
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def revision_template(revision: Mapping[str, Any]) -> JsonObj:
@@ -66,14 +62,14 @@ def plan_history(
     """What to do with `owner`'s ControllerRevisions (`revisions`: those it controls) so that its current template,
     hashed `digest` and named `name`, is the newest revision. `in_use`: revision names kept whatever the limit
     (the current and update revisions, those of live pods)."""
-    meta = _meta(owner)
+    meta = meta_of(owner)
     spec = owner.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
     newest = max((int(r.get("revision") or 0) for r in revisions), default=0)
-    existing = next((r for r in revisions if _meta(r).get("name") == name), None)
+    existing = next((r for r in revisions if meta_of(r).get("name") == name), None)
     create: JsonObj | None = None
     renumber: tuple[str, int] | None = None
-    numbers = {str(_meta(r).get("name")): int(r.get("revision") or 0) for r in revisions}
+    numbers = {str(meta_of(r).get("name")): int(r.get("revision") or 0) for r in revisions}
     if existing is None:
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         if kind == "DaemonSet":
@@ -86,16 +82,7 @@ def plan_history(
                 "namespace": meta.get("namespace"),
                 "labels": labels,
                 "annotations": dict(meta.get("annotations") or {}),
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": kind,
-                        "name": meta.get("name"),
-                        "uid": meta.get("uid"),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
+                "ownerReferences": [controller_ref(owner, kind)],
             },
             "data": {"spec": {"template": {**template, "$patch": "replace"}}},
             "revision": newest + 1,
@@ -109,7 +96,7 @@ def plan_history(
     old = sorted((n for n in numbers if n not in keep), key=lambda n: numbers[n])
     delete = tuple(old[: max(0, len(old) - limit)])
     templates = {
-        str(_meta(r).get("name")): revision_template(r) for r in revisions if _meta(r).get("name") not in delete
+        str(meta_of(r).get("name")): revision_template(r) for r in revisions if meta_of(r).get("name") not in delete
     }
     templates[name] = template
     return HistoryPlan(create, renumber, delete, templates)

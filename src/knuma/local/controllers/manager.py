@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx2
 
-from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj
+from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Informer, object_key
@@ -50,11 +50,6 @@ REVISIONS = "/apis/apps/v1/controllerrevisions"
 BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _node_fields(node: JsonObj) -> JsonObj:
     """What the DaemonSet controller reads of a Node: name, labels, taints, schedulability (not the status that
     heartbeats rewrite)."""
@@ -67,9 +62,9 @@ def _node_fields(node: JsonObj) -> JsonObj:
 
 
 def _controller(obj: Mapping[str, Any], kind: str) -> str | None:
-    for ref in _meta(obj).get("ownerReferences") or []:
+    for ref in meta_of(obj).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == kind:
-            return f"{_meta(obj).get('namespace')}/{ref.get('name')}"
+            return f"{meta_of(obj).get('namespace')}/{ref.get('name')}"
     return None
 
 
@@ -91,9 +86,9 @@ class _Events:
         self.manager.changed(self.kind, obj, added=True)
 
     def on_update(self, old: JsonObj, new: JsonObj) -> None:
-        if self.kind == "Node" and (old.get("spec"), _meta(old).get("labels")) == (
+        if self.kind == "Node" and (old.get("spec"), meta_of(old).get("labels")) == (
             new.get("spec"),
-            _meta(new).get("labels"),
+            meta_of(new).get("labels"),
         ):
             return
         self.manager.changed(self.kind, new)
@@ -154,7 +149,7 @@ class WorkloadControllers:
         elif kind in ("DaemonSet", "StatefulSet"):
             self._enqueue(kind, key)
             if kind == "StatefulSet" and deleted:
-                self._backoffs.pop(str(_meta(obj).get("uid")), None)
+                self._backoffs.pop(str(meta_of(obj).get("uid")), None)
         elif kind == "ControllerRevision":
             return  # written by the controllers themselves; their owners' events drive the syncs
         elif kind == "PodDisruptionBudget":
@@ -163,7 +158,7 @@ class WorkloadControllers:
             for daemonset in list(self.daemonsets.store):
                 self._enqueue("DaemonSet", daemonset)
         else:
-            namespace = _meta(obj).get("namespace") or "default"
+            namespace = meta_of(obj).get("namespace") or "default"
             for budget in list(self.budgets.store):  # a pod's readiness or labels change its budgets' status
                 if budget.startswith(f"{namespace}/"):
                     self._enqueue("PodDisruptionBudget", budget)
@@ -175,8 +170,8 @@ class WorkloadControllers:
                 owner_kind, owner = "StatefulSet", _controller(obj, "StatefulSet")
             if owner is None:
                 return
-            name = str(_meta(obj).get("name"))
-            for ref in _meta(obj).get("ownerReferences") or []:
+            name = str(meta_of(obj).get("name"))
+            for ref in meta_of(obj).get("ownerReferences") or []:
                 expectation = self._expect.get(str(ref.get("uid")))
                 if expectation is not None:
                     if added:
@@ -250,12 +245,12 @@ class WorkloadControllers:
 
     async def _sync_deployment(self, key: str) -> None:
         deployment = self.deployments.store.get(key)
-        if deployment is None or _meta(deployment).get("deletionTimestamp"):
+        if deployment is None or meta_of(deployment).get("deletionTimestamp"):
             return
-        uid = str(_meta(deployment).get("uid"))
+        uid = str(meta_of(deployment).get("uid"))
         owned = [rs for rs in self.replicasets.store.values() if owned_by(rs, uid)]
         plan = plan_deployment(deployment, owned)
-        namespace = _meta(deployment).get("namespace")
+        namespace = meta_of(deployment).get("namespace")
         base = f"/apis/apps/v1/namespaces/{namespace}"
         if plan.create is not None:
             with contextlib.suppress(Conflict):  # created by an earlier pass; the informer brings it
@@ -271,16 +266,18 @@ class WorkloadControllers:
         if plan.revision is not None:
             with contextlib.suppress(NotFound):
                 annotations = {REVISION_ANNOTATION: plan.revision}
-                path = f"{base}/deployments/{_meta(deployment).get('name')}"
+                path = f"{base}/deployments/{meta_of(deployment).get('name')}"
                 await rest.patch(self.http, path, {"metadata": {"annotations": annotations}})
-        await self._write_status(f"{base}/deployments/{_meta(deployment).get('name')}/status", deployment, plan.status)
+        await self._write_status(
+            f"{base}/deployments/{meta_of(deployment).get('name')}/status", deployment, plan.status
+        )
 
     async def _sync_replicaset(self, key: str) -> None:
         rs = self.replicasets.store.get(key)
         if rs is None:
             return
-        uid = str(_meta(rs).get("uid"))
-        if _meta(rs).get("deletionTimestamp"):
+        uid = str(meta_of(rs).get("uid"))
+        if meta_of(rs).get("deletionTimestamp"):
             self._backoffs.pop(uid, None)
             self._expect.pop(uid, None)
             return
@@ -289,7 +286,7 @@ class WorkloadControllers:
         backoff = self._backoffs.setdefault(uid, Backoff())
         plan = plan_replicaset(rs, pods, backoff, now)
         expectation = self._expect.setdefault(uid, _Expectations())
-        namespace = _meta(rs).get("namespace")
+        namespace = meta_of(rs).get("namespace")
         if not expectation.pending(now):
             expectation.creates.clear()
             expectation.deletes.clear()
@@ -304,22 +301,22 @@ class WorkloadControllers:
                 expectation.deletes.add(name)
             if plan.retry_after is not None:
                 asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "ReplicaSet", key)
-        path = f"/apis/apps/v1/namespaces/{namespace}/replicasets/{_meta(rs).get('name')}/status"
+        path = f"/apis/apps/v1/namespaces/{namespace}/replicasets/{meta_of(rs).get('name')}/status"
         await self._write_status(path, rs, plan.status)
 
     async def _sync_statefulset(self, key: str) -> None:
         sts = self.statefulsets.store.get(key)
         if sts is None:
             return
-        uid = str(_meta(sts).get("uid"))
+        uid = str(meta_of(sts).get("uid"))
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
         name = revision_name(sts)
-        in_use = {str((_meta(p).get("labels") or {}).get(REVISION_LABEL)) for p in pods}
+        in_use = {str((meta_of(p).get("labels") or {}).get(REVISION_LABEL)) for p in pods}
         in_use.add(str((sts.get("status") or {}).get("currentRevision") or name))
         history = await self._keep_history(sts, "StatefulSet", name, name.rpartition("-")[2], in_use)
         backoff = self._backoffs.setdefault(uid, Backoff())
         plan = plan_statefulset(sts, pods, history, backoff, time.monotonic(), _utcnow())
-        namespace = _meta(sts).get("namespace")
+        namespace = meta_of(sts).get("namespace")
         for pod in plan.create:
             with contextlib.suppress(Conflict):  # still there (terminating) or created by an earlier pass
                 await rest.post(self.http, f"/api/v1/namespaces/{namespace}/pods", pod)
@@ -329,7 +326,7 @@ class WorkloadControllers:
                 await rest.delete(self.http, f"/api/v1/namespaces/{namespace}/pods/{pod_name}")
         if plan.retry_after is not None:
             asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "StatefulSet", key)
-        path = f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{_meta(sts).get('name')}/status"
+        path = f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{meta_of(sts).get('name')}/status"
         await self._write_status(path, sts, plan.status)
 
     async def _keep_history(
@@ -337,10 +334,10 @@ class WorkloadControllers:
     ) -> Mapping[str, JsonObj]:
         """Bring `owner`'s ControllerRevisions up to date (`knuma.local.controllers.history`); the templates of the
         revisions kept, by name."""
-        uid = str(_meta(owner).get("uid"))
+        uid = str(meta_of(owner).get("uid"))
         revisions = [r for r in self.revisions.store.values() if owned_by(r, uid)]
         plan = plan_history(owner, kind, name, digest, revisions, in_use)
-        base = f"/apis/apps/v1/namespaces/{_meta(owner).get('namespace')}/controllerrevisions"
+        base = f"/apis/apps/v1/namespaces/{meta_of(owner).get('namespace')}/controllerrevisions"
         if plan.create is not None:
             with contextlib.suppress(Conflict):  # created by an earlier pass; the informer brings it
                 await rest.post(self.http, base, plan.create)
@@ -356,19 +353,19 @@ class WorkloadControllers:
         ds = self.daemonsets.store.get(key)
         if ds is None:
             return
-        uid = str(_meta(ds).get("uid"))
-        if _meta(ds).get("deletionTimestamp"):
+        uid = str(meta_of(ds).get("uid"))
+        if meta_of(ds).get("deletionTimestamp"):
             self._expect.pop(uid, None)
             return
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
         digest = daemonset_hash(ds)
-        name = _meta(ds).get("name")
-        in_use = {f"{name}-{(_meta(p).get('labels') or {}).get(REVISION_LABEL)}" for p in pods}
+        name = meta_of(ds).get("name")
+        in_use = {f"{name}-{(meta_of(p).get('labels') or {}).get(REVISION_LABEL)}" for p in pods}
         await self._keep_history(ds, "DaemonSet", f"{name}-{digest}", digest, in_use)
         now = time.monotonic()
         plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, _utcnow())
         expectation = self._expect.setdefault(uid, _Expectations())
-        namespace = _meta(ds).get("namespace")
+        namespace = meta_of(ds).get("namespace")
         status = dict(plan.status)
         if expectation.pending(now):
             # as syncDaemonSet: while earlier creations and deletions are unseen, only the counts are updated
@@ -392,16 +389,16 @@ class WorkloadControllers:
             asyncio.get_running_loop().call_later(plan.retry_after, self._enqueue, "DaemonSet", key)
         if status["numberReady"] != status["numberAvailable"]:
             asyncio.get_running_loop().call_later(1.0, self._enqueue, "DaemonSet", key)  # minReadySeconds
-        path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{_meta(ds).get('name')}/status"
+        path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{meta_of(ds).get('name')}/status"
         await self._write_status(path, ds, status)
 
     async def _sync_budget(self, key: str) -> None:
         budget = self.budgets.store.get(key)
-        if budget is None or _meta(budget).get("deletionTimestamp"):
+        if budget is None or meta_of(budget).get("deletionTimestamp"):
             return
         pods = budget_pods(budget, list(self.pods.store.values()))
         status = budget_status(budget, pods, self._scale, _utcnow())
-        namespace, name = _meta(budget).get("namespace"), _meta(budget).get("name")
+        namespace, name = meta_of(budget).get("namespace"), meta_of(budget).get("name")
         path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status"
         recorded = (budget.get("status") or {}).get("disruptedPods") or {}
         kept = status["disruptedPods"] or {}
@@ -421,12 +418,12 @@ class WorkloadControllers:
             if sts is None:
                 return None
             replicas = (sts.get("spec") or {}).get("replicas")
-            return str(_meta(sts).get("uid")), replicas if isinstance(replicas, int) else 1
+            return str(meta_of(sts).get("uid")), replicas if isinstance(replicas, int) else 1
         deployment_key = _controller(rs, "Deployment")
         deployment = self.deployments.store.get(deployment_key) if deployment_key else None
         found = deployment if deployment is not None else rs
         replicas = (found.get("spec") or {}).get("replicas")
-        return str(_meta(found).get("uid")), replicas if isinstance(replicas, int) else 1
+        return str(meta_of(found).get("uid")), replicas if isinstance(replicas, int) else 1
 
     async def _write_status(
         self, path: str, obj: Mapping[str, Any], status: JsonObj, patch: JsonObj | None = None
@@ -441,7 +438,7 @@ class WorkloadControllers:
 
 
 def _pod_path(pod: Mapping[str, Any]) -> str:
-    return f"/api/v1/namespaces/{_meta(pod).get('namespace')}/pods/{_meta(pod).get('name')}"
+    return f"/api/v1/namespaces/{meta_of(pod).get('namespace')}/pods/{meta_of(pod).get('name')}"
 
 
 def _utcnow() -> datetime:

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.pod import is_pod_ready
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
 
 __all__ = [
     "MAX_BACKOFF",
     "Backoff",
     "ReplicaSetPlan",
     "active",
+    "controller_ref",
     "owned_by",
     "plan_replicaset",
     "pod_from_template",
@@ -67,24 +68,35 @@ class ReplicaSetPlan:
     """Seconds until creations are allowed again (pacing after failures)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+def controller_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1") -> JsonObj:
+    """`metav1.NewControllerRef`: the owner reference a controller puts on what it creates (controller, blocking
+    the owner's foreground deletion)."""
+    meta = meta_of(owner)
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def owned_by(pod: Mapping[str, Any], owner_uid: str) -> bool:
-    return any(ref.get("uid") == owner_uid and ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
+    return any(
+        ref.get("uid") == owner_uid and ref.get("controller") for ref in meta_of(pod).get("ownerReferences") or []
+    )
 
 
 def active(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") not in TERMINAL and not _meta(pod).get("deletionTimestamp")
+    return (pod.get("status") or {}).get("phase") not in TERMINAL and not meta_of(pod).get("deletionTimestamp")
 
 
 def _deletion_rank(pod: Mapping[str, Any]) -> tuple[int, int, int, str]:
     """Delete first: unscheduled, then pending, then not ready, then the newest (`ActivePodsWithRanks`)."""
     spec = pod.get("spec") or {}
     phase = (pod.get("status") or {}).get("phase")
-    created = str(_meta(pod).get("creationTimestamp") or "")
+    created = str(meta_of(pod).get("creationTimestamp") or "")
     return (
         0 if not spec.get("nodeName") else 1,
         0 if phase == "Pending" else 1,
@@ -110,37 +122,28 @@ def plan_replicaset(
         else:
             create = min(diff, BURST)
     elif diff < 0:
-        delete = tuple(str(_meta(p).get("name")) for p in sorted(live, key=_deletion_rank)[: min(-diff, BURST)])
+        delete = tuple(str(meta_of(p).get("name")) for p in sorted(live, key=_deletion_rank)[: min(-diff, BURST)])
     ready_count = sum(1 for p in live if is_pod_ready(p))
     status = {
         "replicas": len(live),
         "fullyLabeledReplicas": len(live),
         "readyReplicas": ready_count,
         "availableReplicas": ready_count,
-        "observedGeneration": _meta(rs).get("generation", 1),
+        "observedGeneration": meta_of(rs).get("generation", 1),
     }
     return ReplicaSetPlan(create, delete, status, retry)
 
 
 def pod_from_template(rs: Mapping[str, Any]) -> JsonObj:
     """A new pod for `rs`: its template, named `<rs>-<random>`, controlled by it."""
-    meta = _meta(rs)
+    meta = meta_of(rs)
     template = (rs.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
     pod_meta: JsonObj = {
         "generateName": f"{meta.get('name')}-",
         "namespace": meta.get("namespace"),
         "labels": dict(template_meta.get("labels") or {}),
-        "ownerReferences": [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
+        "ownerReferences": [controller_ref(rs, "ReplicaSet")],
     }
     if template_meta.get("annotations"):
         pod_meta["annotations"] = dict(template_meta["annotations"])

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of
+from knuma.local.controllers.replicaset import controller_ref
 
 __all__ = [
     "FINALIZER",
@@ -41,11 +42,6 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 MAX_BASE_LEN = 57  # leaves room for the API server's 5 random characters in a 63-character name
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    md = obj.get("metadata")
-    return md if isinstance(md, Mapping) else {}
-
-
 def generate_name(pod_name: str, claim_name: str) -> str:
     """`<pod>-<claim>-`, both shortened in proportion to their length when too long (`handleClaim`)."""
     base = f"{pod_name}-{claim_name}-"
@@ -60,7 +56,7 @@ def generate_name(pod_name: str, claim_name: str) -> str:
 
 def owning_pod(claim: Mapping[str, Any]) -> tuple[str, str]:
     """(name, uid) of the pod that controls the claim, or ("", "")."""
-    for ref in _meta(claim).get("ownerReferences") or []:
+    for ref in meta_of(claim).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("apiVersion") == "v1" and ref.get("kind") == "Pod":
             return str(ref.get("name") or ""), str(ref.get("uid") or "")
     return "", ""
@@ -69,13 +65,13 @@ def owning_pod(claim: Mapping[str, Any]) -> tuple[str, str]:
 def is_pod_done(pod: Mapping[str, Any]) -> bool:
     """None of the pod's containers runs or ever will (`isPodDone`)."""
     phase = (pod.get("status") or {}).get("phase")
-    deleted_unscheduled = bool(_meta(pod).get("deletionTimestamp")) and not (pod.get("spec") or {}).get("nodeName")
+    deleted_unscheduled = bool(meta_of(pod).get("deletionTimestamp")) and not (pod.get("spec") or {}).get("nodeName")
     return phase in ("Succeeded", "Failed") or deleted_unscheduled
 
 
 def claim_from_template(pod: Mapping[str, Any], pod_claim: str, template: Mapping[str, Any]) -> JsonObj:
     """The ResourceClaim `handleClaim` creates for one pod claim from its template."""
-    md = _meta(pod)
+    md = meta_of(pod)
     template_spec = template.get("spec") or {}
     template_md = template_spec.get("metadata") or {}
     annotations = dict(template_md.get("annotations") or {})
@@ -83,16 +79,7 @@ def claim_from_template(pod: Mapping[str, Any], pod_claim: str, template: Mappin
     claim_md: JsonObj = {
         "generateName": generate_name(str(md.get("name")), pod_claim),
         "namespace": md.get("namespace"),
-        "ownerReferences": [
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": md.get("name"),
-                "uid": md.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
+        "ownerReferences": [controller_ref(pod, "Pod", "v1")],
         "annotations": annotations,
     }
     if template_md.get("labels"):
@@ -122,13 +109,13 @@ class PodPlan:
 
 def _find_owned(pod: Mapping[str, Any], pod_claim: str, claims: Sequence[Mapping[str, Any]]) -> str | None:
     """`findPodResourceClaim`: a claim the pod controls, annotated with this pod claim."""
-    uid = str(_meta(pod).get("uid"))
+    uid = str(meta_of(pod).get("uid"))
     for claim in claims:
         if owning_pod(claim)[1] != uid:
             continue
-        annotation = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
-        if annotation == pod_claim and not _meta(claim).get("deletionTimestamp"):
-            return str(_meta(claim).get("name"))
+        annotation = (meta_of(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        if annotation == pod_claim and not meta_of(claim).get("deletionTimestamp"):
+            return str(meta_of(claim).get("name"))
     return None
 
 
@@ -137,7 +124,7 @@ def plan_pod(
 ) -> PodPlan:
     """What to create for one pod. `claims`: the claims of the pod's namespace; `templates`: its templates by name."""
     plan = PodPlan()
-    if _meta(pod).get("deletionTimestamp"):
+    if meta_of(pod).get("deletionTimestamp"):
         return plan
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
         pod_claim = str(entry.get("name") or "")
@@ -181,13 +168,13 @@ def plan_claim(claim: Mapping[str, Any], pods: Mapping[str, Mapping[str, Any]]) 
             valid.append(ref)  # not a pod: kept, as upstream cannot check it either
             continue
         pod = pods.get(str(ref.get("name")))
-        if pod is None or str(_meta(pod).get("uid")) != str(ref.get("uid")) or is_pod_done(pod):
+        if pod is None or str(meta_of(pod).get("uid")) != str(ref.get("uid")) or is_pod_done(pod):
             continue
         valid.append(ref)
-    finalizers = list(_meta(claim).get("finalizers") or [])
+    finalizers = list(meta_of(claim).get("finalizers") or [])
     allocated = bool(status.get("allocation"))
     changed = len(valid) < len(reserved)
-    deleting = bool(_meta(claim).get("deletionTimestamp"))
+    deleting = bool(meta_of(claim).get("deletionTimestamp"))
     deallocate = not valid and allocated and (changed or deleting)
     # Only when the last consumer just went or the claim is being deleted: a scheduler that has added the finalizer
     # and not yet written the allocation must keep it.
@@ -196,7 +183,7 @@ def plan_claim(claim: Mapping[str, Any], pods: Mapping[str, Mapping[str, Any]]) 
     if not valid:
         name, uid = owning_pod(claim)
         owner = pods.get(name) if name else None
-        delete = owner is not None and (str(_meta(owner).get("uid")) != uid or is_pod_done(owner))
+        delete = owner is not None and (str(meta_of(owner).get("uid")) != uid or is_pod_done(owner))
         delete = delete and not deleting
     return ClaimPlan(
         reserved_for=valid if changed else None,

@@ -37,10 +37,10 @@ from datetime import datetime
 from typing import Any
 
 from knuma.api.pod import is_pod_ready
-from knuma.api.types import JsonObj
+from knuma.api.types import JsonObj, meta_of, spec_of
 from knuma.local.controllers.daemonset import available
 from knuma.local.controllers.deployment import template_hash
-from knuma.local.controllers.replicaset import Backoff
+from knuma.local.controllers.replicaset import Backoff, controller_ref
 
 __all__ = [
     "POD_INDEX_LABEL",
@@ -68,24 +68,14 @@ class StatefulSetPlan:
     failure)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
 def revision_name(sts: Mapping[str, Any]) -> str:
     """The revision of the set's template, as its pods' `controller-revision-hash` label: `<set>-<hash>`."""
-    return f"{_meta(sts).get('name')}-{template_hash(_spec(sts).get('template') or {})}"
+    return f"{meta_of(sts).get('name')}-{template_hash(spec_of(sts).get('template') or {})}"
 
 
 def ordinal_of(pod: Mapping[str, Any], set_name: str) -> int:
     """`getParentNameAndOrdinal`: the pod's ordinal, or -1 when its name is not `<set>-<number>`."""
-    found = _ORDINAL.match(str(_meta(pod).get("name") or ""))
+    found = _ORDINAL.match(str(meta_of(pod).get("name") or ""))
     if found is None or found.group(1) != set_name:
         return -1
     return int(found.group(2))
@@ -93,7 +83,7 @@ def ordinal_of(pod: Mapping[str, Any], set_name: str) -> int:
 
 def statefulset_pod(sts: Mapping[str, Any], template: Mapping[str, Any], revision: str, ordinal: int) -> JsonObj:
     """`newStatefulSetPod`: the template's pod with the set's identity for `ordinal` and its claims' volumes."""
-    meta, spec = _meta(sts), _spec(sts)
+    meta, spec = meta_of(sts), spec_of(sts)
     name = f"{meta.get('name')}-{ordinal}"
     template_meta = template.get("metadata") or {}
     labels = {
@@ -106,16 +96,7 @@ def statefulset_pod(sts: Mapping[str, Any], template: Mapping[str, Any], revisio
         "name": name,
         "namespace": meta.get("namespace"),
         "labels": labels,
-        "ownerReferences": [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
+        "ownerReferences": [controller_ref(sts, "StatefulSet")],
     }
     if template_meta.get("annotations"):
         pod_meta["annotations"] = dict(template_meta["annotations"])
@@ -124,7 +105,7 @@ def statefulset_pod(sts: Mapping[str, Any], template: Mapping[str, Any], revisio
     if spec.get("serviceName"):
         pod_spec["subdomain"] = spec["serviceName"]
     claims = {
-        str(_meta(c).get("name")): f"{_meta(c).get('name')}-{meta.get('name')}-{ordinal}"
+        str(meta_of(c).get("name")): f"{meta_of(c).get('name')}-{meta.get('name')}-{ordinal}"
         for c in spec.get("volumeClaimTemplates") or []
     }
     if claims:
@@ -139,7 +120,7 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 
 def _terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 def _running_and_ready(pod: Mapping[str, Any]) -> bool:
@@ -157,7 +138,7 @@ def plan_statefulset(
     """What to do for `sts` given the pods it owns (`updateStatefulSet`). `templates`: revision -> template, from
     the set's ControllerRevisions (for pods below the partition, at the current revision)."""
     backoff.observe(pods, now)
-    meta, spec = _meta(sts), _spec(sts)
+    meta, spec = meta_of(sts), spec_of(sts)
     set_name = str(meta.get("name"))
     min_ready = int(spec.get("minReadySeconds", 0) or 0)
     update_revision = revision_name(sts)
@@ -223,7 +204,7 @@ def plan_statefulset(
         ordinal = start + index
         if replica is not None and _phase(replica) in ("Failed", "Succeeded"):
             if not _terminating(replica):
-                delete.append(str(_meta(replica).get("name")))
+                delete.append(str(meta_of(replica).get("name")))
             if monotonic:
                 return plan()
             continue
@@ -254,7 +235,7 @@ def plan_statefulset(
         if monotonic and not usable(pod) and pod is not first_unhealthy:
             wait_for(pod)
             return plan()
-        delete.append(str(_meta(pod).get("name")))
+        delete.append(str(meta_of(pod).get("name")))
         if monotonic:
             return plan()
     if not rolling or create or delete:
@@ -264,7 +245,7 @@ def plan_statefulset(
         if target is None:
             return plan()
         if _revision(target) != update_revision and not _terminating(target):
-            delete.append(str(_meta(target).get("name")))
+            delete.append(str(meta_of(target).get("name")))
             return plan(extra_current=-1)
         if _terminating(target) or not usable(target):
             wait_for(target)
@@ -273,4 +254,4 @@ def plan_statefulset(
 
 
 def _revision(pod: Mapping[str, Any]) -> str:
-    return str((_meta(pod).get("labels") or {}).get(REVISION_LABEL) or "")
+    return str((meta_of(pod).get("labels") or {}).get(REVISION_LABEL) or "")
