@@ -1,15 +1,18 @@
 """PodDisruptionBudgets (`policy/v1`) as the scheduler reads them: which pods a budget covers and how many of them may
-still be disrupted (`status.disruptionsAllowed`, which the disruption controller keeps up to date)."""
+still be disrupted (`status.disruptionsAllowed`, which the disruption controller keeps up to date), and the
+`DisruptionAllowed` condition that goes with that number."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.labelselector import NOTHING, LabelSelector, LabelSelectorError, parse_label_selector
 
-__all__ = ["DisruptionBudget"]
+__all__ = ["DISRUPTION_ALLOWED", "DisruptionBudget", "with_disruption_allowed_condition"]
+
+DISRUPTION_ALLOWED = "DisruptionAllowed"
 
 
 @dataclass(frozen=True)
@@ -53,3 +56,20 @@ class DisruptionBudget:
         """Whether evicting this pod counts against the budget: it selects the pod, and the pod is not already
         counted as disrupted."""
         return self.selects(namespace, labels) and name not in self.disrupted_pods
+
+
+def with_disruption_allowed_condition(
+    conditions: Sequence[Mapping[str, Any]] | None, allowed: int, generation: int, now: str
+) -> list[dict[str, Any]]:
+    """`pdbhelper.UpdateDisruptionAllowedCondition` through `meta.SetStatusCondition`: the budget's conditions with
+    `DisruptionAllowed` True (`SufficientPods`) while disruptions are allowed, else False (`InsufficientPods`);
+    `lastTransitionTime` moves only when the status flips. What `kubectl describe pdb` and `kubectl wait
+    --for=condition=DisruptionAllowed` read."""
+    status = "True" if allowed > 0 else "False"
+    reason = "SufficientPods" if allowed > 0 else "InsufficientPods"
+    out = [dict(c) for c in conditions or () if c.get("type") != DISRUPTION_ALLOWED]
+    previous = next((c for c in conditions or () if c.get("type") == DISRUPTION_ALLOWED), None)
+    since = previous.get("lastTransitionTime") if previous is not None and previous.get("status") == status else now
+    condition = {"type": DISRUPTION_ALLOWED, "status": status, "reason": reason, "message": "",
+                 "observedGeneration": generation, "lastTransitionTime": since}  # fmt: skip
+    return [*out, condition]

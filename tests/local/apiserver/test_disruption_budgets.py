@@ -107,6 +107,12 @@ def test_evictions_spend_the_budget_and_stop_at_zero(http_client: Http) -> None:
     assert http_client.get(f"{PODS}/db-0").status == 404
     spent = http_client.get(f"{PDBS}/db").json["status"]
     assert spent["disruptionsAllowed"] == 0 and list(spent["disruptedPods"]) == ["db-0"]
+    (condition,) = spent["conditions"]  # the last disruption spent: not allowed any more
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "DisruptionAllowed",
+        "False",
+        "InsufficientPods",
+    )
     refused = evict(http_client, "db-1")
     assert (refused.status, refused.json["reason"]) == (429, "TooManyRequests")
     assert refused.json["message"] == "Cannot evict pod as it would violate the pod's disruption budget."

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from knuma.kube.client import async_http
@@ -38,6 +38,8 @@ def test_an_integer_min_available_expects_the_pods_there_are() -> None:
     pods += [_pod("web", app="web"), _pod("other-ns", namespace="other")]
     mine = budget_pods(_budget(minAvailable=1), pods)
     assert [p["metadata"]["name"] for p in mine] == ["a", "b", "c", "d"]
+    allowed = {"type": "DisruptionAllowed", "status": "True", "reason": "SufficientPods", "message": "",
+               "observedGeneration": 3, "lastTransitionTime": "2026-11-28T12:00:00Z"}  # fmt: skip
     assert budget_status(_budget(minAvailable=1), mine, _no_controller, NOW) == {
         "observedGeneration": 3,
         "disruptionsAllowed": 1,
@@ -45,8 +47,14 @@ def test_an_integer_min_available_expects_the_pods_there_are() -> None:
         "desiredHealthy": 1,
         "expectedPods": 4,
         "disruptedPods": None,
+        "conditions": [allowed],
     }
-    assert budget_status(_budget(minAvailable=3), mine, _no_controller, NOW)["disruptionsAllowed"] == 0
+    blocked = budget_status(_budget(minAvailable=3), mine, _no_controller, NOW)
+    assert blocked["disruptionsAllowed"] == 0
+    assert [(c["status"], c["reason"]) for c in blocked["conditions"]] == [("False", "InsufficientPods")]
+    later = {**_budget(minAvailable=1), "status": {"conditions": [allowed]}}
+    kept = budget_status(later, mine, _no_controller, NOW + timedelta(minutes=5))["conditions"]
+    assert kept == [allowed]  # same status: the transition time stays
 
 
 def test_a_granted_eviction_stops_counting_its_pod_for_two_minutes() -> None:

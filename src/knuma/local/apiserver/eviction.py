@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from knuma.api.disruption import DisruptionBudget
+from knuma.api.disruption import DisruptionBudget, with_disruption_allowed_condition
 from knuma.api.pod import is_pod_ready
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import errors
@@ -123,4 +123,8 @@ def _spend(
         return  # checked, not spent (`checkAndDecrement` with dryRun)
     status["disruptionsAllowed"] = allowed - 1
     status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now()}
+    if allowed - 1 == 0:  # the budget spent: DisruptionAllowed turns False until the controller says otherwise
+        status["conditions"] = with_disruption_allowed_condition(
+            status.get("conditions"), 0, int(status.get("observedGeneration", 0) or 0), now()
+        )
     service.update(budgets_type, str(meta.get("namespace")), budget_name, {**budget, "status": status}, opts, "status")

@@ -10,9 +10,11 @@ as a pure function of the budget, its pods and their controllers' scale, so that
 - Healthy: Ready, not being deleted, and not in `status.disruptedPods` (pods the eviction subresource spent the
   budget on, `buildDisruptedPodMap`: kept until the pod is deleted or two minutes have passed). Allowed disruptions:
   healthy minus desired, never below 0, and 0 when no pod is expected.
+- The `DisruptionAllowed` condition (`updatePdbStatus` with `pdbhelper.UpdateDisruptionAllowedCondition`): True with
+  reason `SufficientPods` while disruptions are allowed, else False with `InsufficientPods`.
 
 Not modelled: controllers reached only through a scale subresource (their pods count as unmanaged),
-`unhealthyPodEvictionPolicy`, conditions.
+`unhealthyPodEvictionPolicy`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from knuma.api.disruption import DisruptionBudget
+from knuma.api.disruption import DisruptionBudget, with_disruption_allowed_condition
 from knuma.api.pod import is_pod_ready
 from knuma.api.types import JsonObj, meta_of
 
@@ -88,12 +90,18 @@ def budget_status(budget: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], 
         for pod in pods
         if is_pod_ready(pod) and not meta_of(pod).get("deletionTimestamp") and meta_of(pod).get("name") not in disrupted
     )
-    allowed = healthy - desired if expected > 0 else 0
+    allowed = max(0, healthy - desired if expected > 0 else 0)
+    generation = int(meta_of(budget).get("generation", 1) or 1)
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = with_disruption_allowed_condition(
+        (budget.get("status") or {}).get("conditions"), allowed, generation, stamp
+    )
     return {
-        "observedGeneration": meta_of(budget).get("generation", 1),
-        "disruptionsAllowed": max(0, allowed),
+        "observedGeneration": generation,
+        "disruptionsAllowed": allowed,
         "currentHealthy": healthy,
         "desiredHealthy": desired,
         "expectedPods": expected,
         "disruptedPods": disrupted or None,  # None: a merge patch removes the map
+        "conditions": conditions,
     }
