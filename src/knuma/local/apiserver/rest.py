@@ -33,6 +33,7 @@ from knuma.local.apiserver import (
     schema,
 )
 from knuma.local.apiserver import crd as crds
+from knuma.local.apiserver.default_tolerations import add_default_tolerations
 from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults, apply_update_defaults
 from knuma.local.apiserver.gc import POD_GR, GarbageCollector
 from knuma.local.apiserver.graceful import before_delete
@@ -137,10 +138,12 @@ class ObjectService:
 
     def _admit(self, rt: ResourceType, obj: JsonObj, existing: JsonObj | None) -> None:
         """The mutating and validating admission kube-apiserver runs on every write by default that the stack
-        depends on: `Priority` (`knuma.local.apiserver.priority`)."""
+        depends on: `Priority` (`knuma.local.apiserver.priority`) and `DefaultTolerationSeconds`
+        (`knuma.local.apiserver.default_tolerations`)."""
         if rt.custom:
             return
         if rt.group_resource == POD_GR:
+            add_default_tolerations(obj)
             if existing is None:
                 priority.admit_pod_create(obj, self.store.scan(PRIORITY_CLASS_GR))
             else:
