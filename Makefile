@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 PYTEST_ARGS ?=
+## Test processes (pytest-xdist): 2 by default, CI's cores; TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: run shell test lint bench fmt clean venv dev proto chromium
 
@@ -40,7 +42,7 @@ shell: $(VENV)/.installed-run
 
 ## test: lint, type-check and the whole test suite (installs chromium for the report's browser test when it can)
 test: $(VENV)/.installed-dev lint chromium
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser test of `knuma simulate --report` (about 20 s, ~100 MB, once).
 ## Free when chromium is there or KNUMA_SKIP_BROWSER=1; without apt-get or root (or passwordless sudo) it says so and

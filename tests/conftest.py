@@ -22,6 +22,12 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
+# Tables size themselves from COLUMNS (`knuma.cli.output`); the suite runs as CI runs it, piped and without it. The
+# parallel workers of `make test` (pytest-xdist) inherit COLUMNS=80 and LINES=24 from execnet, which would narrow
+# every table a test reads; tests that want a width set it themselves.
+for _variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_variable, None)
+
 
 @pytest.fixture
 def chromium() -> str:

@@ -22,7 +22,7 @@ from tests.local.up.test_up import EXAMPLES, Up
 
 pytestmark = pytest.mark.slow
 
-RUN_SECONDS = 75.0
+RUN_SECONDS = 50.0
 
 
 @pytest.fixture
@@ -55,8 +55,9 @@ def test_stale_nrt_with_churn_no_topology_affinity_error_for_knuma(up: Up) -> No
         time.sleep(1.0)
     assert not rejected["aware"], f"topology-aware-scheduler: TopologyAffinityError for {sorted(rejected['aware'])}"
     assert rejected["unaware"], "default-scheduler should have produced TopologyAffinityErrors on these nodes"
-    # 4 zones, 15 s lifetimes, 75 s: the aware profile keeps the zones busy despite 30 s old NRT.
-    assert len(started["aware"]) >= 12, f"only {len(started['aware'])} aware pods ran"
+    # 4 zones, 15 s lifetimes, 50 s (an NRT publication in the middle): the aware profile keeps the zones busy, each
+    # pod replaced as its predecessor completes, despite NRT up to 30 s old.
+    assert len(started["aware"]) >= 9, f"only {len(started['aware'])} aware pods ran"
     assert up.stop() == 0
 
 
