@@ -20,13 +20,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx2
 from lightkube import AsyncClient
 
 from knuma.exporter.builder import BuildOptions, KubeletState, build
-from knuma.exporter.dra import with_dra_devices
-from knuma.exporter.drawatch import DraSources
 from knuma.exporter.metrics import ExporterMetrics
 from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.podphases import PodPhases, drop_terminal, terminal_names
@@ -40,6 +39,9 @@ from knuma.exporter.triggers import KUBELET_STATE_FILES, Trigger, UpdateQueue, p
 from knuma.kube.client import async_client, async_http
 from knuma.podresources.client import PodResourcesClient, PodResourcesError
 from knuma.serving.http import Response, SimpleHTTPServer
+
+if TYPE_CHECKING:  # `--dra-devices` only: the DRA API and allocator modules stay out of a plain exporter
+    from knuma.exporter.drawatch import DraSources
 
 __all__ = ["Exporter", "Health", "make_client", "run"]
 
@@ -124,6 +126,8 @@ class Exporter:
         self.dra: DraSources | None = None
         self._dra_tasks: list[asyncio.Task[None]] = []
         if settings.dra_devices:
+            from knuma.exporter.drawatch import DraSources
+
             if http is None:
                 http = self._own_http = async_http(settings.kubeconfig, settings.context)
             self.dra = DraSources(http, settings.node_name, lambda: self.queue.notify(Trigger.REACTIVE))
@@ -161,7 +165,7 @@ class Exporter:
                 self._dra_tasks = [asyncio.create_task(i.run(), name="DRA informer") for i in self.dra.informers]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.dra.informers)), SYNC_WAIT)
-            result = replace(result, nrt=with_dra_devices(result.nrt, self.dra.zones()))
+            result = replace(result, nrt=self.dra.annotate(result.nrt))
         for warning in result.warnings:
             log.warning("%s", warning)
         self._dump_fingerprint(result.nrt.fingerprint, result.fingerprinted)

@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx2
 
-from knuma.exporter.dra import ZoneDevice, zone_devices
+from knuma.api.nrt import NodeResourceTopology
+from knuma.exporter.dra import ZoneDevice, with_dra_devices, zone_devices
 from knuma.kube.informer import Informer
 
 __all__ = ["DraSources"]
@@ -43,3 +44,7 @@ class DraSources:
 
     def zones(self) -> dict[int, list[ZoneDevice]]:
         return zone_devices(self.slices.store.values(), self.claims.store.values(), self.node)
+
+    def annotate(self, nrt: NodeResourceTopology) -> NodeResourceTopology:
+        """`nrt` with this node's DRA devices in its zones (`knuma.exporter.dra.with_dra_devices`)."""
+        return with_dra_devices(nrt, self.zones())
