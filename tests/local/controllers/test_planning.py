@@ -74,6 +74,20 @@ def test_revisions_count_up_and_a_template_that_comes_back_is_renumbered() -> No
     assert plan_deployment(recorded, [first.create]).revision is None  # already recorded: nothing to write
 
 
+def test_a_paused_deployment_only_scales_until_it_is_resumed() -> None:
+    first = plan_deployment(deployment(), [])
+    assert first.create is not None
+    current = {**first.create, "spec": {**first.create["spec"], "replicas": 3}}
+    paused = deployment(replicas=5, image="app:2")
+    paused["spec"]["paused"] = True
+    plan = plan_deployment(paused, [current])
+    assert plan.create is None and plan.scale == {current["metadata"]["name"]: 5}  # the new template waits
+    assert plan.status["conditions"][1]["reason"] == "DeploymentPaused" and plan.revision == "1"
+    del paused["spec"]["paused"]
+    resumed = plan_deployment(paused, [current])
+    assert resumed.create is not None and resumed.scale == {current["metadata"]["name"]: 0}
+
+
 def test_replicaset_creates_missing_and_deletes_extra_pods_pending_first() -> None:
     rs: dict[str, Any] = {"metadata": {"name": "web-x", "generation": 1}, "spec": {"replicas": 3}}
     plan = plan_replicaset(rs, [pod("a")], Backoff(), now=0.0)

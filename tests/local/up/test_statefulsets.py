@@ -133,4 +133,18 @@ def test_kubectl_rollout_history_and_undo_of_a_deployment(start: Callable[..., U
     history = up.kubectl("rollout", "history", "deploy/db").split()
     assert history[history.index("CHANGE-CAUSE") + 1 :] == ["2", "<none>", "3", "<none>"]
     assert up.get("deployment", "db")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+
+    # paused, a template change waits (no new ReplicaSet) until the rollout is resumed
+    up.kubectl("rollout", "pause", "deploy/db")
+    up.kubectl("set", "env", "deploy/db", "MODE=primary")
+
+    def progressing(reason: str) -> bool:
+        conditions = up.get("deployment", "db").get("status", {}).get("conditions") or []
+        return any(c["type"] == "Progressing" and c["reason"] == reason for c in conditions)
+
+    eventually(lambda: progressing("DeploymentPaused"), timeout=30)
+    assert len(up.get("replicasets", "-l", "app=db")["items"]) == 2
+    up.kubectl("rollout", "resume", "deploy/db")
+    up.kubectl("rollout", "status", "deploy/db", "--timeout=120s", timeout=150)
+    assert len(up.get("replicasets", "-l", "app=db")["items"]) == 3
     assert up.stop() == 0

@@ -9,6 +9,9 @@ Revisions as upstream's `getNewReplicaSet` / `SetNewReplicaSetAnnotations` / `Se
 a new ReplicaSet gets `deployment.kubernetes.io/revision` one above the highest of the others, a ReplicaSet whose
 template comes back (a rollback) is renumbered the same way, and the Deployment carries the revision of its current
 ReplicaSet, which is what `kubectl rollout history deploy` lists and `kubectl rollout undo deploy` restores from.
+
+A paused Deployment (`kubectl rollout pause`) only scales: a template changed meanwhile gets no ReplicaSet until it
+is resumed, and `Progressing` is `Unknown` with reason `DeploymentPaused` (`sync`, `checkPausedConditions`).
 """
 
 from __future__ import annotations
@@ -83,16 +86,22 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
     current = next((rs for rs in owned if meta_of(rs).get("name") == name), None)
     older = max((_revision(rs) for rs in owned if rs is not current), default=0)
     desired = replicaset_for(deployment, older + 1)
+    paused = bool((deployment.get("spec") or {}).get("paused"))
     renumber = None
     revision = _revision(current) if current is not None else older + 1
-    if current is not None and revision <= older:
+    if current is not None and revision <= older and not paused:
         revision = older + 1
         renumber = (name, str(revision))
+    target = name
+    if paused and current is None and owned:
+        # `sync` of a paused Deployment: no new ReplicaSet, the newest one keeps the replicas (scaling only)
+        newest = max(owned, key=_revision)
+        target, revision = str(meta_of(newest).get("name")), _revision(newest)
     replicas = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
     scale: dict[str, int] = {}
     for rs in owned:
         rs_name = str(meta_of(rs).get("name"))
-        want = replicas if rs_name == name else 0
+        want = replicas if rs_name == target else 0
         if int((rs.get("spec") or {}).get("replicas", 0) or 0) != want:
             scale[rs_name] = want
     totals = {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0}
@@ -128,9 +137,16 @@ def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, 
             },
         ],
     }
+    if paused:  # checkPausedConditions
+        status["conditions"][1] = {
+            "type": "Progressing",
+            "status": "Unknown",
+            "reason": "DeploymentPaused",
+            "message": "Deployment is paused",
+        }
     recorded = (meta_of(deployment).get("annotations") or {}).get(REVISION_ANNOTATION)
     return DeploymentPlan(
-        create=desired if current is None else None,
+        create=desired if current is None and not (paused and owned) else None,
         scale=scale,
         status=status,
         renumber=renumber,
