@@ -19,7 +19,6 @@ serialized revision; `collisionCount` stays 0.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,10 +44,11 @@ class HistoryPlan:
 
 
 def revision_template(revision: Mapping[str, Any]) -> JsonObj:
-    """The pod template a ControllerRevision's `data` puts back (without the `$patch` directive)."""
+    """The pod template a ControllerRevision's `data` puts back (without the `$patch` directive); shares its values
+    with `revision` (read only: a pod built from it copies what it keeps)."""
     data = revision.get("data")
     template = ((data.get("spec") or {}).get("template") if isinstance(data, Mapping) else None) or {}
-    return {k: copy.deepcopy(v) for k, v in template.items() if k != "$patch"}
+    return {k: v for k, v in template.items() if k != "$patch"}
 
 
 def plan_history(
@@ -64,13 +64,12 @@ def plan_history(
     (the current and update revisions, those of live pods)."""
     meta = meta_of(owner)
     spec = owner.get("spec") or {}
-    template = copy.deepcopy(spec.get("template") or {})
-    newest = max((int(r.get("revision") or 0) for r in revisions), default=0)
-    existing = next((r for r in revisions if meta_of(r).get("name") == name), None)
+    template = spec.get("template") or {}
+    numbers = {str(meta_of(r).get("name")): int(r.get("revision") or 0) for r in revisions}
+    newest = max(numbers.values(), default=0)
     create: JsonObj | None = None
     renumber: tuple[str, int] | None = None
-    numbers = {str(meta_of(r).get("name")): int(r.get("revision") or 0) for r in revisions}
-    if existing is None:
+    if name not in numbers:
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         if kind == "DaemonSet":
             labels[REVISION_HASH_LABEL] = digest
@@ -91,7 +90,8 @@ def plan_history(
     elif numbers[name] < newest:
         renumber = (name, newest + 1)
         numbers[name] = newest + 1
-    limit = int(spec.get("revisionHistoryLimit", 10) if spec.get("revisionHistoryLimit") is not None else 10)
+    limit = spec.get("revisionHistoryLimit")
+    limit = 10 if limit is None else int(limit)
     keep = {name, *in_use}
     old = sorted((n for n in numbers if n not in keep), key=lambda n: numbers[n])
     delete = tuple(old[: max(0, len(old) - limit)])

@@ -311,7 +311,7 @@ class WorkloadControllers:
         uid = str(meta_of(sts).get("uid"))
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
         name = revision_name(sts)
-        in_use = {str((meta_of(p).get("labels") or {}).get(REVISION_LABEL)) for p in pods}
+        in_use = {str(r) for p in pods if (r := (meta_of(p).get("labels") or {}).get(REVISION_LABEL))}
         in_use.add(str((sts.get("status") or {}).get("currentRevision") or name))
         history = await self._keep_history(sts, "StatefulSet", name, name.rpartition("-")[2], in_use)
         backoff = self._backoffs.setdefault(uid, Backoff())
@@ -360,7 +360,7 @@ class WorkloadControllers:
         pods = [p for p in self.pods.store.values() if owned_by(p, uid)]
         digest = daemonset_hash(ds)
         name = meta_of(ds).get("name")
-        in_use = {f"{name}-{(meta_of(p).get('labels') or {}).get(REVISION_LABEL)}" for p in pods}
+        in_use = {f"{name}-{h}" for p in pods if (h := (meta_of(p).get("labels") or {}).get(REVISION_LABEL))}
         await self._keep_history(ds, "DaemonSet", f"{name}-{digest}", digest, in_use)
         now = time.monotonic()
         plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, _utcnow())
