@@ -5,7 +5,9 @@ streams of pods with and without claims (varied GPU and NIC counts, PCIe-root co
 and new claim shapes, CPU sizes), with claims written back as the informer delivers them, pods deleted and
 reservations undone. The same stream runs with the memo and without it (`DeviceState.memo = None`), through the
 daemon's cycle (`ClusterCache` with the DRA zone overlay, `FastPath`, the default profile): the node chosen, the
-allocation, the devices' NUMA nodes and the FailedScheduling message must be the same at every step.
+allocation, the devices' NUMA nodes and the FailedScheduling message must be the same at every step. The same holds
+between the fast path (DynamicResources node by node on the rows the arrays leave feasible) and the exact path
+(every plugin on every node, `schedule_one`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from knuma.api.pod import Pod
+from knuma.scheduler.algorithm import decide
 from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.fast.path import FastPath
@@ -103,8 +106,9 @@ def _pod(index: int, rng: random.Random, specs: list[dict[str, Any]]) -> tuple[P
     return Pod.from_manifest(manifest), claims
 
 
-def _run(seed: int, memo: bool) -> tuple[list[tuple[Any, ...]], int]:
-    """The decisions of one random stream; with the memo's hit count."""
+def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ...]], int]:
+    """The decisions of one random stream (by the fast path, or with `exact` by the exact path); with the memo's hit
+    count."""
     rng = random.Random(seed)
     shapes = [BUILTIN_SHAPES["dgx"], BUILTIN_SHAPES["gpu"]]
     cache, devices = ClusterCache(), DeviceState()
@@ -141,7 +145,7 @@ def _run(seed: int, memo: bool) -> tuple[list[tuple[Any, ...]], int]:
         changed = devices.zone_devices_changed()
         for name in list(cache.nodes) if changed is None else changed:
             cache.invalidate(name)
-        outcome = fast.decide(profile, pod)
+        outcome = decide(profile, pod, cache.node_infos()) if exact else fast.decide(profile, pod)
         if outcome.node is None:
             decisions.append((pod.name, None, outcome.message))
             continue
@@ -182,3 +186,11 @@ def test_memo_changes_no_decision(seed: int) -> None:
     assert hits > 0  # the memo was used, not bypassed
     assert any(d[1] is not None for d in with_memo)
     assert with_memo == without
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_fast_path_decides_claim_pods_as_the_exact_path(seed: int) -> None:
+    fast, _ = _run(seed, memo=True)
+    exact, _ = _run(seed, memo=True, exact=True)
+    assert sum(1 for d in fast if d[1] is not None and d[2]) > 10  # pods with claims were placed
+    assert fast == exact

@@ -9,8 +9,9 @@ A profile splits in two:
   pod's placement fields and the Node object (NodePorts also on the ports in use). Their verdicts and raw scores are
   computed node by node once per (profile, placement signature) and reused until a Node object changes: pods of one
   Deployment share one signature, so a burst pays for it once. Pods with host ports skip the cache.
-- **Plugins that only act on some pods** (DynamicResources: pods with ResourceClaims) send those pods to the exact
-  path; the others stay here.
+- **Plugins that only act on some pods** (DynamicResources: pods with ResourceClaims) run node by node, on top of
+  the arrays, for the pods they select: the allocator runs only on the nodes that fit the pod's CPUs, memory and
+  NUMA alignment, and the other plugins stay vectorised.
 - **Pod-relation plugins** (InterPodAffinity, PodTopologySpread) run node by node, on top of the arrays, for the pods
   they concern (their own constraints, or placed pods' affinity terms that select them): PreFilter over the
   snapshot, Filter on the rows still feasible, PreScore and a normalized score over the feasible rows.
@@ -74,6 +75,15 @@ class RowFilter(Protocol):
 
 
 @runtime_checkable
+class SelectivePlugin(Protocol):
+    """A `FastPathKind.NODE_BY_NODE_WHEN_APPLIES` plugin."""
+
+    name: str
+
+    def applies_to(self, pod: Pod) -> bool: ...
+
+
+@runtime_checkable
 class RelationPlugin(Protocol):
     """A `FastPathKind.POD_RELATIONS` plugin."""
 
@@ -102,11 +112,14 @@ class _Plan:
     """None: the profile has no NUMA plugin (node-level fit only)."""
     local_filters: tuple[FilterPlugin, ...]
     row_filters: tuple[RowFilter, ...]
-    exact_when: tuple[RowFilter, ...]
-    """`EXACT_WHEN_APPLIES` plugins: a pod one of them selects takes the exact path."""
+    selective: tuple[SelectivePlugin, ...]
+    """`NODE_BY_NODE_WHEN_APPLIES` plugins (filters and scorers): for a pod one of them selects, they run node by node
+    on top of the arrays (`_decide_node_by_node`)."""
+    selective_filters: tuple[SelectivePlugin, ...]
+    selective_scorers: tuple[tuple[SelectivePlugin, int], ...]
     relations: tuple[RelationPlugin, ...]
     """`POD_RELATIONS` plugins (filters and scorers): a pod whose own constraints or placed pods concern it is decided
-    with them node by node on top of the arrays (`_decide_related`)."""
+    with them node by node on top of the arrays (`_decide_node_by_node`)."""
     relation_filters: tuple[RelationPlugin, ...]
     relation_scorers: tuple[tuple[RelationPlugin, int], ...]
     local_scorers: tuple[tuple[ScorePlugin, int], ...]
@@ -181,9 +194,10 @@ class FastPath:
 
     def decide(self, profile: Profile, pod: Pod) -> Outcome:
         plan = self.plan(profile)
-        if plan is None or any(plugin.applies_to(pod) for plugin in plan.exact_when):
+        if plan is None:
             return decide(profile, pod, self.cache.node_infos())
         related = self._related(plan, pod)
+        selected = {id(plugin) for plugin in plan.selective if plugin.applies_to(pod)}
         self.sync()
         if not self._names:
             return Outcome(None, message=NO_NODES)
@@ -195,8 +209,18 @@ class FastPath:
             names = vector.names
             plan.numa.rejected([names[r] for r in np.flatnonzero(rejected).tolist()])
         row_filters = [f for f in plan.row_filters if f.applies_to(pod)]
-        if related:
-            return self._decide_related(profile, plan, pod, vector.names, local, feasible, scores, row_filters)
+        if related or selected:
+            node_filters = [
+                *(plan.relation_filters if related else ()),
+                *(p for p in plan.selective_filters if id(p) in selected),
+            ]
+            node_scorers = [
+                *(plan.relation_scorers if related else ()),
+                *((p, w) for p, w in plan.selective_scorers if id(p) in selected),
+            ]
+            return self._decide_node_by_node(
+                profile, plan, pod, vector.names, local, feasible, scores, row_filters, node_filters, node_scorers
+            )
         if row_filters and not self._subset_sensitive(plan, local, feasible):
             # The ranking does not depend on which rows the row filters drop: run them on the best rows only, in
             # ranking order, and take the first that passes (what the argmax below would pick after filtering all).
@@ -230,7 +254,8 @@ class FastPath:
         """No row is feasible: the exact path says why (kube-scheduler's message, each node's verdict for
         preemption). A pod with the same placement fields and shape gets the same answer while no row changed, so a
         burst of identical pending pods (a ReplicaSet larger than the free room) pays for one pass over the nodes,
-        not one each (about 180 ms at 5000 nodes). Pods the pod-relation plugins concern do not come here."""
+        not one each (about 180 ms at 5000 nodes). Pods decided node by node (`_decide_node_by_node`: pod relations,
+        claims, which the key does not describe) do not come here."""
         signature = _placement_signature(pod)
         key = None if signature is None else (profile.name, signature, shape_key(pod))
         version = (self._version, self.cache.relations_version)
@@ -243,7 +268,7 @@ class FastPath:
             self._failures[key] = (version, outcome)
         return outcome
 
-    def _decide_related(
+    def _decide_node_by_node(
         self,
         profile: Profile,
         plan: _Plan,
@@ -253,12 +278,15 @@ class FastPath:
         feasible: BoolArray,
         scores: Int64Array,
         row_filters: Sequence[RowFilter],
+        node_filters: Sequence[object],
+        node_scorers: Sequence[tuple[object, int]],
     ) -> Outcome:
-        """A pod the pod-relation plugins concern: their PreFilter over the snapshot, their Filter on the rows the
-        arrays left feasible, their PreScore with the feasible nodes and their normalized score added to the arrays'
-        totals; the exact path's decision (kube-scheduler's: every filter, then every score over the feasible nodes)
-        at the cost of a pass over the nodes in Python instead of every plugin on every node. Anything unusual (a
-        PreFilter rejection, no feasible node) goes to the exact path, for its message."""
+        """A pod the pod-relation plugins concern or a selective plugin selects (`node_filters`, `node_scorers`):
+        their PreFilter over the snapshot, their Filter on the rows the arrays left feasible, their PreScore with the
+        feasible nodes and their normalized score added to the arrays' totals; the exact path's decision
+        (kube-scheduler's: every filter, then every score over the feasible nodes) at the cost of a pass over the
+        feasible nodes in Python instead of every plugin on every node. Anything unusual (a PreFilter rejection or a
+        PreFilter that restricts the nodes, no feasible node) goes to the exact path, for its message."""
         infos = [self.cache.node_info(name) for name in names]
         snapshot = [info for info in infos if info is not None]
         if len(snapshot) != len(infos):
@@ -270,7 +298,7 @@ class FastPath:
                     feasible[row] = False
         state = CycleState()
         state.nodes = snapshot
-        for plugin in plan.relation_filters:
+        for plugin in node_filters:
             if isinstance(plugin, PreFilterPlugin):
                 result = plugin.pre_filter(state, pod)
                 if not result.status.ok or result.node_names is not None:
@@ -288,7 +316,7 @@ class FastPath:
             total += weight * self._normalized(local_scorer, local.raw[local_scorer.name], feasible)
         rows = np.flatnonzero(feasible).tolist()
         chosen = [snapshot[row] for row in rows]
-        for scorer, weight in plan.relation_scorers:
+        for scorer, weight in node_scorers:
             if not isinstance(scorer, ScorePlugin):
                 continue
             if isinstance(scorer, PreScorePlugin):
@@ -402,7 +430,9 @@ def _make_plan(profile: Profile) -> _Plan | None:
     fit = False
     local_filters: list[FilterPlugin] = []
     row_filters: list[RowFilter] = []
-    exact_when: list[RowFilter] = []
+    selective: list[SelectivePlugin] = []
+    selective_filters: list[SelectivePlugin] = []
+    selective_scorers: list[tuple[SelectivePlugin, int]] = []
     relations: list[RelationPlugin] = []
     relation_filters: list[RelationPlugin] = []
     relation_scorers: list[tuple[RelationPlugin, int]] = []
@@ -416,8 +446,9 @@ def _make_plan(profile: Profile) -> _Plan | None:
             local_filters.append(plugin)
         elif kind is FastPathKind.FEASIBLE_ROWS and isinstance(plugin, RowFilter):
             row_filters.append(plugin)
-        elif kind is FastPathKind.EXACT_WHEN_APPLIES and isinstance(plugin, RowFilter):
-            exact_when.append(plugin)
+        elif kind is FastPathKind.NODE_BY_NODE_WHEN_APPLIES and isinstance(plugin, SelectivePlugin):
+            selective.append(plugin)
+            selective_filters.append(plugin)
         elif kind is FastPathKind.POD_RELATIONS and isinstance(plugin, RelationPlugin):
             relations.append(plugin)
             relation_filters.append(plugin)
@@ -437,8 +468,10 @@ def _make_plan(profile: Profile) -> _Plan | None:
             fit_weight = weight
         elif kind is FastPathKind.NODE_LOCAL:
             local_scorers.append((scorer, weight))
-        elif kind is FastPathKind.EXACT_WHEN_APPLIES:
-            continue  # 0 on every node for the pods that stay on this path
+        elif kind is FastPathKind.NODE_BY_NODE_WHEN_APPLIES and isinstance(scorer, SelectivePlugin):
+            if scorer not in selective:
+                selective.append(scorer)
+            selective_scorers.append((scorer, weight))  # 0 on every node for the pods they do not select
         elif kind is FastPathKind.POD_RELATIONS and isinstance(scorer, RelationPlugin):
             if scorer not in relations:
                 relations.append(scorer)
@@ -450,7 +483,9 @@ def _make_plan(profile: Profile) -> _Plan | None:
         numa,
         tuple(local_filters),
         tuple(row_filters),
-        tuple(exact_when),
+        tuple(selective),
+        tuple(selective_filters),
+        tuple(selective_scorers),
         tuple(relations),
         tuple(relation_filters),
         tuple(relation_scorers),

@@ -209,10 +209,10 @@ class FastPathKind(enum.StrEnum):
     """NodeResourcesFit: node-level requests against allocatable, in arrays."""
     NUMA = "numa"
     """NodeResourceTopologyMatch: NUMA zones in arrays, the kubelet model where arrays do not reach."""
-    EXACT_WHEN_APPLIES = "exact-when-applies"
+    NODE_BY_NODE_WHEN_APPLIES = "node-by-node-when-applies"
     """Nothing to check for a pod its `applies_to(pod)` does not select (PreFilter skips it, Score gives 0 on every
-    node): those pods stay on the fast path; a pod it selects takes the exact path (DynamicResources: pods with
-    ResourceClaims)."""
+    node); for a pod it selects, its PreFilter runs once and its Filter and Score node by node on the rows the arrays
+    leave feasible (DynamicResources: the allocator on each node that fits the pod's CPUs and memory)."""
     POD_RELATIONS = "pod-relations"
     """Filter and score depend on the pods on other nodes (InterPodAffinity, PodTopologySpread). When a pod's own
     constraints need the plugin (`own_constraints(pod)`) or pods already placed concern it (`concerned_by(namespace,

@@ -473,7 +473,7 @@ class DynamicResources:
     daemon."""
 
     name = NAME
-    fast_path = FastPathKind.EXACT_WHEN_APPLIES
+    fast_path = FastPathKind.NODE_BY_NODE_WHEN_APPLIES
 
     def __init__(self, state: DeviceState, demand: CPUDemand | None = None) -> None:
         self.state = state
