@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from knuma.devices.allocator import ClaimAllocation, Outcome
 from knuma.topology.node import NodeTopology
 
-__all__ = ["AllocationMemo", "NodeState"]
+__all__ = ["AllocationMemo", "MemoEntry", "NodeState"]
 
 SHAPES_PER_NODE = 16
 """Claim shapes remembered per node (the oldest is dropped): a few shapes repeat, a long tail does not."""
@@ -51,19 +51,38 @@ class NodeState:
 
 
 @dataclass
-class _Entry:
+class MemoEntry:
+    """One remembered outcome, labelled with the claim keys it was computed for."""
+
     state: NodeState
     keys: tuple[str, ...]
     outcome: Outcome
+    derived: dict[Hashable, object] = field(default_factory=dict)
+    """What callers compute from the outcome and the node state alone (DynamicResources' placement terms, by the pod
+    layout they also read): dropped with the entry."""
 
 
 @dataclass
 class AllocationMemo:
     """node -> claim shape -> the outcome last computed there, with the state it was computed on."""
 
-    entries: dict[str, dict[Hashable, _Entry]] = field(default_factory=dict)
+    entries: dict[str, dict[Hashable, MemoEntry]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+
+    def entry(self, node: str, shape: Hashable, keys: Sequence[str], state: NodeState) -> MemoEntry | None:
+        """The current entry for `shape` on `node` in `state` when it can stand for claims `keys` (as many, distinct,
+        and an allocation per claim), without relabelling: what reads only whether the claims fit and on which
+        devices (Filter's verdict, Score's terms) needs no more. None when not known (not counted: `get` follows)."""
+        entry = self.entries.get(node, {}).get(shape)
+        if entry is None or not entry.state.same(state):
+            return None
+        if not len(set(entry.keys)) == len(entry.keys) == len(keys) == len(set(keys)):
+            return None
+        if entry.outcome.allocatable and len(entry.outcome.results) != len(keys):
+            return None
+        self.hits += 1
+        return entry
 
     def get(self, node: str, shape: Hashable, keys: Sequence[str], state: NodeState) -> Outcome | None:
         """The outcome for `shape` on `node` in `state`, labelled with the claim `keys`; None when not known."""
@@ -98,7 +117,7 @@ class AllocationMemo:
         shapes.pop(shape, None)
         if len(shapes) >= SHAPES_PER_NODE:
             del shapes[next(iter(shapes))]
-        shapes[shape] = _Entry(state, tuple(keys), outcome)
+        shapes[shape] = MemoEntry(state, tuple(keys), outcome)
 
     def clear(self) -> None:
         self.entries.clear()

@@ -46,7 +46,7 @@ from knuma.devices.cel import CELError
 from knuma.devices.counters import physical_devices
 from knuma.devices.demand import resolve
 from knuma.devices.filtering import SelectorCache
-from knuma.devices.memo import SHAPES_PER_NODE, AllocationMemo, NodeState
+from knuma.devices.memo import AllocationMemo, MemoEntry, NodeState
 from knuma.devices.numa import placement_of
 from knuma.devices.pools import DeviceID
 from knuma.scheduler.framework.interface import (
@@ -110,6 +110,9 @@ class DeviceState:
         default=(-1, {}), repr=False
     )
     _node_states: tuple[int, dict[str, Hashable]] = field(default=(-1, {}), repr=False)
+    _node_states_seen: tuple[int, int, frozenset[DeviceID]] | None = field(default=None, repr=False)
+    """(slices version, classes version, devices in use) when `_node_states` was last brought up to date."""
+    _owners: tuple[int, dict[DeviceID, str]] | None = field(default=None, repr=False)
     _holder_index: tuple[int, dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]] | None = field(
         default=None, repr=False
     )
@@ -305,10 +308,12 @@ class DeviceState:
     def node_devices(self, node: str) -> Hashable:
         """Everything the allocator reads of the device side for `node` (`knuma.devices.memo.NodeState.devices`):
         the slices and classes (their versions) and which of the node's devices are in use (allocated or in
-        flight). Equal keys: the allocator sees the same devices, free or not. Cached per `version`."""
+        flight). Equal keys: the allocator sees the same devices, free or not. When the version changes, only the
+        nodes whose devices changed use are computed again (`_unchanged_node_states`): a cycle allocates on one
+        node, and Filter asks about every node."""
         cached_version, states = self._node_states
         if cached_version != self.version:
-            states = {}
+            states = self._unchanged_node_states(states)
             self._node_states = (self.version, states)
         known = states.get(node)
         if known is None:
@@ -317,6 +322,38 @@ class DeviceState:
             busy = frozenset(d for d in ids if d in in_use)
             known = states[node] = (self.slices_version, self.classes_version, busy)
         return known
+
+    def _unchanged_node_states(self, states: dict[str, Hashable]) -> dict[str, Hashable]:
+        """`states` without the nodes whose `node_devices` may have changed since they were computed: all of them
+        when a slice or class changed or a device of a slice not bound to one node changed use, otherwise the
+        nodes owning a device that was taken or freed."""
+        in_use = self.inventory().in_use
+        seen = self._node_states_seen
+        self._node_states_seen = (self.slices_version, self.classes_version, in_use)
+        if seen is None or seen[:2] != (self.slices_version, self.classes_version):
+            return {}
+        changed = in_use ^ seen[2]
+        if not changed:
+            return states
+        owners = self._device_owners()
+        nodes = {owners[device] for device in changed if device in owners}
+        if "" in nodes:
+            return {}
+        for node in nodes:
+            states.pop(node, None)
+        return states
+
+    def _device_owners(self) -> dict[DeviceID, str]:
+        """Every device of a slice -> the node its slice is bound to (`nodeName`), "" for a slice not bound to
+        one node (reachable from any); cached per `slices_version`."""
+        cached = self._owners
+        if cached is not None and cached[0] == self.slices_version:
+            return cached[1]
+        owners = {
+            (s.driver, s.pool.name, d.name): s.node.node_name or "" for s in self.slices.values() for d in s.devices
+        }
+        self._owners = (self.slices_version, owners)
+        return owners
 
     def device_index(self) -> tuple[dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str]]:
         """Per node its devices with a NUMA node (id, NUMA node, zone resource name), and each device's node;
@@ -468,6 +505,10 @@ def _pinned_node(allocation: AllocationResult) -> str | None:
     return None
 
 
+ENTRY = f"{NAME}/entry"
+"""Cycle-state key of the memo entry looked up for a node (`DynamicResources._remembered`)."""
+
+
 class DynamicResources:
     """The framework plugin (PreFilter, Filter, Score); Reserve / Unreserve through `DeviceState`, PreBind in the
     daemon."""
@@ -480,8 +521,6 @@ class DynamicResources:
         self.demand = demand
         """The device pod shapes `KnumaBinPacking` expects (the NUMA plugin's, shared by the profile): Score charges
         a claim pod for the DRA devices its placement is expected to strand. None: no such charge."""
-        self._terms: dict[str, tuple[NodeTopology | None, dict[Hashable, tuple[int, tuple[ZoneChange, ...]]]]] = {}
-        """Node -> (its topology, {inputs: `_placement_terms`}), while `state.memo` is on."""
 
     def nominated(self, pod: Pod, node: NodeInfo) -> None:
         """Hold the devices the preemption's dry run allocates `pod` on `node` (the node without its victims)."""
@@ -542,7 +581,7 @@ class DynamicResources:
         blocked = self.state.held_against(pod)
         # a preemption's dry run, or devices held for a nominated pod: states the memo's key does not describe
         memo = self.state.memo if not freed and not blocked else None
-        shape, keys = cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, found.claims))
+        shape, keys = self._shape_of(cycle, pod)
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
         if result is None:
@@ -557,6 +596,27 @@ class DynamicResources:
                 memo.put(node.name, shape, keys, state, result)
         cycle[NAME, node.name] = (pod, result)
         return result
+
+    def _remembered(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> MemoEntry | None:
+        """The memo's current entry for `pod`'s claims on `node`, unlabelled (`AllocationMemo.entry`): whether they
+        fit and on which devices, without building the outcome `outcome` relabels with this pod's claim names. None
+        when the memo is off, does not apply (devices freed by a dry run or held for a nominated pod) or does not
+        know it. Looked up once per cycle and node (Filter, then Score)."""
+        cached = cycle.get((ENTRY, node.name))
+        if cached is not None and cached[0] is pod:
+            return cached[1]  # type: ignore[no-any-return]
+        memo = self.state.memo
+        entry = None
+        if memo is not None and not node.evicted and not self.state.held_against(pod):
+            shape, keys = self._shape_of(cycle, pod)
+            state = NodeState(node.numa, node.labels, self.state.node_devices(node.name))
+            entry = memo.entry(node.name, shape, keys, state)
+        if entry is not None:
+            cycle[ENTRY, node.name] = (pod, entry)
+        return entry
+
+    def _shape_of(self, cycle: CycleState, pod: Pod) -> tuple[Hashable, tuple[str, ...]]:
+        return cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, self._claims(cycle, p).claims))
 
     def _shape(self, pod: Pod, claims: Sequence[ResourceClaim]) -> tuple[Hashable, tuple[str, ...]]:
         """What the allocator reads of the pod and its pending claims, as a hashable (the claims' specs as the
@@ -574,7 +634,10 @@ class DynamicResources:
         found = self._claims(cycle, pod)
         if found.problem:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME)
-        result = self.outcome(cycle, pod, node)
+        remembered = self._remembered(cycle, pod, node)
+        if remembered is not None and remembered.outcome.allocatable:
+            return SUCCESS
+        result = self.outcome(cycle, pod, node)  # a failure's reason names this pod's claims
         if result.allocatable:
             return SUCCESS
         reason = f"cannot allocate all claims: {result.reason}" if result.reason else "cannot allocate all claims"
@@ -587,42 +650,36 @@ class DynamicResources:
         placement is expected to strand (`_stranding_changes`, `stranding_charge`)."""
         if not pod.spec.get("resourceClaims"):
             return 0
-        result = self.outcome(cycle, pod, node)
+        remembered = self._remembered(cycle, pod, node)
+        result = remembered.outcome if remembered is not None else self.outcome(cycle, pod, node)
         if not result.allocatable or result.locality is None:
             return 0
-        packing, changes = self._placement_terms(cycle, pod, node, result)
+        packing, changes = self._placement_terms(cycle, pod, node, remembered)
         score = min(MAX_NODE_SCORE, (3 * result.score + packing) // 4)
         penalty = stranding_charge(changes, self.demand.devices) if changes and self.demand is not None else 0
         return max(0, score - penalty)
 
     def _placement_terms(
-        self, cycle: CycleState, pod: Pod, node: NodeInfo, result: Outcome
+        self, cycle: CycleState, pod: Pod, node: NodeInfo, remembered: MemoEntry | None
     ) -> tuple[int, tuple[ZoneChange, ...]]:
         """`_packing` and the zones the placement changes (`_stranding_changes`: the penalty before the mix is applied),
-        remembered per node while `state.memo` is on. Everything they read is in the key: the pod as the kubelet
-        admits it and which of its containers use which claim (`_layout`), the devices taken, the node's devices and
-        which are in use (`DeviceState.node_devices`, with the slices' version), the resources the device mix names,
-        and the zones (the topology object: the cache rebuilds it when the node changes). The mix itself changes
-        with nearly every pod (`DeviceDemand.observe`) and is applied after (`stranding_charge`)."""
-        layout = cycle.pod_data(f"{NAME}/layout", pod, self._layout) if self.state.memo is not None else None
+        kept with the memo's entry (`remembered`) they were computed from. Everything they read is in the entry's
+        key or in this one: the devices taken (the entry's outcome), the node's devices and which are in use
+        (`DeviceState.node_devices`, with the slices' version) and the zones (the topology object: the cache rebuilds
+        it when the node changes), both in the entry's state; the pod as the kubelet admits it and which of its
+        containers use which claim (`_layout`) and the resources the device mix names. The mix itself changes with
+        nearly every pod (`DeviceDemand.observe`) and is applied after (`stranding_charge`)."""
+        layout = cycle.pod_data(f"{NAME}/layout", pod, self._layout) if remembered is not None else None
         names = self.demand.devices.names if self.demand is not None and self.demand.devices else ()
-        key: Hashable = None
-        if layout is not None:
-            taken = tuple(
-                tuple((r.request, r.device_id, r.admin_access) for r in c.allocation.results) for c in result.results
-            )
-            key = (layout, taken, names, self.state.node_devices(node.name))
-            known = self._terms.get(node.name)
-            if known is not None and known[0] is node.numa and key in known[1]:
-                return known[1][key]
+        key = (layout, names)
+        if remembered is not None and layout is not None:
+            known = remembered.derived.get(key)
+            if known is not None:
+                return known  # type: ignore[return-value]
+        result = self.outcome(cycle, pod, node)  # labelled with this pod's claims, which `device_numa` reads
         terms = (self._packing(node.name, result), self._stranding_changes(pod, node, result, names))
-        if key is not None:
-            known = self._terms.get(node.name)
-            if known is None or known[0] is not node.numa:
-                known = self._terms[node.name] = (node.numa, {})
-            if len(known[1]) >= SHAPES_PER_NODE:
-                del known[1][next(iter(known[1]))]
-            known[1][key] = terms
+        if remembered is not None and layout is not None:
+            remembered.derived[key] = terms
         return terms
 
     def _layout(self, pod: Pod) -> Hashable:
