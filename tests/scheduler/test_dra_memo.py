@@ -1,6 +1,7 @@
 """The allocator's memo (`knuma.devices.memo`, used by DynamicResources) never changes a decision.
 
-Random clusters of DRA nodes (DGX-like and GPU-server shapes, varied CPUs and Topology Manager policies) take random
+Random clusters of DRA nodes (DGX-like and GPU-server shapes, varied CPUs and Topology Manager policies, some without
+NRT data, whose topology object never changes) take random
 streams of pods with and without claims (varied GPU and NIC counts, PCIe-root constraints, second claims, repeated
 and new claim shapes, CPU sizes), with claims written back as the informer delivers them, pods deleted and
 reservations undone. The same stream runs with the memo and without it (`DeviceState.memo = None`), through the
@@ -121,7 +122,8 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
         name = f"n{i}"
         cpus = rng.choice((8, 16, 24, 48))
         cache.upsert_node(_node(name, cpus * shape.zones))
-        cache.upsert_nrt(_nrt(name, shape.zones, cpus, rng.choice(POLICIES)))
+        if rng.random() < 0.8:  # the others have no NRT: the memo sees them change only by their devices in use
+            cache.upsert_nrt(_nrt(name, shape.zones, cpus, rng.choice(POLICIES)))
         for body in resource_slices(name, shape):
             devices.set_slice(body)
     cache.overlay = devices.with_zone_devices
