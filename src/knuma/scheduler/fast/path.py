@@ -298,6 +298,7 @@ class FastPath:
                     feasible[row] = False
         state = CycleState()
         state.nodes = snapshot
+        state.verdicts_only = True
         for plugin in node_filters:
             if isinstance(plugin, PreFilterPlugin):
                 result = plugin.pre_filter(state, pod)

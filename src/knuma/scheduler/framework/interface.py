@@ -174,6 +174,9 @@ class CycleState(dict[tuple[str, str], Any]):
     """Filters run on a node as it would be without some pods (preemption's `SelectVictimsOnNode`): plugins must not
     record anything about the pod or the node (the NUMA plugin neither counts the pod into its demand again nor
     reports the node as maybe over-reserved, as upstream's preemption flow never marks it)."""
+    verdicts_only: bool = False
+    """Only whether each Filter passes is read (the fast path's node-by-node pass, which asks the exact path for
+    kube-scheduler's message when no node fits): a plugin may return a failure without building its reason."""
 
     def pod_data(self, plugin: str, pod: Pod, compute: Callable[[Pod], T]) -> T:
         """What a plugin derives once per pod (kube-scheduler's PreFilter/PreScore state), computed on first use so

@@ -39,7 +39,6 @@ from knuma.devices.allocator import (
     NodeView,
     Outcome,
     allocate,
-    allocated_devices,
     allocation_devices,
 )
 from knuma.devices.cel import CELError
@@ -97,6 +96,13 @@ class DeviceState:
     version: int = 0
     """Bumped on every change; `inventory()` is cached per version."""
     _inventory: tuple[int, Inventory] | None = field(default=None, repr=False)
+    _parsed: dict[str, tuple[JsonObj, ResourceClaim]] = field(default_factory=dict, repr=False)
+    """Claim key -> (the informer's object, parsed): `parsed_claim` parses an object once."""
+    _held: dict[str, frozenset[DeviceID]] = field(default_factory=dict, repr=False)
+    """Claim key -> the devices it holds (its allocation, or the allocation in flight while the informer's copy has
+    none), kept up to date by every change to `claims` and `in_flight` (`_rehold`)."""
+    _uses: dict[DeviceID, int] = field(default_factory=dict, repr=False)
+    """Device -> how many claims hold it: the devices in use, without reading every claim after each change."""
     slices_version: int = 0
     """Bumped when a slice changes (the devices per node and NUMA node, `_device_index`)."""
     _index: (
@@ -133,6 +139,7 @@ class DeviceState:
         self.claims[key] = obj
         if ((obj.get("status") or {}).get("allocation")) and key in self.in_flight:
             del self.in_flight[key]  # written: the informer's copy holds the allocation now
+        self._rehold(key)
         self.version += 1
 
     def set_pod(self, obj: JsonObj) -> bool:
@@ -160,12 +167,15 @@ class DeviceState:
         self.held.pop(key, None)
         for claim in [k for k, (owner, _) in self.in_flight.items() if owner == key]:
             del self.in_flight[claim]
+            self._rehold(claim)
         self.version += 1
 
     def delete_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
         self.claims.pop(key, None)
         self.in_flight.pop(key, None)
+        self._parsed.pop(key, None)
+        self._rehold(key)
         self.version += 1
 
     def set_slice(self, obj: JsonObj) -> None:
@@ -201,26 +211,52 @@ class DeviceState:
         self.version += 1
 
     def parsed_claim(self, key: str) -> ResourceClaim | None:
+        """The claim as the informer has it, with the allocation in flight when the informer's copy has none yet;
+        parsed once per object the informer delivers (`inventory` reads every claim after each change)."""
         obj = self.claims.get(key)
         if obj is None:
             return None
-        claim = ResourceClaim.from_dict(obj)
+        known = self._parsed.get(key)
+        if known is not None and known[0] is obj:
+            claim = known[1]
+        else:
+            claim = ResourceClaim.from_dict(obj)
+            self._parsed[key] = (obj, claim)
         flight = self.in_flight.get(key)
         if flight is not None and claim.allocation is None:
             claim = _with_allocation(claim, flight[1])
         return claim
+
+    def _rehold(self, key: str) -> None:
+        """Bring `_held` and `_uses` up to date after claim `key` or its allocation in flight changed. A claim that
+        does not parse (the API server validates them: this is for safety) holds nothing here; its pod learns why
+        (`pod_claims`)."""
+        before = self._held.pop(key, frozenset())
+        try:
+            claim = self.parsed_claim(key)
+        except ValidationError:
+            claim = None
+        if claim is not None:
+            after = allocation_devices(claim.allocation) if claim.allocation is not None else frozenset()
+        else:
+            flight = self.in_flight.get(key)
+            after = allocation_devices(flight[1]) if flight is not None else frozenset()
+        if after:
+            self._held[key] = after
+        for device in before - after:
+            if self._uses[device] == 1:
+                del self._uses[device]
+            else:
+                self._uses[device] -= 1
+        for device in after - before:
+            self._uses[device] = self._uses.get(device, 0) + 1
 
     def inventory(self) -> Inventory:
         """Slices, classes and the devices in use, rebuilt only when something changed (Filter asks per node)."""
         cached = self._inventory
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        parsed = [c for key in self.claims if (c := self.parsed_claim(key)) is not None]
-        in_use: set[DeviceID] = set(allocated_devices(parsed))
-        for key, (_, allocation) in self.in_flight.items():
-            if key not in self.claims:
-                in_use.update(allocation_devices(allocation))
-        inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(in_use), self.cache)
+        inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(self._uses), self.cache)
         self._inventory = (self.version, inventory)
         return inventory
 
@@ -431,6 +467,7 @@ class DeviceState:
     def reserve(self, pod: Pod, allocations: Mapping[str, AllocationResult]) -> None:
         for key, allocation in allocations.items():
             self.in_flight[key] = (pod.key, allocation)
+            self._rehold(key)
         self.held.pop(pod.key, None)  # its own allocation replaces what was held for it
         self.version += 1
 
@@ -457,6 +494,7 @@ class DeviceState:
     def unreserve(self, pod: Pod) -> None:
         for key in [k for k, (owner, _) in self.in_flight.items() if owner == pod.key]:
             del self.in_flight[key]
+            self._rehold(key)
         self.version += 1
 
 
@@ -637,6 +675,8 @@ class DynamicResources:
         remembered = self._remembered(cycle, pod, node)
         if remembered is not None and remembered.outcome.allocatable:
             return SUCCESS
+        if remembered is not None and cycle.verdicts_only:
+            return Status(Code.UNSCHEDULABLE, "cannot allocate all claims", NAME)
         result = self.outcome(cycle, pod, node)  # a failure's reason names this pod's claims
         if result.allocatable:
             return SUCCESS

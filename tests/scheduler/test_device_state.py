@@ -1,0 +1,103 @@
+"""`DeviceState` keeps the devices in use and each node's device state up to date as claims, allocations in flight,
+pods and slices change, without reading every claim after each change: after every step of random sequences the
+incremental answers equal the ones computed from scratch (every claim parsed, the allocation in flight where the
+informer's copy has none, allocations in flight for claims the informer has not delivered)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from knuma.api.dra.fields import FieldErrors
+from knuma.api.dra.resourceclaim import AllocationResult
+from knuma.api.pod import Pod
+from knuma.devices.allocator import allocated_devices, allocation_devices
+from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.shapes import BUILTIN_SHAPES
+
+GPU = "gpu.sim.knuma.io"
+
+
+def _allocation(node: str, devices: list[str], admin: bool = False) -> dict[str, Any]:
+    results = [
+        {"request": "gpu", "driver": GPU, "pool": node, "device": name, **({"adminAccess": True} if admin else {})}
+        for name in devices
+    ]
+    return {"devices": {"results": results}}
+
+
+def _claim(name: str, allocation: dict[str, Any] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU}}]}},
+    }
+    if allocation is not None:
+        obj["status"] = {"allocation": allocation}
+    return obj
+
+
+def _pod(name: str) -> Pod:
+    container = {"name": "c", "image": "x"}
+    return Pod.from_manifest({"metadata": {"name": name, "namespace": "default"}, "spec": {"containers": [container]}})
+
+
+def _from_scratch(state: DeviceState) -> frozenset[Any]:
+    parsed = [c for key in state.claims if (c := state.parsed_claim(key)) is not None]
+    in_use = set(allocated_devices(parsed))
+    for key, (_, allocation) in state.in_flight.items():
+        if key not in state.claims:
+            in_use.update(allocation_devices(allocation))
+    return frozenset(in_use)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_devices_in_use_and_node_states_follow_every_change(seed: int) -> None:
+    rng = random.Random(seed)
+    shape = BUILTIN_SHAPES["dgx"]
+    nodes = [f"n{i}" for i in range(4)]
+    state = DeviceState()
+    for body in device_classes([shape]):
+        state.set_class(body)
+    for node in nodes:
+        for body in resource_slices(node, shape):
+            state.set_slice(body)
+    gpus = sorted(d.name for s in state.slices.values() if s.driver == GPU for d in s.devices)
+    claims = [f"c{i}" for i in range(12)]
+    pods = [f"p{i}" for i in range(5)]
+    changed_nodes = 0
+    for step in range(300):
+        before = {node: state.node_devices(node) for node in nodes}
+        action = rng.choice(("claim", "claim", "written", "delete", "reserve", "unreserve", "pod gone", "slice"))
+        name = rng.choice(claims)
+        node = rng.choice(nodes)
+        allocation = _allocation(node, rng.sample(gpus, rng.randint(1, 2)), admin=rng.random() < 0.1)
+        if action == "claim":
+            state.set_claim(_claim(name, None))
+        elif action == "written":
+            state.set_claim(_claim(name, allocation))
+        elif action == "delete":
+            state.delete_claim(_claim(name, None))
+        elif action == "reserve":
+            parsed = AllocationResult.from_dict(allocation, "allocation", FieldErrors())
+            state.reserve(_pod(rng.choice(pods)), {f"default/{name}": parsed})
+        elif action == "unreserve":
+            state.unreserve(_pod(rng.choice(pods)))
+        elif action == "pod gone":
+            state.delete_pod({"metadata": {"namespace": "default", "name": rng.choice(pods)}})
+        elif step % 50 == 0:  # a driver republishes a node's slices
+            for body in resource_slices(node, shape):
+                state.set_slice(body)
+        in_use = _from_scratch(state)
+        assert state.inventory().in_use == in_use, f"step {step}: {action}"
+        for each in nodes:
+            ids = {(s.driver, s.pool.name, d.name) for s in state.slices.values() for d in s.devices}
+            busy = frozenset(d for d in ids if d in in_use and d[1] == each)
+            current = state.node_devices(each)
+            assert current == (state.slices_version, state.classes_version, busy), f"step {step}: {action} {each}"
+            changed_nodes += current != before[each]
+    assert changed_nodes > 50  # the sequences did change node states
