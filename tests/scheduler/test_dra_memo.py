@@ -3,11 +3,11 @@
 Random clusters of DRA nodes (DGX-like and GPU-server shapes, varied CPUs and Topology Manager policies, some without
 NRT data, whose topology object never changes) take random streams of pods with and without claims (varied GPU and
 NIC counts, PCIe-root constraints, second claims, repeated and new claim shapes, CPU sizes), with claims written back
-as the informer delivers them, pods deleted and reservations undone. The same stream runs with the memo and without it (`DeviceState.memo = None`), through the
-daemon's cycle (`ClusterCache` with the DRA zone overlay, `FastPath`, the default profile): the node chosen, the
-allocation, the devices' NUMA nodes and the FailedScheduling message must be the same at every step. The same holds
-between the fast path (DynamicResources node by node on the rows the arrays leave feasible) and the exact path
-(every plugin on every node, `schedule_one`).
+as the informer delivers them, pods deleted and reservations undone. The same stream runs with the memo and without
+it (`DeviceState.memo = None`), through the daemon's cycle (`ClusterCache` with the DRA zone overlay, `FastPath`, the
+default profile): the node chosen, the allocation, the devices' NUMA nodes and the FailedScheduling message must be
+the same at every step. The same holds between the fast path (DynamicResources node by node on the rows the arrays
+leave feasible) and the exact path (every plugin on every node, `schedule_one`).
 """
 
 from __future__ import annotations
