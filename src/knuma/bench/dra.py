@@ -5,12 +5,15 @@
 Nodes are the `dgx` shape (2 NUMA nodes of 55 CPUs, 8 GPUs and 8 NICs, GPU *i* and NIC *i* on one PCIe root) with
 their NRT and ResourceSlices. Each pod runs the steps the daemon's `Scheduler.schedule_one` runs, on the daemon's
 objects (`ClusterCache` with the DRA zone overlay, `FastPath`, the default configuration's profile with
-DynamicResources): the zone devices re-read, the decision (`FastPath.decide`: the exact path for pods with claims,
-Filter running the allocator on every node), Reserve (`DynamicResources.allocations`, the allocation held in flight,
-the device shape observed) and the cache's assume; then the claim is written back as its informer would deliver it.
-Binding is left out (`knuma.bench.scheduler` measures the whole loop through an API server). Pods with claims ask
-for 1 GPU + 1 NIC on one PCIe root with 8 CPUs, or 2 GPUs + 1 NIC with 16 CPUs; the same number of pods without
-claims (8 or 16 CPUs) runs on a fresh cluster for scale (the vectorised fast path).
+DynamicResources): the zone devices re-read, the decision (`FastPath.decide`: for pods with claims, DynamicResources
+node by node on the nodes the vectorised plugins leave feasible, its Filter running the allocator), Reserve
+(`DynamicResources.allocations`, the allocation held in flight, the device shape observed) and the cache's assume;
+then the claim is written back as its informer would deliver it. Binding is left out (`knuma.bench.scheduler`
+measures the whole loop through an API server). Pods with claims ask for 1 GPU + 1 NIC on one PCIe root with 8 CPUs,
+or 2 GPUs + 1 NIC with 16 CPUs, on an empty cluster and on one where half the GPUs are held by claims allocated
+beforehand without pods (scheduler_perf's `SteadyStateClusterResourceClaimTemplate/half_*`: one claim per GPU,
+GPUs 0-3 of every node); the same number of pods without claims (8 or 16 CPUs) runs on a fresh cluster for scale
+(the vectorised fast path).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from knuma.testbed.shapes import BUILTIN_SHAPES
 __all__ = ["DraBenchRow", "run"]
 
 SCHEDULER = "topology-aware-scheduler"
+GPU_DRIVER = "gpu.sim.knuma.io"
+"""The simulated GPU driver of the `dgx` shape (`knuma.testbed.dra`), also its device class."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,25 @@ def _cycle(
     return True
 
 
-def _measure(kind: str, nodes: int, pods: int, claims: bool, seed: int) -> DraBenchRow:
+def _allocated_claim(node: str, gpu: int) -> dict[str, Any]:
+    """A claim for one GPU, allocated to GPU `gpu` of `node` (scheduler_perf's `allocResourceClaims`: allocated
+    without a pod)."""
+    result = {"request": "gpu", "driver": GPU_DRIVER, "pool": node, "device": f"gpu-{gpu}"}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"init-{node}-{gpu}", "namespace": "init"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU_DRIVER}}]}},
+        "status": {"allocation": {"devices": {"results": [result]}}},
+    }
+
+
+def _measure(kind: str, nodes: int, pods: int, claims: bool, seed: int, half_allocated: bool = False) -> DraBenchRow:
     cache, devices, fast, profile = _cluster(nodes)
+    if half_allocated:
+        for name in list(cache.nodes):
+            for gpu in range(4):
+                devices.set_claim(_allocated_claim(name, gpu))
     rng = random.Random(seed)
     arrivals = [_pod(i, *rng.choice([(1, 8), (1, 8), (2, 16)]), claims) for i in range(pods)]
     _cycle(cache, devices, fast, profile, *_pod(pods, 1, 8, claims))  # warm-up (first shape, caches)
@@ -143,6 +165,7 @@ def _measure(kind: str, nodes: int, pods: int, claims: bool, seed: int) -> DraBe
 def run(nodes: int = 1000, claim_pods: int = 100, plain_pods: int = 1000, seed: int = 0) -> list[DraBenchRow]:
     return [
         _measure("with claims (1-2 GPUs + NIC)", nodes, claim_pods, True, seed),
+        _measure("with claims, half the GPUs allocated", nodes, claim_pods, True, seed, half_allocated=True),
         _measure("without claims", nodes, plain_pods, False, seed),
     ]
 
