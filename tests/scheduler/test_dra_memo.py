@@ -6,8 +6,9 @@ NIC counts, PCIe-root constraints, second claims, repeated and new claim shapes,
 as the informer delivers them, pods deleted and reservations undone. The same stream runs with the memo and without
 it (`DeviceState.memo = None`), through the daemon's cycle (`ClusterCache` with the DRA zone overlay, `FastPath`, the
 default profile): the node chosen, the allocation, the devices' NUMA nodes and the FailedScheduling message must be
-the same at every step. The same holds between the fast path (DynamicResources node by node on the rows the arrays
-leave feasible) and the exact path (every plugin on every node, `schedule_one`).
+the same at every step (nodes of one shape, CPUs and policy share outcomes, renamed: `AllocationMemo.from_similar`).
+The same holds between the fast path (DynamicResources node by node on the rows the arrays leave feasible) and the
+exact path (every plugin on every node, `schedule_one`).
 """
 
 from __future__ import annotations
@@ -106,9 +107,9 @@ def _pod(index: int, rng: random.Random, specs: list[dict[str, Any]]) -> tuple[P
     return Pod.from_manifest(manifest), claims
 
 
-def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ...]], int]:
+def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ...]], int, int]:
     """The decisions of one random stream (by the fast path, or with `exact` by the exact path); with the memo's hit
-    count."""
+    count and how many outcomes came from a similar node (`AllocationMemo.from_similar`)."""
     rng = random.Random(seed)
     shapes = [BUILTIN_SHAPES["dgx"], BUILTIN_SHAPES["gpu"]]
     cache, devices = ClusterCache(), DeviceState()
@@ -177,21 +178,23 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
             if key in chosen:
                 devices.set_claim({**claim, "status": {"allocation": chosen[key].to_dict()}})
         placed.append((pod, claims))
-    return decisions, devices.memo.hits if devices.memo is not None else 0
+    if devices.memo is None:
+        return decisions, 0, 0
+    return decisions, devices.memo.hits, devices.memo.similar_hits
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_memo_changes_no_decision(seed: int) -> None:
-    with_memo, hits = _run(seed, memo=True)
-    without, _ = _run(seed, memo=False)
-    assert hits > 0  # the memo was used, not bypassed
+    with_memo, hits, similar = _run(seed, memo=True)
+    without, _, _ = _run(seed, memo=False)
+    assert hits > 0 and similar > 0  # the memo was used, not bypassed, and so were outcomes of similar nodes
     assert any(d[1] is not None for d in with_memo)
     assert with_memo == without
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_the_fast_path_decides_claim_pods_as_the_exact_path(seed: int) -> None:
-    fast, _ = _run(seed, memo=True)
-    exact, _ = _run(seed, memo=True, exact=True)
+    fast, _, _ = _run(seed, memo=True)
+    exact, _, _ = _run(seed, memo=True, exact=True)
     assert sum(1 for d in fast if d[1] is not None and d[2]) > 10  # pods with claims were placed
     assert fast == exact

@@ -20,13 +20,23 @@ else in it depends on them: the allocation results are device IDs, configs from 
 node selector from the slices; a failure names the claim in its reason, its `claim` and its stage labels, which
 `_relabelled_failure` rewrites, or declines to). The memo is exact by construction: anything that is not in the key
 is not an input.
+
+Nodes of one pool are alike: the same NUMA zones with the same free amounts, slices that differ only in their names,
+pool names and the node they are bound to, the same devices in use. Their outcomes differ only in those names, so an
+outcome computed on one node is also remembered under the node's *class* (`DeviceState.node_class`: everything the
+allocator reads, with the node's own pools numbered instead of named) and given to a node of the same class with its
+pools and its name put in (`from_similar`): the first pod of a claim shape searches one node per class, not every
+node. A failure is shared only as a verdict (`similar_failure`, for the fast path's pass/fail checks): its reason may
+name pools, and the exact path computes it on the node.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from knuma.devices.allocator import ClaimAllocation, Outcome
 from knuma.topology.node import NodeTopology
@@ -35,6 +45,8 @@ __all__ = ["AllocationMemo", "MemoEntry", "NodeState"]
 
 SHAPES_PER_NODE = 16
 """Claim shapes remembered per node (the oldest is dropped): a few shapes repeat, a long tail does not."""
+SHARED_ENTRIES = 4096
+"""(node class, claim shape) outcomes remembered for similar nodes; all are dropped when full."""
 
 
 @dataclass(frozen=True)
@@ -62,13 +74,24 @@ class MemoEntry:
     layout they also read): dropped with the entry."""
 
 
+@dataclass(frozen=True)
+class _Shared:
+    node: str
+    pools: tuple[tuple[str, str], ...]
+    """The node's own pools, (driver, pool name), in the order its class numbers them."""
+    entry: MemoEntry
+
+
 @dataclass
 class AllocationMemo:
-    """node -> claim shape -> the outcome last computed there, with the state it was computed on."""
+    """node -> claim shape -> the outcome last computed there, with the state it was computed on; and per (node
+    class, claim shape) one such outcome, for the nodes of that class."""
 
     entries: dict[str, dict[Hashable, MemoEntry]] = field(default_factory=dict)
+    shared: dict[tuple[Hashable, Hashable], _Shared] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    similar_hits: int = 0
 
     def entry(self, node: str, shape: Hashable, keys: Sequence[str], state: NodeState) -> MemoEntry | None:
         """The current entry for `shape` on `node` in `state` when it can stand for claims `keys` (as many, distinct,
@@ -112,15 +135,111 @@ class AllocationMemo:
         self.hits += 1
         return failed
 
-    def put(self, node: str, shape: Hashable, keys: Sequence[str], state: NodeState, outcome: Outcome) -> None:
+    def put(
+        self,
+        node: str,
+        shape: Hashable,
+        keys: Sequence[str],
+        state: NodeState,
+        outcome: Outcome,
+        derived: dict[Hashable, object] | None = None,
+    ) -> MemoEntry:
+        """Remember `outcome`; `derived`: the derived values of a similar node's entry, shared (they are the same)."""
         shapes = self.entries.setdefault(node, {})
         shapes.pop(shape, None)
         if len(shapes) >= SHAPES_PER_NODE:
             del shapes[next(iter(shapes))]
-        shapes[shape] = MemoEntry(state, tuple(keys), outcome)
+        entry = shapes[shape] = MemoEntry(state, tuple(keys), outcome, {} if derived is None else derived)
+        return entry
+
+    def share(
+        self, node_class: Hashable, shape: Hashable, node: str, pools: tuple[tuple[str, str], ...], entry: MemoEntry
+    ) -> None:
+        """Remember `entry`, computed on `node` (whose own pools are `pools`), for the nodes of `node_class`."""
+        if len(self.shared) >= SHARED_ENTRIES:
+            self.shared.clear()
+        self.shared[node_class, shape] = _Shared(node, pools, entry)
+
+    def from_similar(
+        self,
+        node_class: Hashable,
+        shape: Hashable,
+        node: str,
+        pools: tuple[tuple[str, str], ...],
+        keys: Sequence[str],
+    ) -> tuple[Outcome, dict[Hashable, object]] | None:
+        """The outcome a node of `node_class` gave for `shape`, for `node` (its own pools `pools`, in the class's
+        order) and the claims `keys`: the devices' pools and the node selector renamed; with that node's derived
+        values (`MemoEntry.derived`, the same for the whole class). Only a successful allocation; None when there is
+        none or it cannot be renamed safely."""
+        shared = self.shared.get((node_class, shape))
+        if shared is None or not shared.entry.outcome.allocatable or len(shared.pools) != len(pools):
+            return None
+        outcome = shared.entry.outcome
+        keys = tuple(keys)
+        if not len(set(shared.entry.keys)) == len(shared.entry.keys) == len(keys) == len(set(keys)):
+            return None
+        if len(outcome.results) != len(keys):
+            return None
+        renamed = _renamed_results(outcome.results, shared.node, node, dict(zip(shared.pools, pools, strict=True)))
+        if renamed is None:
+            return None
+        self.similar_hits += 1
+        results = tuple(ClaimAllocation(key, r.allocation) for key, r in zip(keys, renamed, strict=True))
+        return replace(outcome, node=node, results=results), shared.entry.derived
+
+    def similar_failure(self, node_class: Hashable, shape: Hashable, keys: Sequence[str]) -> MemoEntry | None:
+        """The entry of a node of `node_class` where the claims of `shape` did not fit (as many claims as `keys`):
+        a verdict only, its reason is the other node's."""
+        shared = self.shared.get((node_class, shape))
+        if shared is None or shared.entry.outcome.allocatable or len(shared.entry.keys) != len(keys):
+            return None
+        self.similar_hits += 1
+        return shared.entry
 
     def clear(self) -> None:
         self.entries.clear()
+        self.shared.clear()
+
+
+def _renamed_results(
+    results: Sequence[ClaimAllocation], old: str, new: str, pools: Mapping[tuple[str, str], tuple[str, str]]
+) -> tuple[ClaimAllocation, ...] | None:
+    """`results` computed on node `old` as they are on node `new`: each device of one of `old`'s own pools in the
+    matching pool of `new`, a node selector naming `old` naming `new`. None when a selector names `old` in any other
+    way than `metadata.name In [old]` (left to the allocator)."""
+    out = []
+    for claim in results:
+        allocation = claim.allocation
+        devices = tuple(
+            replace(r, driver=pools[key][0], pool=pools[key][1]) if (key := (r.driver, r.pool)) in pools else r
+            for r in allocation.results
+        )
+        selector = allocation.node_selector
+        if selector is not None:
+            selector = _renamed_selector(selector, old, new)
+            if selector is None:
+                return None
+        out.append(ClaimAllocation(claim.claim, replace(allocation, results=devices, node_selector=selector)))
+    return tuple(out)
+
+
+def _renamed_selector(selector: Mapping[str, Any], old: str, new: str) -> Mapping[str, Any] | None:
+    """A node selector with `metadata.name In [old]` fields naming `new`; None when `old` appears elsewhere."""
+    terms, rest = [], []
+    for term in selector.get("nodeSelectorTerms") or []:
+        fields, others = [], []
+        for requirement in term.get("matchFields") or []:
+            if requirement.get("key") == "metadata.name" and requirement.get("values") == [old]:
+                fields.append({**requirement, "values": [new]})
+            else:
+                fields.append(requirement)
+                others.append(requirement)
+        terms.append({**term, "matchFields": fields} if "matchFields" in term else dict(term))
+        rest.append({**term, "matchFields": others})
+    if old in json.dumps({**selector, "nodeSelectorTerms": rest}):
+        return None
+    return {**selector, "nodeSelectorTerms": terms}
 
 
 def _relabelled_failure(outcome: Outcome, renamed: Mapping[str, str]) -> Outcome | None:

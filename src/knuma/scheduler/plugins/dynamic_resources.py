@@ -119,6 +119,12 @@ class DeviceState:
     _node_states_seen: tuple[int, int, frozenset[DeviceID]] | None = field(default=None, repr=False)
     """(slices version, classes version, devices in use) when `_node_states` was last brought up to date."""
     _owners: tuple[int, dict[DeviceID, str]] | None = field(default=None, repr=False)
+    _classes: dict[str, tuple[Hashable, NodeTopology | None, tuple[Hashable, tuple[tuple[str, str], ...]] | None]] = (
+        field(default_factory=dict, repr=False)
+    )
+    """Node -> (its `node_devices`, its topology, `node_class`): recomputed when either object changes."""
+    _contents: dict[str, tuple[ResourceSlice, str]] = field(default_factory=dict, repr=False)
+    """Slice name -> (the slice, `_slice_content`)."""
     _holder_index: tuple[int, dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]] | None = field(
         default=None, repr=False
     )
@@ -379,6 +385,63 @@ class DeviceState:
             states.pop(node, None)
         return states
 
+    def node_class(
+        self, node: str, topology: NodeTopology | None
+    ) -> tuple[Hashable, tuple[tuple[str, str], ...]] | None:
+        """What the allocator reads of `node` up to names, with the node's own pools in the order it numbers them
+        (`knuma.devices.memo`: nodes of one class get the same allocation, renamed). Everything is in it: the NUMA
+        zones and their free amounts (`NodeTopology.admission_id`), the slices and classes (their versions), each
+        reachable slice's content but its name, pool name and node (`_slice_content`), in order, with the node's
+        own pools numbered, and the devices in use, named the same way. None when a reachable slice selects nodes by
+        labels or device by device (the node's labels and name would matter), or a shared pool has a name the
+        node's own pools use. Cached while the node's devices in use and topology object stay."""
+        devices = self.node_devices(node)
+        known = self._classes.get(node)
+        if known is not None and known[0] is devices and known[1] is topology:
+            return known[2]
+        found = self._node_class(node, devices, topology)
+        self._classes[node] = (devices, topology, found)
+        return found
+
+    def _node_class(
+        self, node: str, devices: Hashable, topology: NodeTopology | None
+    ) -> tuple[Hashable, tuple[tuple[str, str], ...]] | None:
+        slices, _ = self._slices_of(node)
+        own: dict[tuple[str, str], int] = {}
+        parts: list[Hashable] = []
+        shared: set[tuple[str, str]] = set()
+        for slice_ in slices:
+            if slice_.node.node_name == node:
+                parts.append((own.setdefault((slice_.driver, slice_.pool.name), len(own)), self._slice_content(slice_)))
+            elif slice_.node.all_nodes:
+                shared.add((slice_.driver, slice_.pool.name))
+                parts.append((slice_.name, slice_.pool.name, self._slice_content(slice_)))
+            else:
+                return None
+        if shared & own.keys():
+            return None
+        assert isinstance(devices, tuple)
+        slices_version, classes_version, busy = devices
+        named = frozenset((d[0], own[(d[0], d[1])], d[2]) if (d[0], d[1]) in own else d for d in busy)
+        zones = topology.admission_id if topology is not None else None
+        return (zones, slices_version, classes_version, tuple(parts), named), tuple(own)
+
+    def _slice_content(self, slice_: ResourceSlice) -> str:
+        """The slice without its name, pool name and node name, as text (the same for the slices of two nodes that
+        publish the same devices); computed once per slice object."""
+        known = self._contents.get(slice_.name)
+        if known is not None and known[0] is slice_:
+            return known[1]
+        anonymous = replace(
+            slice_,
+            name="",
+            pool=replace(slice_.pool, name=""),
+            node=replace(slice_.node, node_name="*" if slice_.node.node_name else ""),
+        )
+        content = repr(anonymous)
+        self._contents[slice_.name] = (slice_, content)
+        return content
+
     def _device_owners(self) -> dict[DeviceID, str]:
         """Every device of a slice -> the node its slice is bound to (`nodeName`), "" for a slice not bound to
         one node (reachable from any); cached per `slices_version`."""
@@ -622,18 +685,39 @@ class DynamicResources:
         shape, keys = self._shape_of(cycle, pod)
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
-        if result is None:
-            inventory = self.state.node_inventory(node.name)
-            if freed or blocked:
-                inventory = replace(inventory, in_use=(inventory.in_use - freed) | blocked)
-            try:
-                result = allocate(NodeView(node.name, node.labels, node.numa), found.claims, inventory, pod=pod)
-            except (DeviceAllocationError, CELError) as err:
-                result = Outcome(node.name, False, reason=str(err), stage="class")
-            if memo is not None and state is not None:
-                memo.put(node.name, shape, keys, state, result)
+        if result is None and memo is not None and state is not None:
+            similar = self.state.node_class(node.name, node.numa)
+            shared = memo.from_similar(similar[0], shape, node.name, similar[1], keys) if similar else None
+            if shared is not None:
+                result = shared[0]
+                memo.put(node.name, shape, keys, state, result, derived=shared[1])
+            else:
+                result = self._allocate(pod, node, found.claims, freed, blocked)
+                entry = memo.put(node.name, shape, keys, state, result)
+                if similar is not None:
+                    memo.share(similar[0], shape, node.name, similar[1], entry)
+        elif result is None:
+            result = self._allocate(pod, node, found.claims, freed, blocked)
         cycle[NAME, node.name] = (pod, result)
         return result
+
+    def _allocate(
+        self,
+        pod: Pod,
+        node: NodeInfo,
+        claims: Sequence[ResourceClaim],
+        freed: frozenset[DeviceID],
+        blocked: frozenset[DeviceID],
+    ) -> Outcome:
+        """The allocator on `node`, with the devices a dry run frees (`freed`) free and those held for nominated
+        pods (`blocked`) in use."""
+        inventory = self.state.node_inventory(node.name)
+        if freed or blocked:
+            inventory = replace(inventory, in_use=(inventory.in_use - freed) | blocked)
+        try:
+            return allocate(NodeView(node.name, node.labels, node.numa), claims, inventory, pod=pod)
+        except (DeviceAllocationError, CELError) as err:
+            return Outcome(node.name, False, reason=str(err), stage="class")
 
     def _remembered(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> MemoEntry | None:
         """The memo's current entry for `pod`'s claims on `node`, unlabelled (`AllocationMemo.entry`): whether they
@@ -649,6 +733,8 @@ class DynamicResources:
             shape, keys = self._shape_of(cycle, pod)
             state = NodeState(node.numa, node.labels, self.state.node_devices(node.name))
             entry = memo.entry(node.name, shape, keys, state)
+            if entry is None and cycle.verdicts_only and (similar := self.state.node_class(node.name, node.numa)):
+                entry = memo.similar_failure(similar[0], shape, keys)  # a verdict: its reason is another node's
         if entry is not None:
             cycle[ENTRY, node.name] = (pod, entry)
         return entry
