@@ -26,8 +26,8 @@ pool names and the node they are bound to, the same devices in use. Their outcom
 outcome computed on one node is also remembered under the node's *class* (`DeviceState.node_class`: everything the
 allocator reads, with the node's own pools numbered instead of named) and given to a node of the same class with its
 pools and its name put in (`from_similar`): the first pod of a claim shape searches one node per class, not every
-node. A failure is shared only as a verdict (`similar_failure`, for the fast path's pass/fail checks): its reason may
-name pools, and the exact path computes it on the node.
+node. A failure is shared when nothing in it names the other node or its pools (its claims relabelled), and otherwise
+only as a verdict (`similar_failure`, for the fast path's pass/fail checks).
 """
 
 from __future__ import annotations
@@ -170,15 +170,24 @@ class AllocationMemo:
     ) -> tuple[Outcome, dict[Hashable, object]] | None:
         """The outcome a node of `node_class` gave for `shape`, for `node` (its own pools `pools`, in the class's
         order) and the claims `keys`: the devices' pools and the node selector renamed; with that node's derived
-        values (`MemoEntry.derived`, the same for the whole class). Only a successful allocation; None when there is
-        none or it cannot be renamed safely."""
+        values (`MemoEntry.derived`, the same for the whole class). A failure only when nothing in it names the
+        other node or its pools (the claims relabelled); None when there is none or it cannot be renamed safely."""
         shared = self.shared.get((node_class, shape))
-        if shared is None or not shared.entry.outcome.allocatable or len(shared.pools) != len(pools):
+        if shared is None or len(shared.pools) != len(pools):
             return None
         outcome = shared.entry.outcome
         keys = tuple(keys)
         if not len(set(shared.entry.keys)) == len(shared.entry.keys) == len(keys) == len(set(keys)):
             return None
+        if not outcome.allocatable:
+            text = json.dumps([outcome.reason, outcome.claim, outcome.request, list(outcome.stages.items())])
+            if shared.node in text or any(pool in text for _, pool in shared.pools):
+                return None
+            failed = _relabelled_failure(replace(outcome, node=node), dict(zip(shared.entry.keys, keys, strict=True)))
+            if failed is None:
+                return None
+            self.similar_hits += 1
+            return failed, shared.entry.derived
         if len(outcome.results) != len(keys):
             return None
         renamed = _renamed_results(outcome.results, shared.node, node, dict(zip(shared.pools, pools, strict=True)))
