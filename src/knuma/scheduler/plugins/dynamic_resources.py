@@ -439,6 +439,8 @@ class DeviceState:
             node=replace(slice_.node, node_name="*" if slice_.node.node_name else ""),
         )
         content = repr(anonymous)
+        if len(self._contents) > 2 * len(self.slices):  # slices deleted since: forget them
+            self._contents = {name: known for name, known in self._contents.items() if name in self.slices}
         self._contents[slice_.name] = (slice_, content)
         return content
 
