@@ -79,6 +79,13 @@ def up(
         help="Exporters publish NRT only every DURATION (e.g. 30s), never on a change, as RTE's periodic mode: "
         "stale NRT on purpose.",
     ),
+    node_monitor_grace_period: str = typer.Option(
+        "40s",
+        "--node-monitor-grace-period",
+        metavar="DURATION",
+        help="How long a node's kubelet may be silent (a node annotated sim.knuma.io/heartbeat=stopped) before the "
+        "node is NotReady and tainted unreachable, as kube-controller-manager's flag (default 40s).",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
     log_level: str | None = log_level_option(),
 ) -> None:
@@ -96,7 +103,7 @@ def up(
 
     from knuma.duration import format_duration
     from knuma.local.apiserver.loader import read_manifests
-    from knuma.local.up.options import UpError, UpOptions, nrt_period_seconds, resolve_cluster
+    from knuma.local.up.options import UpError, UpOptions, grace_period_seconds, nrt_period_seconds, resolve_cluster
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import line
 
@@ -119,6 +126,8 @@ def up(
     # before anything starts; a cluster that cannot start (UpFailed) or a data dir in use (DataDirInUse) exit 1
     if nrt_period is not None:
         options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
+    grace = grace_period_seconds(node_monitor_grace_period, lease_renew_interval)
+    options = replace(options, node_monitor_grace_period=grace)
     if exporters not in ("auto", "process", "in-process"):
         raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
     spec, document = resolve_cluster(options)

@@ -1,8 +1,9 @@
-"""Run the Deployment, ReplicaSet, StatefulSet, DaemonSet, disruption and pod garbage collection controllers against
-an API server (what `knuma up` needs from kube-controller-manager so that `kubectl apply -f deployment.yaml` produces
-pods, a StatefulSet its ordered pods, a DaemonSet one pod per node, a PodDisruptionBudget the
-`status.disruptionsAllowed` the scheduler's preemption reads, and pods of a deleted node go,
-`knuma.local.controllers.podgc`).
+"""Run the Deployment, ReplicaSet, StatefulSet, DaemonSet, disruption, pod garbage collection, node lifecycle and
+taint eviction controllers against an API server (what `knuma up` needs from kube-controller-manager so that
+`kubectl apply -f deployment.yaml` produces pods, a StatefulSet its ordered pods, a DaemonSet one pod per node, a
+PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads, pods of a deleted node go,
+`knuma.local.controllers.podgc`, and a node whose kubelet went silent is tainted and its pods evicted,
+`knuma.local.controllers.nodelifecycle`).
 
 Informers on Deployments, ReplicaSets, StatefulSets, DaemonSets, Pods and Nodes feed one work queue of objects to
 reconcile; each reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` /
@@ -28,8 +29,9 @@ import httpx2
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
+from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer, object_key
-from knuma.local.controllers import podgc
+from knuma.local.controllers import nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
@@ -48,17 +50,45 @@ DAEMONSETS = "/apis/apps/v1/daemonsets"
 STATEFULSETS = "/apis/apps/v1/statefulsets"
 REVISIONS = "/apis/apps/v1/controllerrevisions"
 BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+EVICTION_CHECK_PERIOD = 1.0
+"""How often pods on nodes with NoExecute taints are looked at (upstream sets a timer per pod)."""
 
 
 def _node_fields(node: JsonObj) -> JsonObj:
-    """What the DaemonSet controller reads of a Node: name, labels, taints, schedulability (not the status that
-    heartbeats rewrite)."""
+    """What the DaemonSet and node lifecycle controllers read of a Node: name, labels, creation, taints,
+    schedulability and conditions (not the capacity, addresses and images)."""
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
+    status = node.get("status") or {}
     return {
-        "metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion", "uid") if k in meta},
+        "metadata": {
+            k: meta[k] for k in ("name", "labels", "resourceVersion", "uid", "creationTimestamp") if k in meta
+        },
         "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
+        "status": {"conditions": status.get("conditions") or []},
     }
+
+
+def _lease_fields(lease: JsonObj) -> JsonObj:
+    meta = lease.get("metadata") or {}
+    return {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta},
+        "spec": {"renewTime": (lease.get("spec") or {}).get("renewTime")},
+    }
+
+
+class _Ignored:
+    """Informer events nothing reacts to (Leases: the node lifecycle controller reads them on its period)."""
+
+    def on_add(self, obj: JsonObj) -> None:
+        return
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        return
+
+    def on_delete(self, obj: JsonObj) -> None:
+        return
 
 
 def _controller(obj: Mapping[str, Any], kind: str) -> str | None:
@@ -104,13 +134,24 @@ class WorkloadControllers:
         *,
         podgc_period: float = podgc.CHECK_PERIOD,
         terminated_threshold: int = podgc.TERMINATED_THRESHOLD,
+        node_monitor_period: float = nodelifecycle.MONITOR_PERIOD,
+        node_monitor_grace_period: float = nodelifecycle.MONITOR_GRACE_PERIOD,
     ) -> None:
         """`podgc_period`: how often pods of deleted nodes and finished pods beyond `terminated_threshold` are
         looked for (a node must be missing for twice that, as upstream's 40 s quarantine is twice its 20 s
-        period)."""
+        period). `node_monitor_period` / `node_monitor_grace_period`: how often node health is checked, and how
+        long a kubelet may be silent before its node is `Unknown` and tainted (kube-controller-manager's
+        `--node-monitor-period` and `--node-monitor-grace-period`)."""
         self.http = http
         self.podgc_period = podgc_period
         self.terminated_threshold = terminated_threshold
+        self.node_monitor_period = node_monitor_period
+        self.node_monitor_grace_period = node_monitor_grace_period
+        self._probes = nodelifecycle.HealthProbes()
+        self._evictions: dict[str, float] = {}
+        """Pod key -> when the taint eviction controller deletes it (monotonic seconds)."""
+        self._node_events = EventRecorder(http, "node-controller")
+        self._eviction_events = EventRecorder(http, "taint-eviction-controller")
         self._missing_nodes = podgc.MissingNodes(quarantine=2 * podgc_period)
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
@@ -120,6 +161,7 @@ class WorkloadControllers:
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
         self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
+        self.leases = Informer(http, NODE_LEASES, _Ignored(), transform=_lease_fields)
         self._informers = (
             self.deployments,
             self.replicasets,
@@ -129,6 +171,7 @@ class WorkloadControllers:
             self.pods,
             self.nodes,
             self.budgets,
+            self.leases,
         )
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._queued: set[tuple[str, str]] = set()
@@ -192,6 +235,8 @@ class WorkloadControllers:
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
             informers.append(asyncio.create_task(self._collect_pods()))
+            informers.append(asyncio.create_task(self._monitor_nodes()))
+            informers.append(asyncio.create_task(self._evict_from_tainted_nodes()))
             while True:
                 kind, key = await self._queue.get()
                 self._queued.discard((kind, key))
@@ -242,6 +287,104 @@ class WorkloadControllers:
                     log.warning("PodGC: cannot delete pod %s of a deleted node: %s", object_key(pod), err)
                     continue
                 log.info("PodGC: deleted pod %s: node %s no longer exists", object_key(pod), pod["spec"]["nodeName"])
+
+    async def _monitor_nodes(self) -> None:
+        """The node lifecycle controller's `monitorNodeHealth`, every `node_monitor_period`: a node whose kubelet
+        has been silent for `node_monitor_grace_period` gets its conditions `Unknown` and its pods' Ready condition
+        `False`; every node's unreachable / not-ready taints follow its Ready condition
+        (`knuma.local.controllers.nodelifecycle`)."""
+        while True:
+            await asyncio.sleep(self.node_monitor_period)
+            stamp = _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+            self._probes.forget(self.nodes.store)
+            for name, node in list(self.nodes.store.items()):
+                lease = self.leases.store.get(f"{nodelifecycle.LEASE_NAMESPACE}/{name}")
+                try:
+                    await self._check_node(name, node, lease, stamp)
+                except NotFound:
+                    continue
+                except KubeApiError as err:
+                    log.warning("node lifecycle: cannot update node %s: %s", name, err)
+
+    async def _check_node(self, name: str, node: JsonObj, lease: JsonObj | None, stamp: str) -> None:
+        view = node
+        if self._probes.silent(name, node, lease, time.monotonic(), self.node_monitor_grace_period):
+            conditions = nodelifecycle.unknown_conditions(node, stamp)
+            if conditions is not None:
+                await rest.patch(self.http, f"/api/v1/nodes/{name}/status", {"status": {"conditions": conditions}})
+                log.info("node %s: kubelet stopped posting node status; conditions Unknown", name)
+                self._node_events.record(
+                    ObjectReference("Node", "", name, str(meta_of(node).get("uid") or "")),
+                    "Normal",
+                    "NodeNotReady",
+                    f"Node {name} status is now: NodeNotReady",
+                )
+                for pod in [p for p in self.pods.store.values() if (p.get("spec") or {}).get("nodeName") == name]:
+                    patch = nodelifecycle.pod_not_ready_status(pod, stamp)
+                    if patch is not None:
+                        with contextlib.suppress(NotFound):
+                            path = f"{_pod_path(pod)}/status"
+                            await rest.patch(self.http, path, patch, content_type=STRATEGIC_MERGE_PATCH)
+                view = {**node, "status": {**(node.get("status") or {}), "conditions": conditions}}
+        taints = nodelifecycle.taints_for(view, stamp)
+        if taints is not None:
+            await rest.patch(self.http, f"/api/v1/nodes/{name}", {"spec": {"taints": taints}})
+
+    async def _evict_from_tainted_nodes(self) -> None:
+        """The taint eviction controller's `processPodOnNode`, every `EVICTION_CHECK_PERIOD`: each pod on a node
+        with NoExecute taints is deleted at once when one is not tolerated, after its smallest `tolerationSeconds`
+        otherwise (counted from when this first saw it there), never when its tolerations have none; the deletion
+        is cancelled when the taints go. The pod gets the `DisruptionTarget` condition first and a
+        `TaintManagerEviction` event."""
+        while True:
+            await asyncio.sleep(EVICTION_CHECK_PERIOD)
+            tainted = {
+                name: taints
+                for name, node in self.nodes.store.items()
+                if (taints := (node.get("spec") or {}).get("taints") or [])
+                and any(t.get("effect") == "NoExecute" for t in taints)
+            }
+            now = time.monotonic()
+            seen: set[str] = set()
+            for pod in list(self.pods.store.values()):
+                node = (pod.get("spec") or {}).get("nodeName")
+                if node not in tainted or meta_of(pod).get("deletionTimestamp"):
+                    continue
+                delay = nodelifecycle.eviction_delay(pod.get("spec") or {}, tainted[node])
+                if delay is None:
+                    continue
+                key = object_key(pod)
+                seen.add(key)
+                deadline = self._evictions.setdefault(key, now + delay)
+                if now >= deadline:
+                    await self._evict(pod)
+            for key in set(self._evictions) - seen:
+                del self._evictions[key]
+                spared = self.pods.store.get(key)
+                if spared is not None and not meta_of(spared).get("deletionTimestamp"):
+                    self._eviction_events.record(
+                        _pod_reference(spared), "Normal", "TaintManagerEviction", f"Cancelling deletion of Pod {key}"
+                    )
+
+    async def _evict(self, pod: JsonObj) -> None:
+        """`addConditionAndDeletePod`, with the event `emitPodDeletionEvent` sends."""
+        key = object_key(pod)
+        self._eviction_events.record(
+            _pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}"
+        )
+        path = _pod_path(pod)
+        stamp = _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            await rest.patch(
+                self.http, f"{path}/status", nodelifecycle.eviction_status(stamp), content_type=STRATEGIC_MERGE_PATCH
+            )
+            await rest.delete(self.http, path)
+        except NotFound:
+            return
+        except KubeApiError as err:
+            log.warning("taint eviction: cannot delete pod %s: %s", key, err)
+            return
+        log.info("taint eviction: deleted pod %s from tainted node %s", key, pod["spec"]["nodeName"])
 
     async def _sync_deployment(self, key: str) -> None:
         deployment = self.deployments.store.get(key)
@@ -435,6 +578,11 @@ class WorkloadControllers:
             return
         with contextlib.suppress(NotFound):  # deleted meanwhile
             await rest.patch(self.http, path, {"status": patch if patch is not None else status})
+
+
+def _pod_reference(pod: Mapping[str, Any]) -> ObjectReference:
+    meta = meta_of(pod)
+    return ObjectReference("Pod", str(meta.get("namespace") or ""), str(meta.get("name")), str(meta.get("uid") or ""))
 
 
 def _pod_path(pod: Mapping[str, Any]) -> str:

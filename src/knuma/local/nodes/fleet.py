@@ -93,6 +93,27 @@ class _ClaimEvents:
         self.fleet.claim_changed({"metadata": obj.get("metadata") or {}})
 
 
+class _NodeEvents:
+    """The Nodes' annotations, for the heartbeat switch (`Heartbeats.node_changed`)."""
+
+    def __init__(self, heartbeats: Heartbeats) -> None:
+        self.heartbeats = heartbeats
+
+    def on_add(self, obj: JsonObj) -> None:
+        self.heartbeats.node_changed(obj)
+
+    def on_update(self, old: JsonObj, new: JsonObj) -> None:
+        self.heartbeats.node_changed(new)
+
+    def on_delete(self, obj: JsonObj) -> None:
+        return
+
+
+def _node_annotations(node: JsonObj) -> JsonObj:
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "annotations", "resourceVersion") if k in meta}}
+
+
 class Fleet:
     def __init__(
         self,
@@ -142,6 +163,9 @@ class Fleet:
             http, "/api/v1/pods", _PodEvents(self), field_selector="spec.nodeName!=", backoff=Backoff(0.2, 5.0)
         )
         self.claims = Informer(http, CLAIMS, _ClaimEvents(self), backoff=Backoff(0.2, 5.0))
+        self.nodes = Informer(
+            http, "/api/v1/nodes", _NodeEvents(self.heartbeats), backoff=Backoff(0.2, 5.0), transform=_node_annotations
+        )
         self._numa_of = {
             name: {device.key: device.numa for device in devices_of(spec.shape)} for name, spec in self.specs.items()
         }
@@ -169,6 +193,7 @@ class Fleet:
                 self._flush_changes(),
                 self.informer.run(),
                 self.claims.run(),
+                self.nodes.run(),
             ]
             if self.settings.nrt == "in-process":
                 assert self.client is not None

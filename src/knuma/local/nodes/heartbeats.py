@@ -5,6 +5,11 @@ Each Node object is created (or, on a resumed cluster, its labels and status ref
 evenly over the interval in small batches so a thousand nodes make a steady 100 writes/s rather than bursts; the Node
 status heartbeat goes out every `node_status_interval` (5 minutes, `nodeStatusReportFrequency`). Renewals are merge
 patches of `renewTime` (no read first); a deleted Lease is created again.
+
+A node annotated `sim.knuma.io/heartbeat: stopped` is silent, as a kubelet cut off from the API server: no Lease
+renewal, no status (the node lifecycle controller then marks it `Unknown` and taints it,
+`knuma.local.controllers.nodelifecycle`); when the annotation goes, its Lease is renewed and its status posted at
+once, as a kubelet that reconnects finds its node's conditions changed and reports.
 """
 
 from __future__ import annotations
@@ -17,15 +22,19 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.types import JsonObj
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.local.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.spec import NodeSpec
 
-__all__ = ["Heartbeats"]
+__all__ = ["HEARTBEAT_ANNOTATION", "HEARTBEAT_STOPPED", "Heartbeats"]
 
 log = logging.getLogger("knuma.local.nodes")
+
+HEARTBEAT_ANNOTATION = "sim.knuma.io/heartbeat"
+HEARTBEAT_STOPPED = "stopped"
 
 
 class Heartbeats:
@@ -37,6 +46,34 @@ class Heartbeats:
         self.settings = settings
         self.stats = stats
         self.node_uids: dict[str, str] = {}
+        self.stopped: set[str] = set()
+        """Nodes whose heartbeats are stopped (`HEARTBEAT_ANNOTATION`)."""
+        self._resumed: set[asyncio.Task[None]] = set()
+
+    def node_changed(self, node: JsonObj) -> None:
+        """Follow a Node's `HEARTBEAT_ANNOTATION`: stop its heartbeats, or resume them with a renewal and a status
+        post at once."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        if name not in self.specs:
+            return
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(HEARTBEAT_ANNOTATION) == HEARTBEAT_STOPPED:
+            if name not in self.stopped:
+                log.info("node %s: heartbeats stopped (%s)", name, HEARTBEAT_ANNOTATION)
+            self.stopped.add(name)
+        elif name in self.stopped:
+            self.stopped.discard(name)
+            log.info("node %s: heartbeats resumed", name)
+            task = asyncio.get_running_loop().create_task(self._resume(name))
+            self._resumed.add(task)
+            task.add_done_callback(self._resumed.discard)
+
+    async def _resume(self, name: str) -> None:
+        try:
+            await self._renew_lease(name)
+            await self._post_node_status(name)
+        except KubeApiError as err:
+            log.warning("node %s: heartbeat after resuming failed: %s", name, err)
 
     async def run(self) -> None:
         """Renew Leases and post Node status until cancelled."""
@@ -117,6 +154,8 @@ class Heartbeats:
                 task.cancel()
 
     async def _renew_lease(self, name: str) -> None:
+        if name in self.stopped:
+            return
         path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
         patch = {"spec": {"holderIdentity": name, "renewTime": micro_time()}}
         try:
@@ -142,5 +181,7 @@ class Heartbeats:
         self.stats.lease_renewals += 1
 
     async def _post_node_status(self, name: str) -> None:
+        if name in self.stopped:
+            return
         patch = {"status": {"conditions": node_conditions(since=None)}}
         await rest.patch(self.http, f"/api/v1/nodes/{name}/status", patch)

@@ -55,6 +55,9 @@ class UpOptions:
     nrt_period: float | None = None
     """Seconds: every exporter publishes only on this period, never on a node change (RTE's periodic mode), so the
     NRT the scheduler sees is up to that old. None: publish within a second of every change."""
+    node_monitor_grace_period: float = 40.0
+    """Seconds a node's kubelet may be silent before the node lifecycle controller marks it `Unknown` and taints it
+    (`knuma.local.controllers.nodelifecycle`)."""
 
     @property
     def describes_cluster(self) -> bool:
@@ -136,6 +139,21 @@ def save_cluster(data_dir: Path, document: dict[str, Any]) -> Path:
     path = data_dir / CLUSTER_FILE
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
+
+
+def grace_period_seconds(raw: str, lease_renew_interval: float) -> float:
+    """`--node-monitor-grace-period`: a Go duration longer than the Lease renewal interval (a shorter one would mark
+    healthy nodes `Unknown` between two renewals)."""
+    try:
+        seconds = parse_duration(raw)
+    except DurationError as err:
+        raise UpError(f"--node-monitor-grace-period: {err}") from None
+    if seconds <= lease_renew_interval:
+        raise UpError(
+            f"--node-monitor-grace-period must be longer than the node Lease renewal interval "
+            f"({lease_renew_interval:g}s), got {raw!r}"
+        )
+    return seconds
 
 
 def nrt_period_seconds(raw: str) -> float:

@@ -180,7 +180,9 @@ class LocalCluster:
                 log.info("loaded %s: %s", loaded.manifest.describe, loaded.action)
         for node in self.nodes:
             self.server.register_node_proxy(node.name, configz_handler(node))
-        self.controllers = WorkloadControllers(self.http)
+        self.controllers = WorkloadControllers(
+            self.http, node_monitor_grace_period=self.options.node_monitor_grace_period
+        )
         self._controller_task = asyncio.create_task(self.controllers.run())
         self.claim_controller = ResourceClaimController(self.http)
         self._claim_controller_task = asyncio.create_task(self.claim_controller.run())

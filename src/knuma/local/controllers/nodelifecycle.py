@@ -1,0 +1,202 @@
+"""Node health and taint-based eviction, as kube-controller-manager runs them for a node whose kubelet went silent.
+
+The node lifecycle controller (`pkg/controller/nodelifecycle/node_lifecycle_controller.go`) looks at every node
+every `--node-monitor-period` (5 s). A node whose kubelet has not renewed its Lease nor posted its status within
+`--node-monitor-grace-period` (40 s, `RecommendedDefaultNodeLifecycleControllerConfiguration`; 60 s,
+`--node-startup-grace-period`, for a node that never reported its Ready condition), measured on the controller's
+clock from when it last saw a heartbeat change (`HealthProbes`), gets its Ready, MemoryPressure, DiskPressure and
+PIDPressure conditions set to `Unknown` (reason `NodeStatusUnknown`, "Kubelet stopped posting node status.",
+`tryUpdateNodeHealth`); its pods' Ready condition becomes `False` (`MarkPodsNotReady`). Taints follow the Ready
+condition (`processTaintBaseEviction` for NoExecute, `doNoScheduleTaintingPass` for NoSchedule): `Unknown` ->
+`node.kubernetes.io/unreachable`, `False` -> `node.kubernetes.io/not-ready`, `True` -> neither; the NoExecute taint
+carries `timeAdded`.
+
+The taint eviction controller (`pkg/controller/tainteviction/taint_eviction.go`, `processPodOnNode`) then deletes
+each pod on a node with NoExecute taints: at once when one of them is not tolerated, after the smallest
+`tolerationSeconds` of the tolerations that match when all are (`getMinTolerationTime`: 0 or less is at once), never
+when those tolerations have no `tolerationSeconds`; counted from when it first saw the pod there, cancelled when
+the taints go. The pod first gets the `DisruptionTarget` condition (reason `DeletionByTaintManager`,
+`addConditionAndDeletePod`) and a `TaintManagerEviction` event. `knuma apiserver`'s DefaultTolerationSeconds
+admission gives every pod 300 s for both taints unless it says otherwise.
+
+What this module decides is pure; `knuma.local.controllers.manager` reads the Nodes, Leases and Pods and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration
+from knuma.api.types import JsonObj
+
+__all__ = [
+    "CONDITION_TYPES",
+    "LEASE_NAMESPACE",
+    "MONITOR_GRACE_PERIOD",
+    "MONITOR_PERIOD",
+    "NOT_READY",
+    "STARTUP_GRACE_PERIOD",
+    "UNREACHABLE",
+    "HealthProbes",
+    "eviction_delay",
+    "eviction_status",
+    "pod_not_ready_status",
+    "taints_for",
+    "unknown_conditions",
+]
+
+MONITOR_PERIOD = 5.0
+"""`--node-monitor-period`."""
+MONITOR_GRACE_PERIOD = 40.0
+"""`--node-monitor-grace-period`."""
+STARTUP_GRACE_PERIOD = 60.0
+"""`--node-startup-grace-period`: the grace of a node that never reported its Ready condition."""
+LEASE_NAMESPACE = "kube-node-lease"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+NOT_READY = "node.kubernetes.io/not-ready"
+CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+"""The conditions the kubelet owns, set `Unknown` when it goes silent."""
+UNKNOWN_REASON = "NodeStatusUnknown"
+UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
+EVICTION_REASON = "DeletionByTaintManager"
+EVICTION_MESSAGE = "Taint manager: deleting due to NoExecute taint"
+
+
+def _condition(node: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+@dataclass
+class HealthProbes:
+    """When each node's kubelet was last heard of, by this controller's clock: `tryUpdateNodeHealth` keeps a probe
+    timestamp per node that moves to *now* whenever the Lease's `renewTime` or the Ready condition's
+    `lastHeartbeatTime` changes, and on the first sight of a node, so clock skew between the kubelet and the
+    controller does not matter and a controller that just started gives every node a full grace period."""
+
+    seen: dict[str, tuple[Hashable, float]] = field(default_factory=dict)
+
+    def silent(
+        self,
+        name: str,
+        node: Mapping[str, Any],
+        lease: Mapping[str, Any] | None,
+        now: float,
+        grace: float = MONITOR_GRACE_PERIOD,
+        startup_grace: float = STARTUP_GRACE_PERIOD,
+    ) -> bool:
+        """Whether the kubelet of `node` has said nothing for longer than `grace` (`startup_grace` for a node that
+        never reported its Ready condition) up to `now` (monotonic seconds)."""
+        ready = _condition(node, "Ready")
+        beat = (((lease or {}).get("spec") or {}).get("renewTime"), (ready or {}).get("lastHeartbeatTime"))
+        known = self.seen.get(name)
+        if known is None or known[0] != beat:
+            self.seen[name] = (beat, now)
+            return False
+        return now - known[1] > (grace if ready is not None else startup_grace)
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop the nodes not in `names` (deleted)."""
+        keep = set(names)
+        self.seen = {name: known for name, known in self.seen.items() if name in keep}
+
+
+def ready_status(node: Mapping[str, Any]) -> str:
+    """The Ready condition's status: `True`, `False` or `Unknown` (no condition: `Unknown`)."""
+    ready = _condition(node, "Ready")
+    return str(ready.get("status")) if ready is not None else "Unknown"
+
+
+def unknown_conditions(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
+    """The node's conditions with the kubelet's set `Unknown` (the last heartbeat kept, the transition `now`), for a
+    status patch; None when they already are."""
+    conditions = [dict(c) for c in (node.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
+    changed = False
+    for kind in CONDITION_TYPES:
+        found = next((c for c in conditions if c.get("type") == kind), None)
+        if found is None:
+            found = {"type": kind, "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp")}
+            conditions.append(found)
+        if found.get("status") != "Unknown":
+            found.update(status="Unknown", reason=UNKNOWN_REASON, message=UNKNOWN_MESSAGE, lastTransitionTime=now)
+            changed = True
+    return conditions if changed else None
+
+
+def taints_for(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
+    """`spec.taints` as the Ready condition wants them (unreachable or not-ready, NoExecute with `timeAdded` and
+    NoSchedule; neither when Ready), the other taints kept; None when they already are so."""
+    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
+    status = ready_status(node)
+    wanted = {"Unknown": UNREACHABLE, "False": NOT_READY}.get(status)
+    kept = [t for t in taints if t.get("key") not in (UNREACHABLE, NOT_READY) or t.get("key") == wanted]
+    if wanted is not None:
+        for effect in (NO_SCHEDULE, NO_EXECUTE):
+            if not any(t.get("key") == wanted and t.get("effect") == effect for t in kept):
+                kept.append({"key": wanted, "effect": effect, **({"timeAdded": now} if effect == NO_EXECUTE else {})})
+    return kept if kept != taints else None
+
+
+def _toleration(raw: Mapping[str, Any]) -> Toleration:
+    return Toleration(*(str(raw.get(k) or "") for k in ("key", "operator", "value", "effect")))
+
+
+def _toleration_seconds(raw: Mapping[str, Any]) -> float | None:
+    seconds = raw.get("tolerationSeconds")
+    return float(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else None
+
+
+def eviction_delay(pod_spec: Mapping[str, Any], node_taints: Sequence[Mapping[str, Any]]) -> float | None:
+    """`processPodOnNode`: seconds until a pod on a node with `node_taints` is deleted; 0 when a NoExecute taint is
+    not tolerated, None when none is NoExecute or the tolerations used have no `tolerationSeconds`. The toleration
+    used for a taint is the first that tolerates it (`GetMatchingTolerations`); the delay is the smallest of their
+    `tolerationSeconds`, 0 or less meaning at once (`getMinTolerationTime`)."""
+    taints = [
+        Taint(str(t.get("key") or ""), str(t.get("value") or ""), NO_EXECUTE)
+        for t in node_taints
+        if t.get("effect") == NO_EXECUTE
+    ]
+    if not taints:
+        return None
+    raw = [t for t in pod_spec.get("tolerations") or [] if isinstance(t, Mapping)]
+    tolerations = [(_toleration(t), _toleration_seconds(t)) for t in raw]
+    used: list[float | None] = []
+    for taint in taints:
+        first = next((seconds for toleration, seconds in tolerations if toleration.tolerates(taint)), False)
+        if first is False:
+            return 0.0
+        used.append(first)
+    limits = [seconds for seconds in used if seconds is not None]
+    if not limits:
+        return None
+    return max(0.0, min(limits))
+
+
+def pod_not_ready_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
+    """`MarkPodsNotReady`: a strategic merge patch setting the pod's Ready condition `False`; None when it is not
+    `True` (or the pod finished)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    ready = next(
+        (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "Ready"), None
+    )
+    if ready is None or ready.get("status") != "True":
+        return None
+    return {"status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}]}}
+
+
+def eviction_status(now: str) -> JsonObj:
+    """`addConditionAndDeletePod`'s status patch: the `DisruptionTarget` condition."""
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": EVICTION_REASON,
+        "message": EVICTION_MESSAGE,
+        "lastTransitionTime": now,
+    }
+    return {"status": {"conditions": [condition]}}

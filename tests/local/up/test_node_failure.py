@@ -1,0 +1,123 @@
+"""End-to-end: a node whose kubelet goes silent on `knuma up`, as kube-controller-manager handles it.
+
+The node is annotated `sim.knuma.io/heartbeat=stopped` (its simulated kubelet stops renewing its Lease and posting
+status); after `--node-monitor-grace-period` the node lifecycle controller marks it NotReady (conditions Unknown,
+"Kubelet stopped posting node status.") and taints it `node.kubernetes.io/unreachable` (NoSchedule and NoExecute);
+the taint eviction controller deletes its pods once their toleration runs out (DisruptionTarget condition,
+TaintManagerEviction event); the Deployment's replacements are scheduled on the healthy node (the NoSchedule taint
+keeps them off); when the annotation goes, the node is Ready again and untainted. A pod tolerating the taint without
+`tolerationSeconds` stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from knuma.testing.polling import eventually
+from tests.local.up.test_up import Up
+
+pytestmark = pytest.mark.slow
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def deployment(name: str, replicas: int, toleration_seconds: int | None) -> str:
+    toleration: dict[str, Any] = {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}
+    if toleration_seconds is not None:
+        toleration["tolerationSeconds"] = toleration_seconds
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "schedulerName": "topology-aware-scheduler",
+                        "tolerations": [toleration],
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    )
+
+
+def pods(up: Up, app: str) -> list[dict[str, Any]]:
+    return list(up.get("pods", "-l", f"app={app}")["items"])
+
+
+def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+
+def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(start: Callable[..., Up]) -> None:
+    up = start(
+        "--nodes",
+        "2",
+        "--shape",
+        "small",
+        "--exporters",
+        "in-process",
+        "--lease-renew-interval",
+        "2",
+        "--node-monitor-grace-period",
+        "10s",
+    )
+    up.kubectl("apply", "-f", "-", stdin=deployment("web", 2, toleration_seconds=2))
+    up.kubectl("apply", "-f", "-", stdin=deployment("keeper", 1, toleration_seconds=None))
+    eventually(lambda: up.get("deployment", "web")["status"].get("readyReplicas") == 2, timeout=90)
+    eventually(lambda: up.get("deployment", "keeper")["status"].get("readyReplicas") == 1, timeout=90)
+    silent = pods(up, "web")[0]["spec"]["nodeName"]
+    healthy = next(n for n in ("worker-000", "worker-001") if n != silent)
+    on_silent = {p["metadata"]["name"] for p in pods(up, "web") if p["spec"]["nodeName"] == silent}
+    # healthy nodes stay Ready well past the grace period (renewals every 2 s, grace 10 s)
+    assert all(ready_condition(n)["status"] == "True" for n in up.get("nodes")["items"])
+
+    up.kubectl("annotate", "node", silent, "sim.knuma.io/heartbeat=stopped")
+    node = eventually(
+        lambda: (n := up.get("node", silent)) and ready_condition(n)["status"] == "Unknown" and n, timeout=60
+    )
+    assert ready_condition(node)["reason"] == "NodeStatusUnknown"
+    assert ready_condition(node)["message"] == "Kubelet stopped posting node status."
+    tainted = eventually(lambda: (t := up.get("node", silent)["spec"].get("taints") or []) and len(t) >= 2 and t)
+    assert {(t["key"], t["effect"]) for t in tainted} >= {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
+    assert "NotReady" in up.kubectl("get", "node", silent)
+    assert ready_condition(up.get("node", healthy))["status"] == "True"
+
+    # the web pods on the silent node are evicted after their 2 s; the replacements run on the healthy node
+    def replaced() -> bool:
+        current = pods(up, "web")
+        live = [p for p in current if not p["metadata"].get("deletionTimestamp")]
+        ready = [p for p in live if p["status"].get("phase") == "Running"]
+        return not on_silent & {p["metadata"]["name"] for p in current} and len(ready) == 2
+
+    eventually(replaced, timeout=90)
+    assert {p["spec"]["nodeName"] for p in pods(up, "web")} == {healthy}
+    events = up.get("events", "--field-selector", "reason=TaintManagerEviction")["items"]
+    evicted = {e["involvedObject"]["name"] for e in events if e["message"].startswith("Marking for deletion Pod")}
+    assert on_silent <= evicted
+    # the pod that tolerates the taint for ever stays where it is
+    keeper = pods(up, "keeper")
+    assert len(keeper) == 1 and not keeper[0]["metadata"].get("deletionTimestamp")
+
+    # the kubelet comes back: Ready, untainted
+    up.kubectl("annotate", "node", silent, "sim.knuma.io/heartbeat-")
+    eventually(lambda: ready_condition(up.get("node", silent))["status"] == "True", timeout=60)
+    eventually(
+        lambda: not [t for t in up.get("node", silent)["spec"].get("taints") or [] if t["key"] == UNREACHABLE],
+        timeout=60,
+    )
