@@ -1,4 +1,5 @@
-"""PodGC's `gcOrphaned`: pods bound to a node missing for the quarantine are marked Failed and deleted."""
+"""PodGC: `gcOrphaned` (pods bound to a node missing for the quarantine are marked Failed and deleted),
+`gcTerminated` and `gcTerminating` (pods being deleted on an out-of-service node)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import Any
 
 from knuma.kube.client import async_http
 from knuma.local.controllers.manager import WorkloadControllers
-from knuma.local.controllers.podgc import MissingNodes, orphan_status, terminated_over
+from knuma.local.controllers.podgc import (
+    OUT_OF_SERVICE,
+    MissingNodes,
+    orphan_status,
+    out_of_service_terminating,
+    terminated_over,
+)
 from knuma.testing.apiserver import RunningApiServer
 from knuma.testing.polling import eventually_async
 
@@ -103,3 +110,34 @@ async def test_the_controller_deletes_finished_pods_beyond_the_threshold(api: Ru
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await http.aclose()
+
+
+def _node(ready: str, taints: list[dict[str, str]]) -> dict[str, Any]:
+    return {"spec": {"taints": taints}, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def _terminating(name: str, node: str, created: str, deleting: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "creationTimestamp": created}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-29T05:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+
+
+def test_terminating_pods_on_a_not_ready_out_of_service_node_are_collected_oldest_first() -> None:
+    """`gcTerminating`: being deleted, on a node that is not Ready *and* has the out-of-service taint."""
+    out_of_service = {"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}
+    nodes = {
+        "down": _node("Unknown", [out_of_service]),
+        "down-no-taint": _node("Unknown", []),
+        "ready-tainted": _node("True", [out_of_service]),
+    }
+    pods = [
+        _terminating("late", "down", "2026-11-29T04:02:00Z"),
+        _terminating("early", "down", "2026-11-29T04:01:00Z"),
+        _terminating("running", "down", "2026-11-29T04:00:00Z", deleting=False),
+        _terminating("no-taint", "down-no-taint", "2026-11-29T04:00:00Z"),
+        _terminating("ready", "ready-tainted", "2026-11-29T04:00:00Z"),
+        _terminating("gone-node", "missing", "2026-11-29T04:00:00Z"),
+    ]
+    assert [p["metadata"]["name"] for p in out_of_service_terminating(pods, nodes)] == ["early", "late"]
+    assert orphan_status(pods[0], "2026-11-29T05:00:00Z", condition=False) == {"status": {"phase": "Failed"}}

@@ -1,12 +1,13 @@
 """End-to-end: a node whose kubelet goes silent on `knuma up`, as kube-controller-manager handles it.
 
-The node is annotated `sim.knuma.io/heartbeat=stopped` (its simulated kubelet stops renewing its Lease and posting
-status); after `--node-monitor-grace-period` the node lifecycle controller marks it NotReady (conditions Unknown,
-"Kubelet stopped posting node status.") and taints it `node.kubernetes.io/unreachable` (NoSchedule and NoExecute);
-the taint eviction controller deletes its pods once their toleration runs out (DisruptionTarget condition,
-TaintManagerEviction event); the Deployment's replacements are scheduled on the healthy node (the NoSchedule taint
-keeps them off); when the annotation goes, the node is Ready again and untainted. A pod tolerating the taint without
-`tolerationSeconds` stays.
+The node is annotated `sim.knuma.io/heartbeat=stopped` (its simulated kubelet is cut off: no Lease renewal, no
+status, no pod writes); after `--node-monitor-grace-period` the node lifecycle controller marks it NotReady
+(conditions Unknown, "Kubelet stopped posting node status.") and taints it `node.kubernetes.io/unreachable`
+(NoSchedule and NoExecute); the taint eviction controller deletes its pods once their toleration runs out
+(DisruptionTarget condition, TaintManagerEviction event); they stay Terminating, since no kubelet confirms, while the
+Deployment's replacements run on the healthy node (the NoSchedule taint keeps them off); a pod tolerating the taint
+without `tolerationSeconds` stays. The `node.kubernetes.io/out-of-service` taint (non-graceful node shutdown) lets
+PodGC force-delete the Terminating pods; when the annotation goes, the node is Ready again and untainted.
 """
 
 from __future__ import annotations
@@ -98,21 +99,31 @@ def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(
     assert "NotReady" in up.kubectl("get", "node", silent)
     assert ready_condition(up.get("node", healthy))["status"] == "True"
 
-    # the web pods on the silent node are evicted after their 2 s; the replacements run on the healthy node
+    # the web pods on the silent node are evicted after their 2 s and stay Terminating (no kubelet confirms); the
+    # replacements run on the healthy node
     def replaced() -> bool:
         current = pods(up, "web")
+        terminating = {p["metadata"]["name"] for p in current if p["metadata"].get("deletionTimestamp")}
         live = [p for p in current if not p["metadata"].get("deletionTimestamp")]
-        ready = [p for p in live if p["status"].get("phase") == "Running"]
-        return not on_silent & {p["metadata"]["name"] for p in current} and len(ready) == 2
+        ready = [p for p in live if p["status"].get("phase") == "Running" and p["spec"]["nodeName"] == healthy]
+        return terminating == on_silent and len(ready) == 2
 
     eventually(replaced, timeout=90)
-    assert {p["spec"]["nodeName"] for p in pods(up, "web")} == {healthy}
+    stuck = [p for p in pods(up, "web") if p["metadata"]["name"] in on_silent]
+    conditions = {c["type"]: c for c in stuck[0]["status"]["conditions"]}
+    assert conditions["DisruptionTarget"]["reason"] == "DeletionByTaintManager"
+    assert conditions["Ready"]["status"] == "False"  # MarkPodsNotReady
     events = up.get("events", "--field-selector", "reason=TaintManagerEviction")["items"]
     evicted = {e["involvedObject"]["name"] for e in events if e["message"].startswith("Marking for deletion Pod")}
     assert on_silent <= evicted
     # the pod that tolerates the taint for ever stays where it is
     keeper = pods(up, "keeper")
     assert len(keeper) == 1 and not keeper[0]["metadata"].get("deletionTimestamp")
+
+    # out of service (non-graceful node shutdown): PodGC force-deletes the Terminating pods
+    up.kubectl("taint", "node", silent, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+    eventually(lambda: not on_silent & {p["metadata"]["name"] for p in pods(up, "web")}, timeout=90)
+    up.kubectl("taint", "node", silent, "node.kubernetes.io/out-of-service-")
 
     # the kubelet comes back: Ready, untainted
     up.kubectl("annotate", "node", silent, "sim.knuma.io/heartbeat-")

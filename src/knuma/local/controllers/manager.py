@@ -262,7 +262,8 @@ class WorkloadControllers:
                     await task
 
     async def _collect_pods(self) -> None:
-        """PodGC's `gcTerminated` and `gcOrphaned` (`knuma.local.controllers.podgc`), every `podgc_period`."""
+        """PodGC's `gcTerminated`, `gcTerminating` and `gcOrphaned` (`knuma.local.controllers.podgc`), every
+        `podgc_period`."""
         while True:
             await asyncio.sleep(self.podgc_period)
             for pod in podgc.terminated_over(list(self.pods.store.values()), self.terminated_threshold):
@@ -272,21 +273,37 @@ class WorkloadControllers:
                     continue
                 except KubeApiError as err:
                     log.warning("PodGC: cannot delete finished pod %s: %s", object_key(pod), err)
+            stuck = podgc.out_of_service_terminating(list(self.pods.store.values()), self.nodes.store)
+            for pod in stuck:
+                if await self._force_delete(pod, condition=False):
+                    log.info(
+                        "PodGC: deleted terminating pod %s on out-of-service node %s",
+                        object_key(pod),
+                        pod["spec"]["nodeName"],
+                    )
             orphans = self._missing_nodes.orphans(self.pods.store.values(), self.nodes.store, time.monotonic())
             for pod in orphans:
-                path = _pod_path(pod)
-                status = podgc.orphan_status(pod, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
-                body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-                try:
-                    if status is not None:
-                        await rest.patch(self.http, f"{path}/status", status, content_type=STRATEGIC_MERGE_PATCH)
-                    await rest.delete(self.http, path, body=body)
-                except NotFound:
-                    continue
-                except KubeApiError as err:
-                    log.warning("PodGC: cannot delete pod %s of a deleted node: %s", object_key(pod), err)
-                    continue
-                log.info("PodGC: deleted pod %s: node %s no longer exists", object_key(pod), pod["spec"]["nodeName"])
+                if await self._force_delete(pod, condition=True):
+                    log.info(
+                        "PodGC: deleted pod %s: node %s no longer exists", object_key(pod), pod["spec"]["nodeName"]
+                    )
+
+    async def _force_delete(self, pod: Mapping[str, Any], *, condition: bool) -> bool:
+        """PodGC's `markFailedAndDeletePodWithCondition`: `Failed` (with the DisruptionTarget condition when
+        `condition`), then deleted with a grace period of 0; False when it could not be (gone already: quietly)."""
+        path = _pod_path(pod)
+        status = podgc.orphan_status(pod, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), condition=condition)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        try:
+            if status is not None:
+                await rest.patch(self.http, f"{path}/status", status, content_type=STRATEGIC_MERGE_PATCH)
+            await rest.delete(self.http, path, body=body)
+        except NotFound:
+            return False
+        except KubeApiError as err:
+            log.warning("PodGC: cannot delete pod %s: %s", object_key(pod), err)
+            return False
+        return True
 
     async def _monitor_nodes(self) -> None:
         """The node lifecycle controller's `monitorNodeHealth`, every `node_monitor_period`: a node whose kubelet

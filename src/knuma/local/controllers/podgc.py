@@ -13,7 +13,11 @@ evicted ones first (`Failed` with reason `Evicted`, the kubelet's `PodIsEvicted`
 (`gcTerminated`'s `byEvictionAndCreationTimestamp`, name breaking ties), so a long run with churn does not pile up
 completed pods and the finished pods of Jobs and controllers are kept longest.
 
-Not modelled: `gcUnscheduledTerminating` and `gcTerminating` (pods on out-of-service nodes).
+Pods being deleted on a node that is not Ready and carries the `node.kubernetes.io/out-of-service` taint (what an
+administrator adds once a node is known to be down, non-graceful node shutdown) are marked `Failed` and deleted with
+a grace period of 0 (`gcTerminating`, oldest first): their kubelet will never confirm the deletion.
+
+Not modelled: `gcUnscheduledTerminating`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,16 @@ from typing import Any
 
 from knuma.api.types import JsonObj
 
-__all__ = ["CHECK_PERIOD", "QUARANTINE", "TERMINATED_THRESHOLD", "MissingNodes", "orphan_status", "terminated_over"]
+__all__ = [
+    "CHECK_PERIOD",
+    "OUT_OF_SERVICE",
+    "QUARANTINE",
+    "TERMINATED_THRESHOLD",
+    "MissingNodes",
+    "orphan_status",
+    "out_of_service_terminating",
+    "terminated_over",
+]
 
 CHECK_PERIOD = 20.0
 """`gcCheckPeriod`."""
@@ -32,6 +45,7 @@ TERMINATED_THRESHOLD = 12500
 """`--terminated-pod-gc-threshold`'s default."""
 QUARANTINE = 40.0
 """`quarantineTime`: how long a node must be missing before its pods are collected."""
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 REASON = "DeletionByPodGC"
 MESSAGE = "PodGC: node no longer exists"
 
@@ -76,10 +90,37 @@ def _name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
-def orphan_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
+def out_of_service_terminating(
+    pods: Iterable[Mapping[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """`gcTerminating`: the pods being deleted on a node that is not Ready and has the `OUT_OF_SERVICE` taint,
+    oldest first (`byEvictionAndCreationTimestamp`)."""
+    out = []
+    for pod in pods:
+        if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        node = nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        if node is None or _ready(node):
+            continue
+        if any(t.get("key") == OUT_OF_SERVICE for t in (node.get("spec") or {}).get("taints") or []):
+            out.append(pod)
+    out.sort(key=lambda p: (not _evicted(p), str((p.get("metadata") or {}).get("creationTimestamp") or ""), _name(p)))
+    return out
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    """`IsNodeReady`: the Ready condition is True."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def orphan_status(pod: Mapping[str, Any], now: str, *, condition: bool = True) -> JsonObj | None:
     """The status `markFailedAndDeletePodWithCondition` writes before the delete, as a strategic merge patch
-    (conditions merge by type); None for a pod already finished: it is only deleted."""
+    (conditions merge by type): `Failed`, with the `DisruptionTarget` condition unless `condition` is False
+    (`gcTerminating` passes none); None for a pod already finished: it is only deleted."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
-    condition = {"type": "DisruptionTarget", "status": "True", "reason": REASON, "message": MESSAGE}
-    return {"status": {"phase": "Failed", "conditions": [{**condition, "lastTransitionTime": now}]}}
+    if not condition:
+        return {"status": {"phase": "Failed"}}
+    target = {"type": "DisruptionTarget", "status": "True", "reason": REASON, "message": MESSAGE}
+    return {"status": {"phase": "Failed", "conditions": [{**target, "lastTransitionTime": now}]}}

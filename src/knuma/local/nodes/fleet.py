@@ -94,16 +94,16 @@ class _ClaimEvents:
 
 
 class _NodeEvents:
-    """The Nodes' annotations, for the heartbeat switch (`Heartbeats.node_changed`)."""
+    """The Nodes' annotations, for the heartbeat switch (`Fleet.node_changed`)."""
 
-    def __init__(self, heartbeats: Heartbeats) -> None:
-        self.heartbeats = heartbeats
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
 
     def on_add(self, obj: JsonObj) -> None:
-        self.heartbeats.node_changed(obj)
+        self.fleet.node_changed(obj)
 
     def on_update(self, old: JsonObj, new: JsonObj) -> None:
-        self.heartbeats.node_changed(new)
+        self.fleet.node_changed(new)
 
     def on_delete(self, obj: JsonObj) -> None:
         return
@@ -164,7 +164,7 @@ class Fleet:
         )
         self.claims = Informer(http, CLAIMS, _ClaimEvents(self), backoff=Backoff(0.2, 5.0))
         self.nodes = Informer(
-            http, "/api/v1/nodes", _NodeEvents(self.heartbeats), backoff=Backoff(0.2, 5.0), transform=_node_annotations
+            http, "/api/v1/nodes", _NodeEvents(self), backoff=Backoff(0.2, 5.0), transform=_node_annotations
         )
         self._numa_of = {
             name: {device.key: device.numa for device in devices_of(spec.shape)} for name, spec in self.specs.items()
@@ -174,6 +174,10 @@ class Fleet:
         """Claim key -> the pools (nodes) its allocation used, to republish their NRT when it is freed."""
         self._waiting: dict[str, str] = {}
         """Pod key -> why it waits for its ResourceClaims (allocated and reserved for it) before admission."""
+        self._held_back: dict[str, list[tuple[str, list[tuple[str, JsonObj]]]]] = {}
+        """Node -> pod writes (key, [(subresource, patch)]) made while its heartbeats are stopped, sent on resume."""
+        self._held_deletes: dict[str, list[tuple[str, str]]] = {}
+        """Node -> final deletes (pod key, uid) of pods whose containers stopped while it was silent."""
 
     # -- run -------------------------------------------------------------------------------------------------------
 
@@ -301,12 +305,36 @@ class Fleet:
             return None
         return data if isinstance(data, Mapping) else None
 
+    def node_changed(self, node: JsonObj) -> None:
+        """A Node's annotations changed: its heartbeats stop or resume (`Heartbeats.node_changed`). A silent node's
+        kubelet is cut off from the API server: it neither sees new pods or deletions nor writes (`_write`); its
+        pods keep running. When it comes back, what it held back is written and its pods are looked at again (a
+        pod deleted meanwhile stops now, as a kubelet that reconnects finds it being deleted)."""
+        if not self.heartbeats.node_changed(node):
+            return
+        name = str((node.get("metadata") or {}).get("name"))
+        for key, writes in self._held_back.pop(name, []):
+            self._writes.put_nowait((key, writes))
+        for key, uid in self._held_deletes.pop(name, []):
+            self._spawn(self._delete_stopped(key, uid))
+        for obj in list(self.informer.store.values()):
+            if (obj.get("spec") or {}).get("nodeName") == name:
+                self.observe(obj)
+        self._mark(name)
+
+    def _write(self, node: str, key: str, writes: list[tuple[str, JsonObj]]) -> None:
+        """Queue pod writes, or hold them back while the node is silent."""
+        if node in self.heartbeats.stopped:
+            self._held_back.setdefault(node, []).append((key, writes))
+        else:
+            self._writes.put_nowait((key, writes))
+
     def observe(self, obj: JsonObj) -> None:
         """A pod bound to some node was added or changed."""
         meta = obj.get("metadata") or {}
         node = (obj.get("spec") or {}).get("nodeName") or ""
         kubelet = self.kubelets.get(node)
-        if kubelet is None:
+        if kubelet is None or node in self.heartbeats.stopped:
             return
         uid = str(meta.get("uid") or "")
         key = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -358,7 +386,7 @@ class Fleet:
             ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
             self._events.record(ref, "Warning", result.reason, result.message)
             log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
-        self._writes.put_nowait((key, [*writes, ("status", {"status": status})]))
+        self._write(node, key, [*writes, ("status", {"status": status})])
 
     def claim_changed(self, claim: JsonObj) -> None:
         """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again; the NRT of
@@ -441,7 +469,11 @@ class Fleet:
     def _stopped(self, kubelet: SimulatedKubelet, key: str, uid: str) -> None:
         self._stopping.pop(uid, None)
         self._release(kubelet, key, uid)
-        self._spawn(self._delete_stopped(key, uid))
+        node = kubelet.spec.name
+        if node in self.heartbeats.stopped:
+            self._held_deletes.setdefault(node, []).append((key, uid))
+        else:
+            self._spawn(self._delete_stopped(key, uid))
 
     async def _delete_stopped(self, key: str, uid: str) -> None:
         """The final delete, retried (backing off to 10 s) for as long as the pod is there, as the kubelet's status
@@ -500,7 +532,7 @@ class Fleet:
         self.stats.completed += 1
         self._mark(node)
         current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
-        self._writes.put_nowait((pod.key, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})]))
+        self._write(node, pod.key, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})])
 
     async def _write_statuses(self) -> None:
         async def worker() -> None:
@@ -578,11 +610,16 @@ class Fleet:
             self._dirty.add(node)
 
     async def _publish_all(self, names: Iterable[str], limit: asyncio.Semaphore) -> None:
+        """Publish the NRT of `names`; a silent node's waits (kept dirty) until it comes back."""
+
         async def one(name: str) -> None:
             async with limit:
                 await self._publish(name)
 
-        await asyncio.gather(*(one(name) for name in sorted(names)))
+        names = set(names)
+        silent = names & self.heartbeats.stopped
+        self._dirty |= silent
+        await asyncio.gather(*(one(name) for name in sorted(names - silent)))
 
     async def _publish(self, name: str) -> None:
         assert self.client is not None

@@ -8,8 +8,9 @@ patches of `renewTime` (no read first); a deleted Lease is created again.
 
 A node annotated `sim.knuma.io/heartbeat: stopped` is silent, as a kubelet cut off from the API server: no Lease
 renewal, no status (the node lifecycle controller then marks it `Unknown` and taints it,
-`knuma.local.controllers.nodelifecycle`); when the annotation goes, its Lease is renewed and its status posted at
-once, as a kubelet that reconnects finds its node's conditions changed and reports.
+`knuma.local.controllers.nodelifecycle`; the fleet holds back the node's other writes, `knuma.local.nodes.fleet`);
+when the annotation goes, its Lease is renewed and its status posted at once, as a kubelet that reconnects finds
+its node's conditions changed and reports.
 """
 
 from __future__ import annotations
@@ -50,23 +51,26 @@ class Heartbeats:
         """Nodes whose heartbeats are stopped (`HEARTBEAT_ANNOTATION`)."""
         self._resumed: set[asyncio.Task[None]] = set()
 
-    def node_changed(self, node: JsonObj) -> None:
+    def node_changed(self, node: JsonObj) -> bool:
         """Follow a Node's `HEARTBEAT_ANNOTATION`: stop its heartbeats, or resume them with a renewal and a status
-        post at once."""
+        post at once; True when they resume."""
         name = str((node.get("metadata") or {}).get("name") or "")
         if name not in self.specs:
-            return
+            return False
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         if annotations.get(HEARTBEAT_ANNOTATION) == HEARTBEAT_STOPPED:
             if name not in self.stopped:
                 log.info("node %s: heartbeats stopped (%s)", name, HEARTBEAT_ANNOTATION)
             self.stopped.add(name)
-        elif name in self.stopped:
+            return False
+        if name in self.stopped:
             self.stopped.discard(name)
             log.info("node %s: heartbeats resumed", name)
             task = asyncio.get_running_loop().create_task(self._resume(name))
             self._resumed.add(task)
             task.add_done_callback(self._resumed.discard)
+            return True
+        return False
 
     async def _resume(self, name: str) -> None:
         try:
