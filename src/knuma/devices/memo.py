@@ -181,7 +181,7 @@ class AllocationMemo:
             return None
         if not outcome.allocatable:
             text = json.dumps([outcome.reason, outcome.claim, outcome.request, list(outcome.stages.items())])
-            if shared.node in text or any(pool in text for _, pool in shared.pools):
+            if any(_mentions(text, name) for name in (shared.node, *(pool for _, pool in shared.pools))):
                 return None
             failed = _relabelled_failure(replace(outcome, node=node), dict(zip(shared.entry.keys, keys, strict=True)))
             if failed is None:
@@ -233,6 +233,12 @@ def _renamed_results(
     return tuple(out)
 
 
+def _mentions(text: str, name: str) -> bool:
+    """Whether `name` (a node or pool name: letters, digits, `-`, `.`) appears in `text` as a whole name, not inside
+    a longer one (`node-1` is not in `node-10`)."""
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", text) is not None
+
+
 def _renamed_selector(selector: Mapping[str, Any], old: str, new: str) -> Mapping[str, Any] | None:
     """A node selector with `metadata.name In [old]` fields naming `new`; None when `old` appears elsewhere."""
     terms, rest = [], []
@@ -246,7 +252,7 @@ def _renamed_selector(selector: Mapping[str, Any], old: str, new: str) -> Mappin
                 others.append(requirement)
         terms.append({**term, "matchFields": fields} if "matchFields" in term else dict(term))
         rest.append({**term, "matchFields": others})
-    if old in json.dumps({**selector, "nodeSelectorTerms": rest}):
+    if json.dumps(old) in json.dumps({**selector, "nodeSelectorTerms": rest}):  # `old` as a whole value
         return None
     return {**selector, "nodeSelectorTerms": terms}
 
