@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -373,8 +374,8 @@ class WorkloadControllers:
                 key = object_key(pod)
                 seen.add(key)
                 deadline = self._evictions.setdefault(key, now + delay)
-                if now >= deadline:
-                    await self._evict(pod)
+                if now >= deadline and await self._evict(pod):
+                    self._evictions[key] = math.inf  # deleted: not again while the informer catches up
             for key in set(self._evictions) - seen:
                 del self._evictions[key]
                 spared = self.pods.store.get(key)
@@ -383,8 +384,9 @@ class WorkloadControllers:
                         _pod_reference(spared), "Normal", "TaintManagerEviction", f"Cancelling deletion of Pod {key}"
                     )
 
-    async def _evict(self, pod: JsonObj) -> None:
-        """`addConditionAndDeletePod`, with the event `emitPodDeletionEvent` sends."""
+    async def _evict(self, pod: JsonObj) -> bool:
+        """`addConditionAndDeletePod`, with the event `emitPodDeletionEvent` sends; False when the pod could not be
+        deleted (retried on the next pass)."""
         key = object_key(pod)
         self._eviction_events.record(
             _pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}"
@@ -397,11 +399,12 @@ class WorkloadControllers:
             )
             await rest.delete(self.http, path)
         except NotFound:
-            return
+            return True
         except KubeApiError as err:
             log.warning("taint eviction: cannot delete pod %s: %s", key, err)
-            return
+            return False
         log.info("taint eviction: deleted pod %s from tainted node %s", key, pod["spec"]["nodeName"])
+        return True
 
     async def _sync_deployment(self, key: str) -> None:
         deployment = self.deployments.store.get(key)
