@@ -26,9 +26,12 @@ pytestmark = pytest.mark.slow
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
-def deployment(name: str, replicas: int, toleration_seconds: int | None) -> str:
-    toleration: dict[str, Any] = {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}
+def deployment(name: str, replicas: int, toleration_seconds: int | None, node: str | None = None) -> str:
+    """`toleration_seconds` None: a pod that tolerates every taint for ever (as daemon pods of the node's agents);
+    `node`: pinned there by a node selector."""
+    toleration: dict[str, Any] = {"operator": "Exists"}
     if toleration_seconds is not None:
+        toleration = {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}
         toleration["tolerationSeconds"] = toleration_seconds
     return yaml.safe_dump(
         {
@@ -43,6 +46,7 @@ def deployment(name: str, replicas: int, toleration_seconds: int | None) -> str:
                     "spec": {
                         "schedulerName": "topology-aware-scheduler",
                         "tolerations": [toleration],
+                        **({"nodeSelector": {"kubernetes.io/hostname": node}} if node else {}),
                         "containers": [
                             {
                                 "name": "app",
@@ -79,10 +83,10 @@ def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(
         "10s",
     )
     up.kubectl("apply", "-f", "-", stdin=deployment("web", 2, toleration_seconds=2))
-    up.kubectl("apply", "-f", "-", stdin=deployment("keeper", 1, toleration_seconds=None))
     eventually(lambda: up.get("deployment", "web")["status"].get("readyReplicas") == 2, timeout=90)
-    eventually(lambda: up.get("deployment", "keeper")["status"].get("readyReplicas") == 1, timeout=90)
     silent = pods(up, "web")[0]["spec"]["nodeName"]
+    up.kubectl("apply", "-f", "-", stdin=deployment("keeper", 1, toleration_seconds=None, node=silent))
+    eventually(lambda: up.get("deployment", "keeper")["status"].get("readyReplicas") == 1, timeout=90)
     healthy = next(n for n in ("worker-000", "worker-001") if n != silent)
     on_silent = {p["metadata"]["name"] for p in pods(up, "web") if p["spec"]["nodeName"] == silent}
     # healthy nodes stay Ready well past the grace period (renewals every 2 s, grace 10 s)
@@ -116,9 +120,10 @@ def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(
     events = up.get("events", "--field-selector", "reason=TaintManagerEviction")["items"]
     evicted = {e["involvedObject"]["name"] for e in events if e["message"].startswith("Marking for deletion Pod")}
     assert on_silent <= evicted
-    # the pod that tolerates the taint for ever stays where it is
+    # the pod that tolerates the taints for ever stays where it is, not Ready
     keeper = pods(up, "keeper")
     assert len(keeper) == 1 and not keeper[0]["metadata"].get("deletionTimestamp")
+    assert {c["type"]: c["status"] for c in keeper[0]["status"]["conditions"]}["Ready"] == "False"
 
     # out of service (non-graceful node shutdown): PodGC force-deletes the Terminating pods
     up.kubectl("taint", "node", silent, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
@@ -132,3 +137,8 @@ def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(
         lambda: not [t for t in up.get("node", silent)["spec"].get("taints") or [] if t["key"] == UNREACHABLE],
         timeout=60,
     )
+    # its kubelet reports the pod it kept running Ready again
+    eventually(
+        lambda: {c["type"]: c["status"] for c in pods(up, "keeper")[0]["status"]["conditions"]}["Ready"] == "True"
+    )
+    assert pods(up, "keeper")[0]["spec"]["nodeName"] == silent

@@ -228,6 +228,10 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--nodes must be at least 1" in result.output
     result = up("--exporters", "sometimes")
     assert result.exit_code == 2 and "--exporters must be auto, process or in-process" in result.output
+    result = up("--node-monitor-grace-period", "15s")
+    assert result.exit_code == 2 and "at least twice the node Lease renewal interval (10s)" in result.output
+    result = up("--node-monitor-grace-period", "soon")
+    assert result.exit_code == 2 and "--node-monitor-grace-period:" in result.output
     data = tmp_path / "d"
     data.mkdir()
     (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))

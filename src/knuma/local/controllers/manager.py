@@ -319,17 +319,22 @@ class WorkloadControllers:
                 lease = self.leases.store.get(f"{nodelifecycle.LEASE_NAMESPACE}/{name}")
                 try:
                     await self._check_node(name, node, lease, stamp)
-                except NotFound:
-                    continue
+                except (NotFound, Conflict):
+                    continue  # gone, or changed since the informer's copy: the next pass sees the new one
                 except KubeApiError as err:
                     log.warning("node lifecycle: cannot update node %s: %s", name, err)
 
     async def _check_node(self, name: str, node: JsonObj, lease: JsonObj | None, stamp: str) -> None:
+        """One node of `monitorNodeHealth`. Writes carry the informer copy's resourceVersion (409 when the node
+        changed since, e.g. its kubelet just reported Ready: the next pass sees it)."""
         view = node
+        version = meta_of(node).get("resourceVersion")
         if self._probes.silent(name, node, lease, time.monotonic(), self.node_monitor_grace_period):
             conditions = nodelifecycle.unknown_conditions(node, stamp)
             if conditions is not None:
-                await rest.patch(self.http, f"/api/v1/nodes/{name}/status", {"status": {"conditions": conditions}})
+                patch = {"metadata": {"resourceVersion": version}, "status": {"conditions": conditions}}
+                written = await rest.patch(self.http, f"/api/v1/nodes/{name}/status", patch)
+                version = meta_of(written).get("resourceVersion")
                 log.info("node %s: kubelet stopped posting node status; conditions Unknown", name)
                 self._node_events.record(
                     ObjectReference("Node", "", name, str(meta_of(node).get("uid") or "")),
@@ -337,16 +342,18 @@ class WorkloadControllers:
                     "NodeNotReady",
                     f"Node {name} status is now: NodeNotReady",
                 )
-                for pod in [p for p in self.pods.store.values() if (p.get("spec") or {}).get("nodeName") == name]:
-                    patch = nodelifecycle.pod_not_ready_status(pod, stamp)
-                    if patch is not None:
-                        with contextlib.suppress(NotFound):
-                            path = f"{_pod_path(pod)}/status"
-                            await rest.patch(self.http, path, patch, content_type=STRATEGIC_MERGE_PATCH)
                 view = {**node, "status": {**(node.get("status") or {}), "conditions": conditions}}
+        if nodelifecycle.ready_status(view) == "Unknown":  # its pods, those bound since too (`MarkPodsNotReady`)
+            for pod in [p for p in self.pods.store.values() if (p.get("spec") or {}).get("nodeName") == name]:
+                not_ready = nodelifecycle.pod_not_ready_status(pod, stamp)
+                if not_ready is not None:
+                    with contextlib.suppress(NotFound):
+                        path = f"{_pod_path(pod)}/status"
+                        await rest.patch(self.http, path, not_ready, content_type=STRATEGIC_MERGE_PATCH)
         taints = nodelifecycle.taints_for(view, stamp)
         if taints is not None:
-            await rest.patch(self.http, f"/api/v1/nodes/{name}", {"spec": {"taints": taints}})
+            patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": taints}}
+            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
 
     async def _evict_from_tainted_nodes(self) -> None:
         """The taint eviction controller's `processPodOnNode`, every `EVICTION_CHECK_PERIOD`: each pod on a node
@@ -362,6 +369,9 @@ class WorkloadControllers:
                 if (taints := (node.get("spec") or {}).get("taints") or [])
                 and any(t.get("effect") == "NoExecute" for t in taints)
             }
+            if not tainted:
+                self._evictions.clear()
+                continue
             now = time.monotonic()
             seen: set[str] = set()
             for pod in list(self.pods.store.values()):
@@ -374,6 +384,8 @@ class WorkloadControllers:
                 key = object_key(pod)
                 seen.add(key)
                 deadline = self._evictions.setdefault(key, now + delay)
+                if delay == 0 and deadline != math.inf:  # a taint it does not tolerate: at once, whatever was due
+                    deadline = now
                 if now >= deadline and await self._evict(pod):
                     self._evictions[key] = math.inf  # deleted: not again while the informer catches up
             for key in set(self._evictions) - seen:

@@ -43,6 +43,7 @@ __all__ = [
     "eviction_delay",
     "eviction_status",
     "pod_not_ready_status",
+    "ready_status",
     "taints_for",
     "unknown_conditions",
 ]

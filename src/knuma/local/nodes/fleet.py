@@ -174,8 +174,9 @@ class Fleet:
         """Claim key -> the pools (nodes) its allocation used, to republish their NRT when it is freed."""
         self._waiting: dict[str, str] = {}
         """Pod key -> why it waits for its ResourceClaims (allocated and reserved for it) before admission."""
-        self._held_back: dict[str, list[tuple[str, list[tuple[str, JsonObj]]]]] = {}
-        """Node -> pod writes (key, [(subresource, patch)]) made while its heartbeats are stopped, sent on resume."""
+        self._held_back: dict[str, list[tuple[str, str, list[tuple[str, JsonObj]]]]] = {}
+        """Node -> pod writes (key, uid, [(subresource, patch)]) made while its heartbeats are stopped, sent on resume
+        to the pod of that uid only."""
         self._held_deletes: dict[str, list[tuple[str, str]]] = {}
         """Node -> final deletes (pod key, uid) of pods whose containers stopped while it was silent."""
 
@@ -313,19 +314,40 @@ class Fleet:
         if not self.heartbeats.node_changed(node):
             return
         name = str((node.get("metadata") or {}).get("name"))
-        for key, writes in self._held_back.pop(name, []):
-            self._writes.put_nowait((key, writes))
+        for key, uid, writes in self._held_back.pop(name, []):
+            current = self.informer.store.get(key)
+            if current is not None and (current.get("metadata") or {}).get("uid") == uid:
+                self._writes.put_nowait((key, writes))
         for key, uid in self._held_deletes.pop(name, []):
             self._spawn(self._delete_stopped(key, uid))
         for obj in list(self.informer.store.values()):
             if (obj.get("spec") or {}).get("nodeName") == name:
                 self.observe(obj)
+                self._report_ready(name, obj)
         self._mark(name)
 
-    def _write(self, node: str, key: str, writes: list[tuple[str, JsonObj]]) -> None:
+    def _report_ready(self, node: str, obj: JsonObj) -> None:
+        """A running pod of a node that comes back whose Ready condition the node lifecycle controller turned
+        `False` meanwhile is reported Ready again, as the kubelet's status manager writes back the status it holds
+        when the API server's differs."""
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        held = self.kubelets[node].held.get(key)
+        if held is None or held.uid != meta.get("uid") or meta.get("deletionTimestamp"):
+            return
+        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
+        stale = [c for c in conditions if c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True"]
+        if not stale:
+            return
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for condition in stale:
+            condition.update(status="True", lastTransitionTime=now)
+        self._write(node, key, str(meta.get("uid")), [("status", {"status": {"conditions": conditions}})])
+
+    def _write(self, node: str, key: str, uid: str, writes: list[tuple[str, JsonObj]]) -> None:
         """Queue pod writes, or hold them back while the node is silent."""
         if node in self.heartbeats.stopped:
-            self._held_back.setdefault(node, []).append((key, writes))
+            self._held_back.setdefault(node, []).append((key, uid, writes))
         else:
             self._writes.put_nowait((key, writes))
 
@@ -386,7 +408,7 @@ class Fleet:
             ref = ObjectReference("Pod", pod.namespace, pod.name, pod.uid)
             self._events.record(ref, "Warning", result.reason, result.message)
             log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
-        self._write(node, key, [*writes, ("status", {"status": status})])
+        self._write(node, key, uid, [*writes, ("status", {"status": status})])
 
     def claim_changed(self, claim: JsonObj) -> None:
         """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again; the NRT of
@@ -532,7 +554,7 @@ class Fleet:
         self.stats.completed += 1
         self._mark(node)
         current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
-        self._write(node, pod.key, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})])
+        self._write(node, pod.key, pod.uid, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})])
 
     async def _write_statuses(self) -> None:
         async def worker() -> None:

@@ -11,7 +11,9 @@ A profile splits in two:
   Deployment share one signature, so a burst pays for it once. Pods with host ports skip the cache.
 - **Plugins that only act on some pods** (DynamicResources: pods with ResourceClaims) run node by node, on top of
   the arrays, for the pods they select: the allocator runs only on the nodes that fit the pod's CPUs, memory and
-  NUMA alignment, and the other plugins stay vectorised.
+  NUMA alignment, and the other plugins stay vectorised. The decision is the exact path's; one side effect is not:
+  NodeResourceTopologyMatch's rejections are reported (for the overreserve cache's resync) on every node the arrays
+  reject, where the exact path, which runs DynamicResources first, does not reach it on nodes without the devices.
 - **Pod-relation plugins** (InterPodAffinity, PodTopologySpread) run node by node, on top of the arrays, for the pods
   they concern (their own constraints, or placed pods' affinity terms that select them): PreFilter over the
   snapshot, Filter on the rows still feasible, PreScore and a normalized score over the feasible rows.

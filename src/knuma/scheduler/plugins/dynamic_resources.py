@@ -118,7 +118,7 @@ class DeviceState:
     _node_states: tuple[int, dict[str, Hashable]] = field(default=(-1, {}), repr=False)
     _node_states_seen: tuple[int, int, frozenset[DeviceID]] | None = field(default=None, repr=False)
     """(slices version, classes version, devices in use) when `_node_states` was last brought up to date."""
-    _owners: tuple[int, dict[DeviceID, str]] | None = field(default=None, repr=False)
+    _owners: tuple[int, dict[DeviceID, set[str]]] | None = field(default=None, repr=False)
     _classes: dict[str, tuple[Hashable, NodeTopology | None, tuple[Hashable, tuple[tuple[str, str], ...]] | None]] = (
         field(default_factory=dict, repr=False)
     )
@@ -378,7 +378,7 @@ class DeviceState:
         if not changed:
             return states
         owners = self._device_owners()
-        nodes = {owners[device] for device in changed if device in owners}
+        nodes = {node for device in changed for node in owners.get(device, ())}
         if "" in nodes:
             return {}
         for node in nodes:
@@ -444,15 +444,18 @@ class DeviceState:
         self._contents[slice_.name] = (slice_, content)
         return content
 
-    def _device_owners(self) -> dict[DeviceID, str]:
-        """Every device of a slice -> the node its slice is bound to (`nodeName`), "" for a slice not bound to
+    def _device_owners(self) -> dict[DeviceID, set[str]]:
+        """Every device of a slice -> the nodes its slices are bound to (`nodeName`), "" for a slice not bound to
         one node (reachable from any); cached per `slices_version`."""
         cached = self._owners
         if cached is not None and cached[0] == self.slices_version:
             return cached[1]
-        owners = {
-            (s.driver, s.pool.name, d.name): s.node.node_name or "" for s in self.slices.values() for d in s.devices
-        }
+        owners: dict[DeviceID, set[str]] = {}
+        for slice_ in self.slices.values():
+            for device in slice_.devices:
+                owners.setdefault((slice_.driver, slice_.pool.name, device.name), set()).add(
+                    slice_.node.node_name or ""
+                )
         self._owners = (self.slices_version, owners)
         return owners
 
