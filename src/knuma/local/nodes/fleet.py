@@ -632,16 +632,13 @@ class Fleet:
             self._dirty.add(node)
 
     async def _publish_all(self, names: Iterable[str], limit: asyncio.Semaphore) -> None:
-        """Publish the NRT of `names`; a silent node's waits (kept dirty) until it comes back."""
+        """Publish the NRT of `names`; a silent node's waits until it comes back (`node_changed` marks it then)."""
 
         async def one(name: str) -> None:
             async with limit:
                 await self._publish(name)
 
-        names = set(names)
-        silent = names & self.heartbeats.stopped
-        self._dirty |= silent
-        await asyncio.gather(*(one(name) for name in sorted(names - silent)))
+        await asyncio.gather(*(one(name) for name in sorted(set(names) - self.heartbeats.stopped)))
 
     async def _publish(self, name: str) -> None:
         assert self.client is not None
