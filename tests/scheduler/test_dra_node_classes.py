@@ -113,3 +113,13 @@ def test_a_failure_is_shared_only_when_it_names_neither_the_node_nor_its_pools()
     )
     assert memo.from_similar("class", "named", "b", ((GPU, "b"),), ["default/c2"]) is None
     assert memo.similar_failure("class", "named", ["default/c2"]) is not None  # still a verdict
+
+
+def test_a_deleted_node_is_forgotten_and_answers_afresh_if_it_comes_back() -> None:
+    devices = state("a", "b")
+    assert devices.memo is not None
+    before = devices.node_class("b", None)
+    devices.memo.put("b", "shape", ["default/c1"], NodeState(None, {}, devices.node_devices("b")), Outcome("b", True))
+    devices.forget_node("b")
+    assert "b" not in devices.memo.entries
+    assert devices.node_class("b", None) == before  # recomputed, the same

@@ -515,6 +515,7 @@ class Scheduler:
 
     def _node_deleted(self, obj: JsonView) -> None:
         self.cache.delete_node(obj)
+        self.devices.forget_node(str((obj.get("metadata") or {}).get("name") or ""))
 
     def _nrt_added(self, obj: JsonView) -> None:
         self._nrt_changed(obj)

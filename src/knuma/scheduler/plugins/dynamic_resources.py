@@ -365,6 +365,14 @@ class DeviceState:
             known = states[node] = (self.slices_version, self.classes_version, busy)
         return known
 
+    def forget_node(self, node: str) -> None:
+        """A Node was deleted: drop what is remembered per node for it (device state, class, the memo's outcomes),
+        so a long-running scheduler does not keep every node it ever saw."""
+        self._node_states[1].pop(node, None)
+        self._classes.pop(node, None)
+        if self.memo is not None:
+            self.memo.entries.pop(node, None)
+
     def _unchanged_node_states(self, states: dict[str, Hashable]) -> dict[str, Hashable]:
         """`states` without the nodes whose `node_devices` may have changed since they were computed: all of them
         when a slice or class changed or a device of a slice not bound to one node changed use, otherwise the
