@@ -72,12 +72,17 @@ class Heartbeats:
             return True
         return False
 
-    async def _resume(self, name: str) -> None:
-        try:
-            await self._renew_lease(name)
-            await self._post_node_status(name)
-        except KubeApiError as err:
-            log.warning("node %s: heartbeat after resuming failed: %s", name, err)
+    async def _resume(self, name: str, attempts: int = 5) -> None:
+        """The Lease renewed and the status posted at once, retried (1, 2, 4 ... s) while the API server refuses: a
+        status not posted would leave the node `Unknown` until the next status heartbeat, minutes later."""
+        for attempt in range(attempts):
+            try:
+                await self._renew_lease(name)
+                await self._post_node_status(name)
+                return
+            except KubeApiError as err:
+                log.warning("node %s: heartbeat after resuming failed (attempt %d): %s", name, attempt + 1, err)
+                await asyncio.sleep(2**attempt)
 
     async def run(self) -> None:
         """Renew Leases and post Node status until cancelled."""
