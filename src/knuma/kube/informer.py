@@ -31,7 +31,7 @@ from knuma.api.types import JsonObj
 from knuma.kube import rest
 from knuma.kube.errors import Gone, KubeApiError
 
-__all__ = ["Backoff", "EventHandler", "Informer", "decode_event", "object_key"]
+__all__ = ["Backoff", "Callbacks", "EventHandler", "Informer", "decode_event", "ignore", "object_key"]
 
 log = logging.getLogger("knuma.kube.informer")
 
@@ -40,6 +40,23 @@ class EventHandler(Protocol):
     def on_add(self, obj: JsonObj) -> None: ...
     def on_update(self, old: JsonObj, new: JsonObj) -> None: ...
     def on_delete(self, obj: JsonObj) -> None: ...
+
+
+class Callbacks:
+    """An `EventHandler` from one callable per event kind."""
+
+    def __init__(
+        self,
+        on_add: Callable[[JsonObj], None],
+        on_update: Callable[[JsonObj, JsonObj], None],
+        on_delete: Callable[[JsonObj], None],
+    ) -> None:
+        self.on_add, self.on_update, self.on_delete = on_add, on_update, on_delete
+
+
+def ignore(*objs: JsonObj) -> None:
+    """A callback for events nothing reacts to (the store is what is read)."""
+    del objs
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

@@ -31,7 +31,7 @@ from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
-from knuma.kube.informer import Informer, object_key
+from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.local.controllers import nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
@@ -77,19 +77,6 @@ def _lease_fields(lease: JsonObj) -> JsonObj:
         "metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta},
         "spec": {"renewTime": (lease.get("spec") or {}).get("renewTime")},
     }
-
-
-class _Ignored:
-    """Informer events nothing reacts to (Leases: the node lifecycle controller reads them on its period)."""
-
-    def on_add(self, obj: JsonObj) -> None:
-        return
-
-    def on_update(self, old: JsonObj, new: JsonObj) -> None:
-        return
-
-    def on_delete(self, obj: JsonObj) -> None:
-        return
 
 
 def _controller(obj: Mapping[str, Any], kind: str) -> str | None:
@@ -162,7 +149,8 @@ class WorkloadControllers:
         self.pods = Informer(http, "/api/v1/pods", _Events("Pod", self))
         self.nodes = Informer(http, "/api/v1/nodes", _Events("Node", self), transform=_node_fields)
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
-        self.leases = Informer(http, NODE_LEASES, _Ignored(), transform=_lease_fields)
+        # the node lifecycle controller reads the Leases on its period: no event to react to
+        self.leases = Informer(http, NODE_LEASES, Callbacks(ignore, ignore, ignore), transform=_lease_fields)
         self._informers = (
             self.deployments,
             self.replicasets,

@@ -42,7 +42,7 @@ from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
-from knuma.kube.informer import Backoff, Informer
+from knuma.kube.informer import Backoff, Callbacks, Informer, ignore
 from knuma.local.nodes.claims import container_devices, waiting_reason
 from knuma.local.nodes.heartbeats import Heartbeats
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
@@ -91,22 +91,6 @@ class _ClaimEvents:
 
     def on_delete(self, obj: JsonObj) -> None:
         self.fleet.claim_changed({"metadata": obj.get("metadata") or {}})
-
-
-class _NodeEvents:
-    """The Nodes' annotations, for the heartbeat switch (`Fleet.node_changed`)."""
-
-    def __init__(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-
-    def on_add(self, obj: JsonObj) -> None:
-        self.fleet.node_changed(obj)
-
-    def on_update(self, old: JsonObj, new: JsonObj) -> None:
-        self.fleet.node_changed(new)
-
-    def on_delete(self, obj: JsonObj) -> None:
-        return
 
 
 def _node_annotations(node: JsonObj) -> JsonObj:
@@ -164,7 +148,11 @@ class Fleet:
         )
         self.claims = Informer(http, CLAIMS, _ClaimEvents(self), backoff=Backoff(0.2, 5.0))
         self.nodes = Informer(
-            http, "/api/v1/nodes", _NodeEvents(self), backoff=Backoff(0.2, 5.0), transform=_node_annotations
+            http,
+            "/api/v1/nodes",
+            Callbacks(self.node_changed, lambda old, new: self.node_changed(new), ignore),
+            backoff=Backoff(0.2, 5.0),
+            transform=_node_annotations,
         )
         self._numa_of = {
             name: {device.key: device.numa for device in devices_of(spec.shape)} for name, spec in self.specs.items()

@@ -36,7 +36,7 @@ from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference, timestamp
-from knuma.kube.informer import Informer
+from knuma.kube.informer import Callbacks, Informer, ignore
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
 from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache.interface import NRTCache
@@ -85,17 +85,6 @@ def _namespace_metadata(obj: Any) -> Any:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": keep}
 
 
-def _no_op(obj: JsonView) -> None:
-    del obj
-
-
-class _Handler:
-    """Adapts informer callbacks to one method per event kind."""
-
-    def __init__(self, add: Any, update: Any, delete: Any) -> None:
-        self.on_add, self.on_update, self.on_delete = add, update, delete
-
-
 class Scheduler:
     def __init__(
         self,
@@ -137,19 +126,21 @@ class Scheduler:
         )
         self.events = EventRecorder(self.writer, settings.component)
         self.elector = LeaderElector(http, settings.identity, settings.lease) if settings.leader_elect else None
-        self.nodes = Informer(http, "/api/v1/nodes", _Handler(self._node_added, self._node_updated, self._node_deleted))
-        self.nrts = Informer(http, NRT_PATH, _Handler(self._nrt_added, self._nrt_updated, self._nrt_deleted))
-        self.pods = Informer(http, "/api/v1/pods", _Handler(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.nodes = Informer(
+            http, "/api/v1/nodes", Callbacks(self._node_added, self._node_updated, self._node_deleted)
+        )
+        self.nrts = Informer(http, NRT_PATH, Callbacks(self._nrt_added, self._nrt_updated, self._nrt_deleted))
+        self.pods = Informer(http, "/api/v1/pods", Callbacks(self._pod_added, self._pod_updated, self._pod_deleted))
         self.devices = DeviceState()
         """ResourceClaims, slices, classes and in-flight allocations, shared by every profile's DynamicResources."""
         self.namespaces = Informer(
             http,
             "/api/v1/namespaces",
-            _Handler(self._namespace_changed, self._namespace_updated, self._namespace_changed),
+            Callbacks(self._namespace_changed, self._namespace_updated, self._namespace_changed),
             transform=_namespace_metadata,
         )
         """Namespace labels, for the namespace selectors of pod affinity terms (upstream's namespace lister)."""
-        self.budgets = Informer(http, PDB_PATH, _Handler(_no_op, lambda old, new: None, _no_op))
+        self.budgets = Informer(http, PDB_PATH, Callbacks(ignore, ignore, ignore))
         """PodDisruptionBudgets, read when preemption chooses victims (upstream's PDB lister)."""
         for profile in self.profiles.values():
             for plugin in profile.filters:
