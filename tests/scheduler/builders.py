@@ -1,4 +1,4 @@
-"""Small builders for scheduler tests: NRT and Pod manifests as plain dicts."""
+"""Small builders for scheduler tests: NRT and Pod manifests as plain dicts, DRA device state."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any
 from knuma.api.nrt import NodeResourceTopology
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import NodeInfo
+from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.shapes import NodeShape
 from knuma.topology.node import NodeTopology
 
 
@@ -68,3 +71,14 @@ def guaranteed(
     name: str, cpu: str, memory: str = "1Gi", limits: dict[str, str] | None = None, **fields: Any
 ) -> dict[str, Any]:
     return container(name, limits={"cpu": cpu, "memory": memory, **(limits or {})}, **fields)
+
+
+def device_state(shape: NodeShape, nodes: list[str] | tuple[str, ...]) -> DeviceState:
+    """The scheduler's DRA objects for `nodes` of one testbed shape: its DeviceClasses and each node's slices."""
+    state = DeviceState()
+    for body in device_classes([shape]):
+        state.set_class(body)
+    for node in nodes:
+        for body in resource_slices(node, shape):
+            state.set_slice(body)
+    return state

@@ -15,8 +15,10 @@ from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.devices.allocator import allocated_devices, allocation_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState
-from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.dra import resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
+
+from .builders import device_state
 
 GPU = "gpu.sim.knuma.io"
 
@@ -60,12 +62,7 @@ def test_devices_in_use_and_node_states_follow_every_change(seed: int) -> None:
     rng = random.Random(seed)
     shape = BUILTIN_SHAPES["dgx"]
     nodes = [f"n{i}" for i in range(4)]
-    state = DeviceState()
-    for body in device_classes([shape]):
-        state.set_class(body)
-    for node in nodes:
-        for body in resource_slices(node, shape):
-            state.set_slice(body)
+    state = device_state(shape, nodes)
     gpus = sorted(d.name for s in state.slices.values() if s.driver == GPU for d in s.devices)
     claims = [f"c{i}" for i in range(12)]
     pods = [f"p{i}" for i in range(5)]

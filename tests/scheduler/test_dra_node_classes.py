@@ -12,21 +12,17 @@ from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.devices.allocator import ClaimAllocation, Outcome
 from knuma.devices.memo import AllocationMemo, NodeState
 from knuma.scheduler.plugins.dynamic_resources import DeviceState
-from knuma.testbed.dra import device_classes, resource_slices
+from knuma.testbed.dra import resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
+
+from .builders import device_state
 
 GPU = "gpu.sim.knuma.io"
 DGX = BUILTIN_SHAPES["dgx"]
 
 
 def state(*nodes: str) -> DeviceState:
-    devices = DeviceState()
-    for body in device_classes([DGX]):
-        devices.set_class(body)
-    for node in nodes:
-        for body in resource_slices(node, DGX):
-            devices.set_slice(body)
-    return devices
+    return device_state(DGX, nodes)
 
 
 def allocation(node: str, *gpus: int, selector: dict[str, Any] | None = None) -> AllocationResult:
