@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from knuma.api.crd import NRT_CRD
 from knuma.api.nrt import NodeResourceTopology
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
+from knuma.local.nodes.heartbeats import HEARTBEAT_ANNOTATION, Heartbeats
 from knuma.local.nodes.podstatus import LIFETIME_ANNOTATION, SHUTDOWN_ANNOTATION
+from knuma.local.nodes.settings import FleetStats
 from knuma.local.nodes.spec import NodeSpec
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testing.apiserver import RunningApiServer
@@ -213,3 +216,21 @@ async def test_a_deleted_pod_holds_its_cpus_until_its_containers_stop(api: Runni
 
 async def _equal(value: Any, expected: Any) -> bool:
     return bool(await value == expected)
+
+
+def test_a_heartbeat_annotation_that_is_not_understood_is_logged_once_and_changes_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    heartbeats = Heartbeats(None, {n.name: n for n in two_nodes()}, FleetSettings(), FleetStats())  # type: ignore[arg-type]
+    node = {"metadata": {"name": "sim-0", "annotations": {HEARTBEAT_ANNOTATION: "stop"}}}
+    with caplog.at_level("WARNING", logger="knuma.local.nodes"):
+        assert heartbeats.node_changed(node) is False
+        assert heartbeats.node_changed(node) is False
+    assert heartbeats.stopped == set()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"node sim-0: annotation {HEARTBEAT_ANNOTATION}='stop' is not understood ('stopped' or no annotation); "
+        "its heartbeats go on"
+    ]
+    stopped = {"metadata": {"name": "sim-0", "annotations": {HEARTBEAT_ANNOTATION: "stopped"}}}
+    assert heartbeats.node_changed(stopped) is False and heartbeats.stopped == {"sim-0"}

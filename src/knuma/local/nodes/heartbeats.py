@@ -50,6 +50,8 @@ class Heartbeats:
         self.stopped: set[str] = set()
         """Nodes whose heartbeats are stopped (`HEARTBEAT_ANNOTATION`)."""
         self._resumed: set[asyncio.Task[None]] = set()
+        self._refused: dict[str, object] = {}
+        """Node -> the annotation value last seen (a value not understood is logged once, not at every update)."""
 
     def node_changed(self, node: JsonObj) -> bool:
         """Follow a Node's `HEARTBEAT_ANNOTATION`: stop its heartbeats, or resume them with a renewal and a status
@@ -58,7 +60,17 @@ class Heartbeats:
         if name not in self.specs:
             return False
         annotations = (node.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(HEARTBEAT_ANNOTATION) == HEARTBEAT_STOPPED:
+        value = annotations.get(HEARTBEAT_ANNOTATION)
+        if value not in (None, HEARTBEAT_STOPPED) and self._refused.get(name) != value:
+            log.warning(
+                "node %s: annotation %s=%r is not understood (%r or no annotation); its heartbeats go on",
+                name,
+                HEARTBEAT_ANNOTATION,
+                value,
+                HEARTBEAT_STOPPED,
+            )
+        self._refused[name] = value
+        if value == HEARTBEAT_STOPPED:
             if name not in self.stopped:
                 log.info("node %s: heartbeats stopped (%s)", name, HEARTBEAT_ANNOTATION)
             self.stopped.add(name)
