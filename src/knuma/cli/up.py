@@ -86,6 +86,29 @@ def up(
         help="How long a node's kubelet may be silent (a node annotated sim.knuma.io/heartbeat=stopped) before the "
         "node is NotReady and tainted unreachable, as kube-controller-manager's flag (default 40s).",
     ),
+    node_eviction_rate: float = typer.Option(
+        0.1,
+        "--node-eviction-rate",
+        metavar="PER_SECOND",
+        help="Failed nodes tainted NoExecute (their pods evicted) per second per zone, as kube-controller-manager's "
+        "flag; no node is when every zone is down.",
+    ),
+    secondary_node_eviction_rate: float = typer.Option(
+        0.01,
+        "--secondary-node-eviction-rate",
+        metavar="PER_SECOND",
+        help="The same in a zone with --unhealthy-zone-threshold of its nodes down, if it has more than "
+        "--large-cluster-size-threshold nodes (otherwise none).",
+    ),
+    large_cluster_size_threshold: int = typer.Option(
+        50, "--large-cluster-size-threshold", metavar="NODES", help="See --secondary-node-eviction-rate."
+    ),
+    unhealthy_zone_threshold: float = typer.Option(
+        0.55,
+        "--unhealthy-zone-threshold",
+        metavar="SHARE",
+        help="Share of a zone's nodes (more than 2) not Ready that slows its evictions to the secondary rate.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
     log_level: str | None = log_level_option(),
 ) -> None:
@@ -103,7 +126,14 @@ def up(
 
     from knuma.duration import format_duration
     from knuma.local.apiserver.loader import read_manifests
-    from knuma.local.up.options import UpError, UpOptions, grace_period_seconds, nrt_period_seconds, resolve_cluster
+    from knuma.local.up.options import (
+        UpError,
+        UpOptions,
+        eviction_rates,
+        grace_period_seconds,
+        nrt_period_seconds,
+        resolve_cluster,
+    )
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import line
 
@@ -127,7 +157,10 @@ def up(
     if nrt_period is not None:
         options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
     grace = grace_period_seconds(node_monitor_grace_period, lease_renew_interval)
-    options = replace(options, node_monitor_grace_period=grace)
+    rates = eviction_rates(
+        node_eviction_rate, secondary_node_eviction_rate, large_cluster_size_threshold, unhealthy_zone_threshold
+    )
+    options = replace(options, node_monitor_grace_period=grace, eviction_rates=rates)
     if exporters not in ("auto", "process", "in-process"):
         raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
     spec, document = resolve_cluster(options)

@@ -20,6 +20,7 @@ from typing import Any
 
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
+from knuma.kube.ratelimit import TokenBucket
 
 __all__ = ["EventRecorder", "ObjectReference", "timestamp"]
 
@@ -61,12 +62,9 @@ class EventRecorder:
     ) -> None:
         self.http = http
         self.component = component
-        self.qps = qps
-        self.burst = burst
-        self.tokens = float(burst)
         self.dedupe_window = dedupe_window
         self.clock = clock
-        self._last_refill = clock()
+        self._limit = TokenBucket(qps, burst, clock())
         self._recorded: dict[tuple[ObjectReference, str, str], _Recorded] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.dropped = 0
@@ -76,13 +74,9 @@ class EventRecorder:
     ) -> None:
         """Send (in the background) unless the rate limit is exhausted; never raises. `component` overrides the
         reporting component (a scheduler reports each pod's profile name, as kube-scheduler does)."""
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self._last_refill) * self.qps)
-        self._last_refill = now
-        if self.tokens < 1:
+        if not self._limit.try_accept(self.clock()):
             self.dropped += 1
             return
-        self.tokens -= 1
         task = asyncio.get_running_loop().create_task(
             self._send(ref, event_type, reason, message, component or self.component)
         )

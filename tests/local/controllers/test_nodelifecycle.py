@@ -1,6 +1,7 @@
 """The node lifecycle and taint eviction decisions (`knuma.local.controllers.nodelifecycle`), case by case against
-kube-controller-manager's `tryUpdateNodeHealth`, `processTaintBaseEviction` / `doNoScheduleTaintingPass`,
-`processPodOnNode` with `GetMatchingTolerations` and `getMinTolerationTime`, and `MarkPodsNotReady`."""
+kube-controller-manager's `tryUpdateNodeHealth`, `SwapNodeControllerTaint` / `doNoScheduleTaintingPass` /
+`markNodeAsReachable`, `processPodOnNode` with `GetMatchingTolerations` and `getMinTolerationTime`, and
+`MarkPodsNotReady`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import pytest
 from knuma.local.controllers.nodelifecycle import (
     NOT_READY,
     UNREACHABLE,
+    UNSCHEDULABLE,
     HealthProbes,
     eviction_delay,
+    has_taint,
+    no_execute_swap,
+    no_schedule_taints,
     pod_not_ready_status,
-    taints_for,
+    reachable_taints,
     unknown_conditions,
 )
 
@@ -76,17 +81,50 @@ def test_unknown_conditions_keep_the_last_heartbeat_and_add_the_missing_ones_onc
     ("ready", "wanted"),
     [("Unknown", UNREACHABLE), ("False", NOT_READY), ("True", None)],
 )
-def test_taints_follow_the_ready_condition_and_keep_the_others(ready: str, wanted: str | None) -> None:
+def test_no_schedule_taints_follow_the_ready_condition_and_keep_the_others(ready: str, wanted: str | None) -> None:
     other = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
-    stale = {"key": NOT_READY if wanted == UNREACHABLE else UNREACHABLE, "effect": "NoExecute", "timeAdded": NOW}
-    taints = taints_for(node(ready, [other, stale]), NOW)
+    stale = {"key": NOT_READY if wanted == UNREACHABLE else UNREACHABLE, "effect": "NoSchedule", "timeAdded": NOW}
+    evicting = {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": NOW}  # not this pass's business
+    taints = no_schedule_taints(node(ready, [other, stale, evicting]), NOW)
     assert taints is not None
-    assert other in taints and stale not in taints
-    ours = {(t["key"], t["effect"]) for t in taints if t["key"] in (UNREACHABLE, NOT_READY)}
-    assert ours == ({(wanted, "NoSchedule"), (wanted, "NoExecute")} if wanted else set())
+    assert other in taints and evicting in taints and stale not in taints
+    ours = {(t["key"], t["effect"]) for t in taints if t["key"] in (UNREACHABLE, NOT_READY) and t != evicting}
+    assert ours == ({(wanted, "NoSchedule")} if wanted else set())
     if wanted:
-        assert next(t for t in taints if t["effect"] == "NoExecute" and t["key"] == wanted)["timeAdded"] == NOW
-        assert taints_for(node(ready, taints), NOW) is None  # already right: nothing to write
+        assert next(t for t in taints if t["effect"] == "NoSchedule" and t["key"] == wanted)["timeAdded"] == NOW
+        assert no_schedule_taints(node(ready, taints), NOW) is None  # already right: nothing to write
+
+
+def test_no_schedule_taints_for_pressure_and_a_cordoned_node() -> None:
+    pressured = node()
+    pressured["status"]["conditions"][0]["status"] = "True"  # MemoryPressure
+    pressured["spec"]["unschedulable"] = True
+    taints = no_schedule_taints(pressured, NOW)
+    assert taints is not None
+    assert {t["key"] for t in taints} == {"node.kubernetes.io/memory-pressure", UNSCHEDULABLE}
+    relieved = node(taints=taints)  # pressure gone, uncordoned
+    assert no_schedule_taints(relieved, NOW) == []
+
+
+def test_no_execute_taints_swap_with_the_ready_condition_and_go_when_reachable() -> None:
+    unreachable = no_execute_swap(node("Unknown", [{"key": NOT_READY, "effect": "NoExecute", "timeAdded": "t0"}]), NOW)
+    assert unreachable == [{"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": NOW}]
+    assert no_execute_swap(node("Unknown", unreachable), "later") is None  # kept with its first timeAdded
+    assert no_execute_swap(node("True", []), NOW) is None
+    assert has_taint(node("Unknown", unreachable), UNREACHABLE, "NoExecute")
+    assert not has_taint(node("Unknown", unreachable), UNREACHABLE, "NoSchedule")
+    both = [*unreachable, {"key": UNREACHABLE, "effect": "NoSchedule"}, {"key": "dedicated", "effect": "NoExecute"}]
+    assert reachable_taints(node("True", both)) == both[1:]
+    assert reachable_taints(node("True", both[1:])) is None
+
+
+def test_probes_restart_gives_every_node_a_new_grace_period() -> None:
+    probes = HealthProbes()
+    assert not probes.silent("n1", node(), lease("t1"), now=0.0, grace=40)
+    assert probes.silent("n1", node(), lease("t1"), now=50.0, grace=40)
+    probes.restart(now=50.0)
+    assert not probes.silent("n1", node(), lease("t1"), now=89.0, grace=40)
+    assert probes.silent("n1", node(), lease("t1"), now=91.0, grace=40)
 
 
 def tolerations(*items: dict[str, Any]) -> dict[str, Any]:

@@ -232,6 +232,10 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "at least twice the node Lease renewal interval (10s)" in result.output
     result = up("--node-monitor-grace-period", "soon")
     assert result.exit_code == 2 and "--node-monitor-grace-period:" in result.output
+    result = up("--node-eviction-rate", "-1")
+    assert result.exit_code == 2 and "--node-eviction-rate must be 0 or more, got -1" in result.output
+    result = up("--unhealthy-zone-threshold", "55")
+    assert result.exit_code == 2 and "above 0 and at most 1, got 55" in result.output
     data = tmp_path / "d"
     data.mkdir()
     (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))

@@ -32,7 +32,7 @@ from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
-from knuma.local.controllers import nodelifecycle, podgc
+from knuma.local.controllers import evictionzones, nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
@@ -104,12 +104,11 @@ class _Events:
         self.manager.changed(self.kind, obj, added=True)
 
     def on_update(self, old: JsonObj, new: JsonObj) -> None:
-        if self.kind == "Node" and (old.get("spec"), meta_of(old).get("labels")) == (
+        status_only = self.kind == "Node" and (old.get("spec"), meta_of(old).get("labels")) == (
             new.get("spec"),
             meta_of(new).get("labels"),
-        ):
-            return
-        self.manager.changed(self.kind, new)
+        )
+        self.manager.changed(self.kind, new, status_only=status_only)
 
     def on_delete(self, obj: JsonObj) -> None:
         self.manager.changed(self.kind, obj, deleted=True)
@@ -124,18 +123,22 @@ class WorkloadControllers:
         terminated_threshold: int = podgc.TERMINATED_THRESHOLD,
         node_monitor_period: float = nodelifecycle.MONITOR_PERIOD,
         node_monitor_grace_period: float = nodelifecycle.MONITOR_GRACE_PERIOD,
+        eviction_rates: evictionzones.EvictionRates | None = None,
     ) -> None:
         """`podgc_period`: how often pods of deleted nodes and finished pods beyond `terminated_threshold` are
         looked for (a node must be missing for twice that, as upstream's 40 s quarantine is twice its 20 s
         period). `node_monitor_period` / `node_monitor_grace_period`: how often node health is checked, and how
         long a kubelet may be silent before its node is `Unknown` and tainted (kube-controller-manager's
-        `--node-monitor-period` and `--node-monitor-grace-period`)."""
+        `--node-monitor-period` and `--node-monitor-grace-period`); `eviction_rates`: how fast failed nodes are
+        tainted NoExecute per zone (`--node-eviction-rate` and the flags around it)."""
         self.http = http
         self.podgc_period = podgc_period
         self.terminated_threshold = terminated_threshold
         self.node_monitor_period = node_monitor_period
         self.node_monitor_grace_period = node_monitor_grace_period
         self._probes = nodelifecycle.HealthProbes()
+        self._zones = evictionzones.ZoneEvictions(eviction_rates or evictionzones.EvictionRates())
+        self._known_nodes: set[str] = set()
         self._evictions: dict[str, float] = {}
         """Pod key -> when the taint eviction controller deletes it (monotonic seconds)."""
         self._node_events = EventRecorder(http, "node-controller")
@@ -169,7 +172,16 @@ class WorkloadControllers:
         self._expect: dict[str, _Expectations] = {}
         self.created_pods = 0
 
-    def changed(self, kind: str, obj: Mapping[str, Any], *, added: bool = False, deleted: bool = False) -> None:
+    def changed(
+        self,
+        kind: str,
+        obj: Mapping[str, Any],
+        *,
+        added: bool = False,
+        deleted: bool = False,
+        status_only: bool = False,
+    ) -> None:
+        """`status_only`: a Node update that changed neither its spec nor its labels (DaemonSets do not care)."""
         key = object_key(obj)
         if kind == "Deployment":
             self._enqueue("Deployment", key)
@@ -187,8 +199,11 @@ class WorkloadControllers:
         elif kind == "PodDisruptionBudget":
             self._enqueue("PodDisruptionBudget", key)
         elif kind == "Node":
-            for daemonset in list(self.daemonsets.store):
-                self._enqueue("DaemonSet", daemonset)
+            if not deleted:
+                self._enqueue("Node", key)  # its NoSchedule condition taints (`doNoScheduleTaintingPass`)
+            if not status_only:
+                for daemonset in list(self.daemonsets.store):
+                    self._enqueue("DaemonSet", daemonset)
         else:
             namespace = meta_of(obj).get("namespace") or "default"
             for budget in list(self.budgets.store):  # a pod's readiness or labels change its budgets' status
@@ -225,6 +240,7 @@ class WorkloadControllers:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
             informers.append(asyncio.create_task(self._collect_pods()))
             informers.append(asyncio.create_task(self._monitor_nodes()))
+            informers.append(asyncio.create_task(self._taint_failed_nodes()))
             informers.append(asyncio.create_task(self._evict_from_tainted_nodes()))
             while True:
                 kind, key = await self._queue.get()
@@ -238,6 +254,8 @@ class WorkloadControllers:
                         await self._sync_statefulset(key)
                     elif kind == "PodDisruptionBudget":
                         await self._sync_budget(key)
+                    elif kind == "Node":
+                        await self._sync_node_taints(key)
                     else:
                         await self._sync_replicaset(key)
                 except KubeApiError as err:
@@ -297,27 +315,86 @@ class WorkloadControllers:
     async def _monitor_nodes(self) -> None:
         """The node lifecycle controller's `monitorNodeHealth`, every `node_monitor_period`: a node whose kubelet
         has been silent for `node_monitor_grace_period` gets its conditions `Unknown` and its pods' Ready condition
-        `False`; every node's unreachable / not-ready taints follow its Ready condition
-        (`knuma.local.controllers.nodelifecycle`)."""
+        `False`; a node seen not Ready is queued for its NoExecute taint, a Ready one loses it; then the zones'
+        health sets the tainting rates (`handleDisruption`, `knuma.local.controllers.evictionzones`)."""
         while True:
             await asyncio.sleep(self.node_monitor_period)
             stamp = _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+            now = time.monotonic()
             self._probes.forget(self.nodes.store)
-            for name, node in list(self.nodes.store.items()):
+            nodes = list(self.nodes.store.items())
+            await self._observe_nodes(nodes)
+            zones: dict[str, list[str]] = {}
+            for name, node in nodes:
                 lease = self.leases.store.get(f"{nodelifecycle.LEASE_NAMESPACE}/{name}")
                 try:
-                    await self._check_node(name, node, lease, stamp)
+                    current = await self._check_node(name, node, lease, stamp, now)
                 except (NotFound, Conflict):
                     continue  # gone, or changed since the informer's copy: the next pass sees the new one
                 except KubeApiError as err:
                     log.warning("node lifecycle: cannot update node %s: %s", name, err)
+                    continue
+                if not evictionzones.excluded(node):
+                    zones.setdefault(evictionzones.zone_key(node), []).append(nodelifecycle.ready_status(current))
+            transition = self._zones.handle(zones, now)
+            if transition is evictionzones.Transition.ENTERED_MASTER_DISRUPTION:
+                log.warning(
+                    "node lifecycle: no node is Ready in any zone; entering master disruption mode: NoExecute "
+                    "taints removed, no node tainted until one is Ready again"
+                )
+                for name, node in nodes:
+                    await self._mark_reachable(name, node)
+            elif transition is evictionzones.Transition.EXITED_MASTER_DISRUPTION:
+                log.info("node lifecycle: some nodes are Ready; exiting master disruption mode")
+                self._probes.restart(now)
 
-    async def _check_node(self, name: str, node: JsonObj, lease: JsonObj | None, stamp: str) -> None:
-        """One node of `monitorNodeHealth`. Writes carry the informer copy's resourceVersion (409 when the node
-        changed since, e.g. its kubelet just reported Ready: the next pass sees it)."""
+    async def _observe_nodes(self, nodes: list[tuple[str, JsonObj]]) -> None:
+        """`classifyNodes` and what follows: a node seen for the first time is registered (event) and loses any
+        NoExecute taint a previous controller left (`markNodeAsReachable`): it is tainted again through the queue
+        if it is still not Ready; a node gone is forgotten."""
+        names = {name for name, _ in nodes}
+        for name, node in nodes:
+            if name in self._known_nodes:
+                continue
+            self._known_nodes.add(name)
+            ref = ObjectReference("Node", "", name, str(meta_of(node).get("uid") or ""))
+            self._node_events.record(
+                ref, "Normal", "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller"
+            )
+            await self._mark_reachable(name, node)
+        for name in self._known_nodes - names:
+            self._known_nodes.discard(name)
+            self._node_events.record(
+                ObjectReference("Node", "", name, ""),
+                "Normal",
+                "RemovingNode",
+                f"Node {name} event: Removing Node {name} from Controller",
+            )
+
+    async def _mark_reachable(self, name: str, node: JsonObj) -> None:
+        """`markNodeAsReachable`: the node's NoExecute unreachable / not-ready taints removed, out of its zone's
+        queue."""
+        self._zones.tainter(evictionzones.zone_key(node), time.monotonic()).remove(name)
+        taints = nodelifecycle.reachable_taints(node)
+        if taints is None:
+            return
+        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
+        try:
+            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
+        except (NotFound, Conflict):
+            return  # gone, or changed: the next pass looks again
+        except KubeApiError as err:
+            log.warning("node lifecycle: cannot remove the NoExecute taints of node %s: %s", name, err)
+
+    async def _check_node(self, name: str, node: JsonObj, lease: JsonObj | None, stamp: str, now: float) -> JsonObj:
+        """One node of `monitorNodeHealth` (`tryUpdateNodeHealth`, then `processTaintBaseEviction` on the Ready
+        condition as observed before this pass, as upstream: a node that just went `Unknown` is queued for its
+        NoExecute taint on the next pass). Returns the node as it now is. Writes carry the informer copy's
+        resourceVersion (409 when the node changed since, e.g. its kubelet just reported Ready: the next pass sees
+        it)."""
         view = node
         version = meta_of(node).get("resourceVersion")
-        if self._probes.silent(name, node, lease, time.monotonic(), self.node_monitor_grace_period):
+        if self._probes.silent(name, node, lease, now, self.node_monitor_grace_period):
             conditions = nodelifecycle.unknown_conditions(node, stamp)
             if conditions is not None:
                 patch = {"metadata": {"resourceVersion": version}, "status": {"conditions": conditions}}
@@ -338,10 +415,77 @@ class WorkloadControllers:
                     with contextlib.suppress(NotFound):
                         path = f"{_pod_path(pod)}/status"
                         await rest.patch(self.http, path, not_ready, content_type=STRATEGIC_MERGE_PATCH)
-        taints = nodelifecycle.taints_for(view, stamp)
-        if taints is not None:
-            patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": taints}}
+        if nodelifecycle.ready_condition(view) is None:
+            return view  # never reported, still within its startup grace: nothing to decide yet
+        observed = nodelifecycle.ready_status(node)
+        tainter = self._zones.tainter(evictionzones.zone_key(node), now)
+        if observed == "True":
+            await self._mark_reachable(name, {**view, "metadata": {**meta_of(view), "resourceVersion": version}})
+        else:
+            own, opposite = (
+                (nodelifecycle.UNREACHABLE, nodelifecycle.NOT_READY)
+                if observed == "Unknown"
+                else (nodelifecycle.NOT_READY, nodelifecycle.UNREACHABLE)
+            )
+            if nodelifecycle.has_taint(node, opposite, "NoExecute"):  # swapped at once, not rate limited
+                taints = nodelifecycle.no_execute_swap(node, stamp)
+                if taints is not None:
+                    patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": taints}}
+                    await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
+            else:  # `markNodeForTainting`
+                if not nodelifecycle.has_taint(node, own, "NoExecute"):
+                    tainter.remove(name)
+                tainter.add(name, now)
+        return view
+
+    async def _sync_node_taints(self, name: str) -> None:
+        """`doNoScheduleTaintingPass` on a node update: its NoSchedule taints follow its conditions and
+        `spec.unschedulable`."""
+        node = self.nodes.store.get(name)
+        if node is None:
+            return
+        taints = nodelifecycle.no_schedule_taints(node, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if taints is None:
+            return
+        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
+        with contextlib.suppress(NotFound, Conflict):  # gone, or changed: its update event brings it back
             await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
+
+    async def _taint_failed_nodes(self) -> None:
+        """`doNoExecuteTaintingPass`, every `EVICTION_PERIOD`: each zone's queue hands out the nodes to taint as its
+        rate allows; a node Ready by then is let go, a failed write is retried."""
+        while True:
+            await asyncio.sleep(evictionzones.EVICTION_PERIOD)
+            now = time.monotonic()
+            for _, queue in self._zones.zones():
+                while (name := queue.due(now)) is not None:
+                    node = self.nodes.store.get(name)
+                    if node is None or nodelifecycle.ready_status(node) == "True":
+                        queue.done(name)
+                        continue
+                    if nodelifecycle.ready_condition(node) is None:
+                        queue.retry(name, now + 0.05)
+                        continue
+                    if await self._taint_no_execute(name, node):
+                        queue.done(name)
+                    else:
+                        queue.retry(name, now)
+
+    async def _taint_no_execute(self, name: str, node: JsonObj) -> bool:
+        """`SwapNodeControllerTaint` for one node off the queue; False when the write failed."""
+        taints = nodelifecycle.no_execute_swap(node, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if taints is None:
+            return True
+        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
+        try:
+            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
+        except NotFound:
+            return True
+        except KubeApiError as err:
+            log.debug("node lifecycle: cannot taint node %s NoExecute: %s; retrying", name, err)
+            return False
+        log.info("node lifecycle: node %s tainted NoExecute (%s)", name, nodelifecycle.ready_status(node))
+        return True
 
     async def _evict_from_tainted_nodes(self) -> None:
         """The taint eviction controller's `processPodOnNode`, every `EVICTION_CHECK_PERIOD`: each pod on a node

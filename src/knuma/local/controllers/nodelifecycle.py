@@ -7,9 +7,11 @@ every `--node-monitor-period` (5 s). A node whose kubelet has not renewed its Le
 clock from when it last saw a heartbeat change (`HealthProbes`), gets its Ready, MemoryPressure, DiskPressure and
 PIDPressure conditions set to `Unknown` (reason `NodeStatusUnknown`, "Kubelet stopped posting node status.",
 `tryUpdateNodeHealth`); its pods' Ready condition becomes `False` (`MarkPodsNotReady`). Taints follow the Ready
-condition (`processTaintBaseEviction` for NoExecute, `doNoScheduleTaintingPass` for NoSchedule): `Unknown` ->
-`node.kubernetes.io/unreachable`, `False` -> `node.kubernetes.io/not-ready`, `True` -> neither; the NoExecute taint
-carries `timeAdded`.
+condition: `Unknown` -> `node.kubernetes.io/unreachable`, `False` -> `node.kubernetes.io/not-ready`, `True` ->
+neither, each with `timeAdded`. The NoSchedule one is set on every node update (`doNoScheduleTaintingPass`, which
+also taints pressure conditions and cordoned nodes); the NoExecute one, which evicts, goes through a rate-limited
+queue per zone that stops when every zone is down (`processTaintBaseEviction`, `doNoExecuteTaintingPass`,
+`handleDisruption`: `knuma.local.controllers.evictionzones`).
 
 The taint eviction controller (`pkg/controller/tainteviction/taint_eviction.go`, `processPodOnNode`) then deletes
 each pod on a node with NoExecute taints: at once when one of them is not tolerated, after the smallest
@@ -39,12 +41,17 @@ __all__ = [
     "NOT_READY",
     "STARTUP_GRACE_PERIOD",
     "UNREACHABLE",
+    "UNSCHEDULABLE",
     "HealthProbes",
     "eviction_delay",
     "eviction_status",
+    "has_taint",
+    "no_execute_swap",
+    "no_schedule_taints",
     "pod_not_ready_status",
+    "reachable_taints",
+    "ready_condition",
     "ready_status",
-    "taints_for",
     "unknown_conditions",
 ]
 
@@ -57,8 +64,19 @@ STARTUP_GRACE_PERIOD = 60.0
 LEASE_NAMESPACE = "kube-node-lease"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
+UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 """The conditions the kubelet owns, set `Unknown` when it goes silent."""
+CONDITION_TAINTS = {
+    ("Ready", "False"): NOT_READY,
+    ("Ready", "Unknown"): UNREACHABLE,
+    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
+    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
+    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
+    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+}
+"""`nodeConditionToTaintKeyStatusMap`: the NoSchedule taint of a condition status."""
+CONDITION_TAINT_KEYS = frozenset(CONDITION_TAINTS.values())
 UNKNOWN_REASON = "NodeStatusUnknown"
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
 EVICTION_REASON = "DeletionByTaintManager"
@@ -100,10 +118,19 @@ class HealthProbes:
             return False
         return now - known[1] > (grace if ready is not None else startup_grace)
 
+    def restart(self, now: float) -> None:
+        """Every node gets a full grace period from `now` (leaving master disruption mode, `handleDisruption`)."""
+        self.seen = {name: (beat, now) for name, (beat, _) in self.seen.items()}
+
     def forget(self, names: Iterable[str]) -> None:
         """Drop the nodes not in `names` (deleted)."""
         keep = set(names)
         self.seen = {name: known for name, known in self.seen.items() if name in keep}
+
+
+def ready_condition(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Ready condition; None when the kubelet never reported one."""
+    return _condition(node, "Ready")
 
 
 def ready_status(node: Mapping[str, Any]) -> str:
@@ -128,18 +155,70 @@ def unknown_conditions(node: Mapping[str, Any], now: str) -> list[JsonObj] | Non
     return conditions if changed else None
 
 
-def taints_for(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
-    """`spec.taints` as the Ready condition wants them (unreachable or not-ready, NoExecute with `timeAdded` and
-    NoSchedule; neither when Ready), the other taints kept; None when they already are so."""
-    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
-    status = ready_status(node)
-    wanted = {"Unknown": UNREACHABLE, "False": NOT_READY}.get(status)
-    kept = [t for t in taints if t.get("key") not in (UNREACHABLE, NOT_READY) or t.get("key") == wanted]
-    if wanted is not None:
-        for effect in (NO_SCHEDULE, NO_EXECUTE):
-            if not any(t.get("key") == wanted and t.get("effect") == effect for t in kept):
-                kept.append({"key": wanted, "effect": effect, **({"timeAdded": now} if effect == NO_EXECUTE else {})})
-    return kept if kept != taints else None
+def _taint_keys(taints: Sequence[Mapping[str, Any]], effect: str) -> set[str]:
+    return {str(t.get("key")) for t in taints if t.get("effect") == effect}
+
+
+def _taints(node: Mapping[str, Any]) -> list[JsonObj]:
+    return [dict(t) for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
+
+
+def has_taint(node: Mapping[str, Any], key: str, effect: str) -> bool:
+    """`taintutils.TaintExists` for a key and effect."""
+    return key in _taint_keys(_taints(node), effect)
+
+
+def _swapped(
+    taints: list[JsonObj], add: Sequence[tuple[str, str]], remove: Sequence[tuple[str, str]], now: str
+) -> list[JsonObj] | None:
+    """`SwapNodeControllerTaint`: `add` (key, effect) taints stamped `timeAdded` (those already there kept as they
+    are), `remove` ones dropped, the others kept; None when nothing changes."""
+    present = {(t.get("key"), t.get("effect")) for t in taints}
+    kept = [t for t in taints if (t.get("key"), t.get("effect")) not in remove]
+    added = [{"key": key, "effect": effect, "timeAdded": now} for key, effect in add if (key, effect) not in present]
+    result = kept + added
+    return result if result != taints else None
+
+
+def no_schedule_taints(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
+    """`doNoScheduleTaintingPass`: `spec.taints` with the NoSchedule taints the conditions and `spec.unschedulable`
+    call for (`nodeConditionToTaintKeyStatusMap`: Ready False -> not-ready, Unknown -> unreachable; memory, disk and
+    PID pressure and network unavailable when True) and no other condition taint; None when already so. Upstream
+    runs it on every node update, so a kubelet reporting pressure, a silent node and `kubectl cordon` are all
+    reflected at once."""
+    wanted: set[str] = set()
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping):
+            key = CONDITION_TAINTS.get((str(condition.get("type")), str(condition.get("status"))))
+            if key is not None:
+                wanted.add(key)
+    if (node.get("spec") or {}).get("unschedulable"):
+        wanted.add(UNSCHEDULABLE)
+    taints = _taints(node)
+    have = {key for key in _taint_keys(taints, NO_SCHEDULE) if key in CONDITION_TAINT_KEYS or key == UNSCHEDULABLE}
+    return _swapped(
+        taints,
+        [(key, NO_SCHEDULE) for key in sorted(wanted - have)],
+        [(key, NO_SCHEDULE) for key in sorted(have - wanted)],
+        now,
+    )
+
+
+def no_execute_swap(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
+    """`doNoExecuteTaintingPass`'s action for a node taken off its zone's queue (and `processTaintBaseEviction`'s
+    instant swap): the NoExecute taint of its Ready condition (`Unknown` -> unreachable, `False` -> not-ready) added,
+    the other one removed; None when already so or when Ready."""
+    wanted = {"Unknown": UNREACHABLE, "False": NOT_READY}.get(ready_status(node))
+    if wanted is None:
+        return None
+    opposite = NOT_READY if wanted == UNREACHABLE else UNREACHABLE
+    return _swapped(_taints(node), [(wanted, NO_EXECUTE)], [(opposite, NO_EXECUTE)], now)
+
+
+def reachable_taints(node: Mapping[str, Any]) -> list[JsonObj] | None:
+    """`markNodeAsReachable`: `spec.taints` without the NoExecute unreachable and not-ready taints (the NoSchedule
+    ones stay: they follow the conditions); None when there are none."""
+    return _swapped(_taints(node), [], [(UNREACHABLE, NO_EXECUTE), (NOT_READY, NO_EXECUTE)], "")
 
 
 def _toleration(raw: Mapping[str, Any]) -> Toleration:

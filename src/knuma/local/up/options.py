@@ -9,7 +9,7 @@ cluster never silently changes shape.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import yaml
 from knuma.api.nrt import Policy, Scope
 from knuma.duration import DurationError, parse_duration
 from knuma.errors import InvalidInput, OperationFailed
+from knuma.local.controllers.evictionzones import EvictionRates
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
@@ -58,6 +59,9 @@ class UpOptions:
     node_monitor_grace_period: float = 40.0
     """Seconds a node's kubelet may be silent before the node lifecycle controller marks it `Unknown` and taints it
     (`knuma.local.controllers.nodelifecycle`)."""
+    eviction_rates: EvictionRates = field(default_factory=EvictionRates)
+    """How fast failed nodes are tainted NoExecute per zone, and when that stops
+    (`knuma.local.controllers.evictionzones`)."""
 
     @property
     def describes_cluster(self) -> bool:
@@ -155,6 +159,26 @@ def grace_period_seconds(raw: str, lease_renew_interval: float) -> float:
             f"({lease_renew_interval:g}s), got {raw!r}"
         )
     return seconds
+
+
+def eviction_rates(
+    eviction_rate: float, secondary_eviction_rate: float, large_cluster_size_threshold: int, unhealthy_threshold: float
+) -> EvictionRates:
+    """kube-controller-manager's eviction flags, checked: rates of 0 or more (0 taints nothing), a size of 0 or more,
+    a threshold above 0 and at most 1 (a share of the zone's nodes)."""
+    for flag, value in (
+        ("--node-eviction-rate", eviction_rate),
+        ("--secondary-node-eviction-rate", secondary_eviction_rate),
+        ("--large-cluster-size-threshold", large_cluster_size_threshold),
+    ):
+        if value < 0:
+            raise UpError(f"{flag} must be 0 or more, got {value:g}")
+    if not 0 < unhealthy_threshold <= 1:
+        raise UpError(
+            "--unhealthy-zone-threshold is a share of a zone's nodes: above 0 and at most 1, "
+            f"got {unhealthy_threshold:g}"
+        )
+    return EvictionRates(eviction_rate, secondary_eviction_rate, large_cluster_size_threshold, unhealthy_threshold)
 
 
 def nrt_period_seconds(raw: str) -> float:

@@ -181,7 +181,9 @@ class LocalCluster:
         for node in self.nodes:
             self.server.register_node_proxy(node.name, configz_handler(node))
         self.controllers = WorkloadControllers(
-            self.http, node_monitor_grace_period=self.options.node_monitor_grace_period
+            self.http,
+            node_monitor_grace_period=self.options.node_monitor_grace_period,
+            eviction_rates=self.options.eviction_rates,
         )
         self._controller_task = asyncio.create_task(self.controllers.run())
         self.claim_controller = ResourceClaimController(self.http)
