@@ -146,3 +146,29 @@ def test_kubectl_sees_kube_apiservers_answers(kubectl: Kubectl, http_client: Htt
         "field": "spec.containers[0].resources.limits",
         "message": "Required value: Limit must be set for non overcommitable resources",
     }
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_dra_objects_are_decoded_with_the_v1_field_tree() -> None:
+    """`resource.k8s.io/v1` is 1.34's: the served version's definitions cover it, so a typo in a claim is an unknown
+    field as on kube-apiserver, and every DRA object the examples hold decodes cleanly."""
+    seen = 0
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if isinstance(obj, dict) and str(obj.get("apiVersion")) == "resource.k8s.io/v1":
+                assert fieldschema.has_schema(*_gvk(obj)), obj["kind"]
+                result = decode(obj)
+                assert (result.unknown, result.errors) == ([], []), f"{path.name}: {obj['kind']}"
+                assert not upstream_rejects(obj), f"{path.name}: {obj['kind']}"
+                seen += 1
+    assert seen >= 5
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClasName": "gpu.example.com"}}]}},
+    }
+    assert decode(claim).unknown == ["spec.devices.requests[0].exactly.deviceClasName"]
+    assert upstream_rejects(claim)

@@ -12,10 +12,7 @@ import platform
 from knuma import __version__
 from knuma.api.types import JsonObj
 from knuma.local.apiserver.resources import Registry
-
-#: The Kubernetes version the server claims (the API surface follows it; kubectl skew warnings stay quiet).
-KUBE_MAJOR = "1"
-KUBE_MINOR = "33"
+from knuma.local.apiserver.version import KUBE_MAJOR, KUBE_MINOR
 
 
 def version() -> JsonObj:

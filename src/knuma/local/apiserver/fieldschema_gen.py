@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from knuma.local.apiserver.version import KUBERNETES_VERSION
+
 __all__ = ["KUBERNETES_VERSION", "OUTPUT", "generate"]
 
-KUBERNETES_VERSION = "1.33.0"
-"""The version `knuma apiserver` reports (`/version`)."""
 OUTPUT = Path(__file__).with_name("fieldschema.json.gz")
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
