@@ -13,6 +13,7 @@ import pytest
 
 from knuma.api.crd import NRT_CRD
 from knuma.api.nrt import NodeResourceTopology
+from knuma.api.types import STRATEGIC_MERGE_PATCH
 from knuma.kube.client import async_client, async_http
 from knuma.local.nodes.fleet import Fleet, FleetSettings
 from knuma.local.nodes.heartbeats import HEARTBEAT_ANNOTATION, Heartbeats
@@ -234,3 +235,32 @@ def test_a_heartbeat_annotation_that_is_not_understood_is_logged_once_and_change
     ]
     stopped = {"metadata": {"name": "sim-0", "annotations": {HEARTBEAT_ANNOTATION: "stopped"}}}
     assert heartbeats.node_changed(stopped) is False and heartbeats.stopped == {"sim-0"}
+
+
+async def test_a_node_stopped_before_a_restart_stays_silent_after_it(api: RunningApiServer, tmp_path: Path) -> None:
+    """A resumed cluster (`knuma up --data-dir`) whose node was annotated stopped: the restarted fleet refreshes its
+    labels but posts neither its status nor its Lease, so the node does not flap Ready."""
+    http = async_http(api.kubeconfig)
+    assert (await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)).status_code == 201
+    state = tmp_path / "state"
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-1"
+    async with running_fleet(api, state):
+        patch = {"metadata": {"annotations": {HEARTBEAT_ANNOTATION: "stopped"}}}
+        assert (await http.patch("/api/v1/nodes/sim-1", json=patch, headers=MERGE)).status_code == 200
+    unknown = {"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]}}
+    response = await http.patch(
+        "/api/v1/nodes/sim-1/status", json=unknown, headers={"Content-Type": STRATEGIC_MERGE_PATCH}
+    )
+    assert response.status_code == 200, response.text
+    renewed = (await get(http, lease_path))["spec"]["renewTime"]
+
+    def ready(node: dict[str, Any]) -> str:
+        return str(next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["status"])
+
+    async with running_fleet(api, state) as fleet:
+        assert fleet.heartbeats.stopped == {"sim-1"}
+        await asyncio.sleep(1.0)  # three Lease periods
+        assert ready(await get(http, "/api/v1/nodes/sim-1")) == "Unknown"
+        assert (await get(http, lease_path))["spec"]["renewTime"] == renewed
+        assert ready(await get(http, "/api/v1/nodes/sim-0")) == "True"
+    await http.aclose()

@@ -120,6 +120,11 @@ class Heartbeats:
         except Conflict:  # a resumed cluster: refresh labels and status, keep the object
             patch = {"metadata": {"labels": manifest["metadata"]["labels"]}}
             node = await rest.patch(self.http, f"/api/v1/nodes/{spec.name}", patch)
+            self.node_changed(node)
+            if spec.name in self.stopped:  # annotated stopped before the restart: silent from the start
+                self.node_uids[spec.name] = node["metadata"]["uid"]
+                self.stats.registered += 1
+                return
             status = {"status": {**manifest["status"], "conditions": node_conditions()}}
             await rest.patch(self.http, f"/api/v1/nodes/{spec.name}/status", status)
         self.node_uids[spec.name] = node["metadata"]["uid"]
