@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +186,36 @@ def test_when_every_node_is_silent_nothing_is_evicted(start: Callable[..., Up]) 
     eventually(lambda: all(not effects(n) for n in up.get("nodes")["items"]), timeout=60)
     eventually(lambda: up.get("deployment", "web")["status"].get("readyReplicas") == 2, timeout=60)
     assert {p["metadata"]["name"] for p in pods(up, "web")} == before
+
+
+def exporter_state(up: Up, node: str) -> str | None:
+    """The /proc state letter (R, S, T for stopped, ...) of `knuma up`'s exporter process for `node`; None if none."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == up.process.pid and b"exporter" in args and node.encode() in args:
+            return fields[0]
+    return None
+
+
+def test_the_exporter_process_of_a_silent_node_is_paused(start: Callable[..., Up]) -> None:
+    """With `--exporters process` each node's `knuma exporter` stands for a pod on that node: while the node is
+    silent it is paused (SIGSTOP), so it cannot publish either; it resumes with the node, and a `knuma up` stopped
+    meanwhile still stops it."""
+    up = start("--nodes", "2", "--shape", "small", "--exporters", "process", "--node-monitor-grace-period", "10s")
+    eventually(lambda: exporter_state(up, "worker-000") not in (None, "T"), timeout=60)
+    up.kubectl("annotate", "node", "worker-000", "sim.knuma.io/heartbeat=stopped")
+    eventually(lambda: exporter_state(up, "worker-000") == "T", timeout=30)
+    assert exporter_state(up, "worker-001") not in (None, "T")
+    up.kubectl("annotate", "node", "worker-000", "sim.knuma.io/heartbeat-")
+    eventually(lambda: exporter_state(up, "worker-000") not in (None, "T"), timeout=30)
+    up.kubectl("annotate", "node", "worker-001", "sim.knuma.io/heartbeat=stopped")
+    eventually(lambda: exporter_state(up, "worker-001") == "T", timeout=30)
+    assert up.stop() == 0
+    assert exporter_state(up, "worker-001") is None

@@ -30,12 +30,18 @@ from knuma.local.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micr
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.spec import NodeSpec
 
-__all__ = ["HEARTBEAT_ANNOTATION", "HEARTBEAT_STOPPED", "Heartbeats"]
+__all__ = ["HEARTBEAT_ANNOTATION", "HEARTBEAT_STOPPED", "Heartbeats", "heartbeat_stopped"]
 
 log = logging.getLogger("knuma.local.nodes")
 
 HEARTBEAT_ANNOTATION = "sim.knuma.io/heartbeat"
 HEARTBEAT_STOPPED = "stopped"
+
+
+def heartbeat_stopped(node: Mapping[str, Any]) -> bool:
+    """Whether `node` is annotated `sim.knuma.io/heartbeat: stopped` (its simulated kubelet is cut off)."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(HEARTBEAT_ANNOTATION) == HEARTBEAT_STOPPED)
 
 
 class Heartbeats:

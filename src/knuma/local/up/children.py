@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -25,17 +26,22 @@ log = logging.getLogger("knuma.local.up")
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _die_with_parent(death_signal: int) -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, death_signal)
 
 
 class Child:
-    def __init__(self, name: str, args: Sequence[str], log_file: Path) -> None:
+    def __init__(self, name: str, args: Sequence[str], log_file: Path, *, death_signal: int = signal.SIGTERM) -> None:
+        """`death_signal`: what the child gets if `knuma up` dies; SIGKILL for a child that may be paused (a stopped
+        process leaves SIGTERM pending for ever)."""
         self.name = name
+        self.death_signal = death_signal
         self.args = list(args)
         self.log_file = log_file
         self.process: subprocess.Popen[bytes] | None = None
+        self.paused = False
+        """Stopped with SIGSTOP (`pause`): it stands for a process on a node cut off from the API server."""
 
     def start(self) -> Child:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -51,10 +57,24 @@ class Child:
                 stderr=out,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=functools.partial(_die_with_parent, self.death_signal) if sys.platform == "linux" else None,
             )
+        self.paused = False
         log.debug("started %s (pid %d): %s", self.name, self.process.pid, " ".join(self.args))
         return self
+
+    def pause(self) -> None:
+        """SIGSTOP: it does nothing (and writes nothing) until `resume`; a SIGTERM meanwhile waits for the resume, as
+        a container on a partitioned node is restarted only once its kubelet is back."""
+        if not self.paused and self.exited() is None:
+            self.signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT after `pause`."""
+        if self.paused:
+            self.paused = False
+            self.signal(signal.SIGCONT)
 
     @property
     def pid(self) -> int | None:
@@ -82,8 +102,13 @@ class Child:
             self.process.wait(5)
             return False
 
-    def stop(self, timeout: float = 10.0) -> bool:
+    def terminate(self) -> None:
+        """SIGTERM, delivered at once even when paused."""
         self.signal(signal.SIGTERM)
+        self.resume()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        self.terminate()
         return self.wait(timeout)
 
     def tail(self, lines: int = 5) -> str:
@@ -98,7 +123,7 @@ class Child:
 def stop_all(children: Sequence[Child], timeout: float = 10.0) -> None:
     """SIGTERM to all, then wait for each (one shared deadline)."""
     for child in children:
-        child.signal(signal.SIGTERM)
+        child.terminate()
     deadline = time.monotonic() + timeout
     for child in children:
         child.wait(max(0.1, deadline - time.monotonic()))

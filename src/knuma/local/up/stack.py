@@ -35,11 +35,12 @@ from knuma.duration import format_duration
 from knuma.kube import rest
 from knuma.kube.client import async_http
 from knuma.kube.errors import Conflict, KubeApiError
-from knuma.kube.informer import Informer
+from knuma.kube.informer import Callbacks, Informer, ignore
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.manager import WorkloadControllers
+from knuma.local.nodes.heartbeats import heartbeat_stopped
 from knuma.local.nodes.kubeletconfig import configz_handler
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.spec import NodeSpec, nodes_of
@@ -152,6 +153,7 @@ class LocalCluster:
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
         self._deployed_pods_task: asyncio.Task[None] | None = None
+        self._silent_nodes_task: asyncio.Task[None] | None = None
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
@@ -205,6 +207,32 @@ class LocalCluster:
                 on_error=log.debug,
             )
             self._deployed_pods_task = asyncio.create_task(pods.run())
+        if self.exporters:
+            nodes = Informer(
+                self.http,
+                "/api/v1/nodes",
+                Callbacks(
+                    self._pause_exporter_of_silent_node, lambda _, new: self._pause_exporter_of_silent_node(new), ignore
+                ),
+                watch_timeout=60,
+                on_error=log.debug,
+            )
+            self._silent_nodes_task = asyncio.create_task(nodes.run())
+
+    def _pause_exporter_of_silent_node(self, node: dict[str, Any]) -> None:
+        """The exporter process of a node annotated `sim.knuma.io/heartbeat=stopped` is paused (SIGSTOP) while the
+        annotation lasts: on a cluster the exporter is a pod on that node, cut off from the API server with its
+        kubelet, so the NRT the scheduler sees stays what it was when the node went silent."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        child = self.exporter_of(name)
+        if child is None:
+            return
+        if heartbeat_stopped(node) and not child.paused:
+            log.info("node %s is silent: its exporter (pid %s) is paused until it is back", name, child.pid)
+            child.pause()
+        elif not heartbeat_stopped(node) and child.paused:
+            log.info("node %s is back: its exporter (pid %s) resumes", name, child.pid)
+            child.resume()
 
     @property
     def url(self) -> str:
@@ -307,7 +335,10 @@ class LocalCluster:
             ]
             if node.shape.dra:
                 args.append("--dra-devices")  # knuma's NRT extension: DRA devices per NUMA zone
-            self.exporters.append(Child(f"exporter {node.name}", args, self.logs / f"exporter-{node.name}.log").start())
+            log_file = self.logs / f"exporter-{node.name}.log"
+            # paused while its node is silent: a SIGTERM from a dying `knuma up` would wait for ever, SIGKILL does not
+            exporter = Child(f"exporter {node.name}", args, log_file, death_signal=signal.SIGKILL)
+            self.exporters.append(exporter.start())
 
     def exporter_of(self, node: str | None) -> Child | None:
         """The exporter process publishing `node`'s NRT (none with `--exporters in-process`)."""
@@ -363,7 +394,12 @@ class LocalCluster:
         await asyncio.to_thread(stop_all, first)
         if self.node_process is not None:
             await asyncio.to_thread(self.node_process.stop, 15.0)
-        for task in (self._deployed_pods_task, self._controller_task, self._claim_controller_task):
+        for task in (
+            self._deployed_pods_task,
+            self._silent_nodes_task,
+            self._controller_task,
+            self._claim_controller_task,
+        ):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
