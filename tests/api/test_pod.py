@@ -333,3 +333,47 @@ def test_dra_numa_annotation_is_read_leniently() -> None:
     }
     assert with_annotation("not json").dra_devices == {}
     assert with_annotation("[1]").dra_devices == {}
+
+
+# -- pod-level resources (PodLevelResources, beta and on in 1.34) ----------------------------------------------------
+
+
+def pod_level(containers: list[dict[str, Any]], resources: dict[str, Any]) -> Pod:
+    spec = {"containers": containers, "resources": resources}
+    return Pod.from_manifest({"metadata": {"name": "p"}, "spec": spec})
+
+
+def test_pod_level_resources_decide_qos_request_and_keep_the_managers_away() -> None:
+    """`ComputePodQOS` reads `spec.resources` alone; `PodRequests` takes its CPU and memory over the containers';
+    the static CPU and memory managers skip the pod (`IsPodLevelResourcesSet`)."""
+    whole = {"limits": {"cpu": "4", "memory": "8Gi"}}  # requests default to the limits (`defaultPodRequests`)
+    guaranteed = pod_level([c("app", limits={"cpu": "2", "memory": "1Gi"}), c("side")], whole)
+    assert guaranteed.qos is QOSClass.GUARANTEED
+    assert guaranteed.pod_requests == {"cpu": 4000, "memory": 8 << 30}
+    assert guaranteed.effective_request == {"cpu": 4000, "memory": 8 << 30}
+    assert guaranteed.pod_level_resources and not guaranteed.pinned_by_managers
+    assert guaranteed.exclusive_cpus(guaranteed.containers[0]) == 0
+    twin = pod([c("app", limits={"cpu": "2", "memory": "1Gi"})])
+    assert twin.pinned_by_managers and twin.exclusive_cpus(twin.containers[0]) == 2
+    assert guaranteed.admission_key != pod_level([c("app", limits={"cpu": "2", "memory": "1Gi"})], {}).admission_key
+
+    cpu_only = pod_level([c("app", requests={"cpu": "1", "memory": "1Gi"})], {"requests": {"cpu": "3"}})
+    assert cpu_only.qos is QOSClass.BURSTABLE
+    assert cpu_only.effective_request == {"cpu": 3000, "memory": 1 << 30}  # memory from the containers
+
+    # `spec.resources` present but empty: the QoS class is computed from it, BestEffort
+    empty = pod_level([c("app", limits={"cpu": "2", "memory": "1Gi"})], {})
+    assert empty.qos is QOSClass.BEST_EFFORT and not empty.pod_level_resources
+
+
+def test_pod_level_hugepages_requests_default_to_the_containers_aggregate() -> None:
+    hugepages = pod_level(
+        [
+            c("a", limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "512Mi"}),
+            c("b", limits={"hugepages-2Mi": "1Gi"}),
+        ],
+        {"limits": {"cpu": "2", "memory": "2Gi", "hugepages-2Mi": "2Gi"}},
+    )
+    assert hugepages.pod_requests == {"cpu": 2000, "memory": 2 << 30, "hugepages-2Mi": 1536 << 20}
+    with pytest.raises(PodError, match=r"spec.resources must be a mapping"):
+        Pod.from_manifest({"metadata": {"name": "p"}, "spec": {"containers": [c("a")], "resources": "4"}})

@@ -62,3 +62,16 @@ def test_best_effort_pods_spread_instead_of_piling_on_the_first_node() -> None:
     assert chosen == ["n0", "n1", "n2", "n0", "n1", "n2"]
     assert nodes[0].requested == {}  # BestEffort pods request nothing ...
     assert nodes[0].non_zero_requested == {"cpu": 200, "memory": 400 * MI}  # ... but count for scoring
+
+
+def test_pod_level_requests_replace_the_containers_in_fit_and_score() -> None:
+    """`PodRequests` with pod-level resources: the pod's CPU and memory are the pod-level ones, for the filter and
+    for scoring (whose defaults for containers without requests they replace)."""
+    from knuma.api.pod import Pod
+
+    spec = {"containers": [{"name": "app"}], "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}
+    whole = Pod.from_manifest({"metadata": {"name": "p"}, "spec": spec})
+    assert non_zero_request(whole) == {"cpu": 3000, "memory": GI}
+    node = NodeInfo("n", allocatable={"cpu": 4000, "memory": 8 * GI, "pods": 110}, requested={"cpu": 2000})
+    assert not NodeResourcesFit().filter(CycleState(), whole, node).ok  # 2 CPUs free, 3 asked at pod level
+    assert NodeResourcesFit().filter(CycleState(), pod(container("app")), node).ok

@@ -66,7 +66,9 @@ def random_cluster(rng: random.Random, count: int) -> list[NodeInfo]:
 
 
 def random_pod(rng: random.Random, index: int) -> Pod:
-    kind = rng.choice(["guaranteed", "guaranteed", "guaranteed", "fractional", "burstable", "besteffort", "init"])
+    kind = rng.choice(
+        ["guaranteed", "guaranteed", "guaranteed", "fractional", "burstable", "besteffort", "init", "pod-level"]
+    )
     containers = []
     for c in range(rng.choice([1, 1, 2])):
         cpu = rng.choice([1, 2, 3, 4, 6])
@@ -85,6 +87,8 @@ def random_pod(rng: random.Random, index: int) -> Pod:
     spec: dict[str, object] = {"containers": containers}
     if kind == "init":
         spec["initContainers"] = [{"name": "setup", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]
+    if kind == "pod-level":  # Guaranteed by its pod-level resources: requested as a whole, never NUMA-pinned
+        spec["resources"] = {"limits": {"cpu": str(rng.choice([4, 8, 12])), "memory": "8Gi"}}
     return Pod.from_manifest({"metadata": {"name": f"p{index}"}, "spec": spec})
 
 

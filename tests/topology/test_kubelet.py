@@ -794,3 +794,19 @@ def test_more_than_eight_numa_nodes_with_max_allowable_numa_nodes_are_modelled_i
     assert admit(make_pod(gu("app", "8")), replace(n, config=TopologyManagerConfig(RESTRICTED))).reason == (
         TOPOLOGY_MANAGER_UNSUPPORTED
     )
+
+
+def test_a_pod_with_pod_level_resources_is_neither_pinned_nor_rejected_for_alignment():
+    """1.34's static CPU and memory managers return no hints and allocate nothing for a pod with pod-level resources
+    (`GetTopologyHints` / `Allocate` when `IsPodLevelResourcesSet`): six CPUs that no zone holds are no
+    TopologyAffinityError, and the zones keep their CPUs and memory (the pod runs in the shared pool)."""
+    spec = {"containers": [gu("app", "6", "2Gi")], "resources": {"limits": {"cpu": "6", "memory": "2Gi"}}}
+    p = Pod.from_manifest({"metadata": {"name": "p"}, "spec": spec})
+    assert p.qos is QOSClass.GUARANTEED
+    zones = {0: {"cpu": cpus(4), "memory": 4 << 30}, 1: {"cpu": cpus(4), "memory": 4 << 30}}
+    admission = admit(p, node(zones, SNN))
+    assert admission.admitted
+    assert available(admission, "cpu") == {0: cpus(4), 1: cpus(4)}
+    assert available(admission, "memory") == {0: 4 << 30, 1: 4 << 30}
+    twin = make_pod(gu("app", "6", "2Gi"))
+    assert admit(twin, node(zones, SNN)).reason == TOPOLOGY_AFFINITY_ERROR

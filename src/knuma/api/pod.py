@@ -1,8 +1,14 @@
 """The parts of a core/v1 Pod that scheduling and kubelet admission read.
 
 `Pod.from_manifest` applies the API server's defaulting that matters here (a container limit without a request sets
-the request), classifies containers (init, sidecar = init with `restartPolicy: Always`, app) and computes the QoS
-class by the Kubernetes rules.
+the request; pod-level requests from pod-level limits), classifies containers (init, sidecar = init with
+`restartPolicy: Always`, app) and computes the QoS class by the Kubernetes rules.
+
+Pod-level resources (`spec.resources`, PodLevelResources, beta and on by default in 1.34): the pod's QoS class comes
+from them (`ComputePodQOS`), its request for CPU, memory and hugepages is theirs where they name one
+(`resourcehelper.PodRequests`), and the static CPU and memory managers leave such a pod alone: no hints, no exclusive
+CPUs, no pinned memory (`staticPolicy.GetTopologyHints` / `Allocate` in both managers return early when
+`IsPodLevelResourcesSet`), so it is never NUMA-aligned nor rejected for alignment (`Pod.pinned_by_managers`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from knuma.api.podaffinity import PodAffinityTerms, pod_affinity_terms
 from knuma.api.podvalidation import FieldError, container_name_errors
-from knuma.api.resources import CPU, MEMORY, ResourceList, add, parse_resource_list
+from knuma.api.resources import CPU, MEMORY, ResourceList, add, is_hugepages, parse_resource_list
 from knuma.errors import InvalidInput
 
 __all__ = [
@@ -104,6 +110,12 @@ class Pod:
     start_time: str = field(default="", compare=False)
     """`status.startTime` (RFC 3339, UTC), empty until the kubelet admits the pod: which of two pods of equal
     priority preemption spares first (the one running longer)."""
+    pod_requests: ResourceList = field(default_factory=dict)
+    """Pod-level requests (`spec.resources.requests`, defaulted as `defaultPodRequests` does)."""
+    pod_limits: ResourceList = field(default_factory=dict)
+    """Pod-level limits (`spec.resources.limits`)."""
+    has_pod_resources: bool = False
+    """`spec.resources` is there (even empty): the QoS class is then computed from it alone."""
 
     @property
     def key(self) -> str:
@@ -116,24 +128,50 @@ class Pod:
 
     @cached_property
     def qos(self) -> QOSClass:
+        """`ComputePodQOS`: from `spec.resources` when the pod has it, else from its containers."""
+        if self.has_pod_resources:
+            return _qos_class([Container("", ContainerKind.APP, self.pod_requests, self.pod_limits)])
         return _qos_class(self.all_containers)
 
     @property
     def is_guaranteed(self) -> bool:
         return self.qos is QOSClass.GUARANTEED
 
+    @cached_property
+    def pod_level_resources(self) -> bool:
+        """`IsPodLevelResourcesSet`: pod-level requests or limits name CPU, memory or hugepages."""
+        return any(_pod_level_resource(name) for name in (*self.pod_requests, *self.pod_limits))
+
+    @property
+    def pinned_by_managers(self) -> bool:
+        """Whether the static CPU and memory managers act on this pod: Guaranteed and without pod-level resources
+        (1.34's managers skip pods with them: no hints, no exclusive CPUs or memory). Devices are aligned for any
+        pod."""
+        return self.is_guaranteed and not self.pod_level_resources
+
     def exclusive_cpus(self, container: Container) -> int:
         """CPUs the static CPU manager pins for `container` (kubelet `guaranteedCPUs`): integral CPU of a
-        Guaranteed pod, else 0."""
-        if not self.is_guaranteed:
+        Guaranteed pod without pod-level resources, else 0."""
+        if not self.pinned_by_managers:
             return 0
         milli = container.requests.get(CPU, 0)
         return milli // 1000 if milli % 1000 == 0 else 0
 
     @cached_property
     def effective_request(self) -> dict[str, int]:
-        """What the scheduler reserves for the pod: the larger of init and long-running needs, plus overhead."""
-        return add(long_running_request(self.init_containers, self.containers), self.overhead)
+        """What the scheduler reserves for the pod (`resourcehelper.PodRequests`): the larger of init and
+        long-running needs, the pod-level request instead for CPU, memory and hugepages it names, plus overhead."""
+        return add(
+            self.with_pod_level_requests(long_running_request(self.init_containers, self.containers)), self.overhead
+        )
+
+    def with_pod_level_requests(self, containers: Mapping[str, int]) -> dict[str, int]:
+        """`PodRequests`' second step: the containers' aggregate request with the pod-level request instead for
+        each CPU, memory or hugepages amount the pod states (`IsPodLevelRequestsSet`)."""
+        return {
+            **containers,
+            **{name: amount for name, amount in self.pod_requests.items() if _pod_level_resource(name)},
+        }
 
     @cached_property
     def admission_key(self) -> Hashable:
@@ -141,7 +179,7 @@ class Pod:
         nodes of its DRA devices), as a hashable: pods with equal keys are admitted alike on equal nodes."""
         containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in self.all_containers)
         devices = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in self.dra_devices.items()))
-        return (self.qos, containers, devices)
+        return (self.qos, self.pinned_by_managers, containers, devices)
 
     @cached_property
     def affinity_terms(self) -> PodAffinityTerms:
@@ -183,6 +221,13 @@ class Pod:
         )
         apps = tuple(_container(c, where, init=False) for c in raw_containers)
         overhead = _resource_list(spec.get("overhead"), f"{where}: spec.overhead")
+        pod_resources = spec.get("resources")
+        if pod_resources is not None and not isinstance(pod_resources, Mapping):
+            raise PodError(f"{where}: spec.resources must be a mapping with requests and limits")
+        pod_requests = _resource_list((pod_resources or {}).get("requests"), f"{where}: spec.resources.requests")
+        pod_limits = _resource_list((pod_resources or {}).get("limits"), f"{where}: spec.resources.limits")
+        if pod_limits:
+            pod_requests = _default_pod_requests(pod_requests, pod_limits, long_running_request(init, apps))
         try:
             priority = int(spec.get("priority") or 0)
         except (TypeError, ValueError, OverflowError):
@@ -207,6 +252,9 @@ class Pod:
             terminating=bool(metadata.get("deletionTimestamp")),
             preempted=_preempted(manifest.get("status")),
             start_time=_start_time(manifest.get("status")),
+            pod_requests=pod_requests,
+            pod_limits=pod_limits,
+            has_pod_resources=pod_resources is not None,
         )
 
 
@@ -305,6 +353,24 @@ def _resource_list(raw: Any, where: str) -> dict[str, int]:
         return parse_resource_list(raw, where)
     except ValueError as err:
         raise PodError(str(err)) from None
+
+
+def _pod_level_resource(name: str) -> bool:
+    """`IsSupportedPodLevelResource` (1.34): CPU, memory and hugepages."""
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+def _default_pod_requests(requests: ResourceList, limits: ResourceList, containers: ResourceList) -> dict[str, int]:
+    """`defaultPodRequests` (pod-level limits set): a hugepages request the pod does not state is the containers'
+    aggregate request, then every supported resource with a pod-level limit and no request requests its limit."""
+    out = dict(requests)
+    for name, amount in containers.items():
+        if name not in out and is_hugepages(name):
+            out[name] = amount
+    for name, amount in limits.items():
+        if name not in out and _pod_level_resource(name):
+            out[name] = amount
+    return out
 
 
 def _qos_class(containers: Iterable[Container]) -> QOSClass:

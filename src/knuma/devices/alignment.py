@@ -54,7 +54,7 @@ class NumaPlan:
 def _pod_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
     total: dict[str, int] = {}
     for container in pod.containers:
-        request = exclusive_request(node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
+        request = exclusive_request(node, container.requests, pod.exclusive_cpus(container), pod.pinned_by_managers)
         for name, amount in request.items():
             total[name] = total.get(name, 0) + amount
     return total

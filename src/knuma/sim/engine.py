@@ -437,6 +437,7 @@ def _signature(pod: Pod) -> tuple[Any, ...]:
     """Pods with equal signatures are interchangeable for every scheduler here."""
     return (
         pod.qos,
+        tuple(sorted(pod.pod_requests.items())),
         pod.priority,
         pod.spec.get("preemptionPolicy"),
         tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),

@@ -180,4 +180,8 @@ def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:
 
 
 def _shape(pod: Pod) -> tuple[Any, ...]:
-    return (pod.qos, tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers))
+    return (
+        pod.qos,
+        tuple(sorted(pod.pod_requests.items())),
+        tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
+    )

@@ -156,6 +156,7 @@ def solve(
 def _group_key(pod: Pod) -> tuple[Any, ...]:
     return (
         pod.qos,
+        tuple(sorted(pod.pod_requests.items())),
         tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers),
         tuple(sorted(pod.overhead.items())),
     )
@@ -279,4 +280,6 @@ def _assignments(pod: Pod, kubelet: SimKubelet) -> list[dict[int, dict[str, int]
 
 
 def _exclusive(pod: Pod, container: Any, kubelet: SimKubelet) -> dict[str, int]:
-    return exclusive_request(kubelet.topology, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
+    return exclusive_request(
+        kubelet.topology, container.requests, pod.exclusive_cpus(container), pod.pinned_by_managers
+    )

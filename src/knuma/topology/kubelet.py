@@ -219,7 +219,7 @@ class _Rejected(KnumaError):
 def _container_hints(
     pod: Pod, container: Container, work: WorkingNode, devices: DeviceNUMA, record: list[ProviderHints] | None
 ) -> HintLists:
-    request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
+    request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.pinned_by_managers)
     return _hints_for(request, work, devices.get(container.name) or {}, record)
 
 
@@ -265,7 +265,7 @@ def _is_countable(name: str) -> bool:
 
 
 def _allocate(pod: Pod, container: Container, work: WorkingNode, hint: Hint) -> ContainerPlacement:
-    request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.is_guaranteed)
+    request = exclusive_request(work.node, container.requests, pod.exclusive_cpus(container), pod.pinned_by_managers)
     reusable_after = container.kind is ContainerKind.INIT
     if CPU in request:
         # staticPolicy.Allocate checks full-pcpus-only before taking any CPU; the free count is the default set
@@ -336,7 +336,7 @@ def _pod_exclusive_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
     rules; the CPU manager counts only exclusive CPUs, the memory manager only memory types some app container
     requests, and overhead is not included."""
     per_container = {
-        c.name: exclusive_request(node, c.requests, pod.exclusive_cpus(c), pod.is_guaranteed)
+        c.name: exclusive_request(node, c.requests, pod.exclusive_cpus(c), pod.pinned_by_managers)
         for c in pod.all_containers
     }
     init = [replace(c, requests=per_container[c.name]) for c in pod.init_containers]

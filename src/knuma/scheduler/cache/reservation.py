@@ -61,7 +61,7 @@ def holds_exclusive_resources(pod: Pod, topology: NodeTopology | None = None) ->
                 continue
             if is_device(name):
                 return True
-            if not pod.is_guaranteed:
+            if not pod.pinned_by_managers:
                 continue
             if name == CPU and amount % 1000 == 0:
                 return True

@@ -356,7 +356,7 @@ class VectorizedScheduler:
         non_zero = non_zero_request(pod)
         return _Shape(
             pod=pod,
-            guaranteed=pod.qos is QOSClass.GUARANTEED,
+            guaranteed=pod.pinned_by_managers,
             fit_columns=np.array([self.index[name] for name in known], dtype=np.intp),
             fit_amounts=np.array([request[name] for name in known], dtype=np.int64),
             fit_missing=len(known) < len(request),
@@ -366,7 +366,7 @@ class VectorizedScheduler:
             exclusive_total=total,
             exclusive_cpu=int(total[self.cpu_index]) if self.cpu_index is not None else 0,
             exclusive_cpu_counts=tuple(int(v[self.cpu_index]) // 1000 for v in vectors or ())
-            if self.cpu_index is not None and pod.is_guaranteed
+            if self.cpu_index is not None and pod.pinned_by_managers
             else (),
             zone_requests=None,
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
@@ -385,9 +385,9 @@ class VectorizedScheduler:
             for name, amount in container.requests.items():
                 if not amount:
                     continue
-                if name == CPU and pod.is_guaranteed and amount % 1000:
+                if name == CPU and pod.pinned_by_managers and amount % 1000:
                     return None  # fractional: no CPU hint; the plugin handles it
-                if (pod.is_guaranteed and is_numa_affine(name)) or is_device(name):
+                if (pod.pinned_by_managers and is_numa_affine(name)) or is_device(name):
                     if name not in self.index:
                         return None  # no node has it: the plugin says why
                     vector[self.index[name]] = amount
@@ -910,10 +910,13 @@ def _select(rows: Rows, positions: IntpArray) -> IntpArray:
 
 
 def shape_key(pod: Pod) -> Hashable:
-    """What per-node results depend on: QoS class, container kinds and requests in order, overhead, and whether it
-    has ResourceClaims (KnumaBinPacking's device term)."""
+    """What per-node results depend on: QoS class, pod-level requests (and whether the resource managers pin the pod),
+    container kinds and requests in order, overhead, and whether it has ResourceClaims (KnumaBinPacking's device
+    term)."""
     return (
         pod.qos,
+        pod.pinned_by_managers,
+        tuple(sorted(pod.pod_requests.items())),
         tuple((c.kind, tuple(sorted(c.requests.items()))) for c in pod.init_containers),
         tuple(tuple(sorted(c.requests.items())) for c in pod.containers),
         tuple(sorted(pod.overhead.items())),

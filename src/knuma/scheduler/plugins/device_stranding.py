@@ -66,7 +66,7 @@ def device_shape(pod: Pod, claimed: Mapping[str, int] | None = None) -> tuple[tu
             continue
         if is_device(name):
             shape.append((name, amount))
-        elif pod.is_guaranteed and is_numa_affine(name):
+        elif pod.pinned_by_managers and is_numa_affine(name):
             shape.append((name, amount // 1000 if name == CPU else amount))
     return tuple(shape)
 

@@ -51,16 +51,16 @@ _DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 def non_zero_request(pod: Pod) -> dict[str, int]:
     """The pod's cpu and memory as scoring counts them (`PodRequests` with `NonMissingContainerRequests`): every
     container (init and sidecar included) that has no cpu (memory) request key counts the default, then the
-    KEP-753 aggregation and the overhead, as for the effective request."""
+    KEP-753 aggregation, the pod-level requests over it and the overhead, as for the effective request."""
 
     def defaulted(container: Container) -> Container:
         missing = {name: amount for name, amount in _DEFAULTS.items() if name not in container.requests}
         return replace(container, requests={**container.requests, **missing}) if missing else container
 
-    total = add(
-        long_running_request([defaulted(c) for c in pod.init_containers], [defaulted(c) for c in pod.containers]),
-        pod.overhead,
+    containers = long_running_request(
+        [defaulted(c) for c in pod.init_containers], [defaulted(c) for c in pod.containers]
     )
+    total = add(pod.with_pod_level_requests(containers), pod.overhead)
     return {name: total.get(name, 0) for name in _DEFAULTS}
 
 

@@ -147,7 +147,7 @@ class NodeResourceTopologyMatch:
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         self._observe(state, pod)
-        if pod.qos is not QOSClass.GUARANTEED:
+        if not pod.pinned_by_managers:
             return MAX_NODE_SCORE
         topology = node.numa
         if topology is None or not node.nrt_fresh:

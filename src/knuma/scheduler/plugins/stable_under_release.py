@@ -58,7 +58,7 @@ class StableUnderRelease:
     def applies_to(self, pod: Pod) -> bool:
         """Pods whose admission can fail after a release: Guaranteed with init containers holding exclusive
         resources."""
-        return pod.is_guaranteed and any(c.kind is ContainerKind.INIT for c in pod.init_containers)
+        return pod.pinned_by_managers and any(c.kind is ContainerKind.INIT for c in pod.init_containers)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         del state
