@@ -131,6 +131,8 @@ def test_allocate_claim_selection_and_nothing_to_do() -> None:
 def test_bad_input_exits_2_with_a_message(tmp_path: Path) -> None:
     result = run("allocate", "--node", "dgx-1", "--claim", "nope", *DRA)
     assert result.exit_code == 2 and "claim 'nope' is not in the input" in result.stderr
+    result = run("allocate", "--node", "dgx-9", *DRA, *POD)  # a typo: no device of the input is on that node
+    assert result.exit_code == 2 and "node 'dgx-9' is not in the input (nodes: dgx-0, dgx-1)" in result.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"

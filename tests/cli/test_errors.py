@@ -46,3 +46,17 @@ def test_the_real_commands_go_through_the_handler(tmp_path: Path) -> None:
     result = runner.invoke(app, ["schedule", "--pod", str(pod), "--nodes", str(pod), "--weight", "cpu"])
     assert result.exit_code == 2
     assert "error: invalid --weight 'cpu'; expected NAME=INTEGER" in result.stderr
+
+
+def test_every_port_flag_refuses_a_port_out_of_range_before_starting() -> None:
+    """A port above 65535 is a usage error (exit 2) naming the flag, not a traceback from bind()."""
+    for args in (
+        ["apiserver", "--port", "99999"],
+        ["up", "--port", "70000"],
+        ["scheduler", "--metrics-port", "70000"],
+        ["exporter", "--node-name", "n", "--metrics-port", "70000"],
+        ["operator", "--metrics-port", "70000"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert args[-2] in result.output and "Traceback" not in result.output, args

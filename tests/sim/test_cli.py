@@ -87,7 +87,10 @@ def test_list_scenarios() -> None:
     ("args", "message"),
     [
         (["--scenario", "nope"], "unknown scenario 'nope'"),
+        (["--scenario", "nope"], "restart, dra) and not a file"),  # every built-in named, dra too
         (["--schedulers", "knuma,fifo"], "unknown scheduler(s) fifo"),
+        (["--scenario", "dra", "--nrt-period", "5"], "--nrt-period does not apply to scenario dra"),
+        (["--scenario", "dra", "--cluster", "c.yaml", "--workload", "w.yaml"], "--cluster and --workload do not"),
     ],
 )
 def test_errors_exit_2(args: list[str], message: str) -> None:
@@ -186,3 +189,13 @@ def test_jobs_change_nothing_but_the_time(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["simulate", "--scenario", path, "--jobs", "0"])
     assert bad.exit_code == 2
     assert "--jobs" in bad.output
+
+
+def test_a_narrow_terminal_wraps_the_table_instead_of_cutting_labels() -> None:
+    """At 90 columns the headline row and the scheduler names fold onto more lines; nothing ends in an ellipsis."""
+    schedulers = "default,nrt-passthrough,nrt-overreserve,nrt-discardreserved,knuma"
+    args = ["simulate", "--scenario", "devices", "--schedulers", schedulers, "-j", "1"]
+    result = runner.invoke(app, args, env={"COLUMNS": "90"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert "TopologyAffin" in result.stdout and "discardreser" in result.stdout

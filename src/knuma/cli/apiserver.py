@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
 
 
 def apiserver(
-    port: int = typer.Option(0, "--port", help="TCP port; 0 picks a free one (printed in the kubeconfig)."),
+    port: int = typer.Option(
+        0, "--port", min=0, max=65535, help="TCP port; 0 picks a free one (printed in the kubeconfig)."
+    ),
     bind: str = typer.Option("127.0.0.1", "--bind", help="Address to listen on. Loopback by default."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", help="Keep objects in DIR (sqlite, WAL); in-memory when omitted."

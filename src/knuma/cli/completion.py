@@ -47,9 +47,10 @@ def shapes(incomplete: str) -> list[str]:
 
 
 def scenarios(incomplete: str) -> list[str]:
+    from knuma.cli.simulate import DRA_SCENARIO
     from knuma.sim.scenarios import BUILTIN
 
-    return _matching([*BUILTIN, "dra"], incomplete)
+    return _matching([*BUILTIN, DRA_SCENARIO], incomplete)
 
 
 def schedulers(incomplete: str) -> list[str]:

@@ -131,7 +131,9 @@ def exporter(
     metrics_address: str = typer.Option(
         "0.0.0.0", "--metrics-address", "--metrics-ip", help="Address for /metrics, /healthz, /readyz."
     ),
-    metrics_port: int = typer.Option(2112, "--metrics-port", help="Port for /metrics, /healthz, /readyz; 0 = off."),
+    metrics_port: int = typer.Option(
+        2112, "--metrics-port", min=0, max=65535, help="Port for /metrics, /healthz, /readyz; 0 = off."
+    ),
     metrics_certs_dir: str = typer.Option(
         "/etc/secrets/rte", "--metrics-certs-dir", help="httptls: directory of the serving certificate and key."
     ),

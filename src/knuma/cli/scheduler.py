@@ -115,6 +115,8 @@ def scheduler(
     metrics_port: int = typer.Option(
         10251,
         "--metrics-port",
+        min=0,
+        max=65535,
         help="DEPRECATED insecure port (as kube-scheduler's removed --port): plain HTTP, no authentication; "
         "0 disables. Use --secure-port.",
     ),

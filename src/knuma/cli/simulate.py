@@ -27,6 +27,8 @@ class Output(StrEnum):
 
 
 OUTPUTS = tuple(o.value for o in Output)
+DRA_SCENARIO = "dra"
+"""The device scenario (`knuma.sim.dra`), run by its own comparison rather than from `knuma.sim.scenarios`."""
 
 
 def register(app: typer.Typer) -> None:
@@ -94,7 +96,20 @@ def simulate(
     if list_scenarios:
         _list(out)
         return
-    if scenario == "dra":
+    if scenario == DRA_SCENARIO:
+        ignored = [
+            flag
+            for flag, value in (("--cluster", cluster), ("--workload", workload), ("--nrt-period", nrt_period))
+            if value is not None
+        ]
+        if ignored:
+            from knuma.testbed.cluster import SpecError
+
+            verb = "does" if len(ignored) == 1 else "do"
+            raise SpecError(
+                f"{' and '.join(ignored)} {verb} not apply to scenario {DRA_SCENARIO} (its DGX-like cluster and "
+                "GPU/NIC pods are fixed; it takes --seed, --schedulers, -o and --report)"
+            )
         _dra(out, err, seed, schedulers, output, report)
         return
     # a bad scenario, spec file or scheduler list is an InvalidInput (SpecError): knuma.cli.errors prints it, exit 2
@@ -150,9 +165,9 @@ def _dra(out: Console, err: Console, seed: int, schedulers: str | None, output: 
         return
     shown = dra_comparison_table(scenario, seed, runs)
     table = Table(title=shown.title, title_justify="left")
-    table.add_column("")
+    table.add_column("", overflow="fold")
     for run in runs:
-        table.add_column(run.scheduler + (" (proven)" if run.optimal_proven else ""), justify="right")
+        table.add_column(run.scheduler + (" (proven)" if run.optimal_proven else ""), justify="right", overflow="fold")
     for label, cells in shown.rows:
         table.add_row(label, *cells)
     out.print(table)
@@ -179,7 +194,8 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
     elif path.suffix in (".yaml", ".yml", ".json") or path.exists():
         chosen = scenario_from_dict(load_yaml(path), name=path.stem, base=path.parent)
     else:
-        raise SpecError(f"unknown scenario {name!r}: not a built-in ({', '.join(BUILTIN)}) and not a file")
+        builtins = ", ".join([*BUILTIN, DRA_SCENARIO])
+        raise SpecError(f"unknown scenario {name!r}: not a built-in ({builtins}) and not a file")
     if cluster is not None:
         chosen = dataclasses.replace(chosen, cluster=cluster_from_dict(load_yaml(cluster), str(cluster)))
     if workload is not None:
@@ -230,7 +246,7 @@ def _list(out: Console) -> None:
             scenario.description,
         )
     table.add_row(
-        "dra",
+        DRA_SCENARIO,
         "8",
         "40",
         "yes",
@@ -247,9 +263,9 @@ def _table(out: Console, comparison: Comparison) -> None:
 
     shown = comparison_table(comparison)
     table = Table(title=shown.title, title_justify="left", caption=shown.caption)
-    table.add_column("metric")
+    table.add_column("metric", overflow="fold")  # wrapped, never an ellipsis over a verdict
     for name in shown.columns:
-        table.add_column(name, justify="right", style="bold" if name == "knuma" else None)
+        table.add_column(name, justify="right", style="bold" if name == "knuma" else None, overflow="fold")
     for label, cells in shown.rows:
         table.add_row(label, *cells)
     out.print(table)

@@ -51,7 +51,7 @@ def up(
         None, "--data-dir", help="Keep the cluster in DIR; `knuma up --data-dir DIR` again resumes it."
     ),
     port: int | None = typer.Option(
-        None, "--port", help="API server port (default: a free one, kept with --data-dir)."
+        None, "--port", min=1, max=65535, help="API server port (default: a free one, kept with --data-dir)."
     ),
     kubeconfig_out: Path | None = typer.Option(
         None, "--kubeconfig-out", help="Where to write the kubeconfig (default: DATA_DIR/kubeconfig or a temp dir)."
