@@ -10,7 +10,7 @@ import yaml
 
 from knuma.errors import InvalidInput
 
-__all__ = ["ManifestError", "load_documents", "pod_manifest"]
+__all__ = ["ManifestError", "load_documents", "pod_manifest", "yaml_problem"]
 
 _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 
@@ -31,16 +31,22 @@ def load_documents(path: str | Path) -> list[dict[str, Any]]:
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise ManifestError(f"{path}: malformed YAML{where}: {problem}") from None
+        raise ManifestError(f"{path}: {yaml_problem(err)}") from None
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict):
             raise ManifestError(f"{path}: document {index + 1} is a {type(doc).__name__}, not a Kubernetes object")
     if not documents:
         raise ManifestError(f"{path}: the file holds no Kubernetes object")
     return documents
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """One line for a YAML parse error, the same in every command: `malformed YAML at line 4, column 5: <what>`
+    (PyYAML's own text spans several lines and names `<unicode string>`)."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err)
+    return f"malformed YAML{where}: {problem}"
 
 
 def pod_manifest(obj: Mapping[str, Any], source: str = "") -> Mapping[str, Any]:

@@ -303,7 +303,7 @@ def test_daemon_paths_in_rte_order_and_missing_files_are_fine(tmp_path: Path) ->
 def test_invalid_yaml_names_the_file(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "rte")
     (root / "daemon/config.yaml.d/20-host.yaml").write_text("nrtUpdater: {hostname: [\n")
-    with pytest.raises(ConfigError, match=rf"^{root}/daemon/config.yaml.d/20-host.yaml: not valid YAML"):
+    with pytest.raises(ConfigError, match=rf"^{root}/daemon/config.yaml.d/20-host.yaml: malformed YAML at line"):
         read_daemon_config(root)
 
 
@@ -384,7 +384,7 @@ def test_bad_files_are_usage_errors_naming_file_and_key(xeon_sysfs: Path, tmp_pa
     configlet.write_text("nrtUpdater: [\n")
     result = runner.invoke(app, dry_run(str(root), sysfs=xeon_sysfs))
     assert result.exit_code == 2
-    assert f"error: {configlet}: not valid YAML" in result.stderr
+    assert f"error: {configlet}: malformed YAML at line" in result.stderr
     result = runner.invoke(app, dry_run(str(root), str(root), sysfs=xeon_sysfs))
     assert result.exit_code == 2  # at most one CONFIGROOT
     assert "unexpected extra argument" in result.stderr

@@ -112,7 +112,7 @@ def test_errors_name_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=f"{path}: kubelet.topologyManagerScope: unknown Topology Manager scope"):
         load_config_file(path)
     path.write_text("kubelet: [\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="malformed YAML at line"):
         load_config_file(path)
     with pytest.raises(ConfigError, match="no such file"):
         load_config_file(tmp_path / "missing.yaml")

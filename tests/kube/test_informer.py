@@ -120,3 +120,27 @@ def test_watch_lines_decode_as_json_loads_does_also_beyond_64_bit_integers() -> 
         '{"type":"ADDED","object":{"metadata":{"name":"\\u00e9t\\u00e9"},"data":{"k":"\u00e9"}}}'.encode(),
     ):
         assert decode_event(line) == json.loads(line)
+
+
+async def test_a_resource_not_served_is_retried_with_the_hint_of_what_to_install(tmp_path: Path) -> None:
+    """A 404 on the list (a CRD not installed yet) is retried; the message says what to do, and once the CRD is
+    there the informer syncs without a restart."""
+    from knuma.api.crd import nrt_crd
+
+    nrts = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
+    with apiserver_in_thread(tmp_path) as api:
+        http = async_http(api.kubeconfig)
+        errors: list[str] = []
+        try:
+            informer = Informer(http, nrts, Recorder(), on_error=errors.append, missing_hint="install the CRD")
+            task = asyncio.create_task(informer.run())
+            await eventually_async(lambda: bool(errors))
+            assert "404" in errors[0] and "(install the CRD); retrying in" in errors[0]
+            crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+            (await http.post(crds, json=nrt_crd())).raise_for_status()
+            await asyncio.wait_for(informer.synced.wait(), 30)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            await http.aclose()

@@ -199,3 +199,11 @@ def test_a_narrow_terminal_wraps_the_table_instead_of_cutting_labels() -> None:
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
     assert "TopologyAffin" in result.stdout and "discardreser" in result.stdout
+
+
+def test_malformed_yaml_is_one_line_naming_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "scenario.yaml"
+    bad.write_text("cluster:\n  pools: [\n  - name: a\n")
+    result = runner.invoke(app, ["simulate", "--scenario", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {bad}: malformed YAML at line ") and result.stderr.count("\n") == 1

@@ -38,6 +38,7 @@ import yaml
 
 from knuma.duration import format_duration, parse_interval
 from knuma.errors import ConfigError
+from knuma.manifests import yaml_problem
 
 __all__ = [
     "DEFAULT_CONFIG_ROOT",
@@ -198,7 +199,7 @@ def read_daemon_config(root: str | os.PathLike[str]) -> dict[str, Setting]:
         try:
             documents.append((str(path), yaml.safe_load(text)))
         except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: not valid YAML: {err}") from None
+            raise ConfigError(f"{path}: {yaml_problem(err)}") from None
     return merge(documents)
 
 

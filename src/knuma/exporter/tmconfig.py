@@ -33,6 +33,7 @@ import yaml
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
 from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
+from knuma.manifests import yaml_problem
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import ATTR_PREFER_CLOSEST
 
@@ -132,7 +133,7 @@ def _load_yaml(path: str | os.PathLike[str]) -> Any:
     try:
         return yaml.safe_load(text)  # JSON is YAML
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML or JSON: {err}") from None
+        raise ConfigError(f"{path}: {yaml_problem(err)}") from None
 
 
 def _policy(raw: Any, where: str) -> Policy | None:

@@ -29,7 +29,7 @@ import msgspec
 
 from knuma.api.types import JsonObj
 from knuma.kube import rest
-from knuma.kube.errors import Gone, KubeApiError
+from knuma.kube.errors import Gone, KubeApiError, NotFound
 
 __all__ = ["Backoff", "Callbacks", "EventHandler", "Informer", "decode_event", "ignore", "object_key"]
 
@@ -96,7 +96,9 @@ class Informer:
         backoff: Backoff | None = None,
         on_error: Callable[[str], None] | None = None,
         transform: Callable[[JsonObj], JsonObj] | None = None,
+        missing_hint: str | None = None,
     ) -> None:
+        """`missing_hint`: what to tell the user when the resource is not served (404), e.g. a CRD to install."""
         self.http = http
         self.path = path
         self.handler = handler
@@ -111,6 +113,7 @@ class Informer:
         """Applied to every object before it is stored and handed to the handler (client-go's SetTransform): a
         component that needs a few fields keeps only those. The result must keep `metadata.name`, `namespace` and
         `resourceVersion`."""
+        self.missing_hint = missing_hint
         self.store: dict[str, JsonObj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -136,6 +139,8 @@ class Informer:
                 # a KubeApiError names the request and the server (`cannot reach the API server at URL (GET
                 # PATH): connection refused`); an undecodable answer gets the path
                 problem = str(err) if isinstance(err, KubeApiError) else f"{self.path}: {type(err).__name__}: {err}"
+                if isinstance(err, NotFound) and self.missing_hint:
+                    problem = f"{problem} ({self.missing_hint})"
                 message = f"{problem}; retrying in {delay:.1f}s"
                 log.warning("%s", message)
                 if self.on_error is not None:

@@ -15,6 +15,7 @@ import yaml
 
 from knuma.api.nrt import Policy, Scope
 from knuma.errors import SpecError
+from knuma.manifests import yaml_problem
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
 
 __all__ = ["ClusterSpec", "NodePool", "SpecError", "cluster_from_dict", "known", "load_yaml", "mapping"]
@@ -99,7 +100,7 @@ def load_yaml(path: Path) -> Any:
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
-        raise SpecError(f"{path}: invalid YAML: {err}") from None
+        raise SpecError(f"{path}: {yaml_problem(err)}") from None
     if not documents:
         raise SpecError(f"{path}: the file is empty")
     return documents[0]

@@ -23,6 +23,7 @@ from knuma.errors import OperationFailed
 from knuma.kube import rest
 from knuma.kube.configz import ConfigzError, read_configz_many
 from knuma.kube.errors import CHECK_CONNECTION, Forbidden, KubeApiError, NotFound, Unauthorized, cannot_reach, server_of
+from knuma.manifests import yaml_problem
 
 __all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods"]
 
@@ -147,7 +148,7 @@ def _scheduler_config(http: httpx2.Client, deployment: JsonObj) -> SchedulerDepl
             try:
                 doc = yaml.safe_load(text)
             except yaml.YAMLError as err:
-                problems.append(f"ConfigMap {ns}/{name} key {key}: not YAML: {err}")
+                problems.append(f"ConfigMap {ns}/{name} key {key}: {yaml_problem(err)}")
                 continue
             if isinstance(doc, dict) and doc.get("kind") == "KubeSchedulerConfiguration":
                 return SchedulerDeployment(deployment, doc)

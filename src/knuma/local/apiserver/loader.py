@@ -26,6 +26,7 @@ from knuma.errors import InvalidInput
 from knuma.local.apiserver.bodies import check_finite
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
+from knuma.manifests import yaml_problem
 
 __all__ = ["LoadError", "LoadedObject", "Manifest", "load_objects", "read_manifests"]
 
@@ -75,8 +76,10 @@ def _documents(path: Path) -> Iterable[tuple[int, Any]]:
             yield 1, json.loads(text)
             return
         yield from enumerate(yaml.safe_load_all(text), start=1)
-    except (yaml.YAMLError, json.JSONDecodeError) as err:
-        raise LoadError(f"--load {path}: not valid YAML/JSON: {err}") from None
+    except yaml.YAMLError as err:
+        raise LoadError(f"--load {path}: {yaml_problem(err)}") from None
+    except json.JSONDecodeError as err:
+        raise LoadError(f"--load {path}: malformed JSON: {err}") from None
 
 
 def read_manifests(paths: Sequence[Path]) -> list[Manifest]:

@@ -129,7 +129,12 @@ class Scheduler:
         self.nodes = Informer(
             http, "/api/v1/nodes", Callbacks(self._node_added, self._node_updated, self._node_deleted)
         )
-        self.nrts = Informer(http, NRT_PATH, Callbacks(self._nrt_added, self._nrt_updated, self._nrt_deleted))
+        self.nrts = Informer(
+            http,
+            NRT_PATH,
+            Callbacks(self._nrt_added, self._nrt_updated, self._nrt_deleted),
+            missing_hint="is the NodeResourceTopology CRD installed? knuma render api | kubectl apply -f -",
+        )
         self.pods = Informer(http, "/api/v1/pods", Callbacks(self._pod_added, self._pod_updated, self._pod_deleted))
         self.devices = DeviceState()
         """ResourceClaims, slices, classes and in-flight allocations, shared by every profile's DynamicResources."""
