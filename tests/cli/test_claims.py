@@ -88,6 +88,9 @@ def test_prototype_verbose_shows_ignored_pools_and_warnings() -> None:
 def test_dra_schedule_picks_the_node_that_can_align() -> None:
     result = run("schedule", "-o", "json", *DRA, *POD)
     assert result.exit_code == 0, result.output
+    assert "nothing to allocate" not in result.stderr
+    forgotten = run("schedule", "-o", "json", *DRA)  # the pod's file left out: every node "fits"
+    assert "warning: no pending ResourceClaim and no Pod in the input: nothing to allocate" in forgotten.stderr
     doc = json.loads(result.stdout)
     assert doc["pod"] == "ml/trainer" and doc["claims"] == ["ml/trainer-devices"] and doc["selected"] == "dgx-1"
     dgx0, dgx1 = doc["nodes"]["dgx-0"], doc["nodes"]["dgx-1"]

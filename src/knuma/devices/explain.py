@@ -116,8 +116,17 @@ def _dra_document(scenario: DRAScenario, budget: int) -> dict[str, Any]:
         "selected": best.node if best is not None else None,
         "allocations": [r.to_dict() for r in best.results] if best is not None else None,
         "nodes": {o.node: _node_document(o) for o in outcomes},
-        "warnings": list(scenario.warnings),
+        "warnings": [*scenario.warnings, *_nothing_to_allocate(scenario)],
     }
+
+
+def _nothing_to_allocate(scenario: DRAScenario) -> list[str]:
+    """A warning when the input holds no pod and no pending claim (a forgotten file), so every node "fits"."""
+    if scenario.to_allocate or scenario.pod is not None:
+        return []
+    return [
+        "no pending ResourceClaim and no Pod in the input: nothing to allocate (every node fits); add the pod's file"
+    ]
 
 
 def _select_claims(scenario: DRAScenario, names: Sequence[str]) -> DRAScenario:

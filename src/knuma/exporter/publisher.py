@@ -118,6 +118,8 @@ class Publisher:
         self.kubelet_version: str | None = None
         """`status.nodeInfo.kubeletVersion` of the Node, once read for the owner reference."""
         self._owner: dict[str, Any] | None = None
+        self._owner_problem = ""
+        """Why the last read of the Node failed, logged once until it changes (not at every publish)."""
         self._current: dict[str, Any] | None = None
         """The object as the server last returned it (None until read or created)."""
 
@@ -204,13 +206,16 @@ class Publisher:
                 problem = (
                     "not found (check --node-name)" if isinstance(err, NotFound) else "not readable (RBAC: get nodes)"
                 )
-                log.warning(
-                    "Node %s %s: publishing NodeResourceTopology without an owner reference, so it will not be "
-                    "garbage-collected with the node",
-                    self.node_name,
-                    problem,
-                )
+                if problem != self._owner_problem:
+                    log.warning(
+                        "Node %s %s: publishing NodeResourceTopology without an owner reference, so it will not be "
+                        "garbage-collected with the node",
+                        self.node_name,
+                        problem,
+                    )
+                self._owner_problem = problem
                 return None
+            self._owner_problem = ""
             info = node.status.nodeInfo if node.status is not None else None
             self.kubelet_version = info.kubeletVersion if info is not None else None
             uid = node.metadata.uid if node.metadata is not None else None
