@@ -36,10 +36,17 @@ class ObjectReference:
     api_version: str = "v1"
 
     def to_dict(self) -> dict[str, str]:
-        out = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
+        out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        if self.namespace:  # a cluster-scoped object (a Node) has none (`omitempty`)
+            out["namespace"] = self.namespace
         if self.uid:
             out["uid"] = self.uid
         return out
+
+    @property
+    def event_namespace(self) -> str:
+        """Where its Events go: its namespace, `default` for a cluster-scoped object (client-go's `makeEvent`)."""
+        return self.namespace or "default"
 
 
 @dataclass
@@ -93,7 +100,7 @@ class EventRecorder:
         now = self.clock()
         stamp = timestamp()
         previous = self._recorded.get(key)
-        path = f"/api/v1/namespaces/{ref.namespace}/events"
+        path = f"/api/v1/namespaces/{ref.event_namespace}/events"
         try:
             if previous is not None and now - previous.last < self.dedupe_window:
                 previous.count += 1
@@ -122,7 +129,7 @@ def _event(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": name, "namespace": ref.namespace},
+        "metadata": {"name": name, "namespace": ref.event_namespace},
         "involvedObject": ref.to_dict(),
         "type": event_type,
         "reason": reason,

@@ -264,3 +264,24 @@ async def test_a_node_stopped_before_a_restart_stays_silent_after_it(api: Runnin
         assert (await get(http, lease_path))["spec"]["renewTime"] == renewed
         assert ready(await get(http, "/api/v1/nodes/sim-0")) == "True"
     await http.aclose()
+
+
+async def test_a_heartbeat_value_not_understood_is_a_warning_event_on_the_node(
+    api: RunningApiServer, tmp_path: Path
+) -> None:
+    """`kubectl describe node` shows the typo (the log line is in the nodes' log file, not in front of the user)."""
+    http = async_http(api.kubeconfig)
+    assert (await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)).status_code == 201
+    async with running_fleet(api, tmp_path / "state") as fleet:
+        patch = {"metadata": {"annotations": {HEARTBEAT_ANNOTATION: "stoped"}}}
+        assert (await http.patch("/api/v1/nodes/sim-0", json=patch, headers=MERGE)).status_code == 200
+
+        async def warned() -> list[dict[str, Any]]:
+            events = (await get(http, "/api/v1/namespaces/default/events"))["items"]
+            return [e for e in events if e["reason"] == "UnknownHeartbeatValue"]
+
+        found = await eventually_async(warned, timeout=20)
+        assert found[0]["involvedObject"]["name"] == "sim-0" and found[0]["type"] == "Warning"
+        assert "'stoped' is not understood" in found[0]["message"]
+        assert fleet.heartbeats.stopped == set()
+    await http.aclose()

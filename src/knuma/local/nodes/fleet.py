@@ -121,7 +121,6 @@ class Fleet:
         self.kubelets = {node.name: SimulatedKubelet(node) for node in nodes}
         self.stats = FleetStats()
         self.on_change = on_change
-        self.heartbeats = Heartbeats(http, self.specs, settings, self.stats)
         self.ready = asyncio.Event()
         """Set once every node is registered and its running pods restored."""
         self._decided: dict[str, str] = {}
@@ -137,6 +136,7 @@ class Fleet:
         self._options = {name: build_options(spec) for name, spec in self.specs.items()}
         self._servers: dict[str, PodResourcesServer] = {}
         self._events = EventRecorder(http, "kubelet", qps=20, burst=50)
+        self.heartbeats = Heartbeats(http, self.specs, settings, self.stats, self._events)
         self._files = {
             name: NodeFiles.of(settings.state_dir, settings.sockets_dir or settings.state_dir, name)
             for name in self.specs

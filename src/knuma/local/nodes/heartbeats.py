@@ -26,6 +26,7 @@ import httpx2
 from knuma.api.types import JsonObj
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
+from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.local.nodes.objects import NODE_LEASE_NAMESPACE, lease_manifest, micro_time, node_conditions, node_manifest
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.spec import NodeSpec
@@ -46,9 +47,17 @@ def heartbeat_stopped(node: Mapping[str, Any]) -> bool:
 
 class Heartbeats:
     def __init__(
-        self, http: httpx2.AsyncClient, specs: Mapping[str, NodeSpec], settings: FleetSettings, stats: FleetStats
+        self,
+        http: httpx2.AsyncClient,
+        specs: Mapping[str, NodeSpec],
+        settings: FleetSettings,
+        stats: FleetStats,
+        events: EventRecorder | None = None,
     ) -> None:
+        """`events`: where a value of the annotation that is not understood is also reported, as a Warning Event on
+        the Node (`kubectl describe node` shows it; the log line is in the nodes' log file)."""
         self.http = http
+        self.events = events
         self.specs = specs
         self.settings = settings
         self.stats = stats
@@ -68,13 +77,14 @@ class Heartbeats:
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         value = annotations.get(HEARTBEAT_ANNOTATION)
         if value not in (None, HEARTBEAT_STOPPED) and self._refused.get(name) != value:
-            log.warning(
-                "node %s: annotation %s=%r is not understood (%r or no annotation); its heartbeats go on",
-                name,
-                HEARTBEAT_ANNOTATION,
-                value,
-                HEARTBEAT_STOPPED,
+            message = (
+                f"annotation {HEARTBEAT_ANNOTATION}={value!r} is not understood ({HEARTBEAT_STOPPED!r} or no "
+                "annotation); its heartbeats go on"
             )
+            log.warning("node %s: %s", name, message)
+            if self.events is not None:
+                uid = str((node.get("metadata") or {}).get("uid") or "")
+                self.events.record(ObjectReference("Node", "", name, uid), "Warning", "UnknownHeartbeatValue", message)
         self._refused[name] = value
         if value == HEARTBEAT_STOPPED:
             if name not in self.stopped:
