@@ -47,8 +47,7 @@ def shapes(incomplete: str) -> list[str]:
 
 
 def scenarios(incomplete: str) -> list[str]:
-    from knuma.cli.simulate import DRA_SCENARIO
-    from knuma.sim.scenarios import BUILTIN
+    from knuma.sim.scenarios import BUILTIN, DRA_SCENARIO
 
     return _matching([*BUILTIN, DRA_SCENARIO], incomplete)
 

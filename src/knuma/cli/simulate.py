@@ -27,8 +27,6 @@ class Output(StrEnum):
 
 
 OUTPUTS = tuple(o.value for o in Output)
-DRA_SCENARIO = "dra"
-"""The device scenario (`knuma.sim.dra`), run by its own comparison rather than from `knuma.sim.scenarios`."""
 
 
 def register(app: typer.Typer) -> None:
@@ -96,6 +94,8 @@ def simulate(
     if list_scenarios:
         _list(out)
         return
+    from knuma.sim.scenarios import DRA_SCENARIO
+
     if scenario == DRA_SCENARIO:
         ignored = [
             flag
@@ -184,7 +184,7 @@ def _document(document: dict[str, Any], output: Output) -> None:
 
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
-    from knuma.sim.scenarios import BUILTIN, builtin_scenario
+    from knuma.sim.scenarios import BUILTIN, DRA_SCENARIO, builtin_scenario
     from knuma.sim.spec import scenario_from_dict, workload_from_dict
     from knuma.testbed.cluster import SpecError, cluster_from_dict, load_yaml
 
@@ -228,7 +228,7 @@ def _run(scenario: Scenario, names: list[str], seed: int, err: Console, jobs: in
 def _list(out: Console) -> None:
     from rich.table import Table
 
-    from knuma.sim.scenarios import BUILTIN, builtin_scenario
+    from knuma.sim.scenarios import BUILTIN, DRA_SCENARIO, builtin_scenario
 
     table = Table(title="built-in scenarios", title_justify="left")
     table.add_column("name")

@@ -18,7 +18,10 @@ from typing import Any
 
 from knuma.sim.spec import Scenario, scenario_from_dict
 
-__all__ = ["BUILTIN", "builtin_scenario", "scenario_names"]
+__all__ = ["BUILTIN", "DRA_SCENARIO", "builtin_scenario", "scenario_names"]
+
+DRA_SCENARIO = "dra"
+"""The device scenario (`knuma.sim.dra`), run by its own comparison rather than from `BUILTIN`."""
 
 
 def _g(name: str, cpu: int, memory: str, weight: float, **extra: Any) -> dict[str, Any]:
