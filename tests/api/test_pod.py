@@ -346,10 +346,9 @@ def pod_level(containers: list[dict[str, Any]], resources: dict[str, Any]) -> Po
 def test_pod_level_resources_decide_qos_request_and_keep_the_managers_away() -> None:
     """`ComputePodQOS` reads `spec.resources` alone; `PodRequests` takes its CPU and memory over the containers';
     the static CPU and memory managers skip the pod (`IsPodLevelResourcesSet`)."""
-    whole = {"limits": {"cpu": "4", "memory": "8Gi"}}  # requests default to the limits (`defaultPodRequests`)
+    whole = {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
     guaranteed = pod_level([c("app", limits={"cpu": "2", "memory": "1Gi"}), c("side")], whole)
     assert guaranteed.qos is QOSClass.GUARANTEED
-    assert guaranteed.pod_requests == {"cpu": 4000, "memory": 8 << 30}
     assert guaranteed.effective_request == {"cpu": 4000, "memory": 8 << 30}
     assert guaranteed.pod_level_resources and not guaranteed.pinned_by_managers
     assert guaranteed.exclusive_cpus(guaranteed.containers[0]) == 0
@@ -366,14 +365,28 @@ def test_pod_level_resources_decide_qos_request_and_keep_the_managers_away() -> 
     assert empty.qos is QOSClass.BEST_EFFORT and not empty.pod_level_resources
 
 
-def test_pod_level_hugepages_requests_default_to_the_containers_aggregate() -> None:
-    hugepages = pod_level(
-        [
-            c("a", limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "512Mi"}),
-            c("b", limits={"hugepages-2Mi": "1Gi"}),
-        ],
-        {"limits": {"cpu": "2", "memory": "2Gi", "hugepages-2Mi": "2Gi"}},
-    )
-    assert hugepages.pod_requests == {"cpu": 2000, "memory": 2 << 30, "hugepages-2Mi": 1536 << 20}
+def test_pod_level_requests_default_as_the_api_server_does() -> None:
+    """`defaultPodRequests`: with pod-level limits, a missing CPU or memory request is the containers' aggregate
+    request when they state one, else the pod-level limit (kubernetes' `TestPodResourcesDefaults`)."""
+    limits_only = pod_level([c("app", requests={"cpu": "1"})], {"limits": {"cpu": "4", "memory": "2Gi"}})
+    assert limits_only.pod_requests == {"cpu": 1000, "memory": 2 << 30}
+    assert limits_only.qos is QOSClass.BURSTABLE and limits_only.effective_request["cpu"] == 1000
+    no_container_requests = pod_level([c("app")], {"limits": {"cpu": "4", "memory": "2Gi"}})
+    assert no_container_requests.pod_requests == {"cpu": 4000, "memory": 2 << 30}
+    assert no_container_requests.qos is QOSClass.GUARANTEED
+
+
+def test_pod_level_hugepages_limits_default_to_the_containers_aggregate() -> None:
+    """`defaultHugePagePodLimits`: a hugepages size the pod-level resources do not name gets the containers'
+    aggregate limit, and its request that limit; a stated hugepages limit is requested as stated."""
+    containers = [
+        c("a", limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "512Mi"}),
+        c("b", limits={"hugepages-2Mi": "1Gi"}),
+    ]
+    derived = pod_level(containers, {"limits": {"cpu": "2", "memory": "2Gi"}})
+    assert derived.pod_limits == {"cpu": 2000, "memory": 2 << 30, "hugepages-2Mi": 1536 << 20}
+    assert derived.pod_requests == {"cpu": 1000, "memory": 1 << 30, "hugepages-2Mi": 1536 << 20}
+    stated = pod_level(containers, {"limits": {"cpu": "2", "memory": "2Gi", "hugepages-2Mi": "2Gi"}})
+    assert stated.pod_requests["hugepages-2Mi"] == 2 << 30
     with pytest.raises(PodError, match=r"spec.resources must be a mapping"):
         Pod.from_manifest({"metadata": {"name": "p"}, "spec": {"containers": [c("a")], "resources": "4"}})

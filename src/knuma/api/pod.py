@@ -1,8 +1,8 @@
 """The parts of a core/v1 Pod that scheduling and kubelet admission read.
 
 `Pod.from_manifest` applies the API server's defaulting that matters here (a container limit without a request sets
-the request; pod-level requests from pod-level limits), classifies containers (init, sidecar = init with
-`restartPolicy: Always`, app) and computes the QoS class by the Kubernetes rules.
+the request; pod-level requests and hugepages limits, `default_pod_resources`), classifies containers (init,
+sidecar = init with `restartPolicy: Always`, app) and computes the QoS class by the Kubernetes rules.
 
 Pod-level resources (`spec.resources`, PodLevelResources, beta and on by default in 1.34): the pod's QoS class comes
 from them (`ComputePodQOS`), its request for CPU, memory and hugepages is theirs where they name one
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "Pod",
     "PodError",
     "QOSClass",
+    "default_pod_resources",
     "is_pod_ready",
     "long_running_request",
 ]
@@ -226,8 +227,8 @@ class Pod:
             raise PodError(f"{where}: spec.resources must be a mapping with requests and limits")
         pod_requests = _resource_list((pod_resources or {}).get("requests"), f"{where}: spec.resources.requests")
         pod_limits = _resource_list((pod_resources or {}).get("limits"), f"{where}: spec.resources.limits")
-        if pod_limits:
-            pod_requests = _default_pod_requests(pod_requests, pod_limits, long_running_request(init, apps))
+        if pod_resources is not None:
+            pod_requests, pod_limits = default_pod_resources(pod_requests, pod_limits, init, apps)
         try:
             priority = int(spec.get("priority") or 0)
         except (TypeError, ValueError, OverflowError):
@@ -360,17 +361,32 @@ def _pod_level_resource(name: str) -> bool:
     return name in (CPU, MEMORY) or is_hugepages(name)
 
 
-def _default_pod_requests(requests: ResourceList, limits: ResourceList, containers: ResourceList) -> dict[str, int]:
-    """`defaultPodRequests` (pod-level limits set): a hugepages request the pod does not state is the containers'
-    aggregate request, then every supported resource with a pod-level limit and no request requests its limit."""
+def default_pod_resources(
+    requests: ResourceList, limits: ResourceList, init: Sequence[Container], apps: Sequence[Container]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The API server's defaulting of pod-level resources (`pkg/apis/core/v1/defaults.go`), as (requests, limits):
+    `defaultHugePagePodLimits` first (with pod-level requests or limits, a hugepages size the pod states neither a
+    request nor a limit for is limited to the containers' aggregate limit), then `defaultPodRequests` (with pod-level
+    limits, a missing CPU or memory request is the containers' aggregate request when they state one,
+    `IsOvercommitAllowed`; every supported resource still missing requests its pod-level limit)."""
+    limits = dict(limits)
+    if requests or limits:
+        container_limits = long_running_request(
+            [Container(c.name, c.kind, c.limits, c.limits) for c in init],
+            [Container(c.name, c.kind, c.limits, c.limits) for c in apps],
+        )
+        for name, amount in container_limits.items():
+            if is_hugepages(name) and name not in requests and name not in limits:
+                limits[name] = amount
     out = dict(requests)
-    for name, amount in containers.items():
-        if name not in out and is_hugepages(name):
-            out[name] = amount
-    for name, amount in limits.items():
-        if name not in out and _pod_level_resource(name):
-            out[name] = amount
-    return out
+    if limits:
+        for name, amount in long_running_request(init, apps).items():
+            if name in (CPU, MEMORY) and name not in out:
+                out[name] = amount
+        for name, amount in limits.items():
+            if name not in out and _pod_level_resource(name):
+                out[name] = amount
+    return out, limits
 
 
 def _qos_class(containers: Iterable[Container]) -> QOSClass:

@@ -260,13 +260,15 @@ def test_pod_defaults_requests_from_limits_and_qos_class(http_client: Http) -> N
     burstable["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
     assert http_client.post(PODS, burstable).json["status"]["qosClass"] == "Burstable"
     assert http_client.post(PODS, pod("e")).json["status"]["qosClass"] == "BestEffort"
-    # pod-level resources (1.34): pod-level requests default to the pod-level limits and decide the QoS class
+    # pod-level resources (1.34, `defaultPodRequests`): CPU from the containers' requests, memory from the pod-level
+    # limit; hugepages limited to the containers' (`defaultHugePagePodLimits`); the QoS class from them
     whole = pod("w")
-    whole["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    whole["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}, "limits": {"hugepages-2Mi": "4Mi"}}
     whole["spec"]["resources"] = {"limits": {"cpu": "4", "memory": "2Gi"}}
     stored = http_client.post(PODS, whole).json
-    assert stored["spec"]["resources"]["requests"] == {"cpu": "4", "memory": "2Gi"}
-    assert stored["status"]["qosClass"] == "Guaranteed"
+    assert stored["spec"]["resources"]["requests"] == {"cpu": "1", "memory": "2Gi", "hugepages-2Mi": "4Mi"}
+    assert stored["spec"]["resources"]["limits"] == {"cpu": "4", "memory": "2Gi", "hugepages-2Mi": "4Mi"}
+    assert stored["status"]["qosClass"] == "Burstable"
 
 
 def test_new_daemonset_reads_back_with_zero_counters(http_client: Http) -> None:

@@ -14,23 +14,21 @@ from knuma.api.resources import format_amount
 from knuma.api.types import JsonObj
 
 
-def _default_pod_requests(spec: JsonObj) -> None:
-    """`defaultPodRequests`: with pod-level limits, the pod-level requests it does not state (hugepages from the
-    containers' aggregate request, then every resource from its pod-level limit), as `Pod.from_manifest` reads
-    them."""
+def _default_pod_resources(spec: JsonObj) -> None:
+    """Pod-level defaulting (`knuma.api.pod.default_pod_resources`: `defaultHugePagePodLimits`, `defaultPodRequests`)
+    written back: the amounts the pod states are kept as written, the defaulted ones formatted from the model's, so
+    the stored object and what every component reads from it agree."""
     resources = spec.get("resources")
-    if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict) or not resources["limits"]:
+    if not isinstance(resources, dict):
         return
     with contextlib.suppress(PodError, ValueError):  # malformed: validation reports it
         pod = Pod.from_manifest({"metadata": {"name": "defaulting"}, "spec": spec})
-        raw = resources.get("requests")
-        stated: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        defaulted = {
-            name: stated.get(name) or resources["limits"].get(name) or format_amount(name, amount)
-            for name, amount in pod.pod_requests.items()
-        }
-        if defaulted:
-            resources["requests"] = defaulted
+        for field, amounts in (("limits", pod.pod_limits), ("requests", pod.pod_requests)):
+            raw = resources.get(field)
+            stated: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            defaulted = {name: stated.get(name) or format_amount(name, amount) for name, amount in amounts.items()}
+            if defaulted:
+                resources[field] = {**stated, **defaulted}
 
 
 def apply_defaults(kind: str, obj: JsonObj) -> None:
@@ -48,7 +46,7 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 requests = resources.setdefault("requests", {})
                 for name, amount in resources["limits"].items():
                     requests.setdefault(name, amount)
-        _default_pod_requests(spec)
+        _default_pod_resources(spec)
         for c in spec.get("containers") or []:
             if isinstance(c, dict):
                 c.setdefault("terminationMessagePath", "/dev/termination-log")
