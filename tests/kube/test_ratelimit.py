@@ -17,6 +17,11 @@ def test_the_bucket_starts_full_and_refills_at_its_rate_up_to_its_burst() -> Non
     assert not bucket.try_accept(100.0)
 
 
-def test_a_rate_of_zero_never_accepts() -> None:
-    bucket = TokenBucket(qps=0.0, burst=1, now=0.0)
-    assert not any(bucket.try_accept(t) for t in (0.0, 10.0, 1e6))
+def test_a_rate_of_zero_passes_its_burst_once_and_never_passes_nothing() -> None:
+    """`rate.Limiter` with a zero limit spends its burst and stops (kube-controller-manager's `--node-eviction-rate
+    0` taints one node per zone); `NewFakeNeverRateLimiter` never accepts."""
+    zero = TokenBucket(qps=0.0, burst=1, now=0.0)
+    assert zero.try_accept(0.0)
+    assert not any(zero.try_accept(t) for t in (1.0, 10.0, 1e6))
+    never = TokenBucket.never(now=0.0)
+    assert not any(never.try_accept(t) for t in (0.0, 10.0, 1e6))

@@ -91,7 +91,7 @@ def up(
         "--node-eviction-rate",
         metavar="PER_SECOND",
         help="Failed nodes tainted NoExecute (their pods evicted) per second per zone, as kube-controller-manager's "
-        "flag; no node is when every zone is down.",
+        "flag (0: one per zone, then none); none when every zone is down.",
     ),
     secondary_node_eviction_rate: float = typer.Option(
         0.01,

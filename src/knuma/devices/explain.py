@@ -165,8 +165,8 @@ def allocate_document(scenario: DRAScenario, node: str, claims: Sequence[str], b
     scenario = _select_claims(scenario, claims)
     view = next((n for n in scenario.nodes if n.name == node), None)
     if view is None:
-        shared = any(s.node.all_nodes or s.node.node_selector is not None for s in scenario.slices)
-        if not shared:  # no device of the input could be on it: a typo, not a node without devices
+        shared = any(s.node.all_nodes for s in scenario.slices)
+        if not shared:  # no device of the input could be on it (a node selector needs the node's labels): a typo
             known = ", ".join(n.name for n in scenario.nodes) or "none"
             raise ScenarioError(f"node {node!r} is not in the input (nodes: {known})")
         view = NodeView(node)

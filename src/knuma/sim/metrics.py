@@ -170,7 +170,7 @@ def _zones(result: RunResult, name: str) -> dict[str, float]:
 
 def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:
     """Free CPUs on nodes where no Guaranteed template (NUMA-aligned work) would be admitted any more."""
-    aligned = [pod for pod in templates if pod.is_guaranteed] or list(templates)
+    aligned = [pod for pod in templates if pod.pinned_by_managers] or list(templates)
     stranded = 0
     for kubelet in result.kubelets.values():
         free = kubelet.allocatable.get(CPU, 0) - kubelet.requested.get(CPU, 0)

@@ -12,6 +12,8 @@ PodGC force-delete the Terminating pods; when the annotation goes, the node is R
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -190,6 +192,12 @@ def test_when_every_node_is_silent_nothing_is_evicted(start: Callable[..., Up]) 
 
 def exporter_state(up: Up, node: str) -> str | None:
     """The /proc state letter (R, S, T for stopped, ...) of `knuma up`'s exporter process for `node`; None if none."""
+    found = exporter_process(up, node)
+    return found[1] if found is not None else None
+
+
+def exporter_process(up: Up, node: str) -> tuple[int, str] | None:
+    """(pid, state letter) of `knuma up`'s exporter process for `node`."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -200,7 +208,7 @@ def exporter_state(up: Up, node: str) -> str | None:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         if int(fields[1]) == up.process.pid and b"exporter" in args and node.encode() in args:
-            return fields[0]
+            return int(entry.name), fields[0]
     return None
 
 
@@ -208,7 +216,8 @@ def test_the_exporter_process_of_a_silent_node_is_paused(start: Callable[..., Up
     """With `--exporters process` each node's `knuma exporter` stands for a pod on that node: while the node is
     silent it is paused (SIGSTOP), so it cannot publish either; it resumes with the node, and a `knuma up` stopped
     meanwhile still stops it."""
-    up = start("--nodes", "2", "--shape", "small", "--exporters", "process", "--node-monitor-grace-period", "10s")
+    # a grace period longer than the test: no Node update (Unknown, taints) re-pauses the exporter behind our back
+    up = start("--nodes", "2", "--shape", "small", "--exporters", "process", "--node-monitor-grace-period", "120s")
     eventually(lambda: exporter_state(up, "worker-000") not in (None, "T"), timeout=60)
     up.kubectl("annotate", "node", "worker-000", "sim.knuma.io/heartbeat=stopped")
     eventually(lambda: exporter_state(up, "worker-000") == "T", timeout=30)
@@ -217,5 +226,13 @@ def test_the_exporter_process_of_a_silent_node_is_paused(start: Callable[..., Up
     eventually(lambda: exporter_state(up, "worker-000") not in (None, "T"), timeout=30)
     up.kubectl("annotate", "node", "worker-001", "sim.knuma.io/heartbeat=stopped")
     eventually(lambda: exporter_state(up, "worker-001") == "T", timeout=30)
+    # the exporter dies while its node is silent: the supervisor starts it again, paused again
+    crashed = exporter_process(up, "worker-001")
+    assert crashed is not None
+    os.kill(crashed[0], signal.SIGKILL)
+    eventually(
+        lambda: (p := exporter_process(up, "worker-001")) is not None and p[0] != crashed[0] and p[1] == "T",
+        timeout=45,
+    )
     assert up.stop() == 0
     assert exporter_state(up, "worker-001") is None

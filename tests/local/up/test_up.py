@@ -234,6 +234,8 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--node-monitor-grace-period:" in result.output
     result = up("--node-eviction-rate", "-1")
     assert result.exit_code == 2 and "--node-eviction-rate must be 0 or more, got -1" in result.output
+    result = up("--node-eviction-rate", "nan")
+    assert result.exit_code == 2 and "--node-eviction-rate must be a number, got nan" in result.output
     result = up("--unhealthy-zone-threshold", "55")
     assert result.exit_code == 2 and "above 0 and at most 1, got 55" in result.output
     data = tmp_path / "d"

@@ -31,12 +31,14 @@ from knuma.kube.ratelimit import TokenBucket
 __all__ = [
     "EVICTION_PERIOD",
     "EXCLUDE_DISRUPTION",
+    "RETRY_WITHOUT_CONDITION",
     "EvictionRates",
     "RateLimitedTimedQueue",
     "Transition",
     "ZoneEvictions",
     "ZoneState",
     "compute_zone_state",
+    "excluded",
     "zone_key",
 ]
 
@@ -44,6 +46,8 @@ EVICTION_PERIOD = 0.1
 """`NodeEvictionPeriod`: how often the tainting queues are tried."""
 EVICTION_BURST = 1
 """`EvictionRateLimiterBurst`."""
+RETRY_WITHOUT_CONDITION = 0.05
+"""`doNoExecuteTaintingPass`: a queued node without a Ready condition is tried again 50 ms later."""
 EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 """A node with this label is left out of its zone's health (`isNodeExcludedFromDisruptionChecks`)."""
 
@@ -159,8 +163,11 @@ class RateLimitedTimedQueue:
         """`SwapLimiter`: a new bucket for a new rate, drained when the old one had no token (burst 1)."""
         if self.limiter.qps == qps:
             return
+        if qps <= 0:
+            self.limiter = TokenBucket.never(now)
+            return
         replacement = TokenBucket(qps, EVICTION_BURST, now)
-        if qps > 0 and not self.limiter.try_accept(now):
+        if not self.limiter.try_accept(now):
             replacement.try_accept(now)
         self.limiter = replacement
 

@@ -22,21 +22,23 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
 
+from knuma.api.taints import NO_EXECUTE
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.events import EventRecorder
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.local.controllers import evictionzones, nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
 from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.history import plan_history
+from knuma.local.controllers.nodelifecycle_controller import NodeLifecycleController
+from knuma.local.controllers.refs import pod_path, pod_reference, utcnow
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
 from knuma.local.controllers.statefulset import REVISION_LABEL, plan_statefulset, revision_name
 
@@ -134,14 +136,8 @@ class WorkloadControllers:
         self.http = http
         self.podgc_period = podgc_period
         self.terminated_threshold = terminated_threshold
-        self.node_monitor_period = node_monitor_period
-        self.node_monitor_grace_period = node_monitor_grace_period
-        self._probes = nodelifecycle.HealthProbes()
-        self._zones = evictionzones.ZoneEvictions(eviction_rates or evictionzones.EvictionRates())
-        self._known_nodes: set[str] = set()
         self._evictions: dict[str, float] = {}
         """Pod key -> when the taint eviction controller deletes it (monotonic seconds)."""
-        self._node_events = EventRecorder(http, "node-controller")
         self._eviction_events = EventRecorder(http, "taint-eviction-controller")
         self._missing_nodes = podgc.MissingNodes(quarantine=2 * podgc_period)
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
@@ -154,6 +150,15 @@ class WorkloadControllers:
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
         # the node lifecycle controller reads the Leases on its period: no event to react to
         self.leases = Informer(http, NODE_LEASES, Callbacks(ignore, ignore, ignore), transform=_lease_fields)
+        self.node_lifecycle = NodeLifecycleController(
+            http,
+            self.nodes,
+            self.leases,
+            self.pods,
+            monitor_period=node_monitor_period,
+            grace_period=node_monitor_grace_period,
+            eviction_rates=eviction_rates,
+        )
         self._informers = (
             self.deployments,
             self.replicasets,
@@ -238,10 +243,10 @@ class WorkloadControllers:
         informers = [asyncio.create_task(i.run()) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
-            informers.append(asyncio.create_task(self._collect_pods()))
-            informers.append(asyncio.create_task(self._monitor_nodes()))
-            informers.append(asyncio.create_task(self._taint_failed_nodes()))
-            informers.append(asyncio.create_task(self._evict_from_tainted_nodes()))
+            for loop in (self._collect_pods(), self.node_lifecycle.run(), self._evict_from_tainted_nodes()):
+                task = asyncio.create_task(loop)
+                task.add_done_callback(_report_stopped)
+                informers.append(task)
             while True:
                 kind, key = await self._queue.get()
                 self._queued.discard((kind, key))
@@ -255,7 +260,7 @@ class WorkloadControllers:
                     elif kind == "PodDisruptionBudget":
                         await self._sync_budget(key)
                     elif kind == "Node":
-                        await self._sync_node_taints(key)
+                        await self.node_lifecycle.sync_no_schedule_taints(key)
                     else:
                         await self._sync_replicaset(key)
                 except KubeApiError as err:
@@ -275,7 +280,7 @@ class WorkloadControllers:
             await asyncio.sleep(self.podgc_period)
             for pod in podgc.terminated_over(list(self.pods.store.values()), self.terminated_threshold):
                 try:
-                    await rest.delete(self.http, _pod_path(pod))
+                    await rest.delete(self.http, pod_path(pod))
                 except NotFound:
                     continue
                 except KubeApiError as err:
@@ -298,8 +303,8 @@ class WorkloadControllers:
     async def _force_delete(self, pod: Mapping[str, Any], *, condition: bool) -> bool:
         """PodGC's `markFailedAndDeletePodWithCondition`: `Failed` (with the DisruptionTarget condition when
         `condition`), then deleted with a grace period of 0; False when it could not be (gone already: quietly)."""
-        path = _pod_path(pod)
-        status = podgc.orphan_status(pod, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), condition=condition)
+        path = pod_path(pod)
+        status = podgc.orphan_status(pod, utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), condition=condition)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         try:
             if status is not None:
@@ -310,181 +315,6 @@ class WorkloadControllers:
         except KubeApiError as err:
             log.warning("PodGC: cannot delete pod %s: %s", object_key(pod), err)
             return False
-        return True
-
-    async def _monitor_nodes(self) -> None:
-        """The node lifecycle controller's `monitorNodeHealth`, every `node_monitor_period`: a node whose kubelet
-        has been silent for `node_monitor_grace_period` gets its conditions `Unknown` and its pods' Ready condition
-        `False`; a node seen not Ready is queued for its NoExecute taint, a Ready one loses it; then the zones'
-        health sets the tainting rates (`handleDisruption`, `knuma.local.controllers.evictionzones`)."""
-        while True:
-            await asyncio.sleep(self.node_monitor_period)
-            stamp = _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-            now = time.monotonic()
-            self._probes.forget(self.nodes.store)
-            nodes = list(self.nodes.store.items())
-            await self._observe_nodes(nodes)
-            zones: dict[str, list[str]] = {}
-            for name, node in nodes:
-                lease = self.leases.store.get(f"{nodelifecycle.LEASE_NAMESPACE}/{name}")
-                try:
-                    current = await self._check_node(name, node, lease, stamp, now)
-                except (NotFound, Conflict):
-                    continue  # gone, or changed since the informer's copy: the next pass sees the new one
-                except KubeApiError as err:
-                    log.warning("node lifecycle: cannot update node %s: %s", name, err)
-                    continue
-                if not evictionzones.excluded(node):
-                    zones.setdefault(evictionzones.zone_key(node), []).append(nodelifecycle.ready_status(current))
-            transition = self._zones.handle(zones, now)
-            if transition is evictionzones.Transition.ENTERED_MASTER_DISRUPTION:
-                log.warning(
-                    "node lifecycle: no node is Ready in any zone; entering master disruption mode: NoExecute "
-                    "taints removed, no node tainted until one is Ready again"
-                )
-                for name, node in nodes:
-                    await self._mark_reachable(name, node)
-            elif transition is evictionzones.Transition.EXITED_MASTER_DISRUPTION:
-                log.info("node lifecycle: some nodes are Ready; exiting master disruption mode")
-                self._probes.restart(now)
-
-    async def _observe_nodes(self, nodes: list[tuple[str, JsonObj]]) -> None:
-        """`classifyNodes` and what follows: a node seen for the first time is registered (event) and loses any
-        NoExecute taint a previous controller left (`markNodeAsReachable`): it is tainted again through the queue
-        if it is still not Ready; a node gone is forgotten."""
-        names = {name for name, _ in nodes}
-        for name, node in nodes:
-            if name in self._known_nodes:
-                continue
-            self._known_nodes.add(name)
-            ref = ObjectReference("Node", "", name, str(meta_of(node).get("uid") or ""))
-            self._node_events.record(
-                ref, "Normal", "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller"
-            )
-            await self._mark_reachable(name, node)
-        for name in self._known_nodes - names:
-            self._known_nodes.discard(name)
-            self._node_events.record(
-                ObjectReference("Node", "", name, ""),
-                "Normal",
-                "RemovingNode",
-                f"Node {name} event: Removing Node {name} from Controller",
-            )
-
-    async def _mark_reachable(self, name: str, node: JsonObj) -> None:
-        """`markNodeAsReachable`: the node's NoExecute unreachable / not-ready taints removed, out of its zone's
-        queue."""
-        self._zones.tainter(evictionzones.zone_key(node), time.monotonic()).remove(name)
-        taints = nodelifecycle.reachable_taints(node)
-        if taints is None:
-            return
-        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
-        try:
-            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
-        except (NotFound, Conflict):
-            return  # gone, or changed: the next pass looks again
-        except KubeApiError as err:
-            log.warning("node lifecycle: cannot remove the NoExecute taints of node %s: %s", name, err)
-
-    async def _check_node(self, name: str, node: JsonObj, lease: JsonObj | None, stamp: str, now: float) -> JsonObj:
-        """One node of `monitorNodeHealth` (`tryUpdateNodeHealth`, then `processTaintBaseEviction` on the Ready
-        condition as observed before this pass, as upstream: a node that just went `Unknown` is queued for its
-        NoExecute taint on the next pass). Returns the node as it now is. Writes carry the informer copy's
-        resourceVersion (409 when the node changed since, e.g. its kubelet just reported Ready: the next pass sees
-        it)."""
-        view = node
-        version = meta_of(node).get("resourceVersion")
-        if self._probes.silent(name, node, lease, now, self.node_monitor_grace_period):
-            conditions = nodelifecycle.unknown_conditions(node, stamp)
-            if conditions is not None:
-                patch = {"metadata": {"resourceVersion": version}, "status": {"conditions": conditions}}
-                written = await rest.patch(self.http, f"/api/v1/nodes/{name}/status", patch)
-                version = meta_of(written).get("resourceVersion")
-                log.info("node %s: kubelet stopped posting node status; conditions Unknown", name)
-                self._node_events.record(
-                    ObjectReference("Node", "", name, str(meta_of(node).get("uid") or "")),
-                    "Normal",
-                    "NodeNotReady",
-                    f"Node {name} status is now: NodeNotReady",
-                )
-                view = {**node, "status": {**(node.get("status") or {}), "conditions": conditions}}
-        if nodelifecycle.ready_status(view) == "Unknown":  # its pods, those bound since too (`MarkPodsNotReady`)
-            for pod in [p for p in self.pods.store.values() if (p.get("spec") or {}).get("nodeName") == name]:
-                not_ready = nodelifecycle.pod_not_ready_status(pod, stamp)
-                if not_ready is not None:
-                    with contextlib.suppress(NotFound):
-                        path = f"{_pod_path(pod)}/status"
-                        await rest.patch(self.http, path, not_ready, content_type=STRATEGIC_MERGE_PATCH)
-        if nodelifecycle.ready_condition(view) is None:
-            return view  # never reported, still within its startup grace: nothing to decide yet
-        observed = nodelifecycle.ready_status(node)
-        tainter = self._zones.tainter(evictionzones.zone_key(node), now)
-        if observed == "True":
-            await self._mark_reachable(name, {**view, "metadata": {**meta_of(view), "resourceVersion": version}})
-        else:
-            own, opposite = (
-                (nodelifecycle.UNREACHABLE, nodelifecycle.NOT_READY)
-                if observed == "Unknown"
-                else (nodelifecycle.NOT_READY, nodelifecycle.UNREACHABLE)
-            )
-            if nodelifecycle.has_taint(node, opposite, "NoExecute"):  # swapped at once, not rate limited
-                taints = nodelifecycle.no_execute_swap(node, stamp)
-                if taints is not None:
-                    patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": taints}}
-                    await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
-            else:  # `markNodeForTainting`
-                if not nodelifecycle.has_taint(node, own, "NoExecute"):
-                    tainter.remove(name)
-                tainter.add(name, now)
-        return view
-
-    async def _sync_node_taints(self, name: str) -> None:
-        """`doNoScheduleTaintingPass` on a node update: its NoSchedule taints follow its conditions and
-        `spec.unschedulable`."""
-        node = self.nodes.store.get(name)
-        if node is None:
-            return
-        taints = nodelifecycle.no_schedule_taints(node, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
-        if taints is None:
-            return
-        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
-        with contextlib.suppress(NotFound, Conflict):  # gone, or changed: its update event brings it back
-            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
-
-    async def _taint_failed_nodes(self) -> None:
-        """`doNoExecuteTaintingPass`, every `EVICTION_PERIOD`: each zone's queue hands out the nodes to taint as its
-        rate allows; a node Ready by then is let go, a failed write is retried."""
-        while True:
-            await asyncio.sleep(evictionzones.EVICTION_PERIOD)
-            now = time.monotonic()
-            for _, queue in self._zones.zones():
-                while (name := queue.due(now)) is not None:
-                    node = self.nodes.store.get(name)
-                    if node is None or nodelifecycle.ready_status(node) == "True":
-                        queue.done(name)
-                        continue
-                    if nodelifecycle.ready_condition(node) is None:
-                        queue.retry(name, now + 0.05)
-                        continue
-                    if await self._taint_no_execute(name, node):
-                        queue.done(name)
-                    else:
-                        queue.retry(name, now)
-
-    async def _taint_no_execute(self, name: str, node: JsonObj) -> bool:
-        """`SwapNodeControllerTaint` for one node off the queue; False when the write failed."""
-        taints = nodelifecycle.no_execute_swap(node, _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))
-        if taints is None:
-            return True
-        patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
-        try:
-            await rest.patch(self.http, f"/api/v1/nodes/{name}", patch)
-        except NotFound:
-            return True
-        except KubeApiError as err:
-            log.debug("node lifecycle: cannot taint node %s NoExecute: %s; retrying", name, err)
-            return False
-        log.info("node lifecycle: node %s tainted NoExecute (%s)", name, nodelifecycle.ready_status(node))
         return True
 
     async def _evict_from_tainted_nodes(self) -> None:
@@ -499,7 +329,7 @@ class WorkloadControllers:
                 name: taints
                 for name, node in self.nodes.store.items()
                 if (taints := (node.get("spec") or {}).get("taints") or [])
-                and any(t.get("effect") == "NoExecute" for t in taints)
+                and any(t.get("effect") == NO_EXECUTE for t in taints)
             }
             if not tainted:
                 self._evictions.clear()
@@ -525,7 +355,7 @@ class WorkloadControllers:
                 spared = self.pods.store.get(key)
                 if spared is not None and not meta_of(spared).get("deletionTimestamp"):
                     self._eviction_events.record(
-                        _pod_reference(spared), "Normal", "TaintManagerEviction", f"Cancelling deletion of Pod {key}"
+                        pod_reference(spared), "Normal", "TaintManagerEviction", f"Cancelling deletion of Pod {key}"
                     )
 
     async def _evict(self, pod: JsonObj) -> bool:
@@ -533,10 +363,10 @@ class WorkloadControllers:
         deleted (retried on the next pass)."""
         key = object_key(pod)
         self._eviction_events.record(
-            _pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}"
+            pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}"
         )
-        path = _pod_path(pod)
-        stamp = _utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = pod_path(pod)
+        stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
             await rest.patch(
                 self.http, f"{path}/status", nodelifecycle.eviction_status(stamp), content_type=STRATEGIC_MERGE_PATCH
@@ -622,7 +452,7 @@ class WorkloadControllers:
         in_use.add(str((sts.get("status") or {}).get("currentRevision") or name))
         history = await self._keep_history(sts, "StatefulSet", name, name.rpartition("-")[2], in_use)
         backoff = self._backoffs.setdefault(uid, Backoff())
-        plan = plan_statefulset(sts, pods, history, backoff, time.monotonic(), _utcnow())
+        plan = plan_statefulset(sts, pods, history, backoff, time.monotonic(), utcnow())
         namespace = meta_of(sts).get("namespace")
         for pod in plan.create:
             with contextlib.suppress(Conflict):  # still there (terminating) or created by an earlier pass
@@ -670,7 +500,7 @@ class WorkloadControllers:
         in_use = {f"{name}-{h}" for p in pods if (h := (meta_of(p).get("labels") or {}).get(REVISION_LABEL))}
         await self._keep_history(ds, "DaemonSet", f"{name}-{digest}", digest, in_use)
         now = time.monotonic()
-        plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, _utcnow())
+        plan = plan_daemonset(ds, list(self.nodes.store.values()), pods, self._failed_daemon_pods, now, utcnow())
         expectation = self._expect.setdefault(uid, _Expectations())
         namespace = meta_of(ds).get("namespace")
         status = dict(plan.status)
@@ -704,7 +534,7 @@ class WorkloadControllers:
         if budget is None or meta_of(budget).get("deletionTimestamp"):
             return
         pods = budget_pods(budget, list(self.pods.store.values()))
-        status = budget_status(budget, pods, self._scale, _utcnow())
+        status = budget_status(budget, pods, self._scale, utcnow())
         namespace, name = meta_of(budget).get("namespace"), meta_of(budget).get("name")
         path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status"
         recorded = (budget.get("status") or {}).get("disruptedPods") or {}
@@ -744,14 +574,7 @@ class WorkloadControllers:
             await rest.patch(self.http, path, {"status": patch if patch is not None else status})
 
 
-def _pod_reference(pod: Mapping[str, Any]) -> ObjectReference:
-    meta = meta_of(pod)
-    return ObjectReference("Pod", str(meta.get("namespace") or ""), str(meta.get("name")), str(meta.get("uid") or ""))
-
-
-def _pod_path(pod: Mapping[str, Any]) -> str:
-    return f"/api/v1/namespaces/{meta_of(pod).get('namespace')}/pods/{meta_of(pod).get('name')}"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+def _report_stopped(task: asyncio.Task[Any]) -> None:
+    """A controller loop never ends by itself: if one raised, say so (it is not restarted; the other loops go on)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("controller loop %s stopped: %r", task.get_coro(), task.exception(), exc_info=task.exception())

@@ -9,6 +9,7 @@ cluster never silently changes shape.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,8 +165,16 @@ def grace_period_seconds(raw: str, lease_renew_interval: float) -> float:
 def eviction_rates(
     eviction_rate: float, secondary_eviction_rate: float, large_cluster_size_threshold: int, unhealthy_threshold: float
 ) -> EvictionRates:
-    """kube-controller-manager's eviction flags, checked: rates of 0 or more (0 taints nothing), a size of 0 or more,
-    a threshold above 0 and at most 1 (a share of the zone's nodes)."""
+    """kube-controller-manager's eviction flags, checked: finite rates of 0 or more (0: one node per zone, then none,
+    as kube-controller-manager's zero-rate limiter), a size of 0 or more, a threshold above 0 and at most 1 (a share
+    of the zone's nodes)."""
+    for flag, value in (
+        ("--node-eviction-rate", eviction_rate),
+        ("--secondary-node-eviction-rate", secondary_eviction_rate),
+        ("--unhealthy-zone-threshold", unhealthy_threshold),
+    ):
+        if not math.isfinite(value):
+            raise UpError(f"{flag} must be a number, got {value}")
     for flag, value in (
         ("--node-eviction-rate", eviction_rate),
         ("--secondary-node-eviction-rate", secondary_eviction_rate),

@@ -35,7 +35,7 @@ from knuma.duration import format_duration
 from knuma.kube import rest
 from knuma.kube.client import async_http
 from knuma.kube.errors import Conflict, KubeApiError
-from knuma.kube.informer import Callbacks, Informer, ignore
+from knuma.kube.informer import Callbacks, Informer
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
@@ -154,6 +154,8 @@ class LocalCluster:
         self.scheduler: Child | None = None
         self._deployed_pods_task: asyncio.Task[None] | None = None
         self._silent_nodes_task: asyncio.Task[None] | None = None
+        self._silent: set[str] = set()
+        """Nodes annotated `sim.knuma.io/heartbeat=stopped`, as the Node informer last saw them."""
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
@@ -211,28 +213,40 @@ class LocalCluster:
             nodes = Informer(
                 self.http,
                 "/api/v1/nodes",
-                Callbacks(
-                    self._pause_exporter_of_silent_node, lambda _, new: self._pause_exporter_of_silent_node(new), ignore
-                ),
+                Callbacks(self._node_seen, lambda _, new: self._node_seen(new), self._node_gone),
                 watch_timeout=60,
                 on_error=log.debug,
             )
             self._silent_nodes_task = asyncio.create_task(nodes.run())
 
-    def _pause_exporter_of_silent_node(self, node: dict[str, Any]) -> None:
+    def _node_seen(self, node: dict[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name") or "")
+        if heartbeat_stopped(node):
+            self._silent.add(name)
+        else:
+            self._silent.discard(name)
+        self.pause_silent_exporters()
+
+    def _node_gone(self, node: dict[str, Any]) -> None:
+        self._silent.discard(str((node.get("metadata") or {}).get("name") or ""))
+        self.pause_silent_exporters()
+
+    def pause_silent_exporters(self) -> None:
         """The exporter process of a node annotated `sim.knuma.io/heartbeat=stopped` is paused (SIGSTOP) while the
         annotation lasts: on a cluster the exporter is a pod on that node, cut off from the API server with its
-        kubelet, so the NRT the scheduler sees stays what it was when the node went silent."""
-        name = str((node.get("metadata") or {}).get("name") or "")
-        child = self.exporter_of(name)
-        if child is None:
-            return
-        if heartbeat_stopped(node) and not child.paused:
-            log.info("node %s is silent: its exporter (pid %s) is paused until it is back", name, child.pid)
-            child.pause()
-        elif not heartbeat_stopped(node) and child.paused:
-            log.info("node %s is back: its exporter (pid %s) resumes", name, child.pid)
-            child.resume()
+        kubelet, so the NRT the scheduler sees stays what it was when the node went silent. Run on every Node event
+        and after the supervisor restarted children (a restarted exporter of a silent node is paused again)."""
+        for node in self.nodes:
+            child = self.exporter_of(node.name)
+            if child is None:
+                continue
+            name, silent = node.name, node.name in self._silent
+            if silent and not child.paused and child.exited() is None:
+                log.info("node %s is silent: its exporter (pid %s) is paused until it is back", name, child.pid)
+                child.pause()
+            elif not silent and child.paused:
+                log.info("node %s is back (or gone): its exporter (pid %s) resumes", name, child.pid)
+                child.resume()
 
     @property
     def url(self) -> str:
@@ -377,7 +391,9 @@ class LocalCluster:
 
     def failed_child(self) -> Child | None:
         """Restart children that died (with backoff); the one that keeps dying, if any."""
-        return self.supervisor.check(self.children())
+        failed = self.supervisor.check(self.children())
+        self.pause_silent_exporters()
+        return failed
 
     def summary(self) -> ClusterSummary:
         assert self.server is not None

@@ -122,7 +122,8 @@ class _Shape:
 
     pod: Pod
     """The first pod seen with this shape (for the plugins, where a row cannot be computed in arrays)."""
-    guaranteed: bool
+    pinned: bool
+    """The static CPU and memory managers pin it (`Pod.pinned_by_managers`: Guaranteed, no pod-level resources)."""
     fit_columns: IntpArray
     fit_amounts: Int64Array
     fit_missing: bool
@@ -356,7 +357,7 @@ class VectorizedScheduler:
         non_zero = non_zero_request(pod)
         return _Shape(
             pod=pod,
-            guaranteed=pod.pinned_by_managers,
+            pinned=pod.pinned_by_managers,
             fit_columns=np.array([self.index[name] for name in known], dtype=np.intp),
             fit_amounts=np.array([request[name] for name in known], dtype=np.int64),
             fit_missing=len(known) < len(request),
@@ -420,7 +421,7 @@ class VectorizedScheduler:
             return np.where(feasible, fit_only, -1)
         if not shape.numa_exempt:
             feasible &= self.nrt_fresh[rows]
-        numa: Int64Array | int = 0 if shape.guaranteed else 100
+        numa: Int64Array | int = 0 if shape.pinned else 100
         if shape.exclusive is not None:
             simple = self.simple_node[rows]
             candidates = feasible & simple
@@ -429,7 +430,7 @@ class VectorizedScheduler:
                 placement = self._zone_placement(shape, rows)
                 smt = self._smt_ok(shape, rows)
                 fits = placement.fits if smt is None else placement.fits & smt
-                if shape.guaranteed:
+                if shape.pinned:
                     scored = candidates & fits
                     numa = np.where(scored, self._zone_scores(pod, shape, rows, placement, scored), 0)
                 feasible &= fits | ~simple

@@ -1,0 +1,199 @@
+"""The node lifecycle controller's loops (`knuma.local.controllers.nodelifecycle_controller`) against a real
+`knuma apiserver`, with short periods: master disruption mode removes every NoExecute taint however the nodes went
+silent, a second failed node of a zone is tainted a token later, and `kubectl cordon`'s unschedulable taint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+
+from knuma.api.types import STRATEGIC_MERGE_PATCH
+from knuma.kube.client import async_http
+from knuma.local.controllers.evictionzones import EvictionRates
+from knuma.local.controllers.manager import WorkloadControllers
+from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.polling import eventually_async
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+MERGE = "application/merge-patch+json"
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def add_node(http: httpx2.AsyncClient, name: str, ready: str = "True", zone: str = "z") -> None:
+    node = {"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
+    assert (await http.post("/api/v1/nodes", json=node)).status_code == 201
+    condition = {"type": "Ready", "status": ready, "lastHeartbeatTime": stamp(), "lastTransitionTime": stamp()}
+    patch = {"status": {"conditions": [condition]}}
+    response = await http.patch(
+        f"/api/v1/nodes/{name}/status", json=patch, headers={"Content-Type": STRATEGIC_MERGE_PATCH}
+    )
+    assert response.status_code == 200, response.text
+
+
+class Kubelets:
+    """Lease renewals for the nodes still `alive`, every 0.2 s."""
+
+    def __init__(self, http: httpx2.AsyncClient, names: list[str]) -> None:
+        self.http, self.alive = http, set(names)
+
+    async def start(self) -> None:
+        await self.http.post("/api/v1/namespaces", json={"metadata": {"name": "kube-node-lease"}})
+        for name in self.alive:
+            lease = {"metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": {"renewTime": stamp()}}
+            assert (await self.http.post(LEASES, json=lease)).status_code == 201
+
+    async def run(self) -> None:
+        while True:
+            for name in list(self.alive):
+                patch = {"spec": {"renewTime": stamp()}}
+                await self.http.patch(f"{LEASES}/{name}", json=patch, headers={"Content-Type": MERGE})
+            await asyncio.sleep(0.2)
+
+
+@contextlib.asynccontextmanager
+async def running(http: httpx2.AsyncClient, **options: Any) -> AsyncIterator[WorkloadControllers]:
+    controllers = WorkloadControllers(http, **options)
+    task = asyncio.create_task(controllers.run())
+    try:
+        yield controllers
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def taints(http: httpx2.AsyncClient) -> dict[str, set[str]]:
+    nodes = (await http.get("/api/v1/nodes")).json()["items"]
+    return {
+        n["metadata"]["name"]: {
+            f"{t['key'].rsplit('/', 1)[-1]}:{t['effect']}" for t in (n.get("spec") or {}).get("taints") or []
+        }
+        for n in nodes
+    }
+
+
+async def test_a_not_ready_node_going_silent_with_the_last_ready_one_keeps_no_no_execute_taint(
+    api: RunningApiServer,
+) -> None:
+    """Node a is NotReady (tainted not-ready:NoExecute), b Ready; neither renews anything, so both go Unknown in the
+    same pass: writing a's status changes it, and the removal that master disruption mode makes must still happen
+    (read again on the conflict, as `RemoveTaintOffNode` does), and no instant swap to unreachable may follow."""
+    http = async_http(api.kubeconfig)
+    try:
+        await add_node(http, "a", ready="False")
+        await add_node(http, "b")
+        async with running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5) as controllers:
+            lifecycle = controllers.node_lifecycle
+            await eventually_async(lambda: lifecycle.zones.in_master_disruption(), timeout=30)
+            await asyncio.sleep(2.0)  # several passes in master disruption mode
+            assert lifecycle.zones.in_master_disruption()
+            found = await taints(http)
+            assert not [t for node in found.values() for t in node if t.endswith(":NoExecute")], found
+            assert "unreachable:NoSchedule" in found["a"] and "unreachable:NoSchedule" in found["b"]
+    finally:
+        await http.aclose()
+
+
+async def test_a_node_tainted_one_pass_before_the_rest_goes_down_is_untainted_in_master_disruption(
+    api: RunningApiServer,
+) -> None:
+    """a goes silent one pass before b (b busy with 40 pods to mark not Ready): a is tainted NoExecute from its
+    zone's queue, then b's failure puts every zone down and a's taint must go, whatever the two loops interleave."""
+    http = async_http(api.kubeconfig)
+    kubelets = Kubelets(http, ["a", "b"])
+    renewer: asyncio.Task[None] | None = None
+    try:
+        await kubelets.start()
+        for name in ("a", "b"):
+            await add_node(http, name)
+        for i in range(40):
+            pod = {
+                "metadata": {"name": f"p{i}"},
+                "spec": {"nodeName": "b", "containers": [{"name": "c", "image": "x"}]},
+            }
+            assert (await http.post("/api/v1/namespaces/default/pods", json=pod)).status_code == 201
+            ready = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+            await http.patch(
+                f"/api/v1/namespaces/default/pods/p{i}/status",
+                json=ready,
+                headers={"Content-Type": STRATEGIC_MERGE_PATCH},
+            )
+        renewer = asyncio.create_task(kubelets.run())
+        async with running(http, node_monitor_period=0.5, node_monitor_grace_period=1.5) as controllers:
+            await asyncio.sleep(2.0)
+            kubelets.alive.discard("a")
+            await eventually_async(lambda: taints_have(http, "a", "unreachable:NoExecute"), timeout=30)
+            kubelets.alive.discard("b")
+            lifecycle = controllers.node_lifecycle
+            await eventually_async(lambda: lifecycle.zones.in_master_disruption(), timeout=30)
+            await asyncio.sleep(2.0)
+            found = await taints(http)
+            assert not [t for node in found.values() for t in node if t.endswith(":NoExecute")], found
+    finally:
+        if renewer is not None:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+        await http.aclose()
+
+
+async def taints_have(http: httpx2.AsyncClient, node: str, taint: str) -> bool:
+    return taint in (await taints(http)).get(node, set())
+
+
+async def test_a_second_failed_node_of_a_zone_is_tainted_a_token_later_and_cordon_taints_noschedule(
+    api: RunningApiServer,
+) -> None:
+    """Three nodes in one zone (so two down is not a partial disruption: more than two are needed), 0.5 taints per
+    second: the first failed node is tainted at once, the second about 2 s later. A cordoned node gets
+    `node.kubernetes.io/unschedulable:NoSchedule`, and loses it when uncordoned."""
+    http = async_http(api.kubeconfig)
+    kubelets = Kubelets(http, ["a", "b", "c"])
+    renewer: asyncio.Task[None] | None = None
+    try:
+        await kubelets.start()
+        for name in ("a", "b", "c"):
+            await add_node(http, name)
+        renewer = asyncio.create_task(kubelets.run())
+        rates = EvictionRates(eviction_rate=0.5)
+        async with running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5, eviction_rates=rates):
+            await asyncio.sleep(1.0)
+            kubelets.alive -= {"a", "b"}
+            times: dict[str, float] = {}
+            loop = asyncio.get_running_loop()
+
+            async def tainted() -> bool:
+                found = await taints(http)
+                for name in ("a", "b"):
+                    if "unreachable:NoExecute" in found[name]:
+                        times.setdefault(name, loop.time())
+                return len(times) == 2
+
+            await eventually_async(tainted, timeout=30, interval=0.05)
+            assert abs(times["a"] - times["b"]) >= 1.5  # one token every 2 s, burst 1
+            assert "unreachable:NoExecute" not in (await taints(http))["c"]
+
+            patch: dict[str, Any] = {"spec": {"unschedulable": True}}
+            await http.patch("/api/v1/nodes/c", json=patch, headers={"Content-Type": MERGE})
+            await eventually_async(lambda: taints_have(http, "c", "unschedulable:NoSchedule"), timeout=30)
+            uncordon: dict[str, Any] = {"spec": {"unschedulable": None}}
+            await http.patch("/api/v1/nodes/c", json=uncordon, headers={"Content-Type": MERGE})
+
+            async def uncordoned() -> bool:
+                return not await taints_have(http, "c", "unschedulable:NoSchedule")
+
+            await eventually_async(uncordoned, timeout=30)
+    finally:
+        if renewer is not None:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+        await http.aclose()
