@@ -13,7 +13,14 @@ from knuma.api.pod import Pod
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
-from knuma.scheduler.plugins.device_stranding import DeviceDemand, device_shape, device_stranding_penalty
+from knuma.scheduler.plugins.device_stranding import (
+    GAP_WEIGHT,
+    DeviceDemand,
+    device_shape,
+    device_stranding_penalty,
+    gap_counts,
+    gap_penalty,
+)
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
@@ -189,3 +196,48 @@ def test_new_device_shapes_do_not_rebuild_the_cpu_stranding_table() -> None:
     for index in range(40):
         demand.observe(gpu_pod(1 + index, 4, f"g{index}"))  # 4 CPUs: a size seen already
     assert demand.stranded_table(10) is table and len(table) <= 1 + 64
+
+
+def test_gap_counts_and_the_sum_of_squares_change_of_a_placement() -> None:
+    """Zones with some but not all GPUs free are gaps; a placement is charged the change in the sum of the squared
+    counts: creating a third 1-GPU gap costs 2*2+1, turning a 3-gap into a 1-gap where two 1-gaps exist costs
+    (2*2+1) - (2*1-1), filling a 1-gap exactly earns 2*2-1."""
+    nodes = [gpu_node("a", (1, 40), (3, 40)), gpu_node("b", (1, 40), (4, 48)), gpu_node("c", (0, 10), (2, 40))]
+    topologies = [n.topology for n in nodes if n.topology is not None]
+    counts = gap_counts(topologies)
+    assert counts == {1: 2, 3: 1, 2: 1}
+    two = gpu_pod(2, 8, "two")
+    b = topologies[1]
+    into_empty = admit(two, b).node  # zone 1 of b: 4 -> 2, a second 2-gap
+    assert gap_penalty(b, into_empty, counts) == GAP_WEIGHT * (2 * 1 + 1)
+    a = topologies[0]
+    after = a.with_available({0: dict(a.zones[0].available), 1: {**a.zones[1].available, GPU: 1}})
+    assert gap_penalty(a, after, counts) == GAP_WEIGHT * ((2 * 2 + 1) - (2 * 1 - 1))
+    filled = a.with_available({0: {**a.zones[0].available, GPU: 0}, 1: dict(a.zones[1].available)})
+    assert gap_penalty(a, filled, counts) == -GAP_WEIGHT * (2 * 2 - 1)
+
+
+def test_a_gpu_pod_keeps_the_gap_counts_even_on_both_paths() -> None:
+    """Two 1-GPU gaps exist; a 2-GPU pod fits a zone with 3 free (leaving a third 1-gap) or an empty zone of a node
+    otherwise alike (a 2-gap): CPU packing and expected stranding tie, and the node named first would win; the sum
+    of squares sends it to the empty zone, and the vectorised path scores every node as the plugin does."""
+    demand = seen(gpu_pod(1, 8, "one"), gpu_pod(2, 8, "two"))
+    nodes = [
+        gpu_node("a-three-free", (3, 40), (0, 0)),
+        gpu_node("b-four-free", (4, 40), (0, 0)),
+        gpu_node("gaps", (1, 48), (1, 48)),
+    ]
+    p = gpu_pod(2, 8, "new-two")
+    demand.observe(p)
+    exact = schedule_one(default_profile(PACKING, demand=demand), p, nodes, explain=True)
+    assert exact.selected == "b-four-free"
+    counts = gap_counts(n.topology for n in nodes if n.topology is not None)
+    charged = {}
+    for node in nodes[:2]:
+        assert node.topology is not None
+        charged[node.name] = gap_penalty(node.topology, admit(p, node.topology).node, counts)
+    assert charged == {"a-three-free": GAP_WEIGHT * 4, "b-four-free": GAP_WEIGHT * 1}
+    vectorized = VectorizedScheduler(nodes, PACKING, demand=demand)
+    _, scores = vectorized.filter_and_score(p)
+    assert scores.tolist() == [r.score or 0 for r in exact.nodes]
+    assert vectorized.schedule(p).node == "b-four-free"

@@ -64,7 +64,7 @@ from knuma.scheduler.fast.placement import ZonePlacement, padded_zones, place
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
-from knuma.scheduler.plugins.device_stranding import DEVICE_STRANDING_WEIGHT, zone_device_total
+from knuma.scheduler.plugins.device_stranding import DEVICE_STRANDING_WEIGHT, GAP_WEIGHT, zone_device_total
 from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
@@ -145,6 +145,9 @@ class _Shape:
     """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
     claims: bool = False
     """The pod has ResourceClaims: no device stranding term (`dra_zones.has_claims`)."""
+    gaps: dict[int, int] | None = None
+    """The cluster's device gap counts its cached scores were computed with (`gap_penalty`), for a pinned pod
+    that takes devices under KnumaBinPacking; None: its scores do not depend on them."""
     ranked: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Per row: the total score when feasible, -1 when not."""
     seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -307,6 +310,11 @@ class VectorizedScheduler:
                 self._demand_version = self.demand.version
                 self._shapes.clear()  # cached scores assumed the old sizes
         shape = self._shape(pod)
+        if self._uses_gaps(shape):
+            counts = self._gap_counts()
+            if counts != shape.gaps:  # a device zone's gap changed: every cached score is off
+                shape.gaps = counts
+                shape.seen = np.full(len(shape.seen), -1, dtype=np.int64)
         if not len(shape.seen) and candidates is None:  # a new shape: every row, nothing to compare
             shape.ranked = self._evaluate(pod, shape, slice(0, n))
             shape.seen = self.version.copy()
@@ -444,7 +452,7 @@ class VectorizedScheduler:
                 row_ids = np.arange(self._size)[rows] if isinstance(rows, slice) else rows
                 for i in exact.tolist():
                     info = self._infos[int(row_ids[i])]
-                    state = CycleState()
+                    state = self._numa_state(pod, shape)
                     if self._numa.filter(state, pod, info).ok:
                         numa[i] = self._numa.score(state, pod, info)
                     else:
@@ -556,7 +564,11 @@ class VectorizedScheduler:
             return penalty
         demand = self.demand.devices
         columns_taken = [placement.taken(p)[visit] for p in range(len(shape.exclusive_columns))]
-        taken = np.stack(columns_taken, axis=2) if columns_taken else np.zeros((len(visit), self.zone_count, 0))
+        taken: Int64Array = (
+            np.stack(columns_taken, axis=2)
+            if columns_taken
+            else np.zeros((len(visit), self.zone_count, 0), dtype=np.int64)
+        )
         position = {int(column): p for p, column in enumerate(shape.exclusive_columns.tolist())}
         names = demand.names
         columns = [self.index.get(name) for name in names]
@@ -576,7 +588,69 @@ class VectorizedScheduler:
                     continue
                 added = demand.expected_stranded(tuple(after)) - demand.expected_stranded(tuple(before))
                 penalty[i] += DEVICE_STRANDING_WEIGHT * added // int(zone_devices[i, z])
+        if shape.gaps is not None:
+            penalty[visit] += self._gap_penalty(shape, _select(rows, visit), taken, position)
         return penalty
+
+    def _numa_state(self, pod: Pod, shape: _Shape) -> CycleState:
+        """A cycle state for the NUMA plugin on one row, with the gap counts this shape is evaluated with (the plugin
+        would count them over `CycleState.nodes`, which a row-by-row call does not have)."""
+        state = CycleState()
+        if shape.gaps is not None:
+            state.set_pod_data(f"{self._numa.name}/gaps", pod, shape.gaps)
+        return state
+
+    def _uses_gaps(self, shape: _Shape) -> bool:
+        """Whether `shape`'s scores depend on the cluster's gap counts: KnumaBinPacking, a pinned pod without claims
+        that takes devices, once device pods were seen (`bin_packing_score`'s `gaps`)."""
+        if not (self.numa_enabled and self.scoring.type is StrategyType.KNUMA_BIN_PACKING and self.demand.devices):
+            return False
+        if not shape.pinned or shape.claims:
+            return False
+        return any(is_device(name) for name in shape.pod.requested_names)
+
+    def _device_columns(self) -> list[int]:
+        return [column for column, name in enumerate(self.resources) if is_device(name)]
+
+    def _gap_counts(self) -> dict[int, int]:
+        """`knuma.scheduler.plugins.device_stranding.gap_counts` over every row."""
+        n = len(self._infos)
+        columns = self._device_columns()
+        if not columns:
+            return {}
+        free: Int64Array = np.zeros_like(self.zone_devices[:n])
+        for column in columns:
+            free += self.zone_free[column][:n]
+        total = self.zone_devices[:n]
+        gaps = free[(total > 0) & (free > 0) & (free < total)]
+        values, counts = np.unique(gaps, return_counts=True)
+        return {int(v): int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True)}
+
+    def _gap_penalty(self, shape: _Shape, rows: IntpArray, taken: Int64Array, position: dict[int, int]) -> Int64Array:
+        """`knuma.scheduler.plugins.device_stranding.gap_penalty` on `rows` (the visited ones, `taken` per visited
+        row), against the counts `shape.gaps` was evaluated with."""
+        counts = shape.gaps or {}
+        every = self._device_columns()
+        columns = [c for c in every if c in position]
+        out: Int64Array = np.zeros(len(rows), dtype=np.int64)
+        if not columns:
+            return out
+        free: Int64Array = np.zeros((len(rows), self.zone_count), dtype=np.int64)
+        for column in every:
+            free += self.zone_free[column][rows]
+        took: Int64Array = np.zeros((len(rows), self.zone_count), dtype=np.int64)
+        for column in columns:
+            took += taken[:, :, position[column]]
+        total = self.zone_devices[rows]
+        for k, z in zip(*np.nonzero(took), strict=True):
+            gap, left, whole = int(free[k, z]), int(free[k, z] - took[k, z]), int(total[k, z])
+            delta = 0
+            if 0 < gap < whole:
+                delta -= 2 * counts.get(gap, 0) - 1
+            if 0 < left < whole:
+                delta += 2 * counts.get(left, 0) + 1
+            out[k] += GAP_WEIGHT * delta
+        return out
 
     def _zone_placement(self, shape: _Shape, rows: Rows) -> ZonePlacement:
         """single-numa-node: each container (container scope) or the whole pod (pod scope) in one zone that holds

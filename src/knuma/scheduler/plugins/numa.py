@@ -24,6 +24,7 @@ from knuma.scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from knuma.scheduler.plugins.device_stranding import gap_counts
 from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import (
@@ -36,7 +37,7 @@ from knuma.scheduler.plugins.strategies import (
     numa_score,
 )
 from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_MANAGER_UNSUPPORTED, Admission, admit
-from knuma.topology.node import NodeTopology
+from knuma.topology.node import NodeTopology, is_device
 
 NAME = "NodeResourceTopologyMatch"
 
@@ -156,7 +157,9 @@ class NodeResourceTopologyMatch:
             admission = self.admission(state, node.name) or admit(pod, topology)
             if not admission.admitted:
                 return MIN_NODE_SCORE
-            return bin_packing_score(topology, admission.node, self.demand, devices=not has_claims(pod))
+            devices = not has_claims(pod)
+            gaps = self._gaps(state, pod) if devices and self.demand.devices else None
+            return bin_packing_score(topology, admission.node, self.demand, devices=devices, gaps=gaps)
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
             return self._least_numa_nodes(pod, topology)
         if topology.config.policy is not Policy.SINGLE_NUMA_NODE:
@@ -167,6 +170,14 @@ class NodeResourceTopologyMatch:
         containers = pod.all_containers
         total = sum(self._node_score(c.requests, available) for c in containers)
         return total // len(containers)
+
+    def _gaps(self, state: CycleState, pod: Pod) -> Mapping[int, int] | None:
+        """The cluster's device gap counts before `pod` (`gap_counts` over every node of the cycle's snapshot), once
+        per cycle; None for a pod that takes no device (its placement changes no gap)."""
+        if not any(is_device(name) for name in pod.requested_names):
+            return None
+        nodes = state.nodes
+        return state.pod_data(f"{NAME}/gaps", pod, lambda _: gap_counts(n.numa for n in nodes if n.numa is not None))
 
     def _node_score(self, request: Mapping[str, int], zones: list[Mapping[str, int]]) -> int:
         return node_score_from_numa([numa_score(self.scoring, request, available) for available in zones])
