@@ -39,7 +39,7 @@ async def add_node(http: httpx2.AsyncClient, name: str, ready: str = "True", zon
 
 
 class Kubelets:
-    """Lease renewals for the nodes still `alive`, every 0.2 s."""
+    """Lease renewals for the nodes still `alive`, every 0.2 s, from `renewing()` on until its block ends."""
 
     def __init__(self, http: httpx2.AsyncClient, names: list[str]) -> None:
         self.http, self.alive = http, set(names)
@@ -49,6 +49,16 @@ class Kubelets:
         for name in self.alive:
             lease = {"metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": {"renewTime": stamp()}}
             assert (await self.http.post(LEASES, json=lease)).status_code == 201
+
+    @contextlib.asynccontextmanager
+    async def renewing(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(self.run())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def run(self) -> None:
         while True:
@@ -109,7 +119,6 @@ async def test_a_node_tainted_one_pass_before_the_rest_goes_down_is_untainted_in
     zone's queue, then b's failure puts every zone down and a's taint must go, whatever the two loops interleave."""
     http = async_http(api.kubeconfig)
     kubelets = Kubelets(http, ["a", "b"])
-    renewer: asyncio.Task[None] | None = None
     try:
         await kubelets.start()
         for name in ("a", "b"):
@@ -126,8 +135,10 @@ async def test_a_node_tainted_one_pass_before_the_rest_goes_down_is_untainted_in
                 json=ready,
                 headers={"Content-Type": STRATEGIC_MERGE_PATCH},
             )
-        renewer = asyncio.create_task(kubelets.run())
-        async with running(http, node_monitor_period=0.5, node_monitor_grace_period=1.5) as controllers:
+        async with (
+            kubelets.renewing(),
+            running(http, node_monitor_period=0.5, node_monitor_grace_period=1.5) as controllers,
+        ):
             await asyncio.sleep(2.0)
             kubelets.alive.discard("a")
             await eventually_async(lambda: taints_have(http, "a", "unreachable:NoExecute"), timeout=30)
@@ -138,10 +149,6 @@ async def test_a_node_tainted_one_pass_before_the_rest_goes_down_is_untainted_in
             found = await taints(http)
             assert not [t for node in found.values() for t in node if t.endswith(":NoExecute")], found
     finally:
-        if renewer is not None:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
         await http.aclose()
 
 
@@ -157,14 +164,15 @@ async def test_a_second_failed_node_of_a_zone_is_tainted_a_token_later_and_cordo
     `node.kubernetes.io/unschedulable:NoSchedule`, and loses it when uncordoned."""
     http = async_http(api.kubeconfig)
     kubelets = Kubelets(http, ["a", "b", "c"])
-    renewer: asyncio.Task[None] | None = None
     try:
         await kubelets.start()
         for name in ("a", "b", "c"):
             await add_node(http, name)
-        renewer = asyncio.create_task(kubelets.run())
         rates = EvictionRates(eviction_rate=0.5)
-        async with running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5, eviction_rates=rates):
+        async with (
+            kubelets.renewing(),
+            running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5, eviction_rates=rates),
+        ):
             await asyncio.sleep(1.0)
             kubelets.alive -= {"a", "b"}
             times: dict[str, float] = {}
@@ -192,8 +200,4 @@ async def test_a_second_failed_node_of_a_zone_is_tainted_a_token_later_and_cordo
 
             await eventually_async(uncordoned, timeout=30)
     finally:
-        if renewer is not None:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
         await http.aclose()

@@ -28,6 +28,11 @@ from tests.local.up.test_up import Up
 pytestmark = pytest.mark.slow
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+TWO_SMALL_NODES = (
+    *("--nodes", "2", "--shape", "small", "--exporters", "in-process"),
+    *("--lease-renew-interval", "2", "--node-monitor-grace-period", "10s"),
+)
+"""Two nodes whose kubelets renew their Lease every 2 s, silent ones NotReady 10 s after their last renewal."""
 
 
 def deployment(name: str, replicas: int, toleration_seconds: int | None, node: str | None = None) -> str:
@@ -74,18 +79,7 @@ def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_silent_node_is_tainted_and_its_pods_are_replaced_on_the_healthy_node(start: Callable[..., Up]) -> None:
-    up = start(
-        "--nodes",
-        "2",
-        "--shape",
-        "small",
-        "--exporters",
-        "in-process",
-        "--lease-renew-interval",
-        "2",
-        "--node-monitor-grace-period",
-        "10s",
-    )
+    up = start(*TWO_SMALL_NODES)
     up.kubectl("apply", "-f", "-", stdin=deployment("web", 2, toleration_seconds=2))
     eventually(lambda: up.get("deployment", "web")["status"].get("readyReplicas") == 2, timeout=90)
     silent = pods(up, "web")[0]["spec"]["nodeName"]
@@ -152,18 +146,7 @@ def test_when_every_node_is_silent_nothing_is_evicted(start: Callable[..., Up]) 
     """Master disruption mode (`handleDisruption`): with no node Ready in any zone the controller assumes it is the
     one cut off and taints nothing NoExecute, so pods tolerating the taint for 8 s are still there well after that;
     the NoSchedule taints stay (no new pods go there). When the kubelets come back the pods were never touched."""
-    up = start(
-        "--nodes",
-        "2",
-        "--shape",
-        "small",
-        "--exporters",
-        "in-process",
-        "--lease-renew-interval",
-        "2",
-        "--node-monitor-grace-period",
-        "10s",
-    )
+    up = start(*TWO_SMALL_NODES)
     up.kubectl("apply", "-f", "-", stdin=deployment("web", 2, toleration_seconds=8))
     eventually(lambda: up.get("deployment", "web")["status"].get("readyReplicas") == 2, timeout=90)
     before = {p["metadata"]["name"] for p in pods(up, "web")}
