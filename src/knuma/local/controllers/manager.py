@@ -3,7 +3,7 @@ taint eviction controllers against an API server (what `knuma up` needs from kub
 `kubectl apply -f deployment.yaml` produces pods, a StatefulSet its ordered pods, a DaemonSet one pod per node, a
 PodDisruptionBudget the `status.disruptionsAllowed` the scheduler's preemption reads, pods of a deleted node go,
 `knuma.local.controllers.podgc`, and a node whose kubelet went silent is tainted and its pods evicted,
-`knuma.local.controllers.nodelifecycle`).
+`knuma.local.controllers.nodelifecycle_controller` and `.taint_eviction`, which this module starts).
 
 Informers on Deployments, ReplicaSets, StatefulSets, DaemonSets, Pods and Nodes feed one work queue of objects to
 reconcile; each reconcile reads the informers' stores, calls the pure planner (`knuma.local.controllers.deployment` /
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,11 +25,9 @@ from typing import Any
 
 import httpx2
 
-from knuma.api.taints import NO_EXECUTE
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.local.controllers import evictionzones, nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
@@ -38,9 +35,10 @@ from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deploym
 from knuma.local.controllers.disruption import budget_pods, budget_status
 from knuma.local.controllers.history import plan_history
 from knuma.local.controllers.nodelifecycle_controller import NodeLifecycleController
-from knuma.local.controllers.refs import pod_path, pod_reference, utcnow
+from knuma.local.controllers.refs import pod_path, utcnow
 from knuma.local.controllers.replicaset import Backoff, owned_by, plan_replicaset, pod_from_template
 from knuma.local.controllers.statefulset import REVISION_LABEL, plan_statefulset, revision_name
+from knuma.local.controllers.taint_eviction import TaintEvictionController
 
 __all__ = ["WorkloadControllers"]
 
@@ -54,8 +52,6 @@ STATEFULSETS = "/apis/apps/v1/statefulsets"
 REVISIONS = "/apis/apps/v1/controllerrevisions"
 BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-EVICTION_CHECK_PERIOD = 1.0
-"""How often pods on nodes with NoExecute taints are looked at (upstream sets a timer per pod)."""
 
 
 def _node_fields(node: JsonObj) -> JsonObj:
@@ -136,9 +132,7 @@ class WorkloadControllers:
         self.http = http
         self.podgc_period = podgc_period
         self.terminated_threshold = terminated_threshold
-        self._evictions: dict[str, float] = {}
         """Pod key -> when the taint eviction controller deletes it (monotonic seconds)."""
-        self._eviction_events = EventRecorder(http, "taint-eviction-controller")
         self._missing_nodes = podgc.MissingNodes(quarantine=2 * podgc_period)
         self.deployments = Informer(http, DEPLOYMENTS, _Events("Deployment", self))
         self.replicasets = Informer(http, REPLICASETS, _Events("ReplicaSet", self))
@@ -150,6 +144,7 @@ class WorkloadControllers:
         self.budgets = Informer(http, BUDGETS, _Events("PodDisruptionBudget", self))
         # the node lifecycle controller reads the Leases on its period: no event to react to
         self.leases = Informer(http, NODE_LEASES, Callbacks(ignore, ignore, ignore), transform=_lease_fields)
+        self.taint_eviction = TaintEvictionController(http, self.nodes, self.pods)
         self.node_lifecycle = NodeLifecycleController(
             http,
             self.nodes,
@@ -243,7 +238,7 @@ class WorkloadControllers:
         informers = [asyncio.create_task(i.run()) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
-            for loop in (self._collect_pods(), self.node_lifecycle.run(), self._evict_from_tainted_nodes()):
+            for loop in (self._collect_pods(), self.node_lifecycle.run(), self.taint_eviction.run()):
                 task = asyncio.create_task(loop)
                 task.add_done_callback(_report_stopped)
                 informers.append(task)
@@ -315,69 +310,6 @@ class WorkloadControllers:
         except KubeApiError as err:
             log.warning("PodGC: cannot delete pod %s: %s", object_key(pod), err)
             return False
-        return True
-
-    async def _evict_from_tainted_nodes(self) -> None:
-        """The taint eviction controller's `processPodOnNode`, every `EVICTION_CHECK_PERIOD`: each pod on a node
-        with NoExecute taints is deleted at once when one is not tolerated, after its smallest `tolerationSeconds`
-        otherwise (counted from when this first saw it there), never when its tolerations have none; the deletion
-        is cancelled when the taints go. The pod gets the `DisruptionTarget` condition first and a
-        `TaintManagerEviction` event."""
-        while True:
-            await asyncio.sleep(EVICTION_CHECK_PERIOD)
-            tainted = {
-                name: taints
-                for name, node in self.nodes.store.items()
-                if (taints := (node.get("spec") or {}).get("taints") or [])
-                and any(t.get("effect") == NO_EXECUTE for t in taints)
-            }
-            if not tainted:
-                self._evictions.clear()
-                continue
-            now = time.monotonic()
-            seen: set[str] = set()
-            for pod in list(self.pods.store.values()):
-                node = (pod.get("spec") or {}).get("nodeName")
-                if node not in tainted or meta_of(pod).get("deletionTimestamp"):
-                    continue
-                delay = nodelifecycle.eviction_delay(pod.get("spec") or {}, tainted[node])
-                if delay is None:
-                    continue
-                key = object_key(pod)
-                seen.add(key)
-                deadline = self._evictions.setdefault(key, now + delay)
-                if delay == 0 and deadline != math.inf:  # a taint it does not tolerate: at once, whatever was due
-                    deadline = now
-                if now >= deadline and await self._evict(pod):
-                    self._evictions[key] = math.inf  # deleted: not again while the informer catches up
-            for key in set(self._evictions) - seen:
-                del self._evictions[key]
-                spared = self.pods.store.get(key)
-                if spared is not None and not meta_of(spared).get("deletionTimestamp"):
-                    self._eviction_events.record(
-                        pod_reference(spared), "Normal", "TaintManagerEviction", f"Cancelling deletion of Pod {key}"
-                    )
-
-    async def _evict(self, pod: JsonObj) -> bool:
-        """`addConditionAndDeletePod`, with the event `emitPodDeletionEvent` sends; False when the pod could not be
-        deleted (retried on the next pass)."""
-        key = object_key(pod)
-        self._eviction_events.record(
-            pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}"
-        )
-        path = pod_path(pod)
-        stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-        try:
-            await rest.patch(
-                self.http, f"{path}/status", nodelifecycle.eviction_status(stamp), content_type=STRATEGIC_MERGE_PATCH
-            )
-            await rest.delete(self.http, path)
-        except NotFound:
-            return True
-        except KubeApiError as err:
-            log.warning("taint eviction: cannot delete pod %s: %s", key, err)
-            return False
-        log.info("taint eviction: deleted pod %s from tainted node %s", key, pod["spec"]["nodeName"])
         return True
 
     async def _sync_deployment(self, key: str) -> None:
