@@ -406,6 +406,11 @@ class LocalCluster:
 
     async def stop(self) -> None:
         """Stop everything in reverse order and remove sockets and temporary files."""
+        if self._silent_nodes_task is not None:  # no pause may come between an exporter's SIGTERM and its exit
+            self._silent_nodes_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._silent_nodes_task
+            self._silent_nodes_task = None
         first = [c for c in (self.scheduler, *self.exporters) if c is not None]
         await asyncio.to_thread(stop_all, first)
         if self.node_process is not None:
