@@ -18,6 +18,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "find_untolerated_taint",
+    "parse_taints",
     "taints_of",
     "tolerations_of",
     "tolerations_tolerate_taint",
@@ -65,7 +66,11 @@ def taints_of(node: Mapping[str, Any] | None) -> tuple[Taint, ...]:
     """`spec.taints` of a core/v1 Node object."""
     if not node:
         return ()
-    raw = (node.get("spec") or {}).get("taints") or ()
+    return parse_taints((node.get("spec") or {}).get("taints") or ())
+
+
+def parse_taints(raw: Iterable[Any]) -> tuple[Taint, ...]:
+    """A list of core/v1 taints (entries without a key left out)."""
     return tuple(
         Taint(_str(t, "key"), _str(t, "value"), _str(t, "effect"))
         for t in raw

@@ -14,21 +14,19 @@ from knuma.api.resources import format_amount
 from knuma.api.types import JsonObj
 
 
-def _default_pod_resources(spec: JsonObj) -> None:
-    """Pod-level defaulting (`knuma.api.pod.default_pod_resources`: `defaultHugePagePodLimits`, `defaultPodRequests`)
-    written back: the amounts the pod states are kept as written, the defaulted ones formatted from the model's, so
-    the stored object and what every component reads from it agree."""
+def _write_pod_resources(spec: JsonObj, pod: Pod) -> None:
+    """Pod-level defaulting (`knuma.api.pod.default_pod_resources`: `defaultHugePagePodLimits`, `defaultPodRequests`,
+    applied when `pod` was read) written back: the amounts the pod states are kept as written, the defaulted ones
+    formatted from the model's, so the stored object and what every component reads from it agree."""
     resources = spec.get("resources")
     if not isinstance(resources, dict):
         return
-    with contextlib.suppress(PodError, ValueError):  # malformed: validation reports it
-        pod = Pod.from_manifest({"metadata": {"name": "defaulting"}, "spec": spec})
-        for field, amounts in (("limits", pod.pod_limits), ("requests", pod.pod_requests)):
-            raw = resources.get(field)
-            stated: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            defaulted = {name: stated.get(name) or format_amount(name, amount) for name, amount in amounts.items()}
-            if defaulted:
-                resources[field] = {**stated, **defaulted}
+    for field, amounts in (("limits", pod.pod_limits), ("requests", pod.pod_requests)):
+        raw = resources.get(field)
+        stated: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        defaulted = {name: stated.get(name) or format_amount(name, amount) for name, amount in amounts.items()}
+        if defaulted:
+            resources[field] = {**stated, **defaulted}
 
 
 def apply_defaults(kind: str, obj: JsonObj) -> None:
@@ -46,7 +44,6 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 requests = resources.setdefault("requests", {})
                 for name, amount in resources["limits"].items():
                     requests.setdefault(name, amount)
-        _default_pod_resources(spec)
         for c in spec.get("containers") or []:
             if isinstance(c, dict):
                 c.setdefault("terminationMessagePath", "/dev/termination-log")
@@ -55,9 +52,11 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 )
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
-        # Malformed containers are reported by validation; the QoS class is only informative.
+        # Malformed containers or resources are reported by validation; the QoS class is only informative.
         with contextlib.suppress(PodError, ValueError):
-            status.setdefault("qosClass", str(Pod.from_manifest(obj).qos))
+            pod = Pod.from_manifest(obj)
+            _write_pod_resources(spec, pod)
+            status.setdefault("qosClass", str(pod.qos))
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

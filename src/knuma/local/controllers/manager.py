@@ -28,6 +28,7 @@ import httpx2
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
+from knuma.kube.events import timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.local.controllers import evictionzones, nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
@@ -299,7 +300,7 @@ class WorkloadControllers:
         """PodGC's `markFailedAndDeletePodWithCondition`: `Failed` (with the DisruptionTarget condition when
         `condition`), then deleted with a grace period of 0; False when it could not be (gone already: quietly)."""
         path = pod_path(pod)
-        status = podgc.orphan_status(pod, utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), condition=condition)
+        status = podgc.orphan_status(pod, timestamp(), condition=condition)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         try:
             if status is not None:

@@ -30,7 +30,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration
+from knuma.api.taints import NO_EXECUTE, NO_SCHEDULE, parse_taints, tolerations_of
 from knuma.api.types import JsonObj
 
 __all__ = [
@@ -221,10 +221,6 @@ def reachable_taints(node: Mapping[str, Any]) -> list[JsonObj] | None:
     return _swapped(_taints(node), [], [(UNREACHABLE, NO_EXECUTE), (NOT_READY, NO_EXECUTE)], "")
 
 
-def _toleration(raw: Mapping[str, Any]) -> Toleration:
-    return Toleration(*(str(raw.get(k) or "") for k in ("key", "operator", "value", "effect")))
-
-
 def _toleration_seconds(raw: Mapping[str, Any]) -> float | None:
     seconds = raw.get("tolerationSeconds")
     return float(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else None
@@ -235,15 +231,11 @@ def eviction_delay(pod_spec: Mapping[str, Any], node_taints: Sequence[Mapping[st
     not tolerated, None when none is NoExecute or the tolerations used have no `tolerationSeconds`. The toleration
     used for a taint is the first that tolerates it (`GetMatchingTolerations`); the delay is the smallest of their
     `tolerationSeconds`, 0 or less meaning at once (`getMinTolerationTime`)."""
-    taints = [
-        Taint(str(t.get("key") or ""), str(t.get("value") or ""), NO_EXECUTE)
-        for t in node_taints
-        if t.get("effect") == NO_EXECUTE
-    ]
+    taints = [taint for taint in parse_taints(node_taints) if taint.effect == NO_EXECUTE]
     if not taints:
         return None
     raw = [t for t in pod_spec.get("tolerations") or [] if isinstance(t, Mapping)]
-    tolerations = [(_toleration(t), _toleration_seconds(t)) for t in raw]
+    tolerations = list(zip(tolerations_of(pod_spec), map(_toleration_seconds, raw), strict=True))
     used: list[float | None] = []
     for taint in taints:
         first = next((seconds for toleration, seconds in tolerations if toleration.tolerates(taint)), False)

@@ -31,10 +31,10 @@ from knuma.api.taints import NO_EXECUTE
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Informer
 from knuma.local.controllers import evictionzones, nodelifecycle
-from knuma.local.controllers.refs import pod_path, utc_stamp
+from knuma.local.controllers.refs import pod_path
 
 __all__ = ["HEALTH_UPDATE_RETRIES", "NodeLifecycleController"]
 
@@ -82,7 +82,7 @@ class NodeLifecycleController:
 
     async def monitor_once(self) -> None:
         """One `monitorNodeHealth` pass."""
-        stamp = utc_stamp()
+        stamp = timestamp()
         now = time.monotonic()
         self.probes.forget(self.nodes.store)
         nodes = list(self.nodes.store.items())
@@ -195,7 +195,7 @@ class NodeLifecycleController:
         )
         async with self._tainting:
             if nodelifecycle.has_taint(observed, opposite, NO_EXECUTE):  # swapped at once, not rate limited
-                taints = nodelifecycle.no_execute_swap(observed, utc_stamp())
+                taints = nodelifecycle.no_execute_swap(observed, timestamp())
                 if taints is not None:
                     patch = {"metadata": {"resourceVersion": meta_of(current).get("resourceVersion")}}
                     try:
@@ -246,7 +246,7 @@ class NodeLifecycleController:
         node = self.nodes.store.get(name)
         if node is None:
             return
-        taints = nodelifecycle.no_schedule_taints(node, utc_stamp())
+        taints = nodelifecycle.no_schedule_taints(node, timestamp())
         if taints is None:
             return
         patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}
@@ -279,7 +279,7 @@ class NodeLifecycleController:
 
     async def _taint_no_execute(self, name: str, node: Mapping[str, Any]) -> bool:
         """`SwapNodeControllerTaint` for one node off the queue; False when the write failed."""
-        taints = nodelifecycle.no_execute_swap(node, utc_stamp())
+        taints = nodelifecycle.no_execute_swap(node, timestamp())
         if taints is None:
             return True
         patch = {"metadata": {"resourceVersion": meta_of(node).get("resourceVersion")}, "spec": {"taints": taints}}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.types import JsonObj
+from knuma.local.controllers.nodelifecycle import ready_status
 
 __all__ = [
     "CHECK_PERIOD",
@@ -100,18 +101,12 @@ def out_of_service_terminating(
         if not (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
         node = nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-        if node is None or _ready(node):
+        if node is None or ready_status(node) == "True":
             continue
         if any(t.get("key") == OUT_OF_SERVICE for t in (node.get("spec") or {}).get("taints") or []):
             out.append(pod)
     out.sort(key=lambda p: (not _evicted(p), str((p.get("metadata") or {}).get("creationTimestamp") or ""), _name(p)))
     return out
-
-
-def _ready(node: Mapping[str, Any]) -> bool:
-    """`IsNodeReady`: the Ready condition is True."""
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def orphan_status(pod: Mapping[str, Any], now: str, *, condition: bool = True) -> JsonObj | None:

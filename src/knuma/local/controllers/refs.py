@@ -1,4 +1,4 @@
-"""Where the controllers' objects live in the API, and the time stamp they write: shared by every controller."""
+"""Where the controllers' objects live in the API, and the time they read: shared by every controller."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from knuma.api.types import meta_of
 from knuma.kube.events import ObjectReference
 
-__all__ = ["pod_path", "pod_reference", "utc_stamp", "utcnow"]
+__all__ = ["pod_path", "pod_reference", "utcnow"]
 
 
 def pod_reference(pod: Mapping[str, Any]) -> ObjectReference:
@@ -23,8 +23,3 @@ def pod_path(pod: Mapping[str, Any]) -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def utc_stamp() -> str:
-    """Now as Kubernetes writes condition and taint times (RFC 3339, seconds)."""
-    return utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")

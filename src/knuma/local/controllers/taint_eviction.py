@@ -19,10 +19,10 @@ from knuma.api.taints import NO_EXECUTE
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
-from knuma.kube.events import EventRecorder
+from knuma.kube.events import EventRecorder, timestamp
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers import nodelifecycle
-from knuma.local.controllers.refs import pod_path, pod_reference, utc_stamp
+from knuma.local.controllers.refs import pod_path, pod_reference
 
 __all__ = ["EVICTION_CHECK_PERIOD", "TaintEvictionController"]
 
@@ -86,7 +86,7 @@ class TaintEvictionController:
         key = object_key(pod)
         self.events.record(pod_reference(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}")
         path = pod_path(pod)
-        stamp = utc_stamp()
+        stamp = timestamp()
         try:
             await rest.patch(
                 self.http, f"{path}/status", nodelifecycle.eviction_status(stamp), content_type=STRATEGIC_MERGE_PATCH

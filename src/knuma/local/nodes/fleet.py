@@ -41,7 +41,7 @@ from knuma.exporter.objectwatch import watch_for_deletion
 from knuma.exporter.publisher import Publisher, PublishError
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder, ObjectReference
+from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Backoff, Callbacks, Informer, ignore
 from knuma.local.nodes.claims import container_devices, waiting_reason
 from knuma.local.nodes.heartbeats import Heartbeats
@@ -327,7 +327,7 @@ class Fleet:
         stale = [c for c in conditions if c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True"]
         if not stale:
             return
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = timestamp()
         for condition in stale:
             condition.update(status="True", lastTransitionTime=now)
         self._write(node, key, str(meta.get("uid")), [("status", {"status": {"conditions": conditions}})])

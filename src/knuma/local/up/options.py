@@ -171,15 +171,10 @@ def eviction_rates(
     for flag, value in (
         ("--node-eviction-rate", eviction_rate),
         ("--secondary-node-eviction-rate", secondary_eviction_rate),
-        ("--unhealthy-zone-threshold", unhealthy_threshold),
+        ("--large-cluster-size-threshold", large_cluster_size_threshold),
     ):
         if not math.isfinite(value):
             raise UpError(f"{flag} must be a number, got {value}")
-    for flag, value in (
-        ("--node-eviction-rate", eviction_rate),
-        ("--secondary-node-eviction-rate", secondary_eviction_rate),
-        ("--large-cluster-size-threshold", large_cluster_size_threshold),
-    ):
         if value < 0:
             raise UpError(f"{flag} must be 0 or more, got {value:g}")
     if not 0 < unhealthy_threshold <= 1:
