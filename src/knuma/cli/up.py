@@ -86,6 +86,20 @@ def up(
         help="How long a node's kubelet may be silent (a node annotated sim.knuma.io/heartbeat=stopped) before the "
         "node is NotReady and tainted unreachable, as kube-controller-manager's flag (default 40s).",
     ),
+    node_monitor_period: str = typer.Option(
+        "5s",
+        "--node-monitor-period",
+        metavar="DURATION",
+        help="How often the node lifecycle controller checks node health, as kube-controller-manager's flag "
+        "(default 5s).",
+    ),
+    node_startup_grace_period: str = typer.Option(
+        "60s",
+        "--node-startup-grace-period",
+        metavar="DURATION",
+        help="--node-monitor-grace-period for a node that never reported Ready, as kube-controller-manager's flag "
+        "(default 60s).",
+    ),
     node_eviction_rate: float = typer.Option(
         0.1,
         "--node-eviction-rate",
@@ -131,6 +145,7 @@ def up(
         UpOptions,
         eviction_rates,
         grace_period_seconds,
+        monitor_period_seconds,
         nrt_period_seconds,
         resolve_cluster,
     )
@@ -160,7 +175,15 @@ def up(
     rates = eviction_rates(
         node_eviction_rate, secondary_node_eviction_rate, large_cluster_size_threshold, unhealthy_zone_threshold
     )
-    options = replace(options, node_monitor_grace_period=grace, eviction_rates=rates)
+    options = replace(
+        options,
+        node_monitor_period=monitor_period_seconds(node_monitor_period, grace),
+        node_monitor_grace_period=grace,
+        node_startup_grace_period=grace_period_seconds(
+            node_startup_grace_period, lease_renew_interval, "--node-startup-grace-period"
+        ),
+        eviction_rates=rates,
+    )
     if exporters not in ("auto", "process", "in-process"):
         raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
     spec, document = resolve_cluster(options)

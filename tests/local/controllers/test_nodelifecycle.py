@@ -73,6 +73,13 @@ def test_unknown_conditions_keep_the_last_heartbeat_and_add_the_missing_ones_onc
         "Kubelet stopped posting node status.",
     )
     assert ready["lastHeartbeatTime"] == "2026-11-29T04:59:00Z" and ready["lastTransitionTime"] == NOW
+    never = by_type["DiskPressure"]  # the kubelet never posted it: tryUpdateNodeHealth's other reason
+    assert (never["status"], never["reason"], never["message"]) == (
+        "Unknown",
+        "NodeStatusNeverUpdated",
+        "Kubelet never posted node status.",
+    )
+    assert never["lastHeartbeatTime"] == "2026-11-29T04:00:00Z" and never["lastTransitionTime"] == NOW
     again = {**node(), "status": {"conditions": conditions}}
     assert unknown_conditions(again, NOW) is None
 

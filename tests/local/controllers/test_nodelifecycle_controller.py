@@ -14,7 +14,7 @@ import httpx2
 
 from knuma.api.types import STRATEGIC_MERGE_PATCH
 from knuma.kube.client import async_http
-from knuma.local.controllers.evictionzones import EvictionRates
+from knuma.local.controllers.evictionzones import EvictionRates, ZoneState, zone_key
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.testing.apiserver import RunningApiServer
 from knuma.testing.polling import eventually_async
@@ -30,6 +30,11 @@ def stamp() -> str:
 async def add_node(http: httpx2.AsyncClient, name: str, ready: str = "True", zone: str = "z") -> None:
     node = {"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
     assert (await http.post("/api/v1/nodes", json=node)).status_code == 201
+    await add_ready(http, name, ready)
+
+
+async def add_ready(http: httpx2.AsyncClient, name: str, ready: str = "True") -> None:
+    """The kubelet posting its Ready condition with a new heartbeat."""
     condition = {"type": "Ready", "status": ready, "lastHeartbeatTime": stamp(), "lastTransitionTime": stamp()}
     patch = {"status": {"conditions": [condition]}}
     response = await http.patch(
@@ -199,5 +204,69 @@ async def test_a_second_failed_node_of_a_zone_is_tainted_a_token_later_and_cordo
                 return not await taints_have(http, "c", "unschedulable:NoSchedule")
 
             await eventually_async(uncordoned, timeout=30)
+    finally:
+        await http.aclose()
+
+
+async def test_a_small_partially_disrupted_zone_stops_tainting_until_it_recovers(api: RunningApiServer) -> None:
+    """Zone z has four nodes, zone y one (so z down is never master disruption); one taint per 5 s, burst 1. a fails
+    and is tainted at once. b and c fail before the next token: three of four not Ready is a partial disruption (more
+    than two, at least 55%), and a zone of at most `large_cluster_size_threshold` nodes then taints nothing
+    (`ReducedQPSFunc`: rate 0), so b and c are still untainted after the next token would have come. When c's kubelet
+    reports Ready again, z is Normal (two down) and b is tainted at the normal rate; a keeps its taint throughout."""
+    http = async_http(api.kubeconfig)
+    names = ["a", "b", "c", "d"]
+    kubelets = Kubelets(http, [*names, "y1"])
+    z = zone_key({"metadata": {"labels": {"topology.kubernetes.io/zone": "z"}}})
+    try:
+        await kubelets.start()
+        for name in names:
+            await add_node(http, name, zone="z")
+        await add_node(http, "y1", zone="y")
+        rates = EvictionRates(eviction_rate=0.2, secondary_eviction_rate=0.2, large_cluster_size_threshold=50)
+        async with (
+            kubelets.renewing(),
+            running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5, eviction_rates=rates) as controllers,
+        ):
+            lifecycle = controllers.node_lifecycle
+            loop = asyncio.get_running_loop()
+            await asyncio.sleep(1.0)
+            kubelets.alive.discard("a")
+            await eventually_async(lambda: taints_have(http, "a", "unreachable:NoExecute"), timeout=30, interval=0.05)
+            tainted_a = loop.time()
+            kubelets.alive -= {"b", "c"}
+            await eventually_async(lambda: lifecycle.zones.states.get(z) is ZoneState.PARTIAL_DISRUPTION, timeout=30)
+            await asyncio.sleep(max(0.0, tainted_a + 6.5 - loop.time()))  # past the next token at the normal rate
+            found = await taints(http)
+            assert "unreachable:NoSchedule" in found["b"] and "unreachable:NoSchedule" in found["c"], found
+            assert "unreachable:NoExecute" not in found["b"] | found["c"], found
+            assert "unreachable:NoExecute" in found["a"], found
+
+            kubelets.alive.add("c")
+            await add_ready(http, "c")
+            await eventually_async(lambda: lifecycle.zones.states.get(z) is ZoneState.NORMAL, timeout=30)
+            await eventually_async(lambda: taints_have(http, "b", "unreachable:NoExecute"), timeout=30)
+            found = await taints(http)
+            assert "unreachable:NoExecute" in found["a"] and "unreachable" not in str(found["c"]), found
+    finally:
+        await http.aclose()
+
+
+async def test_a_node_whose_kubelet_never_posted_status_is_unknown_after_the_startup_grace(
+    api: RunningApiServer,
+) -> None:
+    """A Node object with no status and no Lease (a kubelet that registered nothing more): after the startup grace
+    (`--node-startup-grace-period`, here 1.5 s against a 60 s monitor grace) its conditions are Unknown with
+    `NodeStatusNeverUpdated`, and it is tainted unreachable."""
+    http = async_http(api.kubeconfig)
+    try:
+        assert (await http.post("/api/v1/nodes", json={"metadata": {"name": "fresh"}})).status_code == 201
+        await add_node(http, "other")  # Ready, not renewing either: silent only after the 60 s grace
+        async with running(http, node_monitor_period=0.3, node_monitor_grace_period=60, node_startup_grace_period=1.5):
+            await eventually_async(lambda: taints_have(http, "fresh", "unreachable:NoSchedule"), timeout=30)
+            node = (await http.get("/api/v1/nodes/fresh")).json()
+            ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+            assert (ready["status"], ready["reason"]) == ("Unknown", "NodeStatusNeverUpdated")
+            assert "unreachable:NoSchedule" not in (await taints(http))["other"]
     finally:
         await http.aclose()

@@ -232,6 +232,14 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "at least twice the node Lease renewal interval (10s)" in result.output
     result = up("--node-monitor-grace-period", "soon")
     assert result.exit_code == 2 and "--node-monitor-grace-period:" in result.output
+    result = up("--node-startup-grace-period", "15s")
+    assert result.exit_code == 2 and "--node-startup-grace-period must be at least twice" in result.output
+    result = up("--node-monitor-period", "0s")
+    assert result.exit_code == 2 and "--node-monitor-period must be above 0" in result.output
+    result = up("--node-monitor-period", "40s")
+    assert result.exit_code == 2 and "shorter than --node-monitor-grace-period (40s), got '40s'" in result.output
+    result = up("--node-monitor-period", "often")
+    assert result.exit_code == 2 and "--node-monitor-period:" in result.output
     result = up("--node-eviction-rate", "-1")
     assert result.exit_code == 2 and "--node-eviction-rate must be 0 or more, got -1" in result.output
     result = up("--node-eviction-rate", "nan")

@@ -122,13 +122,15 @@ class WorkloadControllers:
         terminated_threshold: int = podgc.TERMINATED_THRESHOLD,
         node_monitor_period: float = nodelifecycle.MONITOR_PERIOD,
         node_monitor_grace_period: float = nodelifecycle.MONITOR_GRACE_PERIOD,
+        node_startup_grace_period: float = nodelifecycle.STARTUP_GRACE_PERIOD,
         eviction_rates: evictionzones.EvictionRates | None = None,
     ) -> None:
         """`podgc_period`: how often pods of deleted nodes and finished pods beyond `terminated_threshold` are
         looked for (a node must be missing for twice that, as upstream's 40 s quarantine is twice its 20 s
-        period). `node_monitor_period` / `node_monitor_grace_period`: how often node health is checked, and how
-        long a kubelet may be silent before its node is `Unknown` and tainted (kube-controller-manager's
-        `--node-monitor-period` and `--node-monitor-grace-period`); `eviction_rates`: how fast failed nodes are
+        period). `node_monitor_period` / `node_monitor_grace_period` / `node_startup_grace_period`: how often node
+        health is checked, and how long a kubelet may be silent before its node is `Unknown` and tainted (the
+        startup one: a node that never reported Ready; kube-controller-manager's `--node-monitor-period`,
+        `--node-monitor-grace-period` and `--node-startup-grace-period`); `eviction_rates`: how fast failed nodes are
         tainted NoExecute per zone (`--node-eviction-rate` and the flags around it)."""
         self.http = http
         self.podgc_period = podgc_period
@@ -153,6 +155,7 @@ class WorkloadControllers:
             self.pods,
             monitor_period=node_monitor_period,
             grace_period=node_monitor_grace_period,
+            startup_grace_period=node_startup_grace_period,
             eviction_rates=eviction_rates,
         )
         self._informers = (

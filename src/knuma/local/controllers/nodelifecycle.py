@@ -79,6 +79,8 @@ CONDITION_TAINTS = {
 CONDITION_TAINT_KEYS = frozenset(CONDITION_TAINTS.values())
 UNKNOWN_REASON = "NodeStatusUnknown"
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
+NEVER_UPDATED_REASON = "NodeStatusNeverUpdated"
+NEVER_UPDATED_MESSAGE = "Kubelet never posted node status."
 EVICTION_REASON = "DeletionByTaintManager"
 EVICTION_MESSAGE = "Taint manager: deleting due to NoExecute taint"
 
@@ -141,15 +143,25 @@ def ready_status(node: Mapping[str, Any]) -> str:
 
 def unknown_conditions(node: Mapping[str, Any], now: str) -> list[JsonObj] | None:
     """The node's conditions with the kubelet's set `Unknown` (the last heartbeat kept, the transition `now`), for a
-    status patch; None when they already are."""
+    status patch; None when they already are. A condition the kubelet never posted is added with reason
+    `NodeStatusNeverUpdated` and its node's creation as last heartbeat (`tryUpdateNodeHealth`)."""
     conditions = [dict(c) for c in (node.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
     changed = False
     for kind in CONDITION_TYPES:
         found = next((c for c in conditions if c.get("type") == kind), None)
         if found is None:
-            found = {"type": kind, "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp")}
-            conditions.append(found)
-        if found.get("status") != "Unknown":
+            conditions.append(
+                {
+                    "type": kind,
+                    "status": "Unknown",
+                    "reason": NEVER_UPDATED_REASON,
+                    "message": NEVER_UPDATED_MESSAGE,
+                    "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp"),
+                    "lastTransitionTime": now,
+                }
+            )
+            changed = True
+        elif found.get("status") != "Unknown":
             found.update(status="Unknown", reason=UNKNOWN_REASON, message=UNKNOWN_MESSAGE, lastTransitionTime=now)
             changed = True
     return conditions if changed else None

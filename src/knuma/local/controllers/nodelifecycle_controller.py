@@ -55,12 +55,14 @@ class NodeLifecycleController:
         *,
         monitor_period: float = nodelifecycle.MONITOR_PERIOD,
         grace_period: float = nodelifecycle.MONITOR_GRACE_PERIOD,
+        startup_grace_period: float = nodelifecycle.STARTUP_GRACE_PERIOD,
         eviction_rates: evictionzones.EvictionRates | None = None,
     ) -> None:
         self.http = http
         self.nodes, self.leases, self.pods = nodes, leases, pods
         self.monitor_period = monitor_period
         self.grace_period = grace_period
+        self.startup_grace_period = startup_grace_period
         self.probes = nodelifecycle.HealthProbes()
         self.zones = evictionzones.ZoneEvictions(eviction_rates or evictionzones.EvictionRates())
         self._known: dict[str, str] = {}
@@ -151,7 +153,7 @@ class NodeLifecycleController:
         NoExecute taint on the next pass). Returns the node as it now is."""
         view = node
         version = meta_of(node).get("resourceVersion")
-        if self.probes.silent(name, node, lease, now, self.grace_period):
+        if self.probes.silent(name, node, lease, now, self.grace_period, self.startup_grace_period):
             conditions = nodelifecycle.unknown_conditions(node, stamp)
             if conditions is not None:
                 patch = {"metadata": {"resourceVersion": version}, "status": {"conditions": conditions}}

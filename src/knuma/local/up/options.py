@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from knuma.api.nrt import Policy, Scope
-from knuma.duration import DurationError, parse_duration
+from knuma.duration import DurationError, format_duration, parse_duration
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.local.controllers.evictionzones import EvictionRates
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
@@ -57,9 +57,13 @@ class UpOptions:
     nrt_period: float | None = None
     """Seconds: every exporter publishes only on this period, never on a node change (RTE's periodic mode), so the
     NRT the scheduler sees is up to that old. None: publish within a second of every change."""
+    node_monitor_period: float = 5.0
+    """Seconds between the node lifecycle controller's health checks (`--node-monitor-period`)."""
     node_monitor_grace_period: float = 40.0
     """Seconds a node's kubelet may be silent before the node lifecycle controller marks it `Unknown` and taints it
     (`knuma.local.controllers.nodelifecycle`)."""
+    node_startup_grace_period: float = 60.0
+    """The same for a node whose kubelet never reported its Ready condition (`--node-startup-grace-period`)."""
     eviction_rates: EvictionRates = field(default_factory=EvictionRates)
     """How fast failed nodes are tainted NoExecute per zone, and when that stops
     (`knuma.local.controllers.evictionzones`)."""
@@ -146,18 +150,32 @@ def save_cluster(data_dir: Path, document: dict[str, Any]) -> Path:
     return path
 
 
-def grace_period_seconds(raw: str, lease_renew_interval: float) -> float:
-    """`--node-monitor-grace-period`: a Go duration of at least twice the Lease renewal interval (the controller sees a
-    renewal up to a monitor period late, so a shorter grace marks healthy nodes `Unknown` between two renewals;
-    upstream's defaults are 40 s against 10 s)."""
+def grace_period_seconds(raw: str, lease_renew_interval: float, flag: str = "--node-monitor-grace-period") -> float:
+    """`--node-monitor-grace-period` (or `--node-startup-grace-period`, `flag`): a Go duration of at least twice the
+    Lease renewal interval (the controller sees a renewal up to a monitor period late, so a shorter grace marks healthy
+    nodes `Unknown` between two renewals; upstream's defaults are 40 s and 60 s against 10 s)."""
     try:
         seconds = parse_duration(raw)
     except DurationError as err:
-        raise UpError(f"--node-monitor-grace-period: {err}") from None
+        raise UpError(f"{flag}: {err}") from None
     if seconds < 2 * lease_renew_interval:
         raise UpError(
-            f"--node-monitor-grace-period must be at least twice the node Lease renewal interval "
-            f"({lease_renew_interval:g}s), got {raw!r}"
+            f"{flag} must be at least twice the node Lease renewal interval ({lease_renew_interval:g}s), got {raw!r}"
+        )
+    return seconds
+
+
+def monitor_period_seconds(raw: str, grace_period: float) -> float:
+    """`--node-monitor-period`: a Go duration above 0 (0 would check without pause) and shorter than the grace period
+    (a node is found silent up to a period after its grace ran out; a period as long as the grace doubles it)."""
+    try:
+        seconds = parse_duration(raw)
+    except DurationError as err:
+        raise UpError(f"--node-monitor-period: {err}") from None
+    if not 0 < seconds < grace_period:
+        raise UpError(
+            f"--node-monitor-period must be above 0 and shorter than --node-monitor-grace-period "
+            f"({format_duration(grace_period)}), got {raw!r}"
         )
     return seconds
 

@@ -186,7 +186,9 @@ class LocalCluster:
             self.server.register_node_proxy(node.name, configz_handler(node))
         self.controllers = WorkloadControllers(
             self.http,
+            node_monitor_period=self.options.node_monitor_period,
             node_monitor_grace_period=self.options.node_monitor_grace_period,
+            node_startup_grace_period=self.options.node_startup_grace_period,
             eviction_rates=self.options.eviction_rates,
         )
         self._controller_task = asyncio.create_task(self.controllers.run())
