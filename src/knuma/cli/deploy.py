@@ -46,6 +46,19 @@ _REPLICAS = typer.Option(
 )
 _PULL = typer.Option(False, "--pull-if-not-present", help="imagePullPolicy IfNotPresent instead of Always.")
 _RTE_CONFIG = typer.Option(None, "--rte-config-file", help="Updater configuration file, put in a ConfigMap.")
+_SCORING_FILE = typer.Option(
+    None,
+    "--sched-scoring-strat-config-file",
+    help="YAML {type: LeastAllocated|MostAllocated|BalancedAllocation, resources: [{name, weight}]}: the scheduler's "
+    "NodeResourceTopologyMatch scoringStrategy.",
+)
+_CACHE_FILE = typer.Option(
+    None,
+    "--sched-cache-params-config-file",
+    help="YAML {resyncMethod: Autodetect|All|OnlyExclusiveResources, foreignPodsDetect: None|All|"
+    "OnlyExclusiveResources, informerMode: Shared|Dedicated}: the NodeResourceTopologyMatch cache args (used by the "
+    "overreserve cache, which --sched-resync-period > 0 selects).",
+)
 _PROFILE = typer.Option("topology-aware-scheduler", "--sched-profile-name", help="The scheduler's schedulerName.")
 _RESYNC = typer.Option(
     None,
@@ -105,7 +118,29 @@ def register(app: typer.Typer) -> None:
     app.command("images")(images)
 
 
-def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptions:
+def _file_options(flags: dict[str, Any]) -> dict[str, Any]:
+    """The `DeployOptions` fields read from files (`--rte-config-file`, `--sched-scoring-strat-config-file`,
+    `--sched-cache-params-config-file`); deploy and remove read them before contacting the cluster, so that a bad
+    file fails first, with exit status 2."""
+    from knuma.deploy.options import OptionsError
+    from knuma.deploy.schedparams import load_cache_params, load_scoring_strategy
+
+    fields: dict[str, Any] = {}
+    if flags["rte_config_file"]:
+        try:
+            with open(flags["rte_config_file"], encoding="utf-8") as handle:
+                fields["updater_config"] = handle.read()
+        except OSError as err:
+            raise OptionsError(f"cannot read --rte-config-file: {err}") from None
+    if flags["sched_scoring_strat_config_file"]:
+        fields["scoring_strategy"] = load_scoring_strategy(flags["sched_scoring_strat_config_file"])
+    if flags["sched_cache_params_config_file"]:
+        fields.update(load_cache_params(flags["sched_cache_params_config_file"]))
+    return fields
+
+
+def _options(platform: PlatformSpec, replicas: int, files: dict[str, Any] | None = None, **flags: Any) -> DeployOptions:
+    """`files`: what `_file_options` read (read here when None)."""
     from knuma.deploy.images import resolve_images
     from knuma.deploy.options import (
         DeployOptions,
@@ -126,13 +161,8 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
             f"--updater-dra-devices needs the knuma updater (--updater-type knuma): {updater.value} does not publish "
             "DRA devices"
         )
-    config = None
-    if flags["rte_config_file"]:
-        try:
-            with open(flags["rte_config_file"], encoding="utf-8") as handle:
-                config = handle.read()
-        except OSError as err:
-            raise OptionsError(f"cannot read --rte-config-file: {err}") from None
+    if files is None:
+        files = _file_options(flags)
     images = resolve_images(
         {
             "knuma": flags["image"],
@@ -158,12 +188,12 @@ def _options(platform: PlatformSpec, replicas: int, **flags: Any) -> DeployOptio
         updater_pfp=flags["updater_pfp_enable"],
         updater_notifications=flags["updater_notif_enable"],
         updater_dra_devices=flags["updater_dra_devices"],
-        updater_config=config,
         updater_scc=flags["updater_scc"],
         ctrlplane_affinity=flags["sched_ctrlplane_affinity"],
         leader_elect_resource=flags["sched_leader_elect_resource"],
         updater_verbose=flags["updater_verbose"],
         sched_verbose=flags["sched_verbose"],
+        **files,
     )
 
 
@@ -196,6 +226,8 @@ def render(
     replicas: int = _REPLICAS,
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
+    sched_scoring_strat_config_file: str | None = _SCORING_FILE,
+    sched_cache_params_config_file: str | None = _CACHE_FILE,
     sched_profile_name: str = _PROFILE,
     sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
@@ -313,6 +345,7 @@ def _cluster_command(
     user_platform = _platform_flag(platform)
     timeout = parse_duration(wait_timeout, "--wait-timeout")
     interval = parse_duration(wait_interval, "--wait-interval")
+    files = _file_options(flags)
     progress = _Progress()
     try:
         with cluster.connect(kubeconfig, context) as session:
@@ -326,7 +359,7 @@ def _cluster_command(
                 typer.echo(f"replicas: {replicas} (control-plane nodes)", err=True)
             elif replicas == 0:
                 fail("--replicas 0: the scheduler needs at least one replica (negative: one per control-plane node)")
-            options = _options(spec, replicas, **flags)
+            options = _options(spec, replicas, files, **flags)
             settings = cluster.WaitSettings(wait, timeout, interval or 0.1, progress)
             report = functools.partial(_print_outcome, dry_run=dry_run)
             if action == "deploy":
@@ -367,6 +400,8 @@ def deploy(
     replicas: int = _REPLICAS,
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
+    sched_scoring_strat_config_file: str | None = _SCORING_FILE,
+    sched_cache_params_config_file: str | None = _CACHE_FILE,
     sched_profile_name: str = _PROFILE,
     sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
@@ -405,6 +440,8 @@ def remove(
     replicas: int = _REPLICAS,
     pull_if_not_present: bool = _PULL,
     rte_config_file: str | None = _RTE_CONFIG,
+    sched_scoring_strat_config_file: str | None = _SCORING_FILE,
+    sched_cache_params_config_file: str | None = _CACHE_FILE,
     sched_profile_name: str = _PROFILE,
     sched_resync_period: str | None = _RESYNC,
     sched_verbose: int = _SCHED_VERBOSE,
@@ -588,6 +625,8 @@ def images(
         nfd_image=nfd_image,
         pull_if_not_present=False,
         rte_config_file=None,
+        sched_scoring_strat_config_file=None,
+        sched_cache_params_config_file=None,
         sched_profile_name="topology-aware-scheduler",
         sched_resync_period=None,
         updater_sync_period="10s",

@@ -169,8 +169,10 @@ class DeployOptions:
     scoring_strategy: tuple[str, tuple[tuple[str, int], ...]] | None = None
     """NodeResourceTopologyMatch `scoringStrategy` (type, (resource, weight) pairs); None: no key, the scheduler's
     default."""
+    resync_method: str = "Autodetect"
+    """`cache.resyncMethod` (upstream's `SetDefaultsConfigCacheParams` default); `--sched-cache-params-config-file`."""
     foreign_pods_detect: str = "OnlyExclusiveResources"
-    """`cache.foreignPodsDetect`."""
+    """`cache.foreignPodsDetect` (upstream's deployer default; the scheduler's own is All)."""
     informer_mode: str | None = None
     """`cache.informerMode`; None: no key (the scheduler's default, Dedicated)."""
     preemption_mode: str | None = None

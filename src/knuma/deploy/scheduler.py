@@ -73,7 +73,7 @@ def leader_election_lease(options: DeployOptions) -> tuple[str, str]:
 
 def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.config.k8s.io/v1") -> dict[str, Any]:
     """The KubeSchedulerConfiguration: one profile running NodeResourceTopologyMatch at filter, reserve and score."""
-    cache = {"foreignPodsDetect": options.foreign_pods_detect, "resyncMethod": "Autodetect"}
+    cache = {"foreignPodsDetect": options.foreign_pods_detect, "resyncMethod": options.resync_method}
     if options.informer_mode is not None:
         cache["informerMode"] = options.informer_mode
     args: dict[str, Any] = {"cache": cache}
