@@ -124,6 +124,30 @@ def test_what_the_cache_file_leaves_out_keeps_upstreams_defaults(
     assert rendered()["cache"] == {"resyncMethod": "Autodetect", "foreignPodsDetect": "OnlyExclusiveResources"}
 
 
+@pytest.mark.parametrize(
+    ("args", "warned"),
+    [
+        ((), True),
+        (("--sched-resync-period", "0"), True),
+        (("--sched-resync-period", "5s"), False),
+        (("--scheduler", "upstream"), False),
+    ],
+)
+def test_cache_params_without_the_overreserve_cache_are_rendered_with_a_warning(
+    tmp_path: Path, args: tuple[str, ...], warned: bool
+) -> None:
+    """knuma's own cache (no --sched-resync-period) and passthrough (0) do not read `cache`; upstream's scheduler gets
+    overreserve by default (5 s)."""
+    cache = write(tmp_path, "cache.yaml", "informerMode: Shared\n")
+    result = invoke("render", "scheduler", CACHE, cache, *args)
+    assert result.exit_code == 0, result.output
+    assert _args(_config_text(list(yaml.safe_load_all(result.stdout))))["cache"]["informerMode"] == "Shared"
+    assert (
+        "warning: --sched-cache-params-config-file: the cache settings apply to the overreserve cache" in result.stderr
+    ) is warned
+    assert "warning" not in invoke("render", "updater", CACHE, cache, *args).stderr
+
+
 TYPES = "expected one of MostAllocated, BalancedAllocation, LeastAllocated"
 RESYNC = "expected one of Autodetect, All, OnlyExclusiveResources"
 FOREIGN = "expected one of None, All, OnlyExclusiveResources"

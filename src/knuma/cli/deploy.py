@@ -197,6 +197,23 @@ def _options(platform: PlatformSpec, replicas: int, files: dict[str, Any] | None
     )
 
 
+def _warn_unused_cache_params(options: DeployOptions, flags: dict[str, Any], components: list[Component]) -> None:
+    """The `cache` args configure the overreserve cache only; knuma's scheduler without `--sched-resync-period` (its
+    own NRT cache) or with 0 (passthrough) renders them but never reads them, which a migrating user would not
+    guess from upstream, where the 5 s default always selects overreserve."""
+    from knuma.deploy.options import Component
+
+    if not flags["sched_cache_params_config_file"] or Component.SCHEDULER not in components:
+        return
+    if options.effective_resync_period <= 0:
+        typer.echo(
+            "warning: --sched-cache-params-config-file: the cache settings apply to the overreserve cache, which "
+            "--sched-resync-period > 0 selects; with no --sched-resync-period (knuma's own NRT cache) or 0 "
+            "(passthrough) they are rendered but not used",
+            err=True,
+        )
+
+
 def _platform_flag(text: str | None) -> PlatformSpec | None:
     from knuma.deploy.options import parse_platform
 
@@ -282,6 +299,7 @@ def render(
         if k not in ("component", "output", "platform", "replicas", "conversion_webhook")
     }
     options = _options(_platform_flag(platform) or PlatformSpec(), replicas, **flags)
+    _warn_unused_cache_params(options, flags, components)
     objects = render_objects(components, options)
     sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))
 
@@ -363,6 +381,7 @@ def _cluster_command(
             settings = cluster.WaitSettings(wait, timeout, interval or 0.1, progress)
             report = functools.partial(_print_outcome, dry_run=dry_run)
             if action == "deploy":
+                _warn_unused_cache_params(options, flags, components)
                 cluster.deploy(session, components, options, dry_run=dry_run, wait=settings, report=report)
             else:
                 cluster.remove(
