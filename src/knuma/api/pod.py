@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from knuma.api.podaffinity import PodAffinityTerms, pod_affinity_terms
-from knuma.api.podvalidation import FieldError, container_name_errors
+from knuma.api.podvalidation import FieldError, container_name_errors, is_supported_pod_level_resource
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, is_hugepages, parse_resource_list
 from knuma.errors import InvalidInput
 
@@ -141,7 +141,7 @@ class Pod:
     @cached_property
     def pod_level_resources(self) -> bool:
         """`IsPodLevelResourcesSet`: pod-level requests or limits name CPU, memory or hugepages."""
-        return any(_pod_level_resource(name) for name in (*self.pod_requests, *self.pod_limits))
+        return any(is_supported_pod_level_resource(name) for name in (*self.pod_requests, *self.pod_limits))
 
     @property
     def pinned_by_managers(self) -> bool:
@@ -171,7 +171,7 @@ class Pod:
         each CPU, memory or hugepages amount the pod states (`IsPodLevelRequestsSet`)."""
         return {
             **containers,
-            **{name: amount for name, amount in self.pod_requests.items() if _pod_level_resource(name)},
+            **{name: amount for name, amount in self.pod_requests.items() if is_supported_pod_level_resource(name)},
         }
 
     @cached_property
@@ -356,11 +356,6 @@ def _resource_list(raw: Any, where: str) -> dict[str, int]:
         raise PodError(str(err)) from None
 
 
-def _pod_level_resource(name: str) -> bool:
-    """`IsSupportedPodLevelResource` (1.34): CPU, memory and hugepages."""
-    return name in (CPU, MEMORY) or is_hugepages(name)
-
-
 def default_pod_resources(
     requests: ResourceList, limits: ResourceList, init: Sequence[Container], apps: Sequence[Container]
 ) -> tuple[dict[str, int], dict[str, int]]:
@@ -384,7 +379,7 @@ def default_pod_resources(
             if name in (CPU, MEMORY) and name not in out:
                 out[name] = amount
         for name, amount in limits.items():
-            if name not in out and _pod_level_resource(name):
+            if name not in out and is_supported_pod_level_resource(name):
                 out[name] = amount
     return out, limits
 
