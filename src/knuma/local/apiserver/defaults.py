@@ -6,7 +6,6 @@ finalizer, deployment replicas and strategy); the rest of kube-apiserver's defau
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
@@ -29,6 +28,33 @@ def _write_pod_resources(spec: JsonObj, pod: Pod) -> None:
             resources[field] = {**stated, **defaulted}
 
 
+def default_pod_spec_resources(obj: JsonObj) -> Pod | None:
+    """`SetDefaults_Pod`'s resource part, in place: a container limit without a request requests the limit, then the
+    pod-level defaults (`_write_pod_resources`). Applied to every Pod body, new or updated, as kube-apiserver's decoder
+    applies it, so validation sees what will be stored and an update that omits a defaulted amount changes nothing.
+    Returns the pod as read (for its QoS class), or None when it cannot be read (validation reports why)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    for key in ("initContainers", "containers"):
+        containers = spec.get(key)
+        for c in containers if isinstance(containers, list) else []:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+                if resources.get("requests") is None:
+                    resources["requests"] = {}
+                requests = resources["requests"]
+                if isinstance(requests, dict):
+                    for name, amount in resources["limits"].items():
+                        requests.setdefault(name, amount)
+    try:
+        pod = Pod.from_manifest(obj)
+    except (PodError, ValueError):
+        return None
+    _write_pod_resources(spec, pod)
+    return pod
+
+
 def apply_defaults(kind: str, obj: JsonObj) -> None:
     """Fill in defaults in place on a new object."""
     if kind == "Pod":
@@ -37,13 +63,6 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)
         spec.setdefault("dnsPolicy", "ClusterFirst")
-        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
-            resources = c.get("resources") if isinstance(c, dict) else None
-            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
-                # Like kube-apiserver: a limit without a request requests the limit.
-                requests = resources.setdefault("requests", {})
-                for name, amount in resources["limits"].items():
-                    requests.setdefault(name, amount)
         for c in spec.get("containers") or []:
             if isinstance(c, dict):
                 c.setdefault("terminationMessagePath", "/dev/termination-log")
@@ -53,9 +72,8 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
         # Malformed containers or resources are reported by validation; the QoS class is only informative.
-        with contextlib.suppress(PodError, ValueError):
-            pod = Pod.from_manifest(obj)
-            _write_pod_resources(spec, pod)
+        pod = default_pod_spec_resources(obj)
+        if pod is not None:
             status.setdefault("qosClass", str(pod.qos))
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
@@ -105,10 +123,12 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
 
 def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     """The defaults an update body gets too (the API server defaults every decoded body), so that omitting a field
-    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, and a
-    StatefulSet's spec, most of which is."""
+    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, a Pod's resources
+    (pod-level ones are immutable) and a StatefulSet's spec, most of which is."""
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif kind == "Pod":
+        default_pod_spec_resources(obj)
     elif kind == "StatefulSet":
         _statefulset_defaults(obj)
 

@@ -6,12 +6,21 @@ users paste them into search engines.
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from knuma.api.podvalidation import container_name_errors, resource_requirement_errors
+from knuma.api.podvalidation import (
+    FieldError,
+    container_name_errors,
+    pod_resources_errors,
+    pod_resources_update_errors,
+    resource_requirement_errors,
+)
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
+from knuma.local.apiserver.defaults import default_pod_spec_resources
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -65,6 +74,29 @@ def _required(obj: JsonObj, path: str) -> list[Cause]:
     return []
 
 
+def _causes(errors: Iterable[FieldError]) -> list[Cause]:
+    return [(e.reason, e.field, e.message) for e in errors]
+
+
+def _pod_spec_errors(spec: JsonObj, path: str) -> list[FieldError]:
+    """`ValidatePodSpec`'s checks knuma makes, in its order: the containers (names, resource requirements), then the
+    pod-level resources. kube-apiserver validates a pod template with the same function, under
+    `spec.template.spec`."""
+    return (
+        container_name_errors(spec, path) + resource_requirement_errors(spec, path) + pod_resources_errors(spec, path)
+    )
+
+
+def _defaulted_pod_spec(obj: JsonObj) -> JsonObj:
+    """The Pod's spec as kube-apiserver validates it: after `SetDefaults_Pod`'s resource defaulting (container
+    requests from limits, pod-level requests and hugepages limits). A pod template is validated as written: that
+    defaulting is the Pod's alone."""
+    defaulted = copy.deepcopy(obj)
+    default_pod_spec_resources(defaulted)
+    spec = defaulted.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
 def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
     causes: list[Cause] = []
     if kind == "Pod":
@@ -76,14 +108,12 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].name", "Required value"))
             if not c.get("image"):
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].image", "Required value"))
-        causes += [(e.reason, e.field, e.message) for e in container_name_errors(obj.get("spec") or {})]
-        causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(obj.get("spec") or {})]
+        causes += _causes(_pod_spec_errors(_defaulted_pod_spec(obj), "spec"))
     elif kind in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet"):
         causes += _required(obj, "spec.selector")
         causes += _required(obj, "spec.template.spec.containers")
         template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-        causes += [(e.reason, e.field, e.message) for e in container_name_errors(template, "spec.template.spec")]
-        causes += [(e.reason, e.field, e.message) for e in resource_requirement_errors(template, "spec.template.spec")]
+        causes += _causes(_pod_spec_errors(template, "spec.template.spec"))
         if kind == "StatefulSet":
             causes += statefulsets.statefulset_causes(obj)
     elif kind == "ControllerRevision":
@@ -161,6 +191,8 @@ def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
         causes = priority.priority_class_update_causes(old, new)
     elif rt.kind == "StatefulSet" and not rt.custom:
         causes = statefulsets.statefulset_update_causes(old, new)
+    elif rt.kind == "Pod" and not rt.custom:
+        causes = _causes(pod_resources_update_errors(old.get("spec") or {}, new.get("spec") or {}))
     elif rt.kind == "ControllerRevision" and not rt.custom and old.get("data") != new.get("data"):
         causes = [("FieldValueInvalid", "data", "Invalid value: the revision's data: field is immutable")]
     if causes:
