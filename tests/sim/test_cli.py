@@ -41,6 +41,7 @@ def test_json_shape(tmp_path: Path) -> None:
         "pending": int,
         "false_negative_pending": int,
         "cpu_utilization": float,
+        "cpus_placed": float,
         "throughput_pods_per_s": float,
     }
     for metrics in data["results"].values():
@@ -74,6 +75,23 @@ def test_table_verdict_and_report(tmp_path: Path) -> None:
     for name in ("index.html", "utilization.png", "errors.png", "pending.png", "zones.png", "metrics.json"):
         assert (report / name).stat().st_size > 0
     assert "knuma" in (report / "index.html").read_text()
+
+
+def test_the_cpu_optimum_is_a_column_and_bounds_every_scheduler_by_cpus(tmp_path: Path) -> None:
+    scenario = str(_scenario_file(tmp_path))
+    names = "default,knuma,optimal,optimal-cpus"
+    result = runner.invoke(app, ["simulate", "--scenario", scenario, "--schedulers", names, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)["results"]
+    best = results["optimal-cpus"]["cpus_placed"]
+    assert all(metrics["cpus_placed"] <= best for metrics in results.values()), results
+    assert results["optimal"]["placed"] >= results["optimal-cpus"]["placed"]
+    table = runner.invoke(app, ["simulate", "--scenario", scenario, "--schedulers", "knuma,optimal-cpus"])
+    assert table.exit_code == 0, table.output
+    text = " ".join(table.stdout.split())
+    assert "CPUs placed (end)" in text and "optimal-cpus: CP-SAT (most CPUs)" in text
+    knuma = results["knuma"]["cpus_placed"]
+    assert f"CPUs placed {knuma:g} = {knuma / best:.1%} of optimal-cpus ({best:g}" in text
 
 
 def test_list_scenarios() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
-from knuma.sim.optimal import OptimalUnsupported, solve
+from knuma.sim.optimal import Objective, OptimalUnsupported, solve
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testbed.simkubelet import SimKubelet
 
@@ -38,6 +38,17 @@ def test_mixed_sizes_pack_exactly() -> None:
     result = solve(pods, [_node()])
     assert result.placed == 4 and result.proven
     assert result.cpu_used == 16_000
+
+
+def test_the_cpu_objective_places_the_most_cpus_then_the_most_pods() -> None:
+    # Two 8-CPU zones; a 7-CPU pod and five 3-CPU pods. The most pods: four 3s (two per zone, 12 CPUs). The most
+    # CPUs: 7 + 3 + 3 (13 CPUs); among those, the most pods is three (7 alone in a zone with 3 + 3 beside it).
+    pods = [_pod("big", 7), *(_pod(f"s{i}", 3) for i in range(5))]
+    by_pods = solve(pods, [_node()])
+    assert (by_pods.placed, by_pods.cpu_used, by_pods.bound, by_pods.proven) == (4, 12_000, 4, True)
+    by_cpus = solve(pods, [_node()], objective=Objective.CPUS)
+    assert (by_cpus.placed, by_cpus.cpu_used, by_cpus.bound, by_cpus.proven) == (3, 13_000, 13_000, True)
+    assert by_cpus.placement == {"n0": {"g0": 1, "g1": 2}}
 
 
 def test_wider_than_a_zone_never_fits_single_numa_node() -> None:

@@ -60,7 +60,8 @@ def simulate(
         "--schedulers",
         metavar="A,B,...",
         autocompletion=completion.schedulers,
-        help="Comma-separated: default, nrt-passthrough, nrt-overreserve, knuma, optimal. Default: all that apply.",
+        help="Comma-separated: default, nrt-passthrough, nrt-overreserve, nrt-discardreserved, knuma, optimal (the "
+        "most pods), optimal-cpus (the most CPUs). Default: all but optimal-cpus that apply.",
     ),
     output_name: str = typer.Option(
         "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)
@@ -86,7 +87,7 @@ def simulate(
     from rich.console import Console
 
     from knuma.cli.output import output_format, table_console
-    from knuma.sim.comparison import parse_schedulers
+    from knuma.sim.comparison import OFFLINE, parse_schedulers
 
     output = Output(output_format(output_name, OUTPUTS))
     out = table_console()
@@ -124,7 +125,7 @@ def simulate(
         from knuma.sim.parallel import available_cpus
 
         jobs = available_cpus()
-    comparison = _run(chosen, names, seed, err, jobs, keep_runs=report is not None or "optimal" in names)
+    comparison = _run(chosen, names, seed, err, jobs, keep_runs=report is not None or any(n in OFFLINE for n in names))
     for note in comparison.notes:
         err.print(f"note: {note}", highlight=False)
     if target is not None:

@@ -10,7 +10,8 @@
   quarter of the simulated time (the final packing for static workloads, the steady state when pods come and go);
   `mean_cpu_utilization` and `mean_running`: averaged over the whole run, fill-up included;
   `zone_cpu_utilization` / `zone_memory_utilization`: exclusive CPUs / memory pinned per NUMA zone at the end
-  (p10, mean, p90 over all zones).
+  (p10, mean, p90 over all zones); `cpus_placed`: CPUs requested by the pods running at the end (what
+  `optimal-cpus` maximises).
 - `stranded_cpus`: free CPUs (whole, allocatable) on nodes that cannot admit a single pod of any Guaranteed template
   in the workload: capacity that exists but no NUMA-aligned pod can use.
 - with pods of more than one priority: `preempted`, the pods preemption evicted (victims), and
@@ -42,6 +43,7 @@ JSON_KEYS = (
     "pending",
     "false_negative_pending",
     "cpu_utilization",
+    "cpus_placed",
     "throughput_pods_per_s",
 )
 """The keys `knuma simulate -o json` promises for every scheduler, in order."""
@@ -82,6 +84,7 @@ def compute(result: RunResult, templates: Sequence[Pod]) -> dict[str, Any]:
         else 0.0,
         "mean_running": round(float(np.mean([x.running for x in result.samples])), 1) if result.samples else 0.0,
         "zone_cpu_utilization": _zones(result, CPU),
+        "cpus_placed": sum(k.requested.get(CPU, 0) for k in kubelets) / 1000,
         "zone_memory_utilization": _zones(result, MEMORY),
         "other_admission_errors": other,
         "created": len(records),

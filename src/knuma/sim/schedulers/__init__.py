@@ -8,7 +8,7 @@
 - `knuma`: the NUMA plugin with knuma's cache (a shadow kubelet per node) and the StableUnderRelease filter, scoring
   with KnumaBinPacking.
 
-`optimal` is offline (`knuma.sim.optimal`).
+`optimal` and `optimal-cpus` are offline (`knuma.sim.optimal`: the most pods, the most CPUs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from knuma.sim.schedulers.product import PRODUCT, Attempt, ProductScheduler, pro
 
 __all__ = ["ALL_SCHEDULERS", "PRODUCT", "Attempt", "ListedPod", "NodeSetup", "ProductScheduler", "make_scheduler"]
 
-ALL_SCHEDULERS = (*PRODUCT, "optimal")
+ALL_SCHEDULERS = (*PRODUCT, "optimal", "optimal-cpus")
 
 
 def make_scheduler(
