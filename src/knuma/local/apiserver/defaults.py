@@ -55,6 +55,23 @@ def default_pod_spec_resources(obj: JsonObj) -> Pod | None:
     return pod
 
 
+def needs_resource_defaults(spec: JsonObj) -> bool:
+    """Whether `default_pod_spec_resources` could change `spec`: it has pod-level resources, or a container limit
+    without its request."""
+    if spec.get("resources") is not None:
+        return True
+    for key in ("initContainers", "containers"):
+        containers = spec.get(key)
+        for container in containers if isinstance(containers, list) else []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if isinstance(limits, dict):
+                requests = resources.get("requests") if isinstance(resources, dict) else None
+                if not isinstance(requests, dict) or any(name not in requests for name in limits):
+                    return True
+    return False
+
+
 def apply_defaults(kind: str, obj: JsonObj) -> None:
     """Fill in defaults in place on a new object."""
     if kind == "Pod":
@@ -127,7 +144,7 @@ def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     (pod-level ones are immutable) and a StatefulSet's spec, most of which is."""
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    elif kind == "Pod":
+    elif kind == "Pod" and isinstance(obj.get("spec"), dict) and needs_resource_defaults(obj["spec"]):
         default_pod_spec_resources(obj)
     elif kind == "StatefulSet":
         _statefulset_defaults(obj)

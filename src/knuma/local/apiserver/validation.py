@@ -20,7 +20,7 @@ from knuma.api.podvalidation import (
 )
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
-from knuma.local.apiserver.defaults import default_pod_spec_resources
+from knuma.local.apiserver.defaults import default_pod_spec_resources, needs_resource_defaults
 from knuma.local.apiserver.errors import invalid
 from knuma.local.apiserver.resources import ResourceType
 
@@ -90,11 +90,16 @@ def _pod_spec_errors(spec: JsonObj, path: str) -> list[FieldError]:
 def _defaulted_pod_spec(obj: JsonObj) -> JsonObj:
     """The Pod's spec as kube-apiserver validates it: after `SetDefaults_Pod`'s resource defaulting (container
     requests from limits, pod-level requests and hugepages limits). A pod template is validated as written: that
-    defaulting is the Pod's alone."""
-    defaulted = copy.deepcopy(obj)
-    default_pod_spec_resources(defaulted)
-    spec = defaulted.get("spec")
-    return spec if isinstance(spec, dict) else {}
+    defaulting is the Pod's alone. Every write of a pod comes here (the kubelet's status writes too), and a stored or
+    updated pod is already defaulted: the spec is copied and parsed only when the defaulting would change it."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return {}
+    if not needs_resource_defaults(spec):
+        return spec
+    copied: JsonObj = copy.deepcopy(spec)
+    default_pod_spec_resources({**obj, "spec": copied})  # the defaulting writes the spec only
+    return copied
 
 
 def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
