@@ -48,6 +48,25 @@ def test_rejection_is_topology_affinity_error() -> None:
     assert kubelet.running == {}
 
 
+def test_an_extended_resource_the_node_does_not_list_is_not_checked_one_it_lists_is() -> None:
+    """`removeMissingExtendedResources`: the kubelet drops requests of extended resources its node does not list
+    before the fit check (a device plugin not registered yet, a DRA-backed extended resource); a listed one is
+    checked, also at 0."""
+
+    def pod(name: str, resource: str) -> Pod:
+        limits = {"cpu": "1", "memory": "1Gi", resource: "2"}
+        spec = {"containers": [{"name": "app", "resources": {"requests": dict(limits), "limits": limits}}]}
+        return Pod.from_manifest({"metadata": {"name": name}, "spec": spec})
+
+    kubelet = _node()
+    assert kubelet.admit(pod("unlisted", "example.com/nic")).admitted
+    shape = BUILTIN_SHAPES["small"]
+    listed = SimKubelet("n1", {**shape.allocatable(), "example.com/nic": 0}, shape.topology("n1"))
+    result = listed.admit(pod("listed", "example.com/nic"))
+    assert not result.admitted and result.reason == "OutOfexample.com/nic"
+    assert not _node().admit(pod("native", "hugepages-1Gi")).admitted  # native resources are always checked
+
+
 def test_admission_is_not_monotonic_and_knuma_guards_against_it() -> None:
     """Freeing CPUs can turn an admission into a TopologyAffinityError: the init container moves to the lower zone
     and pins the app container there (reusable CPUs). knuma's StableUnderRelease filter refuses such a node."""

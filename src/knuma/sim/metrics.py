@@ -124,8 +124,8 @@ def _in_flight(records: Sequence[PodRecord]) -> list[PodRecord]:
 def _false_negatives(result: RunResult, pending: Sequence[Pod], in_flight: Sequence[PodRecord] = ()) -> int:
     """How many pending pods fresh data would place: admit them in queue order, first fit, on a copy of the ground
     truth (so capacity is counted once) after the pods in flight to their node (fresh data would count them in a
-    moment: a pod bound in the run's last second is not room for another); identical pods that found no node are
-    not tried again."""
+    moment: a pod bound in the run's last second is not room for another), on nodes that list every resource the
+    pod requests (where NodeResourcesFit would place it); identical pods that found no node are not tried again."""
     copies = {name: _copy(k) for name, k in result.kubelets.items()}
     for record in in_flight:
         copies[record.node].admit(record.pod)
@@ -137,7 +137,7 @@ def _false_negatives(result: RunResult, pending: Sequence[Pod], in_flight: Seque
         if key in hopeless:
             continue
         for kubelet in kubelets:
-            if kubelet.admit(pod).admitted:
+            if kubelet.lists_resources_of(pod) and kubelet.admit(pod).admitted:
                 placed += 1
                 break
         else:
@@ -177,7 +177,7 @@ def _stranded_cpus(result: RunResult, templates: Sequence[Pod]) -> int:
     stranded = 0
     for kubelet in result.kubelets.values():
         free = kubelet.allocatable.get(CPU, 0) - kubelet.requested.get(CPU, 0)
-        if free >= 1000 and not any(kubelet.would_admit(pod) for pod in aligned):
+        if free >= 1000 and not any(kubelet.lists_resources_of(pod) and kubelet.would_admit(pod) for pod in aligned):
             stranded += free // 1000
     return stranded
 

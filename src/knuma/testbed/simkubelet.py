@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from knuma.api.pod import Pod
-from knuma.api.resources import CPU, PODS
+from knuma.api.resources import CPU, PODS, is_native
 from knuma.errors import KnumaError
 from knuma.topology.allocations import Allocations, RunningPod, freed
 from knuma.topology.kubelet import Admission, ContainerPlacement, DeviceNUMA, admit
@@ -48,13 +48,23 @@ class SimKubelet(Allocations):
         return self.topology.with_available({z.id: z.allocatable for z in self.topology.zones})
 
     def fits_node_level(self, pod: Pod) -> str:
-        """The kubelet's `predicateAdmitHandler` resource check: "" if it fits, else the missing resource."""
+        """The kubelet's `predicateAdmitHandler` resource check: "" if it fits, else the missing resource. An
+        extended resource the node does not list at all is not checked (`removeMissingExtendedResources`: a device
+        plugin not registered yet, or a resource that comes from elsewhere, e.g. a DRA-backed extended resource);
+        the device manager then allocates nothing for it, as its `isDevicePluginResource` skips it."""
         if self.allocatable.get(PODS, 0) and len(self.running) + 1 > self.allocatable[PODS]:
             return PODS
         for name, amount in sorted(pod.effective_request.items()):
+            if not is_native(name) and name not in self.allocatable:
+                continue
             if amount and amount > self.allocatable.get(name, 0) - self.requested.get(name, 0):
                 return name
         return ""
+
+    def lists_resources_of(self, pod: Pod) -> bool:
+        """Whether the node lists every resource `pod` requests: NodeResourcesFit places a pod only there, where the
+        kubelet alone would also admit one whose extended resource the node does not list (`fits_node_level`)."""
+        return all(name in self.allocatable for name, amount in pod.effective_request.items() if amount)
 
     def would_admit(self, pod: Pod) -> bool:
         """Whether the node, as it is now, would admit `pod` (no state change)."""
