@@ -285,8 +285,6 @@ def test_warnings_for_accepted_but_not_applied_settings() -> None:
         'conf.yaml: clientConnection.contentType: ignored ("application/vnd.kubernetes.protobuf"): knuma talks JSON '
         "to the API server",
         'conf.yaml: profiles[0].plugins.filter.disabled[0].name: disabling unknown plugin "NoSuchPlugin" has no effect',
-        "conf.yaml: profiles[0].pluginConfig[1].args: NodeResourcesFitArgs are not applied: knuma's NodeResourcesFit "
-        "uses the defaults",
         "conf.yaml: profiles[0].pluginConfig[3].args: args of TaintToleration are ignored: it takes no arguments",
         "conf.yaml: profiles[0] (s): knuma does not implement VolumeZone: accepted and not run",
     )

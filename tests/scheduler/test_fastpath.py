@@ -112,6 +112,80 @@ def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> No
     assert placed > 0
 
 
+def _fit_profile(args: dict[str, Any], *, numa: bool) -> Any:
+    """A profile with NodeResourcesFitArgs `args`, with or without NodeResourceTopologyMatch (which, as upstream's
+    filter, rejects a pod asking for a resource the node does not list, ignored or not)."""
+    plugins = {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}} if numa else {}
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "topology-aware-scheduler",
+                "plugins": plugins,
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": args}],
+            }
+        ],
+    }
+    return build_profiles(parse_config(config))["topology-aware-scheduler"]
+
+
+MOST_ALLOCATED = {
+    "ignoredResources": ["example.com/foo"],
+    "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory"}]},
+}
+RATIO = {
+    "ignoredResourceGroups": ["example.com"],
+    "scoringStrategy": {
+        "type": "RequestedToCapacityRatio",
+        "resources": [{"name": "cpu"}, {"name": "example.com/foo", "weight": 5}],
+        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
+    },
+}
+FIT_PROFILES = {
+    "most-allocated": _fit_profile(MOST_ALLOCATED, numa=True),
+    "most-allocated-without-numa": _fit_profile(MOST_ALLOCATED, numa=False),
+    "requested-to-capacity-ratio": _fit_profile(RATIO, numa=False),
+    "least-allocated-ignoring": _fit_profile({"ignoredResources": ["example.com/foo"]}, numa=False),
+}
+
+
+@pytest.mark.parametrize("profile_name", sorted(FIT_PROFILES))
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_path_decides_as_the_exact_path_with_node_resources_fit_args(seed: int, profile_name: str) -> None:
+    """NodeResourcesFitArgs on the fast path: ignored extended resources leave the filter (pods asking for
+    example.com/foo, which no node has, are placed), and other strategies score as the plugin does."""
+    rng = random.Random(seed)
+    profile = FIT_PROFILES[profile_name]
+    cache = ClusterCache()
+    for i in range(rng.randint(3, 10)):
+        obj, topology = node(f"n{i:02d}", rng, rng.choice((1, 2, 4)))
+        cache.upsert_node(obj)
+        cache.upsert_nrt(topology)
+    fast = FastPath(cache)
+    assert fast.plan(profile) is not None, "the profile must run on the fast path"
+    placed = extended = 0
+    for index in range(50):
+        manifest = pod(index, rng)
+        if rng.random() < 0.3:
+            resources = manifest["spec"]["containers"][0]["resources"]
+            for kind in ("requests", "limits"):
+                if kind in resources:
+                    resources[kind]["example.com/foo"] = "1"
+            resources.setdefault("limits", {})["example.com/foo"] = "1"
+        candidate = Pod.from_manifest(manifest)
+        exact = decide(profile, candidate, cache.node_infos())
+        quick = fast.decide(profile, candidate)
+        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
+        assert quick.message == exact.message
+        if exact.node is not None:
+            cache.assume(candidate, exact.node)
+            placed += 1
+            extended += "example.com/foo" in candidate.effective_request
+    assert placed > 0
+    assert extended > 0 or profile_name == "most-allocated"
+
+
 @pytest.mark.parametrize("mode", ["overreserve", "discardreserved", "passthrough", "knuma"])
 @pytest.mark.parametrize("seed", range(3))
 def test_fast_path_decides_as_the_exact_path_with_every_cache_mode(seed: int, mode: str) -> None:

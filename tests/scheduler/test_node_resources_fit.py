@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
+import pytest
+
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
@@ -12,6 +16,7 @@ from knuma.scheduler.plugins.node_resources_fit import (
     least_allocated,
     non_zero_request,
 )
+from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs, parse_node_resources_fit_args
 from tests.scheduler.builders import container, guaranteed, pod
 
 GI = 1 << 30
@@ -75,3 +80,160 @@ def test_pod_level_requests_replace_the_containers_in_fit_and_score() -> None:
     node = NodeInfo("n", allocatable={"cpu": 4000, "memory": 8 * GI, "pods": 110}, requested={"cpu": 2000})
     assert not NodeResourcesFit().filter(CycleState(), whole, node).ok  # 2 CPUs free, 3 asked at pod level
     assert NodeResourcesFit().filter(CycleState(), pod(container("app")), node).ok
+
+
+# -- NodeResourcesFitArgs ------------------------------------------------------------------------------------------
+
+
+def _args(raw: dict[str, Any]) -> NodeResourcesFitArgs:
+    def fail(path: str, problem: str) -> NoReturn:
+        raise ValueError(f"{path}: {problem}")
+
+    return parse_node_resources_fit_args(raw, "args", fail)
+
+
+def _fit(raw: dict[str, Any]) -> NodeResourcesFit:
+    return NodeResourcesFit(_args(raw))
+
+
+NODE = NodeInfo(
+    "n",
+    allocatable={"cpu": 8000, "memory": 16 * GI, "example.com/gpu": 4},
+    requested={"cpu": 2000, "memory": 4 * GI, "example.com/gpu": 1},
+)
+
+
+def test_most_allocated_scores_the_weighted_share_in_use_with_the_pod() -> None:
+    fit = _fit(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory"}]}}
+    )
+    # cpu (2000 + 2000) * 100 / 8000 = 50, memory (4 + 4) * 100 / 16 = 50: (50 * 3 + 50) / 4 = 50
+    assert fit.score(CycleState(), pod(guaranteed("app", "2", "4Gi")), NODE) == 50
+    # cpu 6000 / 8000 = 75, memory 8 / 16 = 50: (75 * 3 + 50) / 4 = 68 (integer division)
+    assert fit.score(CycleState(), pod(guaranteed("app", "4", "4Gi")), NODE) == 68
+
+
+def test_an_extended_resource_counts_only_when_the_pod_requests_it_and_the_node_has_it() -> None:
+    fit = _fit(
+        {
+            "scoringStrategy": {
+                "type": "LeastAllocated",
+                "resources": [{"name": "cpu"}, {"name": "example.com/gpu", "weight": 2}],
+            }
+        }
+    )
+    plain = pod(guaranteed("app", "2", "4Gi"))
+    assert fit.score(CycleState(), plain, NODE) == 50  # cpu only: (8000 - 4000) * 100 / 8000
+    gpu = pod(
+        container(
+            "app", requests={"cpu": "2", "memory": "4Gi", "example.com/gpu": "1"}, limits={"example.com/gpu": "1"}
+        )
+    )
+    # cpu 50, gpu (4 - 2) * 100 / 4 = 50, weights 1 and 2: 50
+    assert fit.score(CycleState(), gpu, NODE) == 50
+    bare = NodeInfo("m", allocatable={"cpu": 8000, "memory": 16 * GI}, requested={"cpu": 2000})
+    assert fit.score(CycleState(), gpu, bare) == 50  # no such resource on the node: left out
+
+
+def test_requested_to_capacity_ratio_follows_the_shape_and_rounds_half_up() -> None:
+    fit = _fit(
+        {
+            "scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "resources": [{"name": "cpu"}, {"name": "memory"}],
+                "requestedToCapacityRatio": {
+                    "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                },
+            }
+        }
+    )
+    # cpu 4000 / 8000 = 50% -> 50, memory (4 + 5) / 16 = 56% -> 56: (50 + 56) / 2 = 53
+    assert fit.score(CycleState(), pod(guaranteed("app", "2", "5Gi")), NODE) == 53
+    # cpu 5000 / 8000 = 62% -> 62, memory 9 / 16 -> 56: 59
+    assert fit.score(CycleState(), pod(guaranteed("app", "3", "5Gi")), NODE) == 59
+    descending = _fit(
+        {
+            "scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "requestedToCapacityRatio": {
+                    "shape": [{"utilization": 0, "score": 10}, {"utilization": 30, "score": 3}]
+                },
+            }
+        }
+    )
+    # cpu 50% and memory 56%: past the last point, 3 * 10 = 30 each
+    assert descending.score(CycleState(), pod(guaranteed("app", "2", "5Gi")), NODE) == 30
+    empty = NodeInfo("e", allocatable={"cpu": 8000, "memory": 16 * GI})
+    # cpu 10%: 100 + (30 - 100) * 10 / 30 = 100 - 23 (Go truncates -23.3 to -23); memory 25%: 100 - 58 = 42
+    assert descending.score(CycleState(), pod(guaranteed("app", "800m", "4Gi")), empty) == 60
+
+
+def test_ignored_extended_resources_leave_the_filter_native_ones_never_do() -> None:
+    wants = pod(container("app", requests={"cpu": "1", "example.com/nic": "2"}, limits={"example.com/nic": "2"}))
+    node = NodeInfo("n", allocatable={"cpu": 4000, "memory": GI}, manifest={"kind": "Node"})
+    assert not NodeResourcesFit().filter(CycleState(), wants, node).ok
+    assert _fit({"ignoredResources": ["example.com/nic"]}).filter(CycleState(), wants, node).ok
+    assert _fit({"ignoredResourceGroups": ["example.com"]}).filter(CycleState(), wants, node).ok
+    assert not _fit({"ignoredResourceGroups": ["example.org"]}).filter(CycleState(), wants, node).ok
+    assert not _fit({"ignoredResources": ["cpu"]}).filter(CycleState(), pod(guaranteed("app", "8", "1Gi")), node).ok
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"ignoredResourceGroups": ["example.com/nic"]},
+            "args.ignoredResourceGroups[0]: invalid value \"example.com/nic\": resource group name can't contain '/'",
+        ),
+        ({"ignoredResources": ["-bad"]}, 'args.ignoredResources[0]: invalid label key "-bad"'),
+        (
+            {"scoringStrategy": {"resources": [{"name": "cpu"}]}},
+            'args.scoringStrategy.type: unsupported value ""; supported values: LeastAllocated, MostAllocated, '
+            "RequestedToCapacityRatio",
+        ),
+        ({"scoringStrategy": {"type": "Spread"}}, 'args.scoringStrategy.type: unknown value "Spread"'),
+        (
+            {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 101}]}},
+            "args.scoringStrategy.resources[0].weight: invalid value 101: resource weight of cpu not in valid range "
+            "(0, 100]",
+        ),
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
+            "args.scoringStrategy.shape: Required value: at least one point must be specified",
+        ),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                    },
+                }
+            },
+            "args.scoringStrategy.shape[1].utilization: invalid value 50: values must be sorted in increasing order",
+        ),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 11}]},
+                }
+            },
+            "args.scoringStrategy.shape[0].score: invalid value 11: not in valid range [0, 10]",
+        ),
+        ({"scoringStrategy": {"type": "LeastAllocated", "shape": []}}, "args.scoringStrategy.shape: unknown field"),
+    ],
+)
+def test_bad_args_are_refused_naming_the_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        _args(raw)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_defaults_and_a_weight_of_zero() -> None:
+    assert _args({}).is_default
+    assert _args({"scoringStrategy": {"type": "LeastAllocated"}}).is_default
+    strategy = _args(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}
+    ).strategy
+    assert strategy.resources == (("cpu", 1),)  # SetDefaults_NodeResourcesFitArgs: 0 is 1

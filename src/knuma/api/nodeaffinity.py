@@ -27,6 +27,7 @@ __all__ = [
     "PreferredSchedulingTerms",
     "RequiredNodeAffinity",
     "Requirement",
+    "label_key_error",
     "node_labels",
     "parse_node_selector",
     "parse_preferred_terms",
@@ -44,7 +45,7 @@ _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _label_key_error(key: str) -> str | None:
+def label_key_error(key: str) -> str | None:
     """`validation.IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name of at most 63 characters."""
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
@@ -258,7 +259,7 @@ def _requirement(raw: Any, path: str, errors: list[str]) -> Requirement | None:
         errors.append(f"{path}.values: must be a list of strings")
     if not isinstance(key, str) or not key:
         errors.append(f"{path}.key: required")
-    elif (problem := _label_key_error(key)) is not None:
+    elif (problem := label_key_error(key)) is not None:
         errors.append(f"{path}.key: {problem}")
     number = 0
     if op in ("In", "NotIn"):

@@ -33,6 +33,11 @@ from knuma.scheduler.plugins.inter_pod_affinity_args import (
     InterPodAffinityArgs,
     parse_inter_pod_affinity_args,
 )
+from knuma.scheduler.plugins.node_resources_fit_args import (
+    NODE_RESOURCES_FIT,
+    NodeResourcesFitArgs,
+    parse_node_resources_fit_args,
+)
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs, parse_numa_args
 from knuma.scheduler.plugins.pod_topology_spread_args import (
     POD_TOPOLOGY_SPREAD,
@@ -328,6 +333,7 @@ class _Reader:
         ipa = typed.get(INTER_POD_AFFINITY)
         pts = typed.get(POD_TOPOLOGY_SPREAD)
         preemption = typed.get(DEFAULT_PREEMPTION)
+        fit = typed.get(NODE_RESOURCES_FIT)
         profile = ProfileConfig(
             scheduler_name=name,
             plugins=plugins,
@@ -337,6 +343,7 @@ class _Reader:
             inter_pod_affinity=ipa if isinstance(ipa, InterPodAffinityArgs) else InterPodAffinityArgs(),
             pod_topology_spread=pts if isinstance(pts, PodTopologySpreadArgs) else PodTopologySpreadArgs(),
             default_preemption=preemption if isinstance(preemption, DefaultPreemptionArgs) else DefaultPreemptionArgs(),
+            node_resources_fit=fit if isinstance(fit, NodeResourcesFitArgs) else NodeResourcesFitArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
             ),
@@ -433,16 +440,8 @@ class _Reader:
                         "not applied: default constraints apply to pods a Service, ReplicationController, ReplicaSet "
                         "or StatefulSet selects, and knuma does not watch those",
                     )
-            elif name == "NodeResourcesFit":
-                self.mapping(
-                    args,
-                    args_path,
-                    ("apiVersion", "kind", "ignoredResources", "ignoredResourceGroups", "scoringStrategy"),
-                )
-                if payload:
-                    self.warn(
-                        args_path, "NodeResourcesFitArgs are not applied: knuma's NodeResourcesFit uses the defaults"
-                    )
+            elif name == NODE_RESOURCES_FIT:
+                typed[name] = parse_node_resources_fit_args(args, args_path, self.fail)
             elif payload:
                 why = "it takes no arguments" if PLUGINS[name].runs else "knuma does not run it"
                 self.warn(args_path, f"args of {name} are ignored: {why}")

@@ -146,7 +146,7 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
     "NodePorts": lambda _: NodePorts(),
     "InterPodAffinity": lambda p: InterPodAffinity(p.inter_pod_affinity),
     "PodTopologySpread": lambda p: PodTopologySpread(p.pod_topology_spread),
-    "NodeResourcesFit": lambda _: NodeResourcesFit(),
+    "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit),
 }
 """Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's
 Reserve (the cache's reservations) are the daemon's."""

@@ -55,6 +55,8 @@ from knuma.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["FastPath"]
@@ -127,19 +129,21 @@ class _Plan:
     local_scorers: tuple[tuple[ScorePlugin, int], ...]
     numa_weight: int
     fit_weight: int
+    fit_args: NodeResourcesFitArgs
+    """The profile's NodeResourcesFit arguments (ignored resources, scoring strategy): part of the arrays' key."""
 
 
 class FastPath:
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
-        self._vectors: dict[tuple[int, int, int], VectorizedScheduler] = {}
-        """Keyed by (id of the NUMA plugin or 0, NUMA weight, fit weight)."""
+        self._vectors: dict[tuple[int, int, int, NodeResourcesFitArgs], VectorizedScheduler] = {}
+        """Keyed by (id of the NUMA plugin or 0, NUMA weight, fit weight, NodeResourcesFit's args)."""
         self._plans: dict[str, _Plan | None] = {}
         self._local: dict[tuple[str, str], _Local] = {}
         self._generation = 0
         self._names: list[str] = []
         self._row: dict[str, int] = {}
-        self._numa_by_key: dict[tuple[int, int, int], NodeResourceTopologyMatch | None] = {}
+        self._numa_by_key: dict[tuple[int, int, int, NodeResourcesFitArgs], NodeResourceTopologyMatch | None] = {}
         self._manifests: dict[str, int | None] = {}
         self._concerned: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
         """`concerned_by` answers per (plugin, namespace, labels), valid while `_relations_version` is the cache's."""
@@ -186,11 +190,16 @@ class FastPath:
         self._manifests[name] = current
         return seen != current
 
-    def _new_vector(self, key: tuple[int, int, int], infos: Sequence[NodeInfo]) -> VectorizedScheduler:
+    def _new_vector(
+        self, key: tuple[int, int, int, NodeResourcesFitArgs], infos: Sequence[NodeInfo]
+    ) -> VectorizedScheduler:
         numa = self._numa_by_key[key]
+        fit = NodeResourcesFit(key[3])
         if numa is None:
-            return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False)
-        return VectorizedScheduler(infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand)
+            return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False, fit=fit)
+        return VectorizedScheduler(
+            infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand, fit=fit
+        )
 
     # -- one decision ----------------------------------------------------------------------------------------
 
@@ -368,7 +377,7 @@ class FastPath:
         return plan
 
     def _vector(self, plan: _Plan) -> VectorizedScheduler:
-        key = (id(plan.numa) if plan.numa is not None else 0, plan.numa_weight, plan.fit_weight)
+        key = (id(plan.numa) if plan.numa is not None else 0, plan.numa_weight, plan.fit_weight, plan.fit_args)
         vector = self._vectors.get(key)
         if vector is None:
             self._numa_by_key[key] = plan.numa
@@ -431,6 +440,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
     this path can evaluate (the exact path runs the profile; the reason is logged once)."""
     numa: NodeResourceTopologyMatch | None = None
     fit = False
+    fit_args = NodeResourcesFitArgs()
     local_filters: list[FilterPlugin] = []
     row_filters: list[RowFilter] = []
     selective: list[SelectivePlugin] = []
@@ -445,6 +455,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
             numa = plugin
         elif kind is FastPathKind.NODE_RESOURCES:
             fit = True
+            if isinstance(plugin, NodeResourcesFit):
+                fit_args = plugin.args
         elif kind is FastPathKind.NODE_LOCAL:
             local_filters.append(plugin)
         elif kind is FastPathKind.FEASIBLE_ROWS and isinstance(plugin, RowFilter):
@@ -495,6 +507,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
         tuple(local_scorers),
         numa_weight,
         fit_weight,
+        fit_args,
     )
 
 

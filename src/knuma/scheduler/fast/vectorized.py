@@ -168,6 +168,7 @@ class VectorizedScheduler:
         fit_weight: int = FIT_WEIGHT,
         demand: CPUDemand | None = None,
         numa: bool = True,
+        fit: NodeResourcesFit | None = None,
     ) -> None:
         self.numa_enabled = numa
         """False: a profile without NodeResourceTopologyMatch (NodeResourcesFit alone; NUMA data is not read)."""
@@ -182,7 +183,9 @@ class VectorizedScheduler:
         self.cache_shapes = cache_shapes
         """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
         self._numa = NodeResourceTopologyMatch(self.scoring, self.demand)
-        self._fit = NodeResourcesFit()
+        self._fit = fit or NodeResourcesFit()
+        """The profile's NodeResourcesFit: its ignored resources leave the filter's columns, and a strategy other than
+        the default is scored by the plugin row by row (`_fit_scores`)."""
         self._infos: list[NodeInfo] = []
         self._rows: dict[str, int] = {}
         self._names: tuple[str, ...] | None = None
@@ -347,7 +350,8 @@ class VectorizedScheduler:
         return shape
 
     def _plan(self, pod: Pod) -> _Shape:
-        request = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
+        ignores = self._fit.args.ignores
+        request = {name: amount for name, amount in pod.effective_request.items() if amount > 0 and not ignores(name)}
         known = [name for name in request if name in self.index]
         vectors = self._exclusive(pod)
         exclusive: list[tuple[IntpArray, Int64Array]] | None = None
@@ -482,7 +486,13 @@ class VectorizedScheduler:
 
     def _fit_scores(self, shape: _Shape, rows: Rows) -> Int64Array:
         """NodeResourcesFit's LeastAllocated score over the non-zero requests (divisions in float64, exact for the
-        `float_exact` rows; the others ask the plugin)."""
+        `float_exact` rows; the others ask the plugin). Another strategy (`NodeResourcesFitArgs.scoringStrategy`) is
+        the plugin's on every row."""
+        if not self._fit.default_scoring:
+            return np.array(
+                [self._fit.score(CycleState(), shape.pod, self._infos[r]) for r in np.arange(len(self._infos))[rows]],
+                dtype=np.int64,
+            )
         # (allocatable - requested) * 100 / allocatable where the request fits (0 otherwise, and 0 where the node has
         # none of the resource: there the difference is positive only if nothing is requested), as the plugin does.
         weighted: Float64Array | float = 0.0

@@ -3,18 +3,20 @@
 Filter: the pod's effective request must fit the node's allocatable minus what is requested. Node-level only: this is
 what kube-scheduler checks, and all a topology-unaware scheduler knows.
 
-Score: kube-scheduler's default `scoringStrategy` (`LeastAllocated` over cpu and memory, weight 1 each). As upstream,
-it reads the *non-zero* requests: a container that requests no cpu (memory) counts as 100m (200Mi), on the node and
-for the pod, so that pods without requests still spread instead of piling on the first node.
+Score: the profile's `scoringStrategy` (`NodeResourcesFitArgs`, `knuma.scheduler.plugins.node_resources_fit_args`;
+kube-scheduler's default is `LeastAllocated` over cpu and memory, weight 1 each). As upstream, it reads the *non-zero*
+requests for cpu and memory: a container that requests no cpu (memory) counts as 100m (200Mi), on the node and for
+the pod, so that pods without requests still spread instead of piling on the first node. The filter skips the
+extended resources the args ignore.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from knuma.api.pod import Container, Pod, long_running_request
-from knuma.api.resources import CPU, MEMORY, PODS, add
+from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, add
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -23,6 +25,13 @@ from knuma.scheduler.framework.interface import (
     FastPathKind,
     NodeInfo,
     Status,
+)
+from knuma.scheduler.plugins.node_resources_fit_args import (
+    LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MOST_ALLOCATED,
+    FitStrategy,
+    NodeResourcesFitArgs,
 )
 
 __all__ = [
@@ -33,6 +42,7 @@ __all__ = [
     "NodeResourcesFit",
     "least_allocated",
     "non_zero_request",
+    "strategy_score",
 ]
 
 NAME = "NodeResourcesFit"
@@ -82,6 +92,11 @@ class NodeResourcesFit:
     name = NAME
     fast_path = FastPathKind.NODE_RESOURCES
 
+    def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
+        self.args = args or NodeResourcesFitArgs()
+        self.default_scoring = self.args.strategy == FitStrategy()
+        """kube-scheduler's default strategy: what the vectorised path computes in arrays."""
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not node.allocatable:
             return SUCCESS  # no Node object known: nothing to check at node level
@@ -92,6 +107,7 @@ class NodeResourcesFit:
             for name, amount in sorted(pod.effective_request.items())
             if amount > 0
             and (node.has_node_object or name in node.allocatable)  # summed from NRT zones: only what they report
+            and not self.args.ignores(name)
             and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)
         ]
         if short:
@@ -105,10 +121,94 @@ class NodeResourcesFit:
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        """LeastAllocated over the node's allocatable and its non-zero requested plus the pod's."""
+        """The strategy over the node's allocatable and its (non-zero) requested plus the pod's."""
         del state
         on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
-        return least_allocated(node.allocatable, add(_scored(on_node), non_zero_request(pod)))
+        if self.default_scoring:
+            return least_allocated(node.allocatable, add(_scored(on_node), non_zero_request(pod)))
+        return strategy_score(self.args.strategy, pod, node)
+
+
+def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo) -> int:
+    """`resourceAllocationScorer.score` with the strategy's scorer (`leastResourceScorer`, `mostResourceScorer`,
+    `requestedToCapacityRatioScorer`): per resource, the node's allocatable and requested plus the pod's as
+    `calculateResourceAllocatableRequest` reads them (cpu and memory non-zero; an extended or hugepages resource the
+    pod does not request, or the node does not have, is left out)."""
+    non_zero = non_zero_request(pod)
+    on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
+    allocatable: list[int] = []
+    requested: list[int] = []
+    for name, _ in strategy.resources:
+        wanted = non_zero[name] if name in (CPU, MEMORY) else pod.effective_request.get(name, 0)
+        capacity = node.allocatable.get(name, 0)
+        if name in (CPU, MEMORY):
+            used = on_node.get(name, 0) + wanted
+        elif name == EPHEMERAL_STORAGE or (wanted and name in node.allocatable):
+            used = node.requested.get(name, 0) + wanted
+        else:
+            capacity = used = 0  # not requested (a scalar resource), or not on the node
+        allocatable.append(capacity)
+        requested.append(used)
+    weights = [weight for _, weight in strategy.resources]
+    if strategy.type == LEAST_ALLOCATED:
+        return _weighted_mean(allocatable, requested, weights, _least_requested)
+    if strategy.type == MOST_ALLOCATED:
+        return _weighted_mean(allocatable, requested, weights, _most_requested)
+    return _requested_to_capacity_ratio(strategy.shape, allocatable, requested, weights)
+
+
+def _least_requested(requested: int, capacity: int) -> int:
+    """`leastRequestedScore`."""
+    return 0 if capacity == 0 or requested > capacity else (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def _most_requested(requested: int, capacity: int) -> int:
+    """`mostRequestedScore`: a request above capacity (pods without requests count minimums) counts as full."""
+    return 0 if capacity == 0 else min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def _weighted_mean(
+    allocatable: list[int], requested: list[int], weights: list[int], scorer: Callable[[int, int], int]
+) -> int:
+    """`leastResourceScorer` / `mostResourceScorer`: resources the node has none of are left out of the weights."""
+    total = weight_sum = 0
+    for capacity, used, weight in zip(allocatable, requested, weights, strict=True):
+        if capacity == 0:
+            continue
+        total += scorer(used, capacity) * weight
+        weight_sum += weight
+    return total // weight_sum if weight_sum else 0
+
+
+def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: int) -> int:
+    """`helper.BuildBrokenLinearFunction` on the shape scaled to node scores (`score * MaxNodeScore /
+    MaxCustomPriorityScore`); Go's integer division truncates towards zero."""
+    points = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    for index, (u, s) in enumerate(points):
+        if utilization <= u:
+            if index == 0:
+                return s
+            u0, s0 = points[index - 1]
+            step = (s - s0) * (utilization - u0)
+            return s0 + int(step / (u - u0)) if step < 0 else s0 + step // (u - u0)
+    return points[-1][1]
+
+
+def _requested_to_capacity_ratio(
+    shape: tuple[tuple[int, int], ...], allocatable: list[int], requested: list[int], weights: list[int]
+) -> int:
+    """`buildRequestedToCapacityRatioScorerFunction`: each resource's utilisation (100 when over capacity) through the
+    shape; only resources scoring above 0 count, weighted; the mean rounded half away from zero (`math.Round`)."""
+    total = weight_sum = 0
+    for capacity, used, weight in zip(allocatable, requested, weights, strict=True):
+        if capacity == 0:
+            continue
+        utilization = 100 if used > capacity else used * 100 // capacity
+        score = _broken_linear(shape, utilization)
+        if score > 0:
+            total += score * weight
+            weight_sum += weight
+    return (2 * total + weight_sum) // (2 * weight_sum) if weight_sum else 0
 
 
 def _scored(resources: Mapping[str, int]) -> dict[str, int]:
