@@ -23,6 +23,7 @@ from knuma.scheduler.config.load import (
 )
 from knuma.scheduler.framework.interface import Code, schedule_one
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.strategies import StrategyType
 from tests.scheduler.objects import node, pod
@@ -670,6 +671,27 @@ def test_built_profile_uses_the_numa_args_and_filters_like_upstream_numa_plugin(
     numa = next(p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch))
     assert numa.scoring.type is StrategyType.BALANCED_ALLOCATION
     assert any(p is numa for p, _ in profile.scorers)  # one instance for Filter and Score
+
+
+def test_node_resources_fit_args_reach_the_plugin_and_the_summary() -> None:
+    fit_args = {
+        "ignoredResourceGroups": ["example.com"],
+        "scoringStrategy": {
+            "type": "RequestedToCapacityRatio",
+            "resources": [{"name": "cpu", "weight": 2}],
+            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]},
+        },
+    }
+    config = parse_config(
+        doc(profiles=[{"schedulerName": "s", "pluginConfig": [{"name": "NodeResourcesFit", "args": fit_args}]}])
+    )
+    fit = next(p for p in build_profiles(config)["s"].filters if isinstance(p, NodeResourcesFit))
+    assert fit.args.ignored_resource_groups == {"example.com"} and not fit.default_scoring
+    assert config.warnings == ()
+    assert (
+        "  Fit args:     scoringStrategy RequestedToCapacityRatio (cpu 2) shape 0%: 10, 100%: 0; "
+        "ignoredResourceGroups\n                example.com\n"
+    ) in describe_config(config)
 
 
 def test_describe_config_summarises_profiles_plugins_and_args() -> None:

@@ -274,6 +274,19 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         required = len(added.added_required.terms) if added.added_required else 0
         preferred = len(added.added_preferred.terms) if added.added_preferred else 0
         lines.append(_row("NodeAffinity", f"addedAffinity with {required} required and {preferred} preferred term(s)"))
+    fit = profile.node_resources_fit
+    if not fit.is_default:
+        strategy = fit.strategy
+        text = f"scoringStrategy {strategy.type} ({', '.join(f'{n} {w}' for n, w in strategy.resources)})"
+        if strategy.shape:
+            text += " shape " + ", ".join(f"{u}%: {score}" for u, score in strategy.shape)
+        for label, names in (
+            ("ignoredResources", fit.ignored_resources),
+            ("ignoredResourceGroups", fit.ignored_resource_groups),
+        ):
+            if names:
+                text += f"; {label} {', '.join(sorted(names))}"
+        lines.append(_row("Fit args", text))
     numa = profile.numa
     if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
         return lines
