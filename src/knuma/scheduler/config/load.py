@@ -280,12 +280,12 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
         text = f"scoringStrategy {strategy.type} ({', '.join(f'{n} {w}' for n, w in strategy.resources)})"
         if strategy.shape:
             text += " shape " + ", ".join(f"{u}%: {score}" for u, score in strategy.shape)
-        for label, names in (
+        for label, listed in (
             ("ignoredResources", fit.ignored_resources),
             ("ignoredResourceGroups", fit.ignored_resource_groups),
         ):
-            if names:
-                text += f"; {label} {', '.join(sorted(names))}"
+            if listed:
+                text += f"; {label} {', '.join(sorted(listed))}"
         lines.append(_row("Fit args", text))
     numa = profile.numa
     if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
