@@ -71,6 +71,20 @@ def test_a_mutated_nrt_parses_or_raises_nrt_error(obj: Any) -> None:
         NodeResourceTopology.from_dict(nrt.to_dict())
 
 
+def test_an_integer_string_of_thousands_of_digits_is_an_nrt_error_not_a_crash() -> None:
+    """Found by the mutation fuzzer: Python refuses to convert strings of more than 4300 digits (ValueError), so a
+    cost or zone id far beyond int64 must be refused before any conversion."""
+    zones = [{**VALID_NRT["zones"][0], "costs": [{"name": "node-1", "value": "9" * 4400}]}]
+    try:
+        NodeResourceTopology.from_dict({**VALID_NRT, "zones": zones})
+    except NRTError as err:
+        assert "out of range" in str(err) and len(str(err)) < 300
+    else:
+        raise AssertionError("a cost beyond int64 must be refused")
+    long_id = {**VALID_NRT, "zones": [{**VALID_NRT["zones"][1], "name": "node-" + "1" * 4400}]}
+    assert NodeResourceTopology.from_dict(long_id).numa_zones() == []  # not a NUMA zone name, as upstream's Atoi
+
+
 @settings(max_examples=200, deadline=None)
 @given(JSON_VALUES)
 def test_any_value_as_an_nrt_parses_or_raises_nrt_error(obj: Any) -> None:

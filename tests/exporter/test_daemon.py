@@ -261,6 +261,41 @@ def test_once_publishes_and_exits(api: RunningApiServer, tmp_path: Path) -> None
         assert kubelet.address in failed.stderr.decode()
 
 
+def test_no_publish_builds_and_never_writes(api: RunningApiServer, tmp_path: Path) -> None:
+    """`--no-publish` (RTE's flag, numaresources-operator's `infoRefreshPause: Enabled`): the exporter reads the
+    kubelet and builds, exits 0 with `--once`, and the API server never sees a NodeResourceTopology; an object
+    published before keeps its content."""
+    root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1]), 1: NodeSpec(cpus=[2, 3])})
+    pods = [Pod("prod", "db-0", (Container("db", cpu_ids=(2,)),))]
+    with PodResourcesServer(allocatable=Allocatable(cpu_ids=(1, 2, 3)), pods=pods) as kubelet:
+        base = [
+            KNUMA,
+            "exporter",
+            "--once",
+            "--node-name=paused",
+            f"--sysfs-root={root}",
+            f"--kubeconfig={api.kubeconfig}",
+            f"--podresources-socket={kubelet.address}",
+        ]
+        paused = subprocess.run([*base, "--no-publish"], capture_output=True, timeout=60)
+        assert paused.returncode == 0, paused.stderr.decode()
+        assert "not-published" in paused.stderr.decode()
+        client = Client(KubeConfig.from_file(api.kubeconfig), trust_env=False)
+        assert not [o for o in client.list(NRT) if o.metadata is not None and o.metadata.name == "paused"]
+        published = subprocess.run(base, capture_output=True, timeout=60)
+        assert published.returncode == 0, published.stderr.decode()
+        found: Any = client.get(NRT, "paused")
+        before = found.to_dict()
+        kubelet.set_pods([])  # the pod ends: a publishing exporter would give its CPU back
+        again = subprocess.run([*base, "--no-publish"], capture_output=True, timeout=60)
+        assert again.returncode == 0, again.stderr.decode()
+        found = client.get(NRT, "paused")
+        after = found.to_dict()
+        assert after["zones"] == before["zones"]
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        client.close()
+
+
 async def updated_beyond(exporter: Exporter, count: int) -> None:
     await eventually_async(lambda: exporter.updates > count, timeout=3)
 

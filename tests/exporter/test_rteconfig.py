@@ -170,8 +170,8 @@ def test_unsupported_and_unknown_keys_warn_once_each() -> None:
         "bogus": 1,
     }
     config = dispatch(merge([("c.yaml", doc)]))
-    assert config.values == {}
-    assert len(config.warnings) == 7
+    assert config.values == {"no_publish": True}
+    assert len(config.warnings) == 6
     assert "c.yaml: nrtUpdater.patchMode: not supported by knuma, ignored" in config.warnings[1]
     assert config.warnings[-2] == (
         "c.yaml: topologyExporter.metricsAddress: unknown key, ignored as RTE ignores it; "
@@ -397,7 +397,7 @@ def test_dump_config(xeon_sysfs: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = yaml.safe_load(result.stdout)
     assert doc["global"] == {"verbose": 2}
-    assert doc["nrtUpdater"] == {"hostname": "worker-7", "oneShot": False, "patchResync": 10}
+    assert doc["nrtUpdater"] == {"hostname": "worker-7", "noPublish": False, "oneShot": False, "patchResync": 10}
     assert doc["resourceMonitor"]["podSetFingerprintMethod"] == "all"
     assert doc["resourceMonitor"]["sysfsRoot"] == str(xeon_sysfs)
     exporter = doc["topologyExporter"]
@@ -410,7 +410,12 @@ def test_dump_config(xeon_sysfs: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, [*dry_run(str(root), sysfs=xeon_sysfs), "--dump-config", "-"])
     assert result.exit_code == 0, result.output
     dumped, nrt = result.stdout.split("apiVersion:", 1)
-    assert yaml.safe_load(dumped)["nrtUpdater"] == {"hostname": "worker-7", "oneShot": True, "patchResync": 10}
+    assert yaml.safe_load(dumped)["nrtUpdater"] == {
+        "hostname": "worker-7",
+        "noPublish": False,
+        "oneShot": True,
+        "patchResync": 10,
+    }
     assert "worker-7" in nrt
     # a path gets the same document
     target = tmp_path / "dump.yaml"

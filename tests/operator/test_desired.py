@@ -10,6 +10,7 @@ from knuma.api.numaresources import parse_operator_spec, parse_scheduler_spec
 from knuma.deploy.exporter import render_knuma_exporter
 from knuma.deploy.options import DeployOptions
 from knuma.deploy.scheduler import render_knuma_scheduler
+from knuma.errors import InvalidInput
 from knuma.operator.desired import OWNED_BY_LABEL, operator_objects, scheduler_objects, scheduler_options
 
 OWNER = {
@@ -73,3 +74,22 @@ def test_one_daemonset_per_node_group_otherwise_the_deployers_exporter() -> None
     assert configmaps[0]["metadata"]["labels"]["nodegroup.nodetopology.openshift.io/machineconfigpool"] == "a"
     selectors = [d["spec"]["selector"]["matchLabels"] for d in daemonsets]
     assert selectors[0] != selectors[1], "two DaemonSets must not select each other's pods"
+
+
+def test_info_refresh_pause_stops_the_groups_exporters_from_publishing_and_is_in_the_status_config() -> None:
+    spec = parse_operator_spec(
+        {"nodeGroups": [{"poolName": "paused", "config": {"infoRefreshPause": "Enabled"}}, {"poolName": "live"}]}
+    )
+    daemonsets = {o["metadata"]["name"]: o for o in operator_objects(OWNER, spec, "ops") if o["kind"] == "DaemonSet"}
+    args = {name: ds["spec"]["template"]["spec"]["containers"][0]["args"] for name, ds in daemonsets.items()}
+    assert "--no-publish" in args["numaresourcesoperator-paused"]
+    assert "--no-publish" not in args["numaresourcesoperator-live"]
+    paused, live = spec.node_groups
+    assert paused.config.to_dict()["infoRefreshPause"] == "Enabled"
+    assert live.config.to_dict()["infoRefreshPause"] == "Disabled"  # v1's default, as upstream's status shows it
+    try:
+        parse_operator_spec({"nodeGroups": [{"poolName": "x", "config": {"infoRefreshPause": "Yes"}}]})
+    except InvalidInput as err:
+        assert "infoRefreshPause" in str(err) and "Enabled" in str(err)
+    else:
+        raise AssertionError("an unknown infoRefreshPause must be refused")

@@ -143,3 +143,19 @@ def test_set_condition_moves_the_transition_time_only_on_a_flip() -> None:
     flipped = set_condition(same, "DedicatedInformerActive", False, "SharedInformer", "", 3, "t3")
     assert [c["lastTransitionTime"] for c in (first[0], same[0], flipped[0])] == ["t1", "t1", "t3"]
     assert len(flipped) == 1 and flipped[0]["observedGeneration"] == 3
+
+
+def test_the_scheduler_qos_request_annotation_makes_the_scheduler_pod_guaranteed() -> None:
+    def scheduler_resources(annotations: dict[str, str]) -> dict[str, Any]:
+        owner = {**OWNER, "metadata": {"name": "numaresourcesscheduler", "uid": "u", "annotations": annotations}}
+        objects = scheduler_objects(owner, parse_scheduler_spec({}), 1, "ops")
+        deployment = next(o for o in objects if o["kind"] == "Deployment")
+        resources: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]
+        return resources
+
+    annotation = "config.numa-operator.openshift.io/scheduler-qos-request"
+    guaranteed = scheduler_resources({annotation: "guaranteed"})
+    assert guaranteed["requests"] == guaranteed["limits"] == {"cpu": "600m", "memory": "1200Mi"}
+    for other in ({}, {annotation: "Guaranteed"}, {annotation: "burstable"}):  # upstream compares the exact value
+        burstable = scheduler_resources(other)
+        assert burstable["requests"] != burstable["limits"]

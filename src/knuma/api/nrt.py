@@ -104,8 +104,10 @@ def numa_id_from_zone_name(name: str) -> int | None:
 
 
 def _atoi(text: str) -> int | None:
-    """Go's `strconv.Atoi`: optional sign, ASCII digits, within int64; None where Go returns an error."""
-    if not _ATOI.fullmatch(text):
+    """Go's `strconv.Atoi`: optional sign, ASCII digits, within int64; None where Go returns an error. Digits beyond
+    int64's 19 (after leading zeros) are out of range before any conversion: Python refuses to convert strings of more
+    than 4300 digits, and an object's text must not get that far."""
+    if not _ATOI.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > 19:
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None
@@ -298,7 +300,10 @@ def _zone_from_dict(raw: Any, where: str) -> Zone:
     for cost in _list(raw.get("costs"), f"{where}: costs"):
         value = cost.get("value") if isinstance(cost, Mapping) else None
         if isinstance(value, str) and _ATOI.fullmatch(value):
-            value = int(value)
+            converted = _atoi(value)
+            if converted is None:
+                raise NRTError(f"{where}: cost {value[:30]}... to {cost.get('name')} is out of range (0 to {MAX_COST})")
+            value = converted
         if not isinstance(cost, Mapping) or "name" not in cost or isinstance(value, bool) or not isinstance(value, int):
             raise NRTError(f"{where}: costs entries need a name and an integer value, got {cost!r}")
         if not 0 <= value <= MAX_COST:

@@ -28,6 +28,7 @@ from knuma.errors import SpecError
 __all__ = [
     "ANNOTATION_NRT_API_DEFINITION",
     "ANNOTATION_PAUSE",
+    "ANNOTATION_SCHEDULER_QOS",
     "GROUP",
     "OPERATOR_KIND",
     "OPERATOR_NAME",
@@ -35,6 +36,7 @@ __all__ = [
     "SCHEDULER_NAME",
     "VERSION",
     "InfoRefreshMode",
+    "InfoRefreshPause",
     "LogLevel",
     "NodeGroup",
     "NodeGroupConfig",
@@ -45,6 +47,7 @@ __all__ = [
     "is_paused",
     "parse_operator_spec",
     "parse_scheduler_spec",
+    "wants_guaranteed_scheduler",
 ]
 
 GROUP = "nodetopology.openshift.io"
@@ -59,6 +62,9 @@ SCHEDULER_PLURAL = "numaresourcesschedulers"
 
 ANNOTATION_PAUSE = "config.numa-operator.openshift.io/pause-reconciliation"
 ANNOTATION_NRT_API_DEFINITION = "config.numa-operator.openshift.io/nrt-api-definition"
+ANNOTATION_SCHEDULER_QOS = "config.numa-operator.openshift.io/scheduler-qos-request"
+"""On a NUMAResourcesScheduler, `guaranteed`: the scheduler's requests equal its limits (upstream's
+`internal/api/annotations`)."""
 POOL_ROLE_LABEL = "node-role.kubernetes.io/"
 MAX_NODE_GROUP_ANNOTATIONS = 8
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -88,6 +94,14 @@ class InfoRefreshMode(enum.StrEnum):
     PERIODIC_AND_EVENTS = "PeriodicAndEvents"
 
 
+class InfoRefreshPause(enum.StrEnum):
+    """`Enabled`: the group's exporters keep running and stop writing NodeResourceTopology objects (RTE's
+    `--no-publish`), e.g. to freeze what the scheduler sees during maintenance."""
+
+    DISABLED = "Disabled"
+    ENABLED = "Enabled"
+
+
 @dataclass(frozen=True, slots=True)
 class NodeGroupConfig:
     """A node group's exporter settings with v1's defaults filled in (`NormalizeConfig`)."""
@@ -95,12 +109,14 @@ class NodeGroupConfig:
     pods_fingerprinting: PodsFingerprinting = PodsFingerprinting.ENABLED_EXCLUSIVE_RESOURCES
     info_refresh_mode: InfoRefreshMode = InfoRefreshMode.PERIODIC
     info_refresh_period: float = 10.0
+    info_refresh_pause: InfoRefreshPause = InfoRefreshPause.DISABLED
     tolerations: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form, as published in `status.nodeGroups[].config`."""
         out: dict[str, Any] = {
             "infoRefreshMode": self.info_refresh_mode.value,
+            "infoRefreshPause": self.info_refresh_pause.value,
             "infoRefreshPeriod": format_duration(self.info_refresh_period),
             "podsFingerprinting": self.pods_fingerprinting.value,
         }
@@ -196,6 +212,12 @@ def is_paused(obj: Mapping[str, Any]) -> bool:
     return annotations.get(ANNOTATION_PAUSE) == "enabled"
 
 
+def wants_guaranteed_scheduler(obj: Mapping[str, Any]) -> bool:
+    """`scheduler-qos-request: guaranteed` on a NUMAResourcesScheduler (exact value, as upstream compares it)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ANNOTATION_SCHEDULER_QOS) == "guaranteed"
+
+
 def parse_duration(value: Any, where: str) -> float:
     """A metav1.Duration (`10s`, `1m30s`, `500ms`, Go syntax); negative or malformed values are a `SpecError`."""
     try:
@@ -242,6 +264,9 @@ def _parse_config(raw: Any, where: str) -> NodeGroupConfig:
             InfoRefreshMode, data.get("infoRefreshMode"), f"{where}.infoRefreshMode", InfoRefreshMode.PERIODIC
         ),
         info_refresh_period=10.0 if period is None else parse_duration(period, f"{where}.infoRefreshPeriod"),
+        info_refresh_pause=_enum(
+            InfoRefreshPause, data.get("infoRefreshPause"), f"{where}.infoRefreshPause", InfoRefreshPause.DISABLED
+        ),
         tolerations=tuple(dict(t) for t in tolerations),
     )
 

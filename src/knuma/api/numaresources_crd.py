@@ -24,6 +24,7 @@ from knuma.api.numaresources import (
     CacheResyncDebug,
     CacheResyncDetection,
     InfoRefreshMode,
+    InfoRefreshPause,
     LogLevel,
     PodsFingerprinting,
     PreemptionMode,
@@ -69,6 +70,9 @@ _NODE_GROUP_CONFIG = {
     "properties": {
         "podsFingerprinting": _enum(PodsFingerprinting, "Default EnabledExclusiveResources."),
         "infoRefreshMode": _enum(InfoRefreshMode, "Default Periodic."),
+        "infoRefreshPause": _enum(
+            InfoRefreshPause, "Enabled: the exporters stop writing NodeResourceTopology objects. Default Disabled."
+        ),
         "infoRefreshPeriod": _DURATION,
         "tolerations": {"type": "array", "items": _OBJECT, "description": "Replace the exporter's tolerations."},
     },

@@ -164,6 +164,12 @@ def exporter(
     add_nrt_owner: bool = typer.Option(
         True, "--add-nrt-owner/--no-add-nrt-owner", help="Owner reference to the Node (GC with the node)."
     ),
+    no_publish: bool = typer.Option(
+        False,
+        "--no-publish",
+        help="Build on every trigger but never write the NodeResourceTopology (RTE's flag; numaresources-operator's "
+        "infoRefreshPause): the object keeps its last content.",
+    ),
     patch_resync: int = typer.Option(
         10,
         "--patch-resync",

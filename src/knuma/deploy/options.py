@@ -177,6 +177,9 @@ class DeployOptions:
     """`cache.informerMode`; None: no key (the scheduler's default, Dedicated)."""
     preemption_mode: str | None = None
     """`preemptionMode`; None: no key (disabled), as upstream's deployer deletes it when unset."""
+    scheduler_guaranteed: bool = False
+    """The scheduler container's requests equal its limits (`GUARANTEED_RESOURCES`: Guaranteed QoS, so it is the last
+    to be evicted under node pressure), numaresources-operator's `scheduler-qos-request: guaranteed`."""
     resync_debug_dir: str | None = None
     """knuma's scheduler Deployment: `PFP_STATUS_DUMP` and a memory-backed volume at this directory, where the
     overreserve cache dumps its resync checks (numaresources-operator's `cacheResyncDebug: DumpJSONFile`); None:

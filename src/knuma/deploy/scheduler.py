@@ -32,6 +32,7 @@ from knuma.scheduler.cache.resyncdebug import DUMP_ENV as RESYNC_DUMP_ENV
 
 __all__ = [
     "CONFIG_KEY",
+    "GUARANTEED_RESOURCES",
     "NAME",
     "config_hash",
     "leader_election_lease",
@@ -51,6 +52,8 @@ SECURE_PORT = 10259
 PLUGIN = "NodeResourceTopologyMatch"
 DEFAULT_LEASE = "nrtmatch-scheduler"
 CONFIG_HASH_ANNOTATION = "knuma.io/config-hash"
+GUARANTEED_RESOURCES = {"cpu": "600m", "memory": "1200Mi"}
+"""numaresources-operator's scheduler requests and limits under `scheduler-qos-request: guaranteed`."""
 #: The scheduler's pods meet the `restricted` Pod Security level; the namespace enforces it.
 POD_SECURITY_RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -219,7 +222,11 @@ def render_knuma_scheduler(options: DeployOptions) -> list[Manifest]:
         "ports": [{"name": "https", "containerPort": SECURE_PORT, "protocol": "TCP"}],
         "livenessProbe": probe,
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "https", "scheme": "HTTPS"}},
-        "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        "resources": (
+            {"requests": dict(GUARANTEED_RESOURCES), "limits": dict(GUARANTEED_RESOURCES)}
+            if options.scheduler_guaranteed
+            else {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+        ),
         "securityContext": security_context(),
         "volumeMounts": mounts,
     }

@@ -62,6 +62,7 @@ class CommandLine:
     context: str | None = None
     add_nrt_owner: bool = True
     patch_resync: int = 10
+    no_publish: bool = False
 
     def check(self) -> None:
         """Raise `InvalidInput` for a combination of flags that cannot work, before anything is read."""
@@ -140,4 +141,5 @@ def settings_from(command: CommandLine) -> ExporterSettings:
         context=command.context,
         add_owner_reference=command.add_nrt_owner,
         patch_resync=command.patch_resync,
+        no_publish=command.no_publish,
     )

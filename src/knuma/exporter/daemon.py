@@ -170,7 +170,10 @@ class Exporter:
             log.warning("%s", warning)
         self._dump_fingerprint(result.nrt.fingerprint, result.fingerprinted)
         try:
-            outcome = await self.publisher.publish(result.nrt)
+            if self.settings.no_publish:
+                outcome = Outcome.NOT_PUBLISHED
+            else:
+                outcome = await self.publisher.publish(result.nrt)
         except PublishError as err:
             self.health.publish_error = str(err)
             self.metrics.publish_errors.labels(self.settings.node_name).inc()

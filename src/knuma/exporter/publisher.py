@@ -54,6 +54,8 @@ class Outcome(enum.StrEnum):
     CREATED = "create"
     UPDATED = "update"
     UNCHANGED = "unchanged"
+    NOT_PUBLISHED = "not-published"
+    """`--no-publish`: built, not written."""
 
 
 class PublishError(OperationFailed):

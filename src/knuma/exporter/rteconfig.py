@@ -70,6 +70,7 @@ STR, INT, BOOL, DURATION = "string", "int", "bool", "duration"
 KEYS: Mapping[str, tuple[str, str]] = {
     "global.kubeconfig": ("kubeconfig", STR),
     "nrtUpdater.oneShot": ("once", BOOL),
+    "nrtUpdater.noPublish": ("no_publish", BOOL),
     "nrtUpdater.hostname": ("node_name", STR),
     "resourceMonitor.namespace": ("watch_namespace", STR),
     "resourceMonitor.sysfsRoot": ("sysfs_root", STR),
@@ -99,7 +100,6 @@ VERBOSE_KEY = "global.verbose"
 
 UNSUPPORTED: Mapping[str, tuple[str, str]] = {
     "global.debug": (BOOL, "knuma has no debug switch; use -vv or --log-level debug"),
-    "nrtUpdater.noPublish": (BOOL, "knuma's daemon always publishes; use --once --dry-run to print the object"),
     "nrtUpdater.patchMode": (BOOL, "knuma always creates the object once, then merge-patches what changed"),
     "resourceMonitor.refreshNodeResources": (BOOL, "knuma re-reads allocatable resources on every update"),
     "resourceMonitor.exposeTiming": (BOOL, "knuma exports update timings as metrics instead"),

@@ -72,6 +72,9 @@ class ExporterSettings:
     add_owner_reference: bool = True
     patch_resync: int = 10
     """Re-read the published object every N updates (RTE's `--patch-resync`); 0 only after a failed write."""
+    no_publish: bool = False
+    """Build on every trigger and never write (RTE's `--no-publish`, numaresources-operator's `infoRefreshPause:
+    Enabled`): the last published object stays as it is, and the exporter stays ready."""
 
 
 def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = None) -> BuildOptions:

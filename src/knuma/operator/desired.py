@@ -17,10 +17,12 @@ from knuma.api.numaresources import (
     ANNOTATION_NRT_API_DEFINITION,
     CacheResyncDebug,
     InfoRefreshMode,
+    InfoRefreshPause,
     NodeGroup,
     OperatorSpec,
     PodsFingerprinting,
     SchedulerSpec,
+    wants_guaranteed_scheduler,
 )
 from knuma.deploy.api import render_api
 from knuma.deploy.exporter import COMPONENT, CONFIG_DIR, CONFIG_KEY, POD_SECURITY_PRIVILEGED, render_knuma_exporter
@@ -126,6 +128,9 @@ def _group_daemonset(daemonset: Manifest, owner_name: str, group: NodeGroup) -> 
         }
     if group.config.tolerations:
         pod["tolerations"] = [dict(t) for t in group.config.tolerations]
+    if group.config.info_refresh_pause is InfoRefreshPause.ENABLED:
+        for container in pod["containers"]:
+            container["args"].append("--no-publish")  # as upstream adds RTE's flag
     if group.config.pods_fingerprinting is PodsFingerprinting.ENABLED:
         for container in pod["containers"]:
             container["args"].append("--pods-fingerprint-method=all")
@@ -167,8 +172,14 @@ def operator_objects(
 
 
 def scheduler_options(
-    spec: SchedulerSpec, replicas: int, namespace_name: str = DEFAULT_NAMESPACE, images: Images = Images()
+    spec: SchedulerSpec,
+    replicas: int,
+    namespace_name: str = DEFAULT_NAMESPACE,
+    images: Images = Images(),
+    *,
+    guaranteed: bool = False,
 ) -> DeployOptions:
+    """`guaranteed`: the CR asks for a Guaranteed scheduler pod (`scheduler-qos-request: guaranteed`)."""
     return DeployOptions(
         namespace=namespace_name,
         images=dataclasses.replace(images, knuma=spec.image_spec or images.knuma),
@@ -183,6 +194,7 @@ def scheduler_options(
         informer_mode=spec.scheduler_informer.value,
         preemption_mode=spec.preemption_mode.value if spec.preemption_mode else None,
         resync_debug_dir=RESYNC_DUMP_DIR if spec.cache_resync_debug is CacheResyncDebug.DUMP_JSON_FILE else None,
+        scheduler_guaranteed=guaranteed,
     )
 
 
@@ -194,6 +206,6 @@ def scheduler_objects(
     images: Images = Images(),
 ) -> list[Manifest]:
     """The namespace, then the deployer's scheduler objects (ConfigMap, RBAC, Deployment, ...), owned by the CR."""
-    options = scheduler_options(spec, replicas, namespace_name, images)
+    options = scheduler_options(spec, replicas, namespace_name, images, guaranteed=wants_guaranteed_scheduler(owner))
     rendered = [o for o in render_knuma_scheduler(options) if o["kind"] != "Namespace"]
     return [operand_namespace(namespace_name), *(_own(o, owner) for o in rendered)]
