@@ -160,6 +160,9 @@ def test_fast_path_decides_as_the_exact_path_with_node_resources_fit_args(seed: 
     cache = ClusterCache()
     for i in range(rng.randint(3, 10)):
         obj, topology = node(f"n{i:02d}", rng, rng.choice((1, 2, 4)))
+        if i % 2 == 0:  # half the nodes list the resource, with 0 or 1 of it: the filter must skip it there too
+            for key in ("capacity", "allocatable"):
+                obj["status"].setdefault(key, {})["example.com/foo"] = str(i % 4 // 2)
         cache.upsert_node(obj)
         cache.upsert_nrt(topology)
     fast = FastPath(cache)

@@ -59,7 +59,7 @@ import numpy.typing as npt
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod, QOSClass
-from knuma.api.resources import CPU, PODS, is_native, is_numa_affine
+from knuma.api.resources import ALWAYS_ON_NODE, CPU, PODS, is_native, is_numa_affine
 from knuma.scheduler.fast.placement import ZonePlacement, padded_zones, place
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
@@ -128,6 +128,12 @@ class _Shape:
     fit_amounts: Int64Array
     fit_missing: bool
     """The pod requests a resource no node knows: nodes with a Node object fail NodeResourcesFit."""
+    unlisted_columns: IntpArray
+    """Resources NodeResourcesFit ignores (`ignoredResources`) that the pod requests: NodeResourceTopologyMatch still
+    rejects a node with a Node object and NRT data that does not list them (its filter's node-level check, which the
+    fit columns otherwise cover)."""
+    unlisted_unknown: bool
+    """Such a resource no node lists at all."""
     non_zero: Int64Array
     exclusive: list[tuple[IntpArray, Int64Array]] | None
     """Per container, when the array filter applies (single-numa-node rows), else None: the positions within
@@ -351,8 +357,10 @@ class VectorizedScheduler:
 
     def _plan(self, pod: Pod) -> _Shape:
         ignores = self._fit.args.ignores
-        request = {name: amount for name, amount in pod.effective_request.items() if amount > 0 and not ignores(name)}
+        requested = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
+        request = {name: amount for name, amount in requested.items() if not ignores(name)}
         known = [name for name in request if name in self.index]
+        ignored = [name for name in requested if name not in request and name not in ALWAYS_ON_NODE]
         vectors = self._exclusive(pod)
         exclusive: list[tuple[IntpArray, Int64Array]] | None = None
         if vectors is None:
@@ -373,6 +381,8 @@ class VectorizedScheduler:
             fit_columns=np.array([self.index[name] for name in known], dtype=np.intp),
             fit_amounts=np.array([request[name] for name in known], dtype=np.int64),
             fit_missing=len(known) < len(request),
+            unlisted_columns=np.array([self.index[name] for name in ignored if name in self.index], dtype=np.intp),
+            unlisted_unknown=any(name not in self.index for name in ignored),
             non_zero=np.array([non_zero[name] for name, _ in SCORED_RESOURCES], dtype=np.int64),
             exclusive=exclusive,
             exclusive_columns=columns,
@@ -482,6 +492,12 @@ class VectorizedScheduler:
             ok = ok & ~self.has_node_object[rows]
         for column, amount in zip(shape.fit_columns.tolist(), shape.fit_amounts.tolist(), strict=True):
             ok = ok & (self.fit_free[rows, column] >= amount)
+        if self.numa_enabled and (shape.unlisted_unknown or shape.unlisted_columns.size):
+            checked = self.has_node_object[rows] & self.has_nrt[rows]
+            if shape.unlisted_unknown:
+                ok = ok & ~checked
+            for column in shape.unlisted_columns.tolist():
+                ok = ok & (self.node_known[rows, column] | ~checked)
         return ok.copy() if ok.base is not None else ok
 
     def _fit_scores(self, shape: _Shape, rows: Rows) -> Int64Array:
