@@ -237,3 +237,37 @@ def test_defaults_and_a_weight_of_zero() -> None:
         {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}
     ).strategy
     assert strategy.resources == (("cpu", 1),)  # SetDefaults_NodeResourcesFitArgs: 0 is 1
+
+
+def test_other_strategies_read_requests_as_kube_scheduler_does() -> None:
+    """`calculateResourceAllocatableRequest` for every strategy: cpu and memory are non-zero requests (100m / 200Mi for
+    a container without them, on the node's NonZeroRequested), ephemeral-storage counts even when the pod asks for
+    none, MostAllocated clamps at capacity, RequestedToCapacityRatio leaves resources scoring 0 out of the mean."""
+    most_cpu = _fit({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}})
+    node = NodeInfo("n", allocatable={"cpu": 1000, "memory": GI}, requested={"cpu": 0}, non_zero_requested={"cpu": 300})
+    # the pod without requests counts 100m; the node's non-zero 300m: (300 + 100) * 100 / 1000 = 40
+    assert most_cpu.score(CycleState(), pod(container("app")), node) == 40
+    full = NodeInfo("f", allocatable={"cpu": 1000, "memory": GI}, requested={"cpu": 1500})
+    assert most_cpu.score(CycleState(), pod(guaranteed("app", "1", "1Gi")), full) == 100  # clamped, not 250
+    storage = _fit(
+        {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}]}}
+    )
+    disk = NodeInfo(
+        "d", allocatable={"cpu": 1000, "ephemeral-storage": 100 * GI}, requested={"ephemeral-storage": 75 * GI}
+    )
+    # cpu (1000 - 100) * 100 / 1000 = 90; ephemeral-storage (100 - 75) / 100 = 25, counted though not requested: 57
+    assert storage.score(CycleState(), pod(container("app")), disk) == 57
+    ratio = _fit(
+        {
+            "scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "resources": [{"name": "cpu"}, {"name": "memory", "weight": 3}],
+                "requestedToCapacityRatio": {
+                    "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                },
+            }
+        }
+    )
+    empty = NodeInfo("e", allocatable={"cpu": 10000, "memory": 1024 * GI})
+    # cpu 2000 / 10000 -> 20; memory 200Mi / 1Ti -> 0%, scores 0 and is left out of the weights: 20, not 5
+    assert ratio.score(CycleState(), pod(container("app", requests={"cpu": "2"})), empty) == 20

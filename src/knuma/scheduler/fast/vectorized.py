@@ -505,8 +505,9 @@ class VectorizedScheduler:
         `float_exact` rows; the others ask the plugin). Another strategy (`NodeResourcesFitArgs.scoringStrategy`) is
         the plugin's on every row."""
         if not self._fit.default_scoring:
+            state = CycleState()  # one for every row: the pod's non-zero requests are computed once
             return np.array(
-                [self._fit.score(CycleState(), shape.pod, self._infos[r]) for r in np.arange(len(self._infos))[rows]],
+                [self._fit.score(state, shape.pod, self._infos[r]) for r in np.arange(len(self._infos))[rows]],
                 dtype=np.int64,
             )
         # (allocatable - requested) * 100 / allocatable where the request fits (0 otherwise, and 0 where the node has

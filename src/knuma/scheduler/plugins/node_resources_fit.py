@@ -27,6 +27,7 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.node_resources_fit_args import (
+    DEFAULT_FIT_RESOURCES,
     LEAST_ALLOCATED,
     MAX_CUSTOM_PRIORITY_SCORE,
     MOST_ALLOCATED,
@@ -52,7 +53,7 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 """`schedutil.DefaultMemoryRequest` (200 MiB)."""
 
-SCORED_RESOURCES: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))
+SCORED_RESOURCES = DEFAULT_FIT_RESOURCES
 """kube-scheduler's default `NodeResourcesFitArgs.scoringStrategy.resources` (name, weight)."""
 
 _DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
@@ -77,15 +78,12 @@ def non_zero_request(pod: Pod) -> dict[str, int]:
 def least_allocated(allocatable: Mapping[str, int], requested: Mapping[str, int]) -> int:
     """`leastResourceScorer` over `SCORED_RESOURCES`: resources the node has none of are left out of the weights;
     `requested` already includes the pod."""
-    total = weights = 0
-    for name, weight in SCORED_RESOURCES:
-        capacity = allocatable.get(name, 0)
-        if capacity == 0:
-            continue
-        used = requested.get(name, 0)
-        total += ((capacity - used) * MAX_NODE_SCORE // capacity if used <= capacity else 0) * weight
-        weights += weight
-    return total // weights if weights else 0
+    return _weighted_mean(
+        [allocatable.get(name, 0) for name, _ in SCORED_RESOURCES],
+        [requested.get(name, 0) for name, _ in SCORED_RESOURCES],
+        [weight for _, weight in SCORED_RESOURCES],
+        _least_requested,
+    )
 
 
 class NodeResourcesFit:
@@ -122,19 +120,20 @@ class NodeResourcesFit:
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         """The strategy over the node's allocatable and its (non-zero) requested plus the pod's."""
-        del state
         on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
+        non_zero = state.pod_data(f"{NAME}/non-zero", pod, non_zero_request)  # once per cycle, not per node
         if self.default_scoring:
-            return least_allocated(node.allocatable, add(_scored(on_node), non_zero_request(pod)))
-        return strategy_score(self.args.strategy, pod, node)
+            return least_allocated(node.allocatable, add(_scored(on_node), non_zero))
+        return strategy_score(self.args.strategy, pod, node, non_zero)
 
 
-def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo) -> int:
+def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo, non_zero: Mapping[str, int] | None = None) -> int:
     """`resourceAllocationScorer.score` with the strategy's scorer (`leastResourceScorer`, `mostResourceScorer`,
     `requestedToCapacityRatioScorer`): per resource, the node's allocatable and requested plus the pod's as
     `calculateResourceAllocatableRequest` reads them (cpu and memory non-zero; an extended or hugepages resource the
-    pod does not request, or the node does not have, is left out)."""
-    non_zero = non_zero_request(pod)
+    pod does not request, or the node does not have, is left out). `non_zero`: `non_zero_request(pod)`, when the
+    caller has it."""
+    non_zero = non_zero_request(pod) if non_zero is None else non_zero
     on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
     allocatable: list[int] = []
     requested: list[int] = []
