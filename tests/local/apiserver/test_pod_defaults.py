@@ -31,6 +31,24 @@ def _spec(resources: dict[str, Any] | None, pod_level: dict[str, Any] | None = N
         (_spec({"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}), True),
         (_spec({"limits": {}}), True),  # the defaulting adds an empty requests
         (_spec({"requests": {"cpu": "1"}}, pod_level={"limits": {"cpu": "4"}}), True),
+        # already defaulted (every write after the create, the kubelet's status writes among them)
+        (_spec({"requests": {"cpu": "1"}}, pod_level={"requests": {"cpu": "1"}, "limits": {"cpu": "4"}}), False),
+        (_spec({"requests": {"cpu": "1"}}, pod_level={"requests": {"cpu": "2"}}), False),
+        (_spec({"requests": {"cpu": "1", "memory": "1Gi"}}, pod_level={"limits": {"memory": "2Gi"}}), True),
+        (
+            _spec(
+                {"requests": {"cpu": "1", "hugepages-1Gi": "2Gi"}, "limits": {"hugepages-1Gi": "2Gi"}},
+                pod_level={"requests": {"cpu": "1"}},
+            ),
+            True,  # defaultHugePagePodLimits: the containers' hugepages limit becomes the pod's
+        ),
+        (
+            _spec(
+                {"requests": {"cpu": "1", "hugepages-1Gi": "2Gi"}, "limits": {"hugepages-1Gi": "2Gi"}},
+                pod_level={"requests": {"cpu": "1", "hugepages-1Gi": "2Gi"}, "limits": {"hugepages-1Gi": "2Gi"}},
+            ),
+            False,
+        ),
     ],
 )
 def test_a_spec_needs_defaults_exactly_when_the_defaulting_changes_it(spec: dict[str, Any], changes: bool) -> None:

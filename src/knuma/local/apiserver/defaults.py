@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
-from knuma.api.resources import format_amount
+from knuma.api.podvalidation import is_supported_pod_level_resource
+from knuma.api.resources import CPU, MEMORY, format_amount, is_hugepages
 from knuma.api.types import JsonObj
 
 
@@ -56,20 +57,37 @@ def default_pod_spec_resources(obj: JsonObj) -> Pod | None:
 
 
 def needs_resource_defaults(spec: JsonObj) -> bool:
-    """Whether `default_pod_spec_resources` could change `spec`: it has pod-level resources, or a container limit
-    without its request."""
-    if spec.get("resources") is not None:
-        return True
+    """Whether `default_pod_spec_resources` could change `spec`: a container limit without its request, or pod-level
+    resources missing an amount `default_pod_resources` fills in (a hugepages limit the containers set, a CPU or
+    memory request the containers state, a request for a limit). A pod already defaulted (every write after its
+    creation, the kubelet's status writes among them) is not copied and parsed again."""
+    named: set[str] = set()
     for key in ("initContainers", "containers"):
         containers = spec.get(key)
         for container in containers if isinstance(containers, list) else []:
             resources = container.get("resources") if isinstance(container, dict) else None
-            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            limits, requests = resources.get("limits"), resources.get("requests")
             if isinstance(limits, dict):
-                requests = resources.get("requests") if isinstance(resources, dict) else None
                 if not isinstance(requests, dict) or any(name not in requests for name in limits):
                     return True
-    return False
+                named.update(limits)
+            if isinstance(requests, dict):
+                named.update(requests)
+    pod_level = spec.get("resources")
+    if pod_level is None:
+        return False
+    if not isinstance(pod_level, dict):
+        return True  # validation says why
+    requests, limits = pod_level.get("requests") or {}, pod_level.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        return True
+    if (requests or limits) and any(is_hugepages(n) and n not in requests and n not in limits for n in named):
+        return True
+    if limits and any(n in named and n not in requests for n in (CPU, MEMORY)):
+        return True
+    return any(n not in requests and is_supported_pod_level_resource(n) for n in limits)
 
 
 def apply_defaults(kind: str, obj: JsonObj) -> None:
