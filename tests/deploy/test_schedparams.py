@@ -65,7 +65,7 @@ def loaded(tmp_path: Path, *args: str) -> SchedulerConfiguration:
 
 @pytest.mark.parametrize("scheduler", ["knuma", "upstream"])
 def test_scoring_strategy_file_becomes_the_scoring_strategy(tmp_path: Path, scheduler: str) -> None:
-    text = "type: MostAllocated\nresources:\n- {name: cpu, weight: 3}\n- {name: memory}\n"
+    text = "type: MostAllocated\nresources:\n- {name: cpu, weight: 3}\n- {name: memory, weight: 0}\n"
     scoring = write(tmp_path, "scoring.yaml", text)
     args = rendered("--scheduler", scheduler, SCORING, scoring)
     assert args["scoringStrategy"] == {
@@ -175,16 +175,14 @@ INFORMER = "expected one of Shared, Dedicated"
          'resources[0].name: must be a resource name, got ""; a resource name such as cpu'),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu, wieght: 2}]\n",
          "resources[0].wieght: unknown field; expected one of name, weight"),
-        (SCORING, "type: MostAllocated\nresources: [{name: cpu, weight: 0}]\n",
-         "resources[0].weight: must be a positive integer, got 0"),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu}, {name: memory, weight: -2}]\n",
-         "resources[1].weight: must be a positive integer, got -2"),
+         "resources[1].weight: must be a positive integer (0 or none: 1), got -2"),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu, weight: 1.5}]\n",
-         "resources[0].weight: must be a positive integer, got 1.5"),
+         "resources[0].weight: must be a positive integer (0 or none: 1), got 1.5"),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu, weight: two}]\n",
-         'resources[0].weight: must be a positive integer, got "two"'),
+         'resources[0].weight: must be a positive integer (0 or none: 1), got "two"'),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu, weight: true}]\n",
-         "resources[0].weight: must be a positive integer, got True"),
+         "resources[0].weight: must be a positive integer (0 or none: 1), got True"),
         (SCORING, "type: MostAllocated\nresources: [{name: cpu}, {name: cpu, weight: 2}]\n",
          'resources[1].name: "cpu" is listed twice'),
         (CACHE, "resyncMethod: Sometimes\n", f'resyncMethod: unknown value "Sometimes"; {RESYNC}'),

@@ -188,10 +188,13 @@ def test_ignored_extended_resources_leave_the_filter_native_ones_never_do() -> N
         ({"ignoredResources": ["-bad"]}, 'args.ignoredResources[0]: invalid label key "-bad"'),
         (
             {"scoringStrategy": {"resources": [{"name": "cpu"}]}},
-            'args.scoringStrategy.type: unsupported value ""; supported values: LeastAllocated, MostAllocated, '
-            "RequestedToCapacityRatio",
+            'args.scoringStrategy.type: Unsupported value: "": supported values: "LeastAllocated", "MostAllocated", '
+            '"RequestedToCapacityRatio"',
         ),
-        ({"scoringStrategy": {"type": "Spread"}}, 'args.scoringStrategy.type: unknown value "Spread"'),
+        (
+            {"scoringStrategy": {"type": "Spread"}},
+            'args.scoringStrategy.type: Unsupported value: "Spread": supported values: "LeastAllocated"',
+        ),
         (
             {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 101}]}},
             "args.scoringStrategy.resources[0].weight: invalid value 101: resource weight of cpu not in valid range "

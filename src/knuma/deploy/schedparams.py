@@ -53,8 +53,8 @@ ScoringStrategy = tuple[str, tuple[tuple[str, int], ...]]
 
 def load_scoring_strategy(path: str | Path) -> ScoringStrategy:
     """`{type, resources: [{name, weight}]}`. `type` is required (upstream's scheduler rejects a strategy without
-    one); `resources` may be omitted (the scheduler's default, cpu and memory); a missing `weight` is 1, as upstream
-    defaults 0, but a weight written must be a positive integer."""
+    one); `resources` may be omitted (the scheduler's default, cpu and memory); a missing or 0 `weight` is 1, as the
+    scheduler defaults it; a negative one is refused."""
     fail = _failer(SCORING_FLAG, path)
     document = _read(path, fail)
     if document is None:
@@ -81,10 +81,10 @@ def load_scoring_strategy(path: str | Path) -> ScoringStrategy:
             fail(f"{where}.name", f"{problem}; a resource name such as cpu, memory or hugepages-1Gi")
         if name in dict(resources):
             fail(f"{where}.name", f"{_q(name)} is listed twice; give each resource one weight")
-        weight = entry.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
-            fail(f"{where}.weight", f"must be a positive integer, got {_q(weight)}")
-        resources.append((name, weight))
+        weight = entry.get("weight", 0)
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+            fail(f"{where}.weight", f"must be a positive integer (0 or none: 1), got {_q(weight)}")
+        resources.append((name, weight or 1))  # the scheduler's defaulting, as upstream's deployer leaves it to
     return kind, tuple(resources)
 
 

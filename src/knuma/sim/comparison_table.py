@@ -106,7 +106,8 @@ def comparison_table(comparison: Comparison) -> ComparisonTable:
     for name in [n for n in OFFLINE if n in comparison.results]:
         optimal = comparison.results[name]
         bound = optimal.get("bound")
-        proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {bound}"
+        unit = "" if name == OPTIMAL else " CPUs"
+        proven = "proven optimal" if optimal.get("proven_optimal") else f"bound {bound}{unit}"
         what = "" if name == OPTIMAL else " (most CPUs)"
         captions.append(f"{name}: CP-SAT{what}, {optimal.get('solve_seconds')} s, {proven}")
     caption = "; ".join(captions) or None

@@ -209,7 +209,7 @@ async def test_a_second_failed_node_of_a_zone_is_tainted_a_token_later_and_cordo
 
 
 async def test_a_small_partially_disrupted_zone_stops_tainting_until_it_recovers(api: RunningApiServer) -> None:
-    """Zone z has four nodes, zone y one (so z down is never master disruption); one taint per 5 s, burst 1. a fails
+    """Zone z has four nodes, zone y one (so z down is never master disruption); one taint per 8 s, burst 1. a fails
     and is tainted at once. b and c fail before the next token: three of four not Ready is a partial disruption (more
     than two, at least 55%), and a zone of at most `large_cluster_size_threshold` nodes then taints nothing
     (`ReducedQPSFunc`: rate 0), so b and c are still untainted after the next token would have come. When c's kubelet
@@ -223,7 +223,7 @@ async def test_a_small_partially_disrupted_zone_stops_tainting_until_it_recovers
         for name in names:
             await add_node(http, name, zone="z")
         await add_node(http, "y1", zone="y")
-        rates = EvictionRates(eviction_rate=0.2, secondary_eviction_rate=0.2, large_cluster_size_threshold=50)
+        rates = EvictionRates(eviction_rate=0.125, secondary_eviction_rate=0.125, large_cluster_size_threshold=50)
         async with (
             kubelets.renewing(),
             running(http, node_monitor_period=0.3, node_monitor_grace_period=1.5, eviction_rates=rates) as controllers,
@@ -236,7 +236,7 @@ async def test_a_small_partially_disrupted_zone_stops_tainting_until_it_recovers
             tainted_a = loop.time()
             kubelets.alive -= {"b", "c"}
             await eventually_async(lambda: lifecycle.zones.states.get(z) is ZoneState.PARTIAL_DISRUPTION, timeout=30)
-            await asyncio.sleep(max(0.0, tainted_a + 6.5 - loop.time()))  # past the next token at the normal rate
+            await asyncio.sleep(max(0.0, tainted_a + 9.5 - loop.time()))  # past the next token at the normal rate
             found = await taints(http)
             assert "unreachable:NoSchedule" in found["b"] and "unreachable:NoSchedule" in found["c"], found
             assert "unreachable:NoExecute" not in found["b"] | found["c"], found

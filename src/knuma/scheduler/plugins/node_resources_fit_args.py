@@ -12,7 +12,7 @@ from typing import Any
 
 from knuma.api.nodeaffinity import label_key_error
 from knuma.api.resources import CPU, MEMORY, is_native
-from knuma.scheduler.plugins.numa_args import Fail, _enum, _int, _mapping, _q
+from knuma.scheduler.plugins.numa_args import Fail, _int, _mapping, _q
 
 __all__ = [
     "DEFAULT_FIT_RESOURCES",
@@ -103,9 +103,10 @@ def _names(value: Any, path: str, fail: Fail, *, groups: bool) -> list[str]:
 
 def _strategy(value: Any, path: str, fail: Fail) -> FitStrategy:
     raw = _mapping(value, path, _STRATEGY_FIELDS, fail)
-    if raw.get("type") in (None, ""):
-        fail(f"{path}.type", f'unsupported value ""; supported values: {", ".join(FIT_STRATEGIES)}')
-    kind = _enum(raw["type"], f"{path}.type", FIT_STRATEGIES, LEAST_ALLOCATED, fail)
+    kind = raw.get("type") or ""
+    if kind not in FIT_STRATEGIES:  # `field.NotSupported`, an empty type included
+        listed = ", ".join(f'"{name}"' for name in FIT_STRATEGIES)
+        fail(f"{path}.type", f"Unsupported value: {_q(kind)}: supported values: {listed}")
     resources = _resources(raw.get("resources"), f"{path}.resources", fail) or DEFAULT_FIT_RESOURCES
     shape: tuple[tuple[int, int], ...] = ()
     ratio_path = f"{path}.requestedToCapacityRatio"
