@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from knuma.local.apiserver.defaults import default_pod_spec_resources, needs_resource_defaults
+from knuma.local.apiserver.errors import ApiError
+from knuma.local.apiserver.resources import Registry
+from knuma.local.apiserver.validation import validate_object
 
 
 def _spec(resources: dict[str, Any] | None, pod_level: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -56,3 +59,18 @@ def test_a_spec_needs_defaults_exactly_when_the_defaulting_changes_it(spec: dict
     default_pod_spec_resources(pod)
     assert (pod["spec"] != spec) is changes
     assert needs_resource_defaults(spec) is changes
+
+
+def test_a_status_write_does_not_check_the_stored_pods_spec_again() -> None:
+    """`ValidatePodStatusUpdate`: a pod stored before a rule existed (or by an older server) keeps getting its status
+    written; a new pod or a spec update is checked."""
+    rt = Registry.with_builtins().get("", "v1", "pods")
+    assert rt is not None
+    bad = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": _spec({"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}),  # a request above its limit
+        "status": {"phase": "Running"},
+    }
+    validate_object(rt, bad, spec=False)
+    with pytest.raises(ApiError, match="must be less than or equal to cpu limit of 2"):
+        validate_object(rt, bad)

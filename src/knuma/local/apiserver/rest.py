@@ -230,11 +230,16 @@ class ObjectService:
         obj["apiVersion"] = rt.api_version
         return obj
 
-    def _validate(self, rt: ResourceType, obj: JsonObj, opts: WriteOptions, old: JsonObj | None = None) -> JsonObj:
+    def _validate(
+        self, rt: ResourceType, obj: JsonObj, opts: WriteOptions, old: JsonObj | None = None, *, status: bool = False
+    ) -> JsonObj:
+        """`status`: a write to the status subresource, whose spec is the stored one: a Pod's spec rules are not
+        checked again (`ValidatePodStatusUpdate` validates the status and metadata only), so a stored pod that a later
+        rule would refuse can still have its status written."""
         apply_dra_defaults(rt.kind if rt.group == "resource.k8s.io" and not rt.custom else "", obj)
         if not rt.custom:
             obj = self._decode_builtin(rt, obj, opts)
-        validate_object(rt, obj)
+        validate_object(rt, obj, spec=not status)
         if rt.group_resource == CRD_GR:
             crd_causes = crdvalidation.causes(obj, old, BUILTIN_RESOURCES)
             if crd_causes:
@@ -466,7 +471,7 @@ class ObjectService:
         if subresource != "status":
             apply_update_defaults(rt.kind, new)
             self._admit(rt, new, existing)
-        new = self._validate(rt, new, opts, existing)
+        new = self._validate(rt, new, opts, existing, status=subresource == "status")
         validate_update(rt, existing, new)
         md = new["metadata"]
         if operation == "Update":
