@@ -338,7 +338,7 @@ def _consistency_errors(spec: Mapping[str, Any], resources: Mapping[str, Any], b
     return errors
 
 
-def pod_resources_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
+def pod_resources_errors(spec: Mapping[str, Any], path: str = "spec", *, consistency: bool = True) -> list[FieldError]:
     """Pod-level resources (`spec.resources`, KEP-2837, beta and on by default in 1.34) as `ValidatePodSpec` checks
     them (`validatePodResources`, after the containers): no `claims`; the requirements themselves
     (`validatePodResourceRequirements`: only cpu, memory and hugepages, then the container rules); their consistency
@@ -361,7 +361,8 @@ def pod_resources_errors(spec: Mapping[str, Any], path: str = "spec") -> list[Fi
             )
         )
     errors += _requirements_errors(resources, base, _pod_resource_name_errors)
-    errors += _consistency_errors(spec, resources, base)
+    if consistency:
+        errors += _consistency_errors(spec, resources, base)
     return errors
 
 

@@ -74,3 +74,18 @@ def test_a_status_write_does_not_check_the_stored_pods_spec_again() -> None:
     validate_object(rt, bad, spec=False)
     with pytest.raises(ApiError, match="must be less than or equal to cpu limit of 2"):
         validate_object(rt, bad)
+
+
+def test_a_pod_refused_for_its_containers_gets_no_made_up_pod_level_cause() -> None:
+    """A container refused (a negative limit) stops the pod-level defaulting, which reads the containers: the
+    pod-level request is then not compared with them, where a missing default would read as a request of 0."""
+    rt = Registry.with_builtins().get("", "v1", "pods")
+    assert rt is not None
+    container = {"requests": {"cpu": "1"}, "limits": {"memory": "-1"}}
+    bad = {"metadata": {"name": "p", "namespace": "default"}, "spec": _spec(container, {"limits": {"cpu": "2"}})}
+    with pytest.raises(ApiError) as caught:
+        validate_object(rt, bad)
+    causes = (caught.value.details or {})["causes"]
+    fields = [c["field"] for c in causes]
+    assert "spec.containers[0].resources.limits[memory]" in fields  # (and its defaulted request, as upstream)
+    assert not [f for f in fields if f.startswith("spec.resources")], causes

@@ -78,28 +78,30 @@ def _causes(errors: Iterable[FieldError]) -> list[Cause]:
     return [(e.reason, e.field, e.message) for e in errors]
 
 
-def _pod_spec_errors(spec: JsonObj, path: str) -> list[FieldError]:
+def _pod_spec_errors(spec: JsonObj, path: str, *, consistency: bool = True) -> list[FieldError]:
     """`ValidatePodSpec`'s checks knuma makes, in its order: the containers (names, resource requirements), then the
     pod-level resources. kube-apiserver validates a pod template with the same function, under
-    `spec.template.spec`."""
-    return (
-        container_name_errors(spec, path) + resource_requirement_errors(spec, path) + pod_resources_errors(spec, path)
-    )
+    `spec.template.spec`. `consistency` False: the pod-level defaults could not be computed (a container is
+    refused for another reason), so the pod-level amounts are not compared with the containers' (that would report
+    a missing default as a request of 0)."""
+    containers = container_name_errors(spec, path) + resource_requirement_errors(spec, path)
+    return containers + pod_resources_errors(spec, path, consistency=consistency)
 
 
-def _defaulted_pod_spec(obj: JsonObj) -> JsonObj:
+def _defaulted_pod_spec(obj: JsonObj) -> tuple[JsonObj, bool]:
     """The Pod's spec as kube-apiserver validates it: after `SetDefaults_Pod`'s resource defaulting (container
     requests from limits, pod-level requests and hugepages limits). A pod template is validated as written: that
     defaulting is the Pod's alone. Every write of a pod comes here (the kubelet's status writes too), and a stored or
-    updated pod is already defaulted: the spec is copied and parsed only when the defaulting would change it."""
+    updated pod is already defaulted: the spec is copied and parsed only when the defaulting would change it. Returns
+    the spec and whether its defaults are in (False when the pod could not be read)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return {}
+        return {}, True
     if not needs_resource_defaults(spec):
-        return spec
+        return spec, True
     copied: JsonObj = copy.deepcopy(spec)
-    default_pod_spec_resources({**obj, "spec": copied})  # the defaulting writes the spec only
-    return copied
+    pod = default_pod_spec_resources({**obj, "spec": copied})  # the defaulting writes the spec only
+    return copied, pod is not None
 
 
 def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
@@ -113,7 +115,8 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].name", "Required value"))
             if not c.get("image"):
                 causes.append(("FieldValueRequired", f"spec.containers[{n}].image", "Required value"))
-        causes += _causes(_pod_spec_errors(_defaulted_pod_spec(obj), "spec"))
+        spec, defaulted = _defaulted_pod_spec(obj)
+        causes += _causes(_pod_spec_errors(spec, "spec", consistency=defaulted))
     elif kind in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet"):
         causes += _required(obj, "spec.selector")
         causes += _required(obj, "spec.template.spec.containers")
