@@ -23,15 +23,8 @@ import yaml
 from knuma.api.numaresources import ScoringType
 from knuma.deploy.options import OptionsError
 from knuma.manifests import yaml_problem
-from knuma.scheduler.plugins.numa_args import (
-    FOREIGN_PODS_DETECT,
-    INFORMER_MODES,
-    RESYNC_METHODS,
-    Fail,
-    _enum,
-    _mapping,
-    _q,
-)
+from knuma.scheduler.plugins.args_fields import Fail, field_enum, field_mapping, quoted
+from knuma.scheduler.plugins.numa_args import FOREIGN_PODS_DETECT, INFORMER_MODES, RESYNC_METHODS
 
 __all__ = ["CACHE_FLAG", "SCORING_FLAG", "load_cache_params", "load_scoring_strategy"]
 
@@ -63,7 +56,7 @@ def load_scoring_strategy(path: str | Path) -> ScoringStrategy:
     types = [t.value for t in ScoringType]
     if data.get("type") is None:
         fail("type", f"required; expected one of {', '.join(types)}")
-    kind = _enum(data["type"], "type", types, "", fail)
+    kind = field_enum(data["type"], "type", types, "", fail)
     listed = data.get("resources")
     if listed is None:
         return kind, ()
@@ -74,16 +67,16 @@ def load_scoring_strategy(path: str | Path) -> ScoringStrategy:
         where = f"resources[{index}]"
         if item is None:
             fail(where, "must be a mapping of name and weight, got an empty item")
-        entry = _mapping(item, where, _RESOURCE_KEYS, fail)
+        entry = field_mapping(item, where, _RESOURCE_KEYS, fail)
         name = entry.get("name")
         if not isinstance(name, str) or not name:
-            problem = "required" if name is None else f"must be a resource name, got {_q(name)}"
+            problem = "required" if name is None else f"must be a resource name, got {quoted(name)}"
             fail(f"{where}.name", f"{problem}; a resource name such as cpu, memory or hugepages-1Gi")
         if name in dict(resources):
-            fail(f"{where}.name", f"{_q(name)} is listed twice; give each resource one weight")
+            fail(f"{where}.name", f"{quoted(name)} is listed twice; give each resource one weight")
         weight = entry.get("weight", 0)
         if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
-            fail(f"{where}.weight", f"must be a positive integer (0 or none: 1), got {_q(weight)}")
+            fail(f"{where}.weight", f"must be a positive integer (0 or none: 1), got {quoted(weight)}")
         resources.append((name, weight or 1))  # the scheduler's defaulting, as upstream's deployer leaves it to
     return kind, tuple(resources)
 
@@ -103,7 +96,7 @@ def load_cache_params(path: str | Path) -> dict[str, str]:
         field, choices = _CACHE_KEYS[key]
         if value is None:
             fail(key, f"empty; expected one of {', '.join(choices)}, or leave the key out")
-        fields[field] = _enum(value, key, choices, "", fail)
+        fields[field] = field_enum(value, key, choices, "", fail)
     return fields
 
 
@@ -137,4 +130,4 @@ def _read(path: str | Path, fail: Fail) -> Any:
 def _top_level(document: Any, keys: Sequence[str], fail: Fail) -> Mapping[str, Any]:
     if not isinstance(document, Mapping):
         fail("", f"expected a mapping with the keys {', '.join(keys)}, got {type(document).__name__}")
-    return _mapping(document, "", keys, fail)
+    return field_mapping(document, "", keys, fail)

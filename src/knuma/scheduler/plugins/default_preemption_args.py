@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knuma.scheduler.plugins.numa_args import Fail, _int, _mapping
+from knuma.scheduler.plugins.args_fields import Fail, field_int, field_mapping
 
 __all__ = ["DEFAULT_PREEMPTION", "DefaultPreemptionArgs", "parse_default_preemption_args"]
 
@@ -30,13 +30,13 @@ class DefaultPreemptionArgs:
 
 
 def parse_default_preemption_args(args: Mapping[str, Any], path: str, fail: Fail) -> DefaultPreemptionArgs:
-    raw = _mapping(args, path, _FIELDS, fail)
+    raw = field_mapping(args, path, _FIELDS, fail)
     percentage_path, absolute_path = f"{path}.minCandidateNodesPercentage", f"{path}.minCandidateNodesAbsolute"
     percentage, absolute = 10, 100
     if raw.get("minCandidateNodesPercentage") is not None:
-        percentage = _int(raw["minCandidateNodesPercentage"], percentage_path, fail)
+        percentage = field_int(raw["minCandidateNodesPercentage"], percentage_path, fail)
     if raw.get("minCandidateNodesAbsolute") is not None:
-        absolute = _int(raw["minCandidateNodesAbsolute"], absolute_path, fail)
+        absolute = field_int(raw["minCandidateNodesAbsolute"], absolute_path, fail)
     if not 0 <= percentage <= 100:
         fail(percentage_path, f"not in valid range [0, 100], got {percentage}")
     if absolute < 0:

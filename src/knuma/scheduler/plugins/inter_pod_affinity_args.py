@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knuma.scheduler.plugins.numa_args import Fail, _int, _mapping
+from knuma.scheduler.plugins.args_fields import Fail, field_int, field_mapping
 
 __all__ = ["INTER_POD_AFFINITY", "InterPodAffinityArgs", "parse_inter_pod_affinity_args"]
 
@@ -26,11 +26,11 @@ class InterPodAffinityArgs:
 
 
 def parse_inter_pod_affinity_args(args: Mapping[str, Any], path: str, fail: Fail) -> InterPodAffinityArgs:
-    raw = _mapping(args, path, _FIELDS, fail)
+    raw = field_mapping(args, path, _FIELDS, fail)
     weight = 1
     if raw.get("hardPodAffinityWeight") is not None:
         where = f"{path}.hardPodAffinityWeight"
-        weight = _int(raw["hardPodAffinityWeight"], where, fail)
+        weight = field_int(raw["hardPodAffinityWeight"], where, fail)
         if not 0 <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
             fail(where, f"not in valid range [0, {MAX_HARD_POD_AFFINITY_WEIGHT}], got {weight}")
     ignore = raw.get("ignorePreferredTermsOfExistingPods", False)

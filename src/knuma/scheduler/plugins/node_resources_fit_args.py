@@ -12,7 +12,7 @@ from typing import Any
 
 from knuma.api.nodeaffinity import label_key_error
 from knuma.api.resources import CPU, MEMORY, is_native
-from knuma.scheduler.plugins.numa_args import Fail, _int, _mapping, _q
+from knuma.scheduler.plugins.args_fields import Fail, field_int, field_mapping, quoted
 
 __all__ = [
     "DEFAULT_FIT_RESOURCES",
@@ -73,7 +73,7 @@ class NodeResourcesFitArgs:
 def parse_node_resources_fit_args(args: Mapping[str, Any], path: str, fail: Fail) -> NodeResourcesFitArgs:
     """Validate the args mapping (`ValidateNodeResourcesFitArgs`, upstream's messages); `fail(path, problem)` raises
     at the first problem."""
-    raw = _mapping(args, path, _FIELDS, fail)
+    raw = field_mapping(args, path, _FIELDS, fail)
     ignored = _names(raw.get("ignoredResources"), f"{path}.ignoredResources", fail, groups=False)
     groups = _names(raw.get("ignoredResourceGroups"), f"{path}.ignoredResourceGroups", fail, groups=True)
     strategy = FitStrategy()
@@ -86,14 +86,14 @@ def _names(value: Any, path: str, fail: Fail, *, groups: bool) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list):
-        fail(path, f"must be a list of strings, got {_q(value)}")
+        fail(path, f"must be a list of strings, got {quoted(value)}")
     out = []
     for index, name in enumerate(value):
         where = f"{path}[{index}]"
         if not isinstance(name, str):
-            fail(where, f"must be a string, got {_q(name)}")
+            fail(where, f"must be a string, got {quoted(name)}")
         if groups and "/" in name:
-            fail(where, f"invalid value {_q(name)}: resource group name can't contain '/'")
+            fail(where, f"invalid value {quoted(name)}: resource group name can't contain '/'")
         problem = label_key_error(name)
         if problem is not None:
             fail(where, problem)
@@ -102,15 +102,15 @@ def _names(value: Any, path: str, fail: Fail, *, groups: bool) -> list[str]:
 
 
 def _strategy(value: Any, path: str, fail: Fail) -> FitStrategy:
-    raw = _mapping(value, path, _STRATEGY_FIELDS, fail)
+    raw = field_mapping(value, path, _STRATEGY_FIELDS, fail)
     kind = raw.get("type") or ""
     if kind not in FIT_STRATEGIES:  # `field.NotSupported`, an empty type included
         listed = ", ".join(f'"{name}"' for name in FIT_STRATEGIES)
-        fail(f"{path}.type", f"Unsupported value: {_q(kind)}: supported values: {listed}")
+        fail(f"{path}.type", f"Unsupported value: {quoted(kind)}: supported values: {listed}")
     resources = _resources(raw.get("resources"), f"{path}.resources", fail) or DEFAULT_FIT_RESOURCES
     shape: tuple[tuple[int, int], ...] = ()
     ratio_path = f"{path}.requestedToCapacityRatio"
-    ratio = _mapping(raw.get("requestedToCapacityRatio"), ratio_path, ("shape",), fail)
+    ratio = field_mapping(raw.get("requestedToCapacityRatio"), ratio_path, ("shape",), fail)
     if raw.get("requestedToCapacityRatio") is not None:
         shape = _shape(ratio.get("shape"), f"{path}.shape", fail)
     if kind == REQUESTED_TO_CAPACITY_RATIO and not shape:
@@ -123,15 +123,15 @@ def _resources(value: Any, path: str, fail: Fail) -> tuple[tuple[str, int], ...]
     if value is None:
         return ()
     if not isinstance(value, list):
-        fail(path, f"must be a list of {{name, weight}}, got {_q(value)}")
+        fail(path, f"must be a list of {{name, weight}}, got {quoted(value)}")
     out = []
     for index, item in enumerate(value):
         where = f"{path}[{index}]"
-        entry = _mapping(item, where, ("name", "weight"), fail)
+        entry = field_mapping(item, where, ("name", "weight"), fail)
         name = entry.get("name")
         if not isinstance(name, str) or not name:
-            fail(f"{where}.name", f"must be a resource name, got {_q(name)}")
-        weight = 1 if entry.get("weight") in (None, 0) else _int(entry["weight"], f"{where}.weight", fail)
+            fail(f"{where}.name", f"must be a resource name, got {quoted(name)}")
+        weight = 1 if entry.get("weight") in (None, 0) else field_int(entry["weight"], f"{where}.weight", fail)
         if not 0 < weight <= 100:
             fail(f"{where}.weight", f"invalid value {weight}: resource weight of {name} not in valid range (0, 100]")
         out.append((name, weight))
@@ -144,13 +144,13 @@ def _shape(value: Any, path: str, fail: Fail) -> tuple[tuple[int, int], ...]:
     if not value:
         fail(path, "Required value: at least one point must be specified")
     if not isinstance(value, list):
-        fail(path, f"must be a list of {{utilization, score}}, got {_q(value)}")
+        fail(path, f"must be a list of {{utilization, score}}, got {quoted(value)}")
     points: list[tuple[int, int]] = []
     for index, item in enumerate(value):
         where = f"{path}[{index}]"
-        entry = _mapping(item, where, ("utilization", "score"), fail)
-        utilization = _int(entry.get("utilization", 0), f"{where}.utilization", fail)
-        score = _int(entry.get("score", 0), f"{where}.score", fail)
+        entry = field_mapping(item, where, ("utilization", "score"), fail)
+        utilization = field_int(entry.get("utilization", 0), f"{where}.utilization", fail)
+        score = field_int(entry.get("score", 0), f"{where}.score", fail)
         if points and points[-1][0] >= utilization:
             fail(f"{where}.utilization", f"invalid value {utilization}: values must be sorted in increasing order")
         if not 0 <= utilization <= 100:

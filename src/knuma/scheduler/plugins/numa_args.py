@@ -3,11 +3,11 @@ validation (`apis/config/v1/{types,defaults}.go`, `validation_pluginargs.go`).""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
+from knuma.scheduler.plugins.args_fields import Fail, field_enum, field_int, field_mapping, quoted
 from knuma.scheduler.plugins.strategies import DEFAULT_WEIGHTS, ScoringStrategy, StrategyType
 
 __all__ = [
@@ -93,75 +93,43 @@ class NumaArgs:
         return self.upstream_cache
 
 
-Fail = Callable[[str, str], NoReturn]
-
-
-def _q(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
-
-
-def _mapping(value: Any, path: str, fields: Sequence[str], fail: Fail) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        fail(path, f"must be a mapping, got {type(value).__name__}")
-    for key in value:
-        if key not in fields:
-            fail(f"{path}.{key}", f"unknown field; expected one of {', '.join(fields)}")
-    return value
-
-
-def _enum(value: Any, path: str, choices: Sequence[str], default: str, fail: Fail) -> str:
-    if value is None:
-        return default
-    if value not in choices:
-        fail(path, f"unknown value {_q(value)}; expected one of {', '.join(choices)}")
-    return str(value)
-
-
-def _int(value: Any, path: str, fail: Fail) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        fail(path, f"must be an integer, got {_q(value)}")
-    return value
-
-
 def parse_numa_args(args: Mapping[str, Any], path: str, fail: Fail) -> NumaArgs:
     """Validate the args mapping; `fail(path, problem)` raises."""
-    raw = _mapping(args, path, _FIELDS, fail)
+    raw = field_mapping(args, path, _FIELDS, fail)
     scoring_type, resources = StrategyType.LEAST_ALLOCATED, tuple(DEFAULT_WEIGHTS.items())
     if raw.get("scoringStrategy") is not None:
         where = f"{path}.scoringStrategy"
-        strategy = _mapping(raw["scoringStrategy"], where, ("type", "resources"), fail)
+        strategy = field_mapping(raw["scoringStrategy"], where, ("type", "resources"), fail)
         choices = [s.value for s in StrategyType]
         kind = strategy.get("type")
         if kind is None or kind == "":
             fail(f"{where}.type", f"required when scoringStrategy is set; expected one of {', '.join(choices)}")
         if kind not in choices:
-            fail(f"{where}.type", f"unknown strategy {_q(kind)}; expected one of {', '.join(choices)}")
+            fail(f"{where}.type", f"unknown strategy {quoted(kind)}; expected one of {', '.join(choices)}")
         scoring_type = StrategyType(kind)
         listed = strategy.get("resources")
         if listed is not None and (not isinstance(listed, Sequence) or isinstance(listed, str)):
             fail(f"{where}.resources", f"must be a list of {{name, weight}}, got {type(listed).__name__}")
         parsed = []
         for index, item in enumerate(listed or ()):
-            entry = _mapping(item, f"{where}.resources[{index}]", ("name", "weight"), fail)
+            entry = field_mapping(item, f"{where}.resources[{index}]", ("name", "weight"), fail)
             name = entry.get("name")
             if not isinstance(name, str) or not name:
                 fail(f"{where}.resources[{index}].name", "required: a resource name such as cpu or memory")
-            weight = _int(entry.get("weight", 0), f"{where}.resources[{index}].weight", fail)
+            weight = field_int(entry.get("weight", 0), f"{where}.resources[{index}].weight", fail)
             parsed.append((name, weight or 1))
         if parsed:
             resources = tuple(parsed)
     period: int | None = None
     if raw.get("cacheResyncPeriodSeconds") is not None:
-        period = _int(raw["cacheResyncPeriodSeconds"], f"{path}.cacheResyncPeriodSeconds", fail)
+        period = field_int(raw["cacheResyncPeriodSeconds"], f"{path}.cacheResyncPeriodSeconds", fail)
     discard = raw.get("discardReservedNodes", False)
     if discard is None:
         discard = False
     if not isinstance(discard, bool):
-        fail(f"{path}.discardReservedNodes", f"must be true or false, got {_q(discard)}")
+        fail(f"{path}.discardReservedNodes", f"must be true or false, got {quoted(discard)}")
     cache_path = f"{path}.cache"
-    cache = _mapping(
+    cache = field_mapping(
         raw.get("cache"), cache_path, ("foreignPodsDetect", "resyncMethod", "informerMode", "resyncScope"), fail
     )
     return NumaArgs(
@@ -169,17 +137,19 @@ def parse_numa_args(args: Mapping[str, Any], path: str, fail: Fail) -> NumaArgs:
         resources=resources,
         cache_resync_period_seconds=period,
         discard_reserved_nodes=discard,
-        foreign_pods_detect=_enum(
+        foreign_pods_detect=field_enum(
             cache.get("foreignPodsDetect"), f"{cache_path}.foreignPodsDetect", FOREIGN_PODS_DETECT, "All", fail
         ),
-        resync_method=_enum(
+        resync_method=field_enum(
             cache.get("resyncMethod"), f"{cache_path}.resyncMethod", RESYNC_METHODS, "Autodetect", fail
         ),
-        informer_mode=_enum(cache.get("informerMode"), f"{cache_path}.informerMode", INFORMER_MODES, "Dedicated", fail),
-        resync_scope=_enum(cache.get("resyncScope"), f"{cache_path}.resyncScope", RESYNC_SCOPES, "All", fail),
+        informer_mode=field_enum(
+            cache.get("informerMode"), f"{cache_path}.informerMode", INFORMER_MODES, "Dedicated", fail
+        ),
+        resync_scope=field_enum(cache.get("resyncScope"), f"{cache_path}.resyncScope", RESYNC_SCOPES, "All", fail),
         preemption_mode=(
             None
             if raw.get("preemptionMode") is None
-            else _enum(raw.get("preemptionMode"), f"{path}.preemptionMode", PREEMPTION_MODES, "Disabled", fail)
+            else field_enum(raw.get("preemptionMode"), f"{path}.preemptionMode", PREEMPTION_MODES, "Disabled", fail)
         ),
     )

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from knuma.scheduler.plugins.numa_args import Fail, _int, _mapping
+from knuma.scheduler.plugins.args_fields import Fail, field_int, field_mapping
 
 __all__ = [
     "POD_TOPOLOGY_SPREAD",
@@ -56,7 +56,7 @@ class PodTopologySpreadArgs:
 
 
 def parse_pod_topology_spread_args(args: Mapping[str, Any], path: str, fail: Fail) -> PodTopologySpreadArgs:
-    raw = _mapping(args, path, _FIELDS, fail)
+    raw = field_mapping(args, path, _FIELDS, fail)
     defaulting = raw.get("defaultingType", "System")
     if defaulting not in DEFAULTING_TYPES:
         fail(f"{path}.defaultingType", f"unknown value {defaulting!r}; expected one of {', '.join(DEFAULTING_TYPES)}")
@@ -70,8 +70,8 @@ def parse_pod_topology_spread_args(args: Mapping[str, Any], path: str, fail: Fai
     seen: dict[tuple[str, str], int] = {}
     for index, item in enumerate(listed):
         at = f"{where}[{index}]"
-        entry = _mapping(item, at, _CONSTRAINT_FIELDS, fail)
-        skew = _int(entry.get("maxSkew"), f"{at}.maxSkew", fail)
+        entry = field_mapping(item, at, _CONSTRAINT_FIELDS, fail)
+        skew = field_int(entry.get("maxSkew"), f"{at}.maxSkew", fail)
         if skew <= 0:
             fail(f"{at}.maxSkew", f"must be greater than zero, got {skew}")
         key = entry.get("topologyKey")
