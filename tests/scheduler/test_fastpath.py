@@ -57,6 +57,18 @@ def pod(index: int, rng: random.Random) -> dict[str, Any]:
     return {"metadata": {"name": f"p{index}", "namespace": "default"}, "spec": spec}
 
 
+def decide_both(profile: Any, cache: ClusterCache, fast: FastPath, candidate: Pod, index: int) -> str | None:
+    """The exact path's and the fast path's decision for `candidate`, which must agree (node and message); the pod is
+    assumed where they put it. Returns the node."""
+    exact = decide(profile, candidate, cache.node_infos())
+    quick = fast.decide(profile, candidate)
+    assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
+    assert quick.message == exact.message
+    if exact.node is not None:
+        cache.assume(candidate, exact.node)
+    return exact.node
+
+
 PROFILES = {
     "default": build_profiles(default_config())["topology-aware-scheduler"],
     "weighted": build_profiles(
@@ -97,12 +109,7 @@ def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> No
     placed = 0
     for index in range(60):
         candidate = Pod.from_manifest(pod(index, rng))
-        exact = decide(profile, candidate, cache.node_infos())
-        quick = fast.decide(profile, candidate)
-        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
-        assert quick.message == exact.message
-        if exact.node is not None:
-            cache.assume(candidate, exact.node)
+        if decide_both(profile, cache, fast, candidate, index) is not None:
             placed += 1
         if index == 30:  # a node changes labels mid-way: the node-local caches must follow
             first = cache.node_info("n00")
@@ -177,12 +184,7 @@ def test_fast_path_decides_as_the_exact_path_with_node_resources_fit_args(seed: 
                     resources[kind]["example.com/foo"] = "1"
             resources.setdefault("limits", {})["example.com/foo"] = "1"
         candidate = Pod.from_manifest(manifest)
-        exact = decide(profile, candidate, cache.node_infos())
-        quick = fast.decide(profile, candidate)
-        assert quick.node == exact.node, f"pod {index}: fast {quick.node} exact {exact.node}"
-        assert quick.message == exact.message
-        if exact.node is not None:
-            cache.assume(candidate, exact.node)
+        if decide_both(profile, cache, fast, candidate, index) is not None:
             placed += 1
             extended += "example.com/foo" in candidate.effective_request
     assert placed > 0
