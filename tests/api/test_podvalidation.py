@@ -9,6 +9,12 @@ from typing import Any
 import pytest
 
 from knuma.api.pod import InvalidPodError, Pod, PodError
+from knuma.api.podresource_validation import (
+    aggregate_container_requests,
+    pod_resources_errors,
+    pod_resources_update_errors,
+    resource_requirement_errors,
+)
 from knuma.api.podvalidation import (
     FIELD_VALUE_DUPLICATE,
     FIELD_VALUE_FORBIDDEN,
@@ -16,11 +22,7 @@ from knuma.api.podvalidation import (
     FIELD_VALUE_NOT_SUPPORTED,
     FIELD_VALUE_REQUIRED,
     FieldError,
-    aggregate_container_requests,
     container_name_errors,
-    pod_resources_errors,
-    pod_resources_update_errors,
-    resource_requirement_errors,
 )
 from knuma.errors import InvalidInput
 

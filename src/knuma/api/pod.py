@@ -21,7 +21,8 @@ from functools import cached_property
 from typing import Any
 
 from knuma.api.podaffinity import PodAffinityTerms, pod_affinity_terms
-from knuma.api.podvalidation import FieldError, container_name_errors, is_supported_pod_level_resource
+from knuma.api.podresource_validation import is_supported_pod_level_resource
+from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, is_hugepages, parse_resource_list
 from knuma.errors import InvalidInput
 

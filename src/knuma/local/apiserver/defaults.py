@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
-from knuma.api.podvalidation import is_supported_pod_level_resource
+from knuma.api.podresource_validation import is_supported_pod_level_resource
 from knuma.api.resources import CPU, MEMORY, format_amount, is_hugepages
 from knuma.api.types import JsonObj
 

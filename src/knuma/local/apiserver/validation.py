@@ -11,13 +11,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from knuma.api.podvalidation import (
-    FieldError,
-    container_name_errors,
+from knuma.api.podresource_validation import (
     pod_resources_errors,
     pod_resources_update_errors,
     resource_requirement_errors,
 )
+from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
 from knuma.local.apiserver.defaults import default_pod_spec_resources, needs_resource_defaults
