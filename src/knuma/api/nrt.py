@@ -302,7 +302,8 @@ def _zone_from_dict(raw: Any, where: str) -> Zone:
         if isinstance(value, str) and _ATOI.fullmatch(value):
             converted = _atoi(value)
             if converted is None:
-                raise NRTError(f"{where}: cost {value[:30]}... to {cost.get('name')} is out of range (0 to {MAX_COST})")
+                shown = value if len(value) <= 30 else f"{value[:30]}..."
+                raise NRTError(f"{where}: cost {shown} to {cost.get('name')} is out of range (0 to {MAX_COST})")
             value = converted
         if not isinstance(cost, Mapping) or "name" not in cost or isinstance(value, bool) or not isinstance(value, int):
             raise NRTError(f"{where}: costs entries need a name and an integer value, got {cost!r}")

@@ -150,14 +150,19 @@ def save_cluster(data_dir: Path, document: dict[str, Any]) -> Path:
     return path
 
 
+def _seconds(raw: str, flag: str) -> float:
+    """A Go duration given to `flag`, or an `UpError` naming the flag."""
+    try:
+        return parse_duration(raw)
+    except DurationError as err:
+        raise UpError(f"{flag}: {err}") from None
+
+
 def grace_period_seconds(raw: str, lease_renew_interval: float, flag: str = "--node-monitor-grace-period") -> float:
     """`--node-monitor-grace-period` (or `--node-startup-grace-period`, `flag`): a Go duration of at least twice the
     Lease renewal interval (the controller sees a renewal up to a monitor period late, so a shorter grace marks healthy
     nodes `Unknown` between two renewals; upstream's defaults are 40 s and 60 s against 10 s)."""
-    try:
-        seconds = parse_duration(raw)
-    except DurationError as err:
-        raise UpError(f"{flag}: {err}") from None
+    seconds = _seconds(raw, flag)
     if seconds < 2 * lease_renew_interval:
         raise UpError(
             f"{flag} must be at least twice the node Lease renewal interval ({lease_renew_interval:g}s), got {raw!r}"
@@ -168,10 +173,7 @@ def grace_period_seconds(raw: str, lease_renew_interval: float, flag: str = "--n
 def monitor_period_seconds(raw: str, grace_period: float) -> float:
     """`--node-monitor-period`: a Go duration above 0 (0 would check without pause) and shorter than the grace period
     (a node is found silent up to a period after its grace ran out; a period as long as the grace doubles it)."""
-    try:
-        seconds = parse_duration(raw)
-    except DurationError as err:
-        raise UpError(f"--node-monitor-period: {err}") from None
+    seconds = _seconds(raw, "--node-monitor-period")
     if not 0 < seconds < grace_period:
         raise UpError(
             f"--node-monitor-period must be above 0 and shorter than --node-monitor-grace-period "
@@ -205,10 +207,7 @@ def eviction_rates(
 
 def nrt_period_seconds(raw: str) -> float:
     """`--nrt-period`: a Go duration of at least one second."""
-    try:
-        seconds = parse_duration(raw)
-    except DurationError as err:
-        raise UpError(f"--nrt-period: {err}") from None
+    seconds = _seconds(raw, "--nrt-period")
     if seconds < 1:
         raise UpError(f"--nrt-period must be at least 1s, got {raw!r}")
     return seconds
