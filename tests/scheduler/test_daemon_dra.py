@@ -276,3 +276,105 @@ async def test_partitions_of_one_gpu_share_its_counters(api: RunningApiServer) -
                 message = (await c.wait_for(failed, what=f"pod-{name} refused"))[0]
                 assert "0 left after the counters stage (the shared counters" in message, message
                 assert await c.node_of(f"pod-{name}") == ""
+
+
+NIC_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "nics"},
+    "spec": {
+        "selectors": [{"cel": {"expression": "device.driver == 'nic.sim.knuma.io'"}}],
+        "extendedResourceName": "example.com/nic",
+    },
+}
+
+
+async def nic_pod(c: Cluster, name: str, cpu: str = "8", nics: str = "1") -> dict[str, Any]:
+    """A pod that asks for NICs as an extended resource (`example.com/nic`), which no node's allocatable lists."""
+    limits = {"cpu": cpu, "memory": "8Gi", "example.com/nic": nics}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": limits}}],
+        },
+    }
+    created: dict[str, Any] = await c.request("POST", "/api/v1/namespaces/default/pods", body)
+    return created
+
+
+async def test_extended_resources_a_device_class_serves_get_a_claim_next_to_the_cpus(api: RunningApiServer) -> None:
+    """KEP-5004: `example.com/nic: 1` on a node whose allocatable has no `example.com/nic` comes from the DeviceClass
+    that names it. The scheduler creates the claim (owned by the pod, annotated, with the delete-protection finalizer),
+    allocates it on the NUMA node the kubelet will give the pod's 8 CPUs (NUMA 0 has 4 left), reserves it for the pod
+    and records it in the pod's `status.extendedResourceClaimStatus` before binding."""
+    async with cluster(api) as c:
+        await classes(c)
+        await c.request("POST", f"{RES}/deviceclasses", NIC_CLASS)
+        await dgx(c, "dgx-0", {0: {"cpu": "4", "memory": "1020Gi"}, 1: ZONES[1]})
+        async with running_scheduler(api, daemon_profiles()):
+            await nic_pod(c, "nic-user")
+            assert await c.bound("nic-user") == "dgx-0"
+            pod = await c.pod("nic-user")
+            status = pod["status"]["extendedResourceClaimStatus"]
+            # the request's index is the resource's among the container's sorted requests (cpu, example.com/nic, memory)
+            assert status["requestMappings"] == [
+                {"containerName": "c", "resourceName": "example.com/nic", "requestName": "container-0-request-1"}
+            ]
+            claim = await c.request("GET", f"{CLAIMS}/{status['resourceClaimName']}")
+            assert claim["metadata"]["name"].startswith("nic-user-extended-resources-")
+            assert claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+            (owner,) = claim["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["uid"], owner["controller"]) == ("Pod", pod["metadata"]["uid"], True)
+            assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+            assert claim["spec"]["devices"]["requests"] == [
+                {
+                    "name": "container-0-request-1",
+                    "exactly": {"deviceClassName": "nics", "allocationMode": "ExactCount", "count": 1},
+                }
+            ]
+            (result,) = claim["status"]["allocation"]["devices"]["results"]
+            assert (result["request"], result["driver"]) == ("container-0-request-1", "nic.sim.knuma.io")
+            assert claim["status"]["reservedFor"] == [
+                {"resource": "pods", "name": "nic-user", "uid": pod["metadata"]["uid"]}
+            ]
+            recorded = json.loads(pod["metadata"]["annotations"]["scheduling.knuma.io/dra-numa"])
+            assert set(recorded["c"].values()) == {1}  # the NIC is on the NUMA node of the pod's CPUs
+
+
+async def test_a_claim_an_earlier_attempt_left_is_deleted_before_the_pod_is_scheduled(api: RunningApiServer) -> None:
+    """A scheduler that stopped between creating the claim and binding the pod leaves a claim whose allocation may be
+    stale: the next attempt deletes it (upstream's PostFilter) and then allocates afresh."""
+    async with cluster(api) as c:
+        await classes(c)
+        await c.request("POST", f"{RES}/deviceclasses", NIC_CLASS)
+        await dgx(c, "dgx-0")
+        pod = await nic_pod(c, "nic-user")
+        left = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "name": "nic-user-extended-resources-old",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": "nic-user",
+                        "uid": pod["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "devices": {"requests": [{"name": "container-0-request-0", "exactly": {"deviceClassName": "nics"}}]}
+            },
+        }
+        await c.request("POST", CLAIMS, left)
+        async with running_scheduler(api, daemon_profiles()):
+            assert await c.bound("nic-user", timeout=20) == "dgx-0"
+            await c.request("GET", f"{CLAIMS}/nic-user-extended-resources-old", ok=(404,))
+            status = (await c.pod("nic-user"))["status"]["extendedResourceClaimStatus"]
+            assert status["resourceClaimName"] != "nic-user-extended-resources-old"

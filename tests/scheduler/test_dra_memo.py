@@ -8,7 +8,10 @@ it (`DeviceState.memo = None`), through the daemon's cycle (`ClusterCache` with 
 default profile): the node chosen, the allocation, the devices' NUMA nodes and the FailedScheduling message must be
 the same at every step (nodes of one shape, CPUs and policy share outcomes, renamed: `AllocationMemo.from_similar`).
 The same holds between the fast path (DynamicResources node by node on the rows the arrays leave feasible) and the
-exact path (every plugin on every node, `schedule_one`).
+exact path (every plugin on every node, `schedule_one`). Some pods ask for NICs and GPUs as extended resources a
+DeviceClass serves (KEP-5004: `example.com/nic` named by a class, a GPU class's implicit
+`deviceclass.resource.kubernetes.io/...` name) instead of claims, and some nodes list `example.com/nic` in their
+allocatable (a device plugin serves it there, not DRA).
 """
 
 from __future__ import annotations
@@ -31,13 +34,20 @@ from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
 GPU, NIC = "gpu.sim.knuma.io", "nic.sim.knuma.io"
+EXTENDED_NIC, IMPLICIT_GPU = "example.com/nic", f"deviceclass.resource.kubernetes.io/{GPU}"
+NIC_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "nics", "creationTimestamp": "2026-11-29T10:00:00Z"},
+    "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{NIC}'"}}], "extendedResourceName": EXTENDED_NIC},
+}
 ROOT = "resource.kubernetes.io/pcieRoot"
 SCHEDULER = "topology-aware-scheduler"
 POLICIES = ("single-numa-node", "restricted", "best-effort", "none")
 
 
-def _node(name: str, cpus: int) -> dict[str, Any]:
-    allocatable = {"cpu": str(cpus), "memory": "512Gi", "pods": "110"}
+def _node(name: str, cpus: int, nic_plugin: bool = False) -> dict[str, Any]:
+    allocatable = {"cpu": str(cpus), "memory": "512Gi", "pods": "110", **({EXTENDED_NIC: "2"} if nic_plugin else {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -87,7 +97,15 @@ def _pod(index: int, rng: random.Random, specs: list[dict[str, Any]]) -> tuple[P
     }
     spec: dict[str, Any] = {"schedulerName": SCHEDULER, "containers": [container]}
     claims: list[dict[str, Any]] = []
-    if rng.random() < 0.85:
+    if rng.random() < 0.25:  # devices as extended resources (KEP-5004), from DRA where the node lists none
+        extended = {EXTENDED_NIC: str(rng.choice((1, 1, 2)))}
+        if rng.random() < 0.5:
+            extended[IMPLICIT_GPU] = str(rng.choice((1, 2)))
+        container["resources"]["limits"].update(extended)
+        if rng.random() < 0.3:  # an init container that needs one NIC too
+            limits = {"cpu": "1", "memory": "1Gi", EXTENDED_NIC: "1"}
+            spec["initContainers"] = [{"name": "init", "image": "x", "resources": {"limits": limits}}]
+    elif rng.random() < 0.85 / 0.75:
         for k in range(1 if rng.random() < 0.8 else 2):
             claim_spec = rng.choice(specs) if rng.random() < 0.8 else _claim_spec(rng)
             claim_name = f"{name}-c{k}"
@@ -115,13 +133,13 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
     cache, devices = ClusterCache(), DeviceState()
     if not memo:
         devices.memo = None
-    for body in device_classes(shapes):
+    for body in [*device_classes(shapes), NIC_CLASS]:
         devices.set_class(body)
     for i in range(rng.randint(4, 12)):
         shape = rng.choice(shapes)
         name = f"n{i}"
         cpus = rng.choice((8, 16, 24, 48))
-        cache.upsert_node(_node(name, cpus * shape.zones))
+        cache.upsert_node(_node(name, cpus * shape.zones, nic_plugin=rng.random() < 0.2))
         if rng.random() < 0.8:  # the others have no NRT: the memo sees them change only by their devices in use
             cache.upsert_nrt(_nrt(name, shape.zones, cpus, rng.choice(POLICIES)))
         for body in resource_slices(name, shape):
@@ -153,7 +171,7 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
             continue
         assumed = pod
         chosen = {}
-        if claims:
+        if plugin.applies_to(pod):
             info = cache.node_info(outcome.node)
             assert info is not None
             result, found = plugin.allocations(pod, info)
@@ -161,8 +179,9 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
             chosen = {c.claim: c.allocation for c in result.results}
             devices.reserve(pod, chosen)
             numa.demand.observe(pod, claimed_devices(chosen.values()))
-            in_flight = {c.key: chosen.get(c.key) for c in found}
-            assumed = dataclasses.replace(pod, dra_devices=plugin.device_numa(pod, outcome.node, in_flight))
+            in_flight = {c.key: chosen.get(c.key) for c in found.claims}
+            numa_of = plugin.device_numa(pod, outcome.node, in_flight, found.extended)
+            assumed = dataclasses.replace(pod, dra_devices=numa_of)
         cache.assume(assumed, outcome.node)
         decisions.append(
             (pod.name, outcome.node, {k: a.to_dict() for k, a in chosen.items()}, dict(assumed.dra_devices))
@@ -197,4 +216,6 @@ def test_the_fast_path_decides_claim_pods_as_the_exact_path(seed: int) -> None:
     fast, _, _ = _run(seed, memo=True)
     exact, _, _ = _run(seed, memo=True, exact=True)
     assert sum(1 for d in fast if d[1] is not None and d[2]) > 10  # pods with claims were placed
+    served = [d for d in fast if d[1] is not None and any("<extended-resources>" in key for key in d[2])]
+    assert served  # pods whose extended resources DRA served were placed
     assert fast == exact

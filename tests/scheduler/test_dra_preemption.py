@@ -78,7 +78,7 @@ class _Cluster:
         assert result.allocatable
         chosen = {c.claim: c.allocation for c in result.results}
         self.devices.reserve(pod, chosen)
-        in_flight = {c.key: chosen.get(c.key) for c in found}
+        in_flight = {c.key: chosen.get(c.key) for c in found.claims}
         self.cache.assume(dataclasses.replace(pod, dra_devices=self.plugin.device_numa(pod, node, in_flight)), node)
         for claim in claims:
             consumers = [{"resource": "pods", "name": p.name, "uid": p.uid} for p in (pod, *also_reserved_for)]

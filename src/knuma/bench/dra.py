@@ -116,7 +116,7 @@ def _cycle(
         devices.reserve(pod, chosen)
         numa = next(p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch))
         numa.demand.observe(pod, claimed_devices(chosen.values()))
-        in_flight = {c.key: chosen.get(c.key) for c in claims}
+        in_flight = {c.key: chosen.get(c.key) for c in claims.claims}
         assumed = dataclasses.replace(pod, dra_devices=plugin.device_numa(pod, outcome.node, in_flight))
     cache.assume(assumed, outcome.node)
     return True

@@ -146,7 +146,6 @@ _FACTORIES: dict[str, Callable[[ProfileConfig], object]] = {
     "NodePorts": lambda _: NodePorts(),
     "InterPodAffinity": lambda p: InterPodAffinity(p.inter_pod_affinity),
     "PodTopologySpread": lambda p: PodTopologySpread(p.pod_topology_spread),
-    "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit),
 }
 """Plugins that run inside the framework. PrioritySort (the queue), DefaultBinder (binding) and the NUMA plugin's
 Reserve (the cache's reservations) are the daemon's."""
@@ -161,8 +160,11 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
     device_state = devices if devices is not None else DeviceState()
     factories: dict[str, Callable[[ProfileConfig], object]] = {
         **_FACTORIES,
-        NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(p.numa.scoring_strategy(), cache=nrt),
+        NUMA_PLUGIN: lambda p: NodeResourceTopologyMatch(
+            p.numa.scoring_strategy(), cache=nrt, extended=device_state.extended
+        ),
         DRA_PLUGIN: lambda _: DynamicResources(device_state),
+        "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit, device_state.extended),
     }
 
     def plugin(name: str) -> object:

@@ -7,6 +7,13 @@ PreBind follows upstream's `bindClaim` (`dynamicresources.go`): for a claim this
 the pod to `reservedFor`. Every write carries the resourceVersion it read, so a concurrent writer makes it fail
 (409) instead of being overwritten; the pod is then retried. Unreserve after a failed bind takes the pod out of
 `reservedFor` again and clears an allocation nobody else uses.
+
+A pod's extended resources served by DRA (KEP-5004) get their claim here too: `create_extended_claim` creates it
+(`createExtendedResourceClaimInAPI`, with the finalizer already set, which upstream adds by an update right after),
+`pre_bind` then writes its allocation like any other claim's, and `record_extended_claim` writes the pod's
+`status.extendedResourceClaimStatus` (`patchPodExtendedResourceClaimStatus`), which the kubelet reads to find it.
+A failed bind deletes the created claim (`delete_claim`, as `unreserveExtendedResourceClaim`), as does a later
+attempt that finds one left behind (upstream's PostFilter).
 """
 
 from __future__ import annotations
@@ -22,9 +29,18 @@ from knuma.api.pod import Pod
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import Informer
+from knuma.scheduler.plugins.dra_extended import ExtendedClaim
 from knuma.scheduler.plugins.dynamic_resources import DeviceState
 
-__all__ = ["FINALIZER", "DeviceInformers", "pre_bind", "unreserve_claims"]
+__all__ = [
+    "FINALIZER",
+    "DeviceInformers",
+    "create_extended_claim",
+    "delete_claim",
+    "pre_bind",
+    "record_extended_claim",
+    "unreserve_claims",
+]
 
 log = logging.getLogger("knuma.scheduler")
 
@@ -123,3 +139,46 @@ async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) 
             await rest.put(http, f"{path}/status", claim)
         except KubeApiError as err:
             log.warning("unreserving %s for %s: %s", key, pod.key, err)
+
+
+async def create_extended_claim(http: httpx2.AsyncClient, extended: ExtendedClaim) -> tuple[str, str]:
+    """Create the claim for the pod's extended resources served by DRA; returns (its key, "") or ("", what
+    failed)."""
+    manifest = {**extended.manifest, "metadata": {**extended.manifest["metadata"], "finalizers": [FINALIZER]}}
+    namespace = manifest["metadata"]["namespace"]
+    try:
+        created = await rest.post(http, f"{API}/namespaces/{namespace}/resourceclaims", manifest)
+    except KubeApiError as err:
+        return "", f"creating the claim for extended resources {', '.join(extended.resources)}: {err.message}"
+    return f"{namespace}/{(created.get('metadata') or {}).get('name')}", ""
+
+
+async def record_extended_claim(http: httpx2.AsyncClient, pod: Pod, key: str, extended: ExtendedClaim) -> str:
+    """Write the pod's `status.extendedResourceClaimStatus`: the claim's name and which container gets which of
+    its requests. Returns "" or what failed."""
+    status = {"resourceClaimName": key.partition("/")[2], "requestMappings": [dict(m) for m in extended.mappings]}
+    try:
+        await rest.patch(
+            http,
+            f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+            {"status": {"extendedResourceClaimStatus": status}},
+        )
+    except KubeApiError as err:
+        return f"update pod {pod.key} ExtendedResourceClaimStatus: {err.message}"
+    return ""
+
+
+async def delete_claim(http: httpx2.AsyncClient, key: str) -> None:
+    """Delete a claim the scheduler created, its finalizer removed first (`deleteClaim`); best effort (the garbage
+    collector deletes it with its pod otherwise)."""
+    path = _claim_path(key)
+    try:
+        claim = await rest.get(http, path)
+        metadata = claim.setdefault("metadata", {})
+        if FINALIZER in (metadata.get("finalizers") or []):
+            metadata["finalizers"] = [f for f in metadata["finalizers"] if f != FINALIZER]
+            await rest.put(http, path, claim)
+        await rest.delete(http, path)
+    except KubeApiError as err:
+        if err.status != 404:
+            log.warning("deleting resourceclaim %s: %s", key, err)

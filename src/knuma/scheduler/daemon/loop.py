@@ -43,7 +43,14 @@ from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.cache.knuma import KnumaCache
 from knuma.scheduler.cache.nrt import ClusterCache, pod_key, terminal
 from knuma.scheduler.cycle import SchedulingCycle
-from knuma.scheduler.daemon.claims import DeviceInformers, pre_bind, unreserve_claims
+from knuma.scheduler.daemon.claims import (
+    DeviceInformers,
+    create_extended_claim,
+    delete_claim,
+    pre_bind,
+    record_extended_claim,
+    unreserve_claims,
+)
 from knuma.scheduler.daemon.metrics import SchedulerMetrics
 from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
 from knuma.scheduler.daemon.unsupported import unsupported_constraints
@@ -51,9 +58,11 @@ from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate
+from knuma.scheduler.plugins.dra_extended import ExtendedClaim
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
 __all__ = ["DaemonSettings", "Scheduler"]
@@ -151,6 +160,8 @@ class Scheduler:
             for plugin in profile.filters:
                 if isinstance(plugin, DynamicResources):
                     plugin.state = self.devices
+                if isinstance(plugin, NodeResourcesFit | NodeResourceTopologyMatch):
+                    plugin.extended = self.devices.extended  # extended resources DRA serves (KEP-5004)
                 if isinstance(plugin, InterPodAffinity):
                     plugin.namespace_labels = self._namespace_labels
         self.device_informers = DeviceInformers(http, self.devices, self._devices_changed)
@@ -291,16 +302,21 @@ class Scheduler:
             self._event(pod, "Warning", "FailedScheduling", outcome.message)
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
+            dra = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+            if dra is not None and (stale := dra.stale_claim(pod)):
+                self._spawn(delete_claim(self.http, stale))  # upstream's PostFilter: its deletion requeues the pod
             return outcome
         annotations = self._explain(profile, pod) if self.settings.explain else None
         claims: dict[str, Any] | None = None
+        extended: ExtendedClaim | None = None
         assumed = pod
-        if pod.spec.get("resourceClaims"):
-            claims, problem = self._reserve_claims(profile, pod, outcome.node)
-            plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
-            if claims and plugin is not None:
+        plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+        if plugin is not None and plugin.applies_to(pod):
+            claims, problem, extended = self._reserve_claims(profile, pod, outcome.node)
+            if claims:
                 # the cache predicts the kubelet's zones with the devices, as the Topology Manager will align them
-                assumed = dataclasses.replace(pod, dra_devices=plugin.device_numa(pod, outcome.node, claims))
+                numa = plugin.device_numa(pod, outcome.node, claims, extended)
+                assumed = dataclasses.replace(pod, dra_devices=numa)
             if problem:
                 self.metrics.attempts.labels("unschedulable", profile.name).inc()
                 log.info("pod %s: Reserve on %s failed: %s", pod.key, outcome.node, problem)
@@ -310,7 +326,7 @@ class Scheduler:
         self.metrics.attempts.labels("scheduled", profile.name).inc()
         self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
         self.cache.assume(assumed, outcome.node)
-        self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices))
+        self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices, extended))
         return outcome
 
     # -- preemption ---------------------------------------------------------------------------------------------
@@ -377,23 +393,25 @@ class Scheduler:
         log.info("preempted %s on %s for %s", victim.key, node, preemptor.key)
         self._event(victim, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node {node}")
 
-    def _reserve_claims(self, profile: Profile, pod: Pod, node: str) -> tuple[dict[str, Any] | None, str]:
+    def _reserve_claims(
+        self, profile: Profile, pod: Pod, node: str
+    ) -> tuple[dict[str, Any] | None, str, ExtendedClaim | None]:
         """DynamicResources' Reserve: the allocation for the chosen node, held in flight so that the next cycles do
         not hand out its devices before PreBind writes it. Returns (claim key -> allocation or None when already
-        allocated, problem)."""
+        allocated, problem, the claim PreBind creates for the pod's extended resources)."""
         plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
         info = next((n for n in self.cache.node_infos() if n.name == node), None)
         if plugin is None or info is None:
-            return None, ""
+            return None, "", None
         result, claims = plugin.allocations(pod, info)
         if not result.allocatable:
-            return None, f"cannot allocate all claims: {result.reason}"
+            return None, f"cannot allocate all claims: {result.reason}", None
         chosen = {c.claim: c.allocation for c in result.results}
         self.devices.reserve(pod, chosen)
         numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
         if numa is not None:  # the pod's DRA devices join the device shapes KnumaBinPacking expects
             numa.demand.observe(pod, claimed_devices(chosen.values()))
-        return {claim.key: chosen.get(claim.key) for claim in claims}, ""
+        return {claim.key: chosen.get(claim.key) for claim in claims.claims}, "", claims.extended
 
     def _sync_zone_devices(self) -> None:
         """Nodes whose free DRA devices per NUMA zone changed (claims allocated, released or in flight; slices)
@@ -425,6 +443,7 @@ class Scheduler:
         annotations: Mapping[str, str] | None = None,
         claims: Mapping[str, Any] | None = None,
         dra_numa: Mapping[str, Mapping[str, int | None]] | None = None,
+        extended: ExtendedClaim | None = None,
     ) -> None:
         pod = queued.pod
         if not self._leading():
@@ -432,14 +451,17 @@ class Scheduler:
             return
         if annotations:
             await self._annotate(pod, annotations)
+        created = ""
         if claims:
             if dra_numa:
                 await self._annotate(pod, {DRA_NUMA_ANNOTATION: json.dumps(dra_numa, separators=(",", ":"))})
-            problem = await pre_bind(self.http, pod, claims)
+            claims, created, problem = await self._pre_bind(pod, claims, extended)
             if problem:
                 log.warning("pod %s: PreBind on %s failed: %s", pod.key, node, problem)
                 self.devices.unreserve(pod)
                 await unreserve_claims(self.http, pod, list(claims))
+                if created:
+                    await delete_claim(self.http, created)
                 self.cache.forget(pod.key)
                 self.queue.error(queued)
                 self._event(pod, "Warning", "FailedScheduling", f"running PreBind plugin DynamicResources: {problem}")
@@ -474,6 +496,8 @@ class Scheduler:
         if claims:
             self.devices.unreserve(pod)
             await unreserve_claims(self.http, pod, list(claims))
+            if created:
+                await delete_claim(self.http, created)
         if isinstance(failure, NotFound | Conflict):
             # Deleted meanwhile, or already bound (by another scheduler or a previous attempt): nothing to retry;
             # the informer brings the pod's real state.
@@ -484,6 +508,25 @@ class Scheduler:
         self.queue.error(queued)
         self.queue.move_all()  # the node we reserved on is free again
         self._event(pod, "Warning", "FailedScheduling", f"Binding rejected: {failure.message[:300] or 'no response'}")
+
+    async def _pre_bind(
+        self, pod: Pod, claims: Mapping[str, Any], extended: ExtendedClaim | None
+    ) -> tuple[Mapping[str, Any], str, str]:
+        """DynamicResources' PreBind: create the claim for the pod's extended resources served by DRA, if any (its
+        allocation in flight follows it to its name), write every claim's allocation and reservation, then the
+        pod's `status.extendedResourceClaimStatus`. Returns (the claims by their API keys, the created claim's key,
+        what failed)."""
+        created = ""
+        if extended is not None and extended.key in claims:
+            created, problem = await create_extended_claim(self.http, extended)
+            if problem:
+                return {k: a for k, a in claims.items() if k != extended.key}, "", problem
+            self.devices.created(extended.key, created)
+            claims = {(created if k == extended.key else k): a for k, a in claims.items()}
+        problem = await pre_bind(self.http, pod, claims)
+        if not problem and created and extended is not None:
+            problem = await record_extended_claim(self.http, pod, created, extended)
+        return claims, created, problem
 
     def _abandon(self, queued: QueuedPod, node: str, claims: Mapping[str, Any] | None) -> None:
         """Drop a bind this replica may no longer send (it lost the lease): forget the assumption; the pod stays

@@ -55,6 +55,7 @@ from knuma.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
@@ -101,6 +102,11 @@ class RelationPlugin(Protocol):
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
+_VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int]
+"""(the NUMA plugin, its weight, NodeResourcesFit's weight, its args, the extended resource map): what arrays
+depend on; profiles with equal keys share them."""
+
+
 @dataclass
 class _Local:
     generation: int
@@ -130,20 +136,23 @@ class _Plan:
     numa_weight: int
     fit_weight: int
     fit_args: NodeResourcesFitArgs
+    fit_extended: ExtendedResourceMap | None = None
+    """The DeviceClasses' extended resources NodeResourcesFit leaves to DynamicResources on nodes without them."""
     """The profile's NodeResourcesFit arguments (ignored resources, scoring strategy): part of the arrays' key."""
 
 
 class FastPath:
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
-        self._vectors: dict[tuple[int, int, int, NodeResourcesFitArgs], VectorizedScheduler] = {}
+        self._vectors: dict[_VectorKey, VectorizedScheduler] = {}
         """Keyed by (id of the NUMA plugin or 0, NUMA weight, fit weight, NodeResourcesFit's args)."""
         self._plans: dict[str, _Plan | None] = {}
         self._local: dict[tuple[str, str], _Local] = {}
         self._generation = 0
         self._names: list[str] = []
         self._row: dict[str, int] = {}
-        self._numa_by_key: dict[tuple[int, int, int, NodeResourcesFitArgs], NodeResourceTopologyMatch | None] = {}
+        self._numa_by_key: dict[_VectorKey, NodeResourceTopologyMatch | None] = {}
+        self._extended_by_key: dict[_VectorKey, ExtendedResourceMap | None] = {}
         self._manifests: dict[str, int | None] = {}
         self._concerned: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
         """`concerned_by` answers per (plugin, namespace, labels), valid while `_relations_version` is the cache's."""
@@ -190,11 +199,9 @@ class FastPath:
         self._manifests[name] = current
         return seen != current
 
-    def _new_vector(
-        self, key: tuple[int, int, int, NodeResourcesFitArgs], infos: Sequence[NodeInfo]
-    ) -> VectorizedScheduler:
+    def _new_vector(self, key: _VectorKey, infos: Sequence[NodeInfo]) -> VectorizedScheduler:
         numa = self._numa_by_key[key]
-        fit = NodeResourcesFit(key[3])
+        fit = NodeResourcesFit(key[3], self._extended_by_key[key])
         if numa is None:
             return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False, fit=fit)
         return VectorizedScheduler(
@@ -377,10 +384,17 @@ class FastPath:
         return plan
 
     def _vector(self, plan: _Plan) -> VectorizedScheduler:
-        key = (id(plan.numa) if plan.numa is not None else 0, plan.numa_weight, plan.fit_weight, plan.fit_args)
+        key = (
+            id(plan.numa) if plan.numa is not None else 0,
+            plan.numa_weight,
+            plan.fit_weight,
+            plan.fit_args,
+            id(plan.fit_extended) if plan.fit_extended is not None else 0,
+        )
         vector = self._vectors.get(key)
         if vector is None:
             self._numa_by_key[key] = plan.numa
+            self._extended_by_key[key] = plan.fit_extended
             infos = [i for i in (self.cache.node_info(n) for n in self._names) if i is not None]
             vector = self._vectors[key] = self._new_vector(key, infos)
         return vector
@@ -441,6 +455,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
     numa: NodeResourceTopologyMatch | None = None
     fit = False
     fit_args = NodeResourcesFitArgs()
+    fit_extended: ExtendedResourceMap | None = None
     local_filters: list[FilterPlugin] = []
     row_filters: list[RowFilter] = []
     selective: list[SelectivePlugin] = []
@@ -456,7 +471,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
         elif kind is FastPathKind.NODE_RESOURCES:
             fit = True
             if isinstance(plugin, NodeResourcesFit):
-                fit_args = plugin.args
+                fit_args, fit_extended = plugin.args, plugin.extended
         elif kind is FastPathKind.NODE_LOCAL:
             local_filters.append(plugin)
         elif kind is FastPathKind.FEASIBLE_ROWS and isinstance(plugin, RowFilter):
@@ -508,6 +523,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
         numa_weight,
         fit_weight,
         fit_args,
+        fit_extended,
     )
 
 

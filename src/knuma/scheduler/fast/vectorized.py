@@ -128,6 +128,9 @@ class _Shape:
     fit_amounts: Int64Array
     fit_missing: bool
     """The pod requests a resource no node knows: nodes with a Node object fail NodeResourcesFit."""
+    fit_dra: list[bool]
+    """Per fit column: a DeviceClass serves the resource, so a node with none of it passes (DynamicResources
+    allocates it there, `NodeResourcesFit.served_by_dra`)."""
     unlisted_columns: IntpArray
     """Resources NodeResourcesFit ignores (`ignoredResources`) that the pod requests: NodeResourceTopologyMatch still
     rejects a node with a Node object and NRT data that does not list them (its filter's node-level check, which the
@@ -188,10 +191,12 @@ class VectorizedScheduler:
         scored); the defaults are `default_profile`'s."""
         self.cache_shapes = cache_shapes
         """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
-        self._numa = NodeResourceTopologyMatch(self.scoring, self.demand)
         self._fit = fit or NodeResourcesFit()
         """The profile's NodeResourcesFit: its ignored resources leave the filter's columns, and a strategy other than
         the default is scored by the plugin row by row (`_fit_scores`)."""
+        self._numa = NodeResourceTopologyMatch(self.scoring, self.demand, extended=self._fit.extended)
+        self._extended_version = -1
+        """`ExtendedResourceMap.version` the cached pod shapes were planned with."""
         self._infos: list[NodeInfo] = []
         self._rows: dict[str, int] = {}
         self._names: tuple[str, ...] | None = None
@@ -343,6 +348,10 @@ class VectorizedScheduler:
         return shape.ranked
 
     def _shape(self, pod: Pod) -> _Shape:
+        extended = self._fit.extended
+        if extended is not None and extended.version != self._extended_version:
+            self._shapes.clear()  # a DeviceClass changed: which resources DRA serves (`_Shape.fit_dra`)
+            self._extended_version = extended.version
         key = shape_key(pod)
         shape = self._shapes.get(key)
         if shape is None:
@@ -357,10 +366,13 @@ class VectorizedScheduler:
 
     def _plan(self, pod: Pod) -> _Shape:
         ignores = self._fit.args.ignores
+        extended = self._fit.extended
+        dra = {name for name in pod.effective_request if extended is not None and extended.maps(name)}
         requested = {name: amount for name, amount in pod.effective_request.items() if amount > 0}
         request = {name: amount for name, amount in requested.items() if not ignores(name)}
         known = [name for name in request if name in self.index]
-        ignored = [name for name in requested if name not in request and name not in ALWAYS_ON_NODE]
+        unknown = [name for name in request if name not in self.index and name not in dra]
+        ignored = [name for name in requested if name not in request and name not in ALWAYS_ON_NODE and name not in dra]
         vectors = self._exclusive(pod)
         exclusive: list[tuple[IntpArray, Int64Array]] | None = None
         if vectors is None:
@@ -380,7 +392,8 @@ class VectorizedScheduler:
             pinned=pod.pinned_by_managers,
             fit_columns=np.array([self.index[name] for name in known], dtype=np.intp),
             fit_amounts=np.array([request[name] for name in known], dtype=np.int64),
-            fit_missing=len(known) < len(request),
+            fit_missing=bool(unknown),
+            fit_dra=[name in dra for name in known],
             unlisted_columns=np.array([self.index[name] for name in ignored if name in self.index], dtype=np.intp),
             unlisted_unknown=any(name not in self.index for name in ignored),
             non_zero=np.array([non_zero[name] for name, _ in SCORED_RESOURCES], dtype=np.int64),
@@ -490,8 +503,11 @@ class VectorizedScheduler:
         ok: BoolArray = self.has_room[rows]
         if shape.fit_missing:
             ok = ok & ~self.has_node_object[rows]
-        for column, amount in zip(shape.fit_columns.tolist(), shape.fit_amounts.tolist(), strict=True):
-            ok = ok & (self.fit_free[rows, column] >= amount)
+        for column, amount, dra in zip(
+            shape.fit_columns.tolist(), shape.fit_amounts.tolist(), shape.fit_dra, strict=True
+        ):
+            fits = self.fit_free[rows, column] >= amount
+            ok = ok & (fits | self.none_allocatable[rows, column] if dra else fits)
         if self.numa_enabled and (shape.unlisted_unknown or shape.unlisted_columns.size):
             checked = self.has_node_object[rows] & self.has_nrt[rows]
             if shape.unlisted_unknown:
@@ -772,6 +788,7 @@ class VectorizedScheduler:
             "managed": ((r,), np.bool_),
             "node_free": ((r,), np.int64),
             "node_known": ((r,), np.bool_),
+            "none_allocatable": ((r,), np.bool_),
             "fit_free": ((r,), np.int64),
             "has_room": ((), np.bool_),
             "scored_allocatable": ((s,), np.int64),
@@ -832,6 +849,8 @@ class VectorizedScheduler:
         """[nodes, resources]: the resource is NUMA-managed on the node (some zone reports it)."""
         self.node_free: Int64Array = b["node_free"][:n]  # type: ignore[assignment]
         self.node_known: BoolArray = b["node_known"][:n]  # type: ignore[assignment]
+        self.none_allocatable: BoolArray = b["none_allocatable"][:n]  # type: ignore[assignment]
+        """The Node's allocatable has none of the resource (absent or 0): where a DeviceClass serves it."""
         self.fit_free: Int64Array = b["fit_free"][:n]  # type: ignore[assignment]
         """`node_free` where the node knows the resource; elsewhere what NodeResourcesFit makes of a (positive)
         request for it: it fits nodes without a Node object (the maximum), not the others (-1)."""
@@ -957,9 +976,12 @@ class VectorizedScheduler:
         smt = topology is not None and topology.cpu_manager.full_pcpus_only and topology.cpu_managed
         self.smt_group[row] = topology.cpu_manager.cpu_group_size if smt and topology is not None else 1
         known = np.zeros(len(self.resources), dtype=np.bool_)
-        for name in info.allocatable:
+        none = np.ones(len(self.resources), dtype=np.bool_)
+        for name, amount in info.allocatable.items():
             known[index[name]] = True
+            none[index[name]] = not amount
         self.node_known[row] = known
+        self.none_allocatable[row] = none
         scored_allocatable = [info.allocatable.get(name, 0) for name, _ in SCORED_RESOURCES]
         self.scored_allocatable[row] = scored_allocatable
         self.scored_scale[row] = [max(a, 1) for a in scored_allocatable]

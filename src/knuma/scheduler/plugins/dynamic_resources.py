@@ -59,12 +59,21 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.device_stranding import ZoneChange, stranding_charge, zone_changes
+from knuma.scheduler.plugins.dra_extended import (
+    ExtendedClaim,
+    ExtendedResourceMap,
+    NodeSplit,
+    dra_requests,
+    extended_claim,
+    owned_extended_claim,
+    split_for_node,
+)
 from knuma.scheduler.plugins.dra_zones import ZoneDevices, device_resource, with_zone_devices
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
 
-__all__ = ["NAME", "DeviceState", "DynamicResources", "PodClaims", "pod_claims"]
+__all__ = ["NAME", "DeviceState", "DynamicResources", "NodeClaims", "PodClaims", "pod_claims"]
 
 NAME = "DynamicResources"
 JsonObj = Mapping[str, Any]
@@ -75,6 +84,21 @@ class PodClaims:
     claims: tuple[ResourceClaim, ...] = ()
     problem: str = ""
     """Why the pod cannot be scheduled anywhere now (empty: none)."""
+    extended: Mapping[str, int] = field(default_factory=dict)
+    """The pod's requests of extended resources a DeviceClass may serve (`dra_extended.dra_requests`)."""
+    stale: str = ""
+    """The key of an extended resource claim a previous attempt created for the pod (`findExtendedResourceClaim`):
+    its allocation may be stale, so the pod waits until it is deleted (the daemon deletes it)."""
+
+
+@dataclass(frozen=True)
+class NodeClaims:
+    """The claims to allocate for a pod on one node: its own, and the claim for the extended resources DRA provides
+    there (`filterExtendedResources`: it depends on which resources the node's allocatable lists)."""
+
+    claims: tuple[ResourceClaim, ...] = ()
+    extended: ExtendedClaim | None = None
+    unfit: str = ""
 
 
 @dataclass
@@ -139,10 +163,16 @@ class DeviceState:
     _zone_devices: dict[str, ZoneDevices] = field(default_factory=dict, repr=False)
     _zone_devices_version: int = field(default=-1, repr=False)
     _watched: tuple[int, frozenset[DeviceID]] = field(default=(-1, frozenset()), repr=False)
+    extended: ExtendedResourceMap = field(default_factory=ExtendedResourceMap)
+    """Extended resource name -> the DeviceClass that serves it (KEP-5004, `knuma.scheduler.plugins.dra_extended`)."""
+    extended_claims: dict[str, str] = field(default_factory=dict)
+    """Pod uid -> the key of the extended resource claim it owns (`owned_extended_claim`)."""
 
     def set_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
         self.claims[key] = obj
+        if owner := owned_extended_claim(obj):
+            self.extended_claims[owner] = key
         if ((obj.get("status") or {}).get("allocation")) and key in self.in_flight:
             del self.in_flight[key]  # written: the informer's copy holds the allocation now
         self._rehold(key)
@@ -179,6 +209,8 @@ class DeviceState:
     def delete_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
         self.claims.pop(key, None)
+        if (owner := owned_extended_claim(obj)) and self.extended_claims.get(owner) == key:
+            del self.extended_claims[owner]
         self.in_flight.pop(key, None)
         self._parsed.pop(key, None)
         self._rehold(key)
@@ -203,16 +235,20 @@ class DeviceState:
     def set_class(self, obj: JsonObj) -> None:
         name = str((obj.get("metadata") or {}).get("name"))
         try:
-            self.classes[name] = DeviceClass.from_dict(obj)
+            parsed = self.classes[name] = DeviceClass.from_dict(obj)
             self.invalid.pop(f"class/{name}", None)
+            created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+            self.extended.set_class(name, parsed.extended_resource_name, created)
         except ValidationError as err:
             self.classes.pop(name, None)
+            self.extended.delete_class(name)
             self.invalid[f"class/{name}"] = str(err)
         self.classes_version += 1
         self.version += 1
 
     def delete_class(self, obj: JsonObj) -> None:
         self.classes.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.extended.delete_class(str((obj.get("metadata") or {}).get("name")))
         self.classes_version += 1
         self.version += 1
 
@@ -573,13 +609,34 @@ class DeviceState:
             self._rehold(key)
         self.version += 1
 
+    def created(self, in_memory: str, key: str) -> None:
+        """PreBind created the extended resource claim known as `in_memory` under the name `key`: its allocation in
+        flight moves to that key, so the informer's copy, once it holds the allocation, ends it (`set_claim`)."""
+        flight = self.in_flight.pop(in_memory, None)
+        self._rehold(in_memory)
+        if flight is not None and key not in self.in_flight:
+            obj = self.claims.get(key)
+            if not (obj is not None and (obj.get("status") or {}).get("allocation")):
+                self.in_flight[key] = flight
+            self._rehold(key)
+        self.version += 1
+
 
 def _with_allocation(claim: ResourceClaim, allocation: AllocationResult) -> ResourceClaim:
     return replace(claim, allocation=allocation)
 
 
 def pod_claims(pod: Pod, state: DeviceState) -> PodClaims:
-    """The pod's claims, or why it cannot be scheduled yet (upstream PreFilter's `foreachPodResourceClaim`)."""
+    """The pod's claims, or why it cannot be scheduled yet (upstream PreFilter's `foreachPodResourceClaim`), and its
+    extended resources a DeviceClass may serve (`preFilterExtendedResources`)."""
+    found = _spec_claims(pod, state)
+    extended = dra_requests(pod, state.extended)
+    if not extended or found.problem:
+        return found
+    return replace(found, extended=extended, stale=state.extended_claims.get(pod.uid, "") if pod.uid else "")
+
+
+def _spec_claims(pod: Pod, state: DeviceState) -> PodClaims:
     spec = pod.spec
     statuses = state.generated.get(pod.key, {})
     found: list[ResourceClaim] = []
@@ -638,7 +695,7 @@ class DynamicResources:
 
     def nominated(self, pod: Pod, node: NodeInfo) -> None:
         """Hold the devices the preemption's dry run allocates `pod` on `node` (the node without its victims)."""
-        if not pod.spec.get("resourceClaims"):
+        if not self.applies_to(pod):
             return
         cycle = CycleState()
         cycle.dry_run = True
@@ -650,11 +707,32 @@ class DynamicResources:
         self.state.release(pod_key)
 
     def applies_to(self, pod: Pod) -> bool:
-        """Pods with ResourceClaims; for the others PreFilter skips the plugin (they stay on the fast path)."""
-        return bool(pod.spec.get("resourceClaims"))
+        """Pods with ResourceClaims or extended resources a DeviceClass maps; for the others PreFilter skips the
+        plugin (they stay on the fast path)."""
+        return bool(pod.spec.get("resourceClaims")) or bool(dra_requests(pod, self.state.extended))
 
     def _claims(self, cycle: CycleState, pod: Pod) -> PodClaims:
         return cycle.pod_data(NAME, pod, lambda p: pod_claims(p, self.state))
+
+    def node_claims(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> NodeClaims:
+        """The claims to allocate for `pod` on `node`: its own, and the claim for its extended resources that DRA
+        provides there (`filterExtendedResources`); one claim per distinct split of the resources per cycle."""
+        found = self._claims(cycle, pod)
+        if not found.extended:
+            return cycle.pod_data(f"{NAME}/own", pod, lambda p: NodeClaims(self._claims(cycle, p).claims))
+        split = split_for_node(found.extended, self.state.extended, node.allocatable)
+        known: dict[NodeSplit, NodeClaims] = cycle.pod_data(f"{NAME}/by-split", pod, lambda p: {})
+        result = known.get(split)
+        if result is None:
+            if split.unfit:
+                result = NodeClaims(found.claims, unfit=split.unfit)
+            elif split.dra:
+                extra = extended_claim(pod, split.dra, self.state.extended)
+                result = NodeClaims((*found.claims, extra.claim), extra)
+            else:
+                result = NodeClaims(found.claims)
+            known[split] = result
+        return result
 
     def pre_enqueue(self, pod: Pod) -> Status:
         """Upstream's PreEnqueue: a pod whose claims do not exist yet (the resourceclaim controller has not created
@@ -668,11 +746,16 @@ class DynamicResources:
         return SUCCESS
 
     def pre_filter(self, cycle: CycleState, pod: Pod) -> PreFilterResult:
-        if not pod.spec.get("resourceClaims"):
+        if not self.applies_to(pod):
             return PreFilterResult(skip=True)
         found = self._claims(cycle, pod)
         if found.problem:
             return PreFilterResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME))
+        if found.stale:
+            # upstream's Filter says "cannot schedule extended resource claim" on every node and its PostFilter
+            # deletes the claim; knuma's daemon deletes it (`stale_claim`), and the deletion requeues the pod
+            message = f"cannot schedule extended resource claim {found.stale}: a previous attempt created it"
+            return PreFilterResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, NAME))
         pending = [c for c in found.claims if c.allocation is None]
         try:
             resolve(pending, self.state.classes, lambda namespace: True)
@@ -684,18 +767,23 @@ class DynamicResources:
                 nodes = frozenset({pinned}) if nodes is None else nodes & {pinned}
         return PreFilterResult(node_names=nodes)
 
+    def stale_claim(self, pod: Pod) -> str:
+        """The key of the extended resource claim a previous attempt created for `pod`, which must be deleted before
+        the pod is scheduled again (upstream's PostFilter deletes it); "" when none."""
+        return pod_claims(pod, self.state).stale if self.applies_to(pod) else ""
+
     def outcome(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Outcome:
         """The allocator's verdict for `pod` on `node`, computed once per cycle and node, and reused across cycles
         while neither the claims' shape nor the node changed (`DeviceState.memo`, `knuma.devices.memo`)."""
         cached = cycle.get((NAME, node.name))
         if cached is not None and cached[0] is pod:
             return cached[1]  # type: ignore[no-any-return]
-        found = self._claims(cycle, pod)
+        found = self.node_claims(cycle, pod, node)
         freed = self.state.held_only_by(node.evicted) if node.evicted else frozenset()
         blocked = self.state.held_against(pod)
         # a preemption's dry run, or devices held for a nominated pod: states the memo's key does not describe
         memo = self.state.memo if not freed and not blocked else None
-        shape, keys = self._shape_of(cycle, pod)
+        shape, keys = self._shape_of(cycle, pod, found)
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
         if result is None and memo is not None and state is not None:
@@ -743,7 +831,7 @@ class DynamicResources:
         memo = self.state.memo
         entry = None
         if memo is not None and not node.evicted and not self.state.held_against(pod):
-            shape, keys = self._shape_of(cycle, pod)
+            shape, keys = self._shape_of(cycle, pod, self.node_claims(cycle, pod, node))
             state = NodeState(node.numa, node.labels, self.state.node_devices(node.name))
             entry = memo.entry(node.name, shape, keys, state)
             if entry is None and cycle.verdicts_only and (similar := self.state.node_class(node.name, node.numa)):
@@ -752,25 +840,49 @@ class DynamicResources:
             cycle[ENTRY, node.name] = (pod, entry)
         return entry
 
-    def _shape_of(self, cycle: CycleState, pod: Pod) -> tuple[Hashable, tuple[str, ...]]:
-        return cycle.pod_data(f"{NAME}/shape", pod, lambda p: self._shape(p, self._claims(cycle, p).claims))
+    def _shape_of(self, cycle: CycleState, pod: Pod, claims: NodeClaims) -> tuple[Hashable, tuple[str, ...]]:
+        known: dict[int, tuple[Hashable, tuple[str, ...]]] = cycle.pod_data(f"{NAME}/shape", pod, lambda p: {})
+        shape = known.get(id(claims))
+        if shape is None:
+            shape = known[id(claims)] = self._shape(pod, claims)
+        return shape
 
-    def _shape(self, pod: Pod, claims: Sequence[ResourceClaim]) -> tuple[Hashable, tuple[str, ...]]:
+    def _shape(self, pod: Pod, claims: NodeClaims) -> tuple[Hashable, tuple[str, ...]]:
         """What the allocator reads of the pod and its pending claims, as a hashable (the claims' specs as the
-        informer has them, canonical JSON, and the pod's requests), and the pending claims' keys in order."""
-        pending = [c for c in claims if c.allocation is None]
+        informer has them, or as PreBind will create the extended resource claim, canonical JSON, and the pod's
+        requests), and the pending claims' keys in order."""
+        pending = [c for c in claims.claims if c.allocation is None]
+        extended = claims.extended
         specs = tuple(
-            json.dumps((self.state.claims.get(c.key) or {}).get("spec"), sort_keys=True, separators=(",", ":"))
+            json.dumps(
+                extended.manifest["spec"]
+                if extended is not None and c.key == extended.key
+                else (self.state.claims.get(c.key) or {}).get("spec"),
+                sort_keys=True,
+                separators=(",", ":"),
+            )
             for c in pending
         )
         return (specs, pod.admission_key), tuple(c.key for c in pending)
 
     def filter(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        if not pod.spec.get("resourceClaims"):
-            return SUCCESS
         found = self._claims(cycle, pod)
+        if not pod.spec.get("resourceClaims") and not found.extended:
+            return SUCCESS
         if found.problem:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME)
+        if found.stale:
+            return Status(Code.UNSCHEDULABLE, "cannot schedule extended resource claim", NAME)
+        claims = self.node_claims(cycle, pod, node)
+        if claims.unfit:
+            return Status(
+                Code.UNSCHEDULABLE,
+                "cannot fit resource",
+                NAME,
+                f"{claims.unfit}: neither the node nor a DeviceClass provides it",
+            )
+        if not claims.claims:
+            return SUCCESS  # the extended resources are all a device plugin's on this node
         remembered = self._remembered(cycle, pod, node)
         if remembered is not None and remembered.outcome.allocatable:
             return SUCCESS
@@ -787,7 +899,9 @@ class DynamicResources:
         quarter): between equally local choices, the one that fills partly used NUMA nodes and keeps empty ones
         whole for pods that need several devices on one NUMA node (least fragmenting). Less the devices the
         placement is expected to strand (`_stranding_changes`, `stranding_charge`)."""
-        if not pod.spec.get("resourceClaims"):
+        if not pod.spec.get("resourceClaims") and not self._claims(cycle, pod).extended:
+            return 0
+        if not self.node_claims(cycle, pod, node).claims:
             return 0
         remembered = self._remembered(cycle, pod, node)
         result = remembered.outcome if remembered is not None else self.outcome(cycle, pod, node)
@@ -816,7 +930,8 @@ class DynamicResources:
             if known is not None:
                 return known  # type: ignore[return-value]
         result = self.outcome(cycle, pod, node)  # labelled with this pod's claims, which `device_numa` reads
-        terms = (self._packing(node.name, result), self._stranding_changes(pod, node, result, names))
+        extended = self.node_claims(cycle, pod, node).extended
+        terms = (self._packing(node.name, result), self._stranding_changes(pod, node, result, names, extended))
         if remembered is not None and layout is not None:
             remembered.derived[key] = terms
         return terms
@@ -829,6 +944,8 @@ class DynamicResources:
         keys = [c.key for c in found.claims]
         if found.problem or any(c.allocation is not None for c in found.claims) or len(set(keys)) != len(keys):
             return None
+        if found.extended:
+            return None  # the extended resource claim's mappings depend on the node
         spec = pod.spec
         entries = tuple(str(e.get("name")) for e in spec.get("resourceClaims") or [])
         containers = tuple(
@@ -841,7 +958,7 @@ class DynamicResources:
         return (pod.admission_key, entries, containers)
 
     def _stranding_changes(
-        self, pod: Pod, node: NodeInfo, result: Outcome, names: Sequence[str]
+        self, pod: Pod, node: NodeInfo, result: Outcome, names: Sequence[str], extended: ExtendedClaim | None = None
     ) -> tuple[ZoneChange, ...]:
         """`KnumaBinPacking`'s device term for a pod with claims, which NodeResourceTopologyMatch leaves out (its
         kubelet model holds the CPUs, not the DRA devices): the zones after the kubelet admits the pod with the
@@ -853,7 +970,7 @@ class DynamicResources:
         if not names or topology is None:
             return ()
         allocations = {c.claim: c.allocation for c in result.results}
-        dra = self.device_numa(pod, node.name, allocations)
+        dra = self.device_numa(pod, node.name, allocations, extended)
         return self._zone_changes(pod, node.name, topology, allocations, dra, names)
 
     def _zone_changes(
@@ -885,11 +1002,16 @@ class DynamicResources:
         return {device: numa for device, numa, _ in self.state.device_index()[0].get(node, ())}
 
     def device_numa(
-        self, pod: Pod, node: str, claims: Mapping[str, AllocationResult | None]
+        self,
+        pod: Pod,
+        node: str,
+        claims: Mapping[str, AllocationResult | None],
+        extended: ExtendedClaim | None = None,
     ) -> dict[str, dict[str, int | None]]:
         """Container -> {`driver/pool/device`: NUMA node} of the devices each container lists in
-        `resources.claims` (`claims`: claim key -> the allocation Reserve chose, None when already allocated); what
-        the kubelet's Topology Manager aligns (`knuma.api.pod.DRA_NUMA_ANNOTATION`)."""
+        `resources.claims` (`claims`: claim key -> the allocation Reserve chose, None when already allocated), and
+        of the requests of the extended resource claim (`extended`) its request mappings give it; what the
+        kubelet's Topology Manager aligns (`knuma.api.pod.DRA_NUMA_ANNOTATION`)."""
         numa_of = self._numa_of(node)
         generated = self.state.generated.get(pod.key, {})
         by_pod_claim: dict[str, AllocationResult] = {}
@@ -913,6 +1035,13 @@ class DynamicResources:
                     devices["/".join(result.device_id)] = numa_of.get(result.device_id)
             if devices:
                 out[str(container.get("name"))] = devices
+        chosen = claims.get(extended.key) if extended is not None else None
+        if extended is not None and chosen is not None:
+            for mapping in extended.mappings:
+                devices = out.setdefault(str(mapping["containerName"]), {})
+                for result in chosen.results:
+                    if result.request.split("/", 1)[0] == mapping["requestName"]:
+                        devices["/".join(result.device_id)] = numa_of.get(result.device_id)
         return out
 
     def _packing(self, node: str, result: Outcome) -> int:
@@ -927,8 +1056,8 @@ class DynamicResources:
         in_use = self.state.inventory().in_use
         return MAX_NODE_SCORE * sum(1 for d in on_them if d in in_use or d in picked) // len(on_them)
 
-    def allocations(self, pod: Pod, node: NodeInfo) -> tuple[Outcome, Sequence[ResourceClaim]]:
-        """Reserve's input: the allocation for `pod` on the chosen `node` (computed afresh on the current state)."""
+    def allocations(self, pod: Pod, node: NodeInfo) -> tuple[Outcome, NodeClaims]:
+        """Reserve's input: the allocation for `pod` on the chosen `node` (computed afresh on the current state), and
+        the claims it is for (with the extended resource claim PreBind creates)."""
         cycle = CycleState()
-        found = self._claims(cycle, pod)
-        return self.outcome(cycle, pod, node), found.claims
+        return self.outcome(cycle, pod, node), self.node_claims(cycle, pod, node)

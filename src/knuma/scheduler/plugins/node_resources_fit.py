@@ -7,7 +7,8 @@ Score: the profile's `scoringStrategy` (`NodeResourcesFitArgs`, `knuma.scheduler
 kube-scheduler's default is `LeastAllocated` over cpu and memory, weight 1 each). As upstream, it reads the *non-zero*
 requests for cpu and memory: a container that requests no cpu (memory) counts as 100m (200Mi), on the node and for
 the pod, so that pods without requests still spread instead of piling on the first node. The filter skips the
-extended resources the args ignore.
+extended resources the args ignore, and those a DeviceClass serves on a node whose allocatable has none of them
+(KEP-5004: DynamicResources allocates them, `knuma.scheduler.plugins.dra_extended`), as 1.34's `fitsRequest`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from knuma.scheduler.framework.interface import (
     NodeInfo,
     Status,
 )
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_fit_args import (
     DEFAULT_FIT_RESOURCES,
     LEAST_ALLOCATED,
@@ -90,8 +92,10 @@ class NodeResourcesFit:
     name = NAME
     fast_path = FastPathKind.NODE_RESOURCES
 
-    def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | None = None, extended: ExtendedResourceMap | None = None) -> None:
         self.args = args or NodeResourcesFitArgs()
+        self.extended = extended
+        """The DeviceClasses' extended resources (the daemon's `DeviceState.extended`); None: no DRA."""
         self.default_scoring = self.args.strategy == FitStrategy()
         """kube-scheduler's default strategy: what the vectorised path computes in arrays."""
 
@@ -107,6 +111,7 @@ class NodeResourcesFit:
             and (node.has_node_object or name in node.allocatable)  # summed from NRT zones: only what they report
             and not self.args.ignores(name)
             and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)
+            and not self.served_by_dra(name, node.allocatable)
         ]
         if short:
             # kube-scheduler reports the first insufficient resource as the reason.
@@ -117,6 +122,10 @@ class NodeResourcesFit:
             )
             return Status(Code.UNSCHEDULABLE, f"Insufficient {short[0]}", NAME, detail)
         return SUCCESS
+
+    def served_by_dra(self, name: str, allocatable: Mapping[str, int]) -> bool:
+        """A DeviceClass serves `name` and the node has none of it: DynamicResources allocates it there."""
+        return self.extended is not None and not allocatable.get(name, 0) and self.extended.maps(name)
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         """The strategy over the node's allocatable and its (non-zero) requested plus the pod's."""

@@ -25,6 +25,7 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.device_stranding import gap_counts
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import (
@@ -58,9 +59,16 @@ class NodeResourceTopologyMatch:
     fast_path = FastPathKind.NUMA
 
     def __init__(
-        self, scoring: ScoringStrategy | None = None, demand: CPUDemand | None = None, cache: NRTCache | None = None
+        self,
+        scoring: ScoringStrategy | None = None,
+        demand: CPUDemand | None = None,
+        cache: NRTCache | None = None,
+        extended: ExtendedResourceMap | None = None,
     ) -> None:
         self.scoring = scoring or ScoringStrategy()
+        self.extended = extended
+        """The DeviceClasses' extended resources: one the node has none of comes from DRA (DynamicResources aligns
+        its devices), not from the zones; None: no DRA."""
         self.demand = demand or CPUDemand()
         """The pod sizes this plugin has seen, for KnumaBinPacking's stranding term (shared with the vectorised
         path when the daemon runs both)."""
@@ -100,7 +108,13 @@ class NodeResourceTopologyMatch:
         if topology is None:
             return SUCCESS  # no NRT data: nothing to align against
         if node.has_node_object:
-            missing = sorted(n for n in pod.requested_names if n not in node.allocatable and n not in ALWAYS_ON_NODE)
+            missing = sorted(
+                n
+                for n in pod.requested_names
+                if n not in node.allocatable
+                and n not in ALWAYS_ON_NODE
+                and not (self.extended is not None and self.extended.maps(n))
+            )
             if missing:
                 return Status(
                     Code.UNSCHEDULABLE,

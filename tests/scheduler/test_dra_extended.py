@@ -1,0 +1,182 @@
+"""Extended resources backed by DRA (KEP-5004), the pure part: which DeviceClass serves a resource name, the device
+requests and container mappings of the claim kube-scheduler creates (`createRequestsAndMappings`, cases of upstream's
+`Test_createRequestsAndMappings_requests`), and the per-node split of `filterExtendedResources`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knuma.api.dra.fields import FieldErrors
+from knuma.api.dra.resourceclaim import AllocationResult
+from knuma.api.pod import Pod
+from knuma.scheduler.plugins.dra_extended import (
+    ExtendedResourceMap,
+    NodeSplit,
+    dra_requests,
+    extended_claim,
+    requests_and_mappings,
+    split_for_node,
+)
+from knuma.scheduler.plugins.dynamic_resources import DeviceState
+
+ER = "example.com/gpu"
+INIT = "example.com/gpuinit"
+
+
+def _container(name: str, requests: dict[str, str], sidecar: bool = False) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": "x",
+        "resources": {"requests": dict(requests), "limits": dict(requests)},
+        **({"restartPolicy": "Always"} if sidecar else {}),
+    }
+
+
+def _pod(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None) -> Pod:
+    spec: dict[str, Any] = {"containers": containers, **({"initContainers": init} if init else {})}
+    return Pod.from_manifest({"metadata": {"name": "p", "namespace": "ns", "uid": "u-1"}, "spec": spec})
+
+
+def _map(**classes: str) -> ExtendedResourceMap:
+    mapping = ExtendedResourceMap()
+    for name, resource in classes.items():
+        mapping.set_class(name, resource, "2026-11-29T10:00:00Z")
+    return mapping
+
+
+def _requests(pod: Pod, resources: list[str], mapping: ExtendedResourceMap) -> list[tuple[str, str, int]]:
+    requests, _ = requests_and_mappings(pod, resources, mapping)
+    return [(r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in requests]
+
+
+def test_every_class_has_its_implicit_name_and_the_newest_wins_an_explicit_one() -> None:
+    mapping = ExtendedResourceMap()
+    mapping.set_class("old", ER, "2026-11-01T00:00:00Z")
+    mapping.set_class("new", ER, "2026-11-02T00:00:00Z")
+    mapping.set_class("plain", "", "2026-11-03T00:00:00Z")
+    assert mapping.class_for(ER) == "new"
+    assert mapping.class_for("deviceclass.resource.kubernetes.io/plain") == "plain"
+    assert mapping.class_for("deviceclass.resource.kubernetes.io/old") == "old"
+    assert mapping.class_for("example.com/other") is None
+    mapping.set_class("b-twin", ER, "2026-11-02T00:00:00Z")
+    mapping.set_class("a-twin", ER, "2026-11-02T00:00:00Z")
+    assert mapping.class_for(ER) == "a-twin"  # same age: the lower name
+    version = mapping.version
+    for name in ("a-twin", "b-twin", "new"):
+        mapping.delete_class(name)
+    assert mapping.class_for(ER) == "old"  # the next candidate is promoted
+    mapping.delete_class("old")
+    assert not mapping.maps(ER) and mapping.version > version
+
+
+def test_one_container_two_resources_and_two_containers() -> None:
+    mapping = _map(**{"class": ER, "class1": ER + "1"})
+    one = _pod([_container("con0", {ER: "1", ER + "1": "2"})])
+    assert _requests(one, [ER, ER + "1"], mapping) == [
+        ("container-0-request-0", "class", 1),
+        ("container-0-request-1", "class1", 2),
+    ]
+    assert _requests(one, [ER], mapping) == [("container-0-request-0", "class", 1)]
+    two = _pod([_container("con0", {ER: "1"}), _container("con1", {ER + "1": "2"})])
+    assert _requests(two, [ER, ER + "1"], mapping) == [
+        ("container-0-request-0", "class", 1),
+        ("container-1-request-0", "class1", 2),
+    ]
+
+
+def test_init_containers_share_the_largest_request() -> None:
+    """Upstream's "two init containers, one regular container": the two init containers' requests collapse into the
+    larger one, which both map to."""
+    mapping = _map(**{"class": ER, "classInit": INIT})
+    pod = _pod(
+        [_container("con0", {ER: "1"})], [_container("init-con0", {INIT: "1"}), _container("init-con1", {INIT: "2"})]
+    )
+    assert _requests(pod, [ER, INIT], mapping) == [
+        ("container-1-request-0", "classInit", 2),
+        ("container-2-request-0", "class", 1),
+    ]
+    _, mappings = requests_and_mappings(pod, [ER, INIT], mapping)
+    assert {(m["containerName"], m["requestName"]) for m in mappings} == {
+        ("con0", "container-2-request-0"),
+        ("init-con0", "container-1-request-0"),
+        ("init-con1", "container-1-request-0"),
+    }
+
+
+def test_an_init_container_reuses_a_later_sidecars_request() -> None:
+    """Upstream's "three init containers, one sidecar, one regular container"."""
+    mapping = _map(**{"class": ER, "classInit": INIT})
+    pod = _pod(
+        [_container("con0", {ER: "1"})],
+        [
+            _container("init-con0", {INIT: "1"}),
+            _container("sidecar-con1", {INIT: "1"}, sidecar=True),
+            _container("init-con2", {INIT: "2"}),
+        ],
+    )
+    assert _requests(pod, [ER, INIT], mapping) == [
+        ("container-1-request-0", "classInit", 1),
+        ("container-2-request-0", "classInit", 2),
+        ("container-3-request-0", "class", 1),
+    ]
+    _, mappings = requests_and_mappings(pod, [ER, INIT], mapping)
+    assert {"containerName": "init-con0", "resourceName": INIT, "requestName": "container-1-request-0"} in mappings
+
+
+def test_the_node_decides_what_dra_provides() -> None:
+    mapping = _map(nics="example.com/nic")
+    pod = _pod([_container("c", {"cpu": "2", "example.com/nic": "1", "example.com/fpga": "1"})])
+    wanted = dra_requests(pod, mapping)
+    assert wanted == {"example.com/nic": 1, "example.com/fpga": 1}
+    assert split_for_node(wanted, mapping, {"cpu": 8000, "example.com/fpga": 2}) == NodeSplit(("example.com/nic",))
+    # a device plugin serves both here: DRA plays no part
+    assert split_for_node(wanted, mapping, {"example.com/nic": 4, "example.com/fpga": 2}) == NodeSplit()
+    # the FPGA neither the node nor a class provides
+    assert split_for_node(wanted, mapping, {"cpu": 8000}).unfit == "example.com/fpga"
+    assert dra_requests(_pod([_container("c", {"example.com/fpga": "1"})]), mapping) == {}  # nothing mapped
+
+
+def test_the_claim_is_owned_by_the_pod_and_annotated() -> None:
+    mapping = _map(nics="example.com/nic")
+    pod = _pod([_container("c", {"example.com/nic": "2"})])
+    claim = extended_claim(pod, ("example.com/nic",), mapping)
+    metadata = claim.manifest["metadata"]
+    assert metadata["generateName"] == "p-extended-resources-"
+    assert metadata["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert metadata["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1", "controller": True}
+    ]
+    assert claim.key == "ns/<extended-resources>p"
+    assert [r.name for r in claim.claim.spec.requests] == ["container-0-request-0"]
+    assert claim.mappings == (
+        {"containerName": "c", "resourceName": "example.com/nic", "requestName": "container-0-request-0"},
+    )
+
+
+def test_the_allocation_in_flight_follows_the_claim_to_its_name() -> None:
+    """Reserve holds the extended resource claim's devices under its in-memory key; once PreBind has created the
+    claim (`DeviceState.created`), the informer's copy with the allocation ends the hold, and deleting the claim
+    frees the devices, while the pod itself is still there (a completed pod)."""
+    state = DeviceState()
+    pod = _pod([_container("c", {"example.com/nic": "1"})])
+    allocation = {"devices": {"results": [{"request": "r", "driver": "nic", "pool": "n1", "device": "nic-0"}]}}
+    parsed = AllocationResult.from_dict(allocation, "status.allocation", FieldErrors())
+    state.reserve(pod, {"ns/<extended-resources>p": parsed})
+    assert state.inventory().in_use == {("nic", "n1", "nic-0")}
+    state.created("ns/<extended-resources>p", "ns/p-extended-resources-x1")
+    assert set(state.in_flight) == {"ns/p-extended-resources-x1"}
+    claim = {
+        "metadata": {
+            "name": "p-extended-resources-x1",
+            "namespace": "ns",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [{"kind": "Pod", "name": "p", "uid": "u-1", "controller": True}],
+        },
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nics"}}]}},
+        "status": {"allocation": allocation},
+    }
+    state.set_claim(claim)
+    assert not state.in_flight and state.extended_claims == {"u-1": "ns/p-extended-resources-x1"}
+    assert state.inventory().in_use == {("nic", "n1", "nic-0")}
+    state.delete_claim(claim)
+    assert not state.inventory().in_use and not state.extended_claims
