@@ -7,6 +7,7 @@ the core free of quantity parsing and floats.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from knuma.quantity import Quantity, QuantityError, QuantityFormat, format_quant
 
 __all__ = [
     "CPU",
+    "DEVICE_CLASS_RESOURCE_PREFIX",
     "EPHEMERAL_STORAGE",
     "MEMORY",
     "PODS",
@@ -23,6 +25,8 @@ __all__ = [
     "amount_of",
     "format_amount",
     "format_resource_list",
+    "is_dra_extended_resource_name",
+    "is_extended_resource_name",
     "is_hugepages",
     "is_native",
     "is_numa_affine",
@@ -42,6 +46,12 @@ ALWAYS_ON_NODE = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
 
 ResourceList = Mapping[str, int]
 
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+"""`resourceapi.ResourceDeviceClassPrefix`: every DeviceClass is also the extended resource
+`deviceclass.resource.kubernetes.io/<class name>` (KEP-5004, DRA-backed extended resources)."""
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
 
 def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
@@ -50,6 +60,32 @@ def is_hugepages(name: str) -> bool:
 def is_native(name: str) -> bool:
     """Native resources have no domain, or a `kubernetes.io/` one (`cpu`, `memory`, `hugepages-2Mi`, ...)."""
     return "/" not in name or "kubernetes.io/" in name
+
+
+def _is_qualified_name(value: str) -> bool:
+    """apimachinery's `IsQualifiedName`: an optional DNS-subdomain prefix (at most 253 characters) and `/`, then a
+    name of at most 63 alphanumeric characters, `-`, `_` or `.`, starting and ending alphanumeric."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return False
+    if len(parts) == 2 and not (0 < len(parts[0]) <= 253 and _DNS1123_SUBDOMAIN.match(parts[0])):
+        return False
+    return 0 < len(parts[-1]) <= 63 and _QUALIFIED_NAME_PART.match(parts[-1]) is not None
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """`v1helper.IsExtendedResourceName`: not native, not `requests.`-prefixed, and a qualified name once prefixed
+    with `requests.` (so that a ResourceQuota can name it): `example.com/nic` yes, `cpu` and
+    `deviceclass.resource.kubernetes.io/gpu` (a `kubernetes.io/` domain) no."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    return _is_qualified_name("requests." + name)
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """`schedutil.IsDRAExtendedResourceName`: an extended resource name, or a DeviceClass's implicit one
+    (`deviceclass.resource.kubernetes.io/<class>`): the names a container may request to get devices through DRA."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
 
 
 def is_numa_affine(name: str) -> bool:

@@ -12,8 +12,10 @@ from knuma.podresources import api_pb2
 
 __all__ = [
     "Allocatable",
+    "ClaimResource",
     "Container",
     "Devices",
+    "DynamicResource",
     "Memory",
     "Pod",
     "allocatable_from_proto",
@@ -40,12 +42,35 @@ class Devices:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimResource:
+    """One device of a ResourceClaim as the node's DRA driver prepared it (`ClaimResource`)."""
+
+    driver_name: str
+    pool_name: str
+    device_name: str
+    cdi_devices: tuple[str, ...] = ()
+    """Fully qualified CDI device names (`vendor.com/class=name`); empty for a driver that uses no CDI."""
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicResource:
+    """A ResourceClaim a container uses, with its devices prepared on this node (`DynamicResource`; kubelet 1.34+,
+    `KubeletPodResourcesDynamicResources` beta)."""
+
+    claim_name: str
+    claim_namespace: str
+    claim_resources: tuple[ClaimResource, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Container:
     name: str
     cpu_ids: tuple[int, ...] = ()
     """Exclusive CPUs (a kubelet older than 1.22 may list the shared pool here; see the reference container)."""
     devices: tuple[Devices, ...] = ()
     memory: tuple[Memory, ...] = ()
+    dynamic_resources: tuple[DynamicResource, ...] = ()
+    """DRA claims (`spec.resourceClaims`, and the claim of DRA-backed extended resources) the container uses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +117,33 @@ def _memory_to_proto(memory: Memory) -> api_pb2.ContainerMemory:
     )
 
 
+def _dynamic_from_proto(raw: api_pb2.DynamicResource) -> DynamicResource:
+    return DynamicResource(
+        raw.claim_name,
+        raw.claim_namespace,
+        tuple(
+            ClaimResource(r.driver_name, r.pool_name, r.device_name, tuple(c.name for c in r.cdi_devices))
+            for r in raw.claim_resources
+        ),
+    )
+
+
+def _dynamic_to_proto(dynamic: DynamicResource) -> api_pb2.DynamicResource:
+    return api_pb2.DynamicResource(
+        claim_name=dynamic.claim_name,
+        claim_namespace=dynamic.claim_namespace,
+        claim_resources=[
+            api_pb2.ClaimResource(
+                driver_name=r.driver_name,
+                pool_name=r.pool_name,
+                device_name=r.device_name,
+                cdi_devices=[api_pb2.CDIDevice(name=n) for n in r.cdi_devices],
+            )
+            for r in dynamic.claim_resources
+        ],
+    )
+
+
 def pod_from_proto(raw: api_pb2.PodResources) -> Pod:
     return Pod(
         namespace=raw.namespace,
@@ -102,6 +154,7 @@ def pod_from_proto(raw: api_pb2.PodResources) -> Pod:
                 cpu_ids=tuple(c.cpu_ids),
                 devices=tuple(_devices_from_proto(d) for d in c.devices),
                 memory=tuple(_memory_from_proto(m) for m in c.memory),
+                dynamic_resources=tuple(_dynamic_from_proto(d) for d in c.dynamic_resources),
             )
             for c in raw.containers
         ),
@@ -118,6 +171,7 @@ def pod_to_proto(pod: Pod) -> api_pb2.PodResources:
                 cpu_ids=list(c.cpu_ids),
                 devices=[_devices_to_proto(d) for d in c.devices],
                 memory=[_memory_to_proto(m) for m in c.memory],
+                dynamic_resources=[_dynamic_to_proto(d) for d in c.dynamic_resources],
             )
             for c in pod.containers
         ],
