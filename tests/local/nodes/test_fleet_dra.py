@@ -30,12 +30,16 @@ CLAIMS = f"{RES}/namespaces/default/resourceclaims"
 
 
 @contextlib.asynccontextmanager
-async def dgx_fleet(api: RunningApiServer, state: Path) -> AsyncIterator[httpx2.AsyncClient]:
+async def dgx_fleet(
+    api: RunningApiServer, state: Path, sockets: Path | None = None
+) -> AsyncIterator[httpx2.AsyncClient]:
+    """One DGX-like node (single-numa-node); `sockets`: where it serves PodResources (`dgx-000.sock`)."""
     http = async_http(api.kubeconfig)
     client = async_client(api.kubeconfig, field_manager="knuma-exporter")
     assert (await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=NRT_CRD)).status_code == 201
     node = NodeSpec("dgx-000", 0, BUILTIN_SHAPES["dgx"], "dgx")
-    fleet = Fleet(http, client, [node], FleetSettings(state_dir=state, lease_renew_interval=0.3, nrt_min_interval=0.1))
+    settings = FleetSettings(state_dir=state, sockets_dir=sockets, lease_renew_interval=0.3, nrt_min_interval=0.1)
+    fleet = Fleet(http, client, [node], settings)
     stop = asyncio.Event()
     task = asyncio.create_task(fleet.run(stop))
     try:

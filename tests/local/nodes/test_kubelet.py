@@ -10,6 +10,7 @@ from knuma.api.pod import Pod
 from knuma.exporter.builder import BuildOptions, KubeletState, build
 from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec
+from knuma.podresources.model import ClaimResource, DynamicResource
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.topology.cpumanager import CPUManagerOptions
 from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_AFFINITY_ERROR
@@ -117,3 +118,27 @@ def test_restore_refuses_another_pod_with_the_same_name() -> None:
     saved = k.checkpoint()
     other: Pod = replace(first, uid="another-uid")
     assert not kubelet().restore(other, saved)
+
+
+def test_a_dra_backed_extended_resource_is_no_device_plugin_resource() -> None:
+    """A pod asks for `example.com/nic`, which the node does not list (its NICs are DRA devices): the kubelet's fit
+    check skips it (`removeMissingExtendedResources`) and the device manager allocates nothing for it; the NICs
+    come from the pod's extended-resource claim, aligned with the CPUs, reported as dynamic resources and kept by a
+    checkpoint."""
+    k = kubelet("dgx")
+    assert "example.com/nic" not in k.model.allocatable
+    pod = guaranteed("nics", 4, extra={"example.com/nic": "2"})
+    devices = {"app": {"nic.sim.knuma.io/n0/nic-4": 1, "nic.sim.knuma.io/n0/nic-5": 1}}
+    nics = (ClaimResource("nic.sim.knuma.io", "n0", "nic-4"), ClaimResource("nic.sim.knuma.io", "n0", "nic-5"))
+    dynamic = {"app": (DynamicResource("nics-extended-resources-x7k2p", "default", nics),)}
+    result = k.admit(pod, devices, dynamic)
+    assert result.admitted, result.message
+    held = k.held[pod.key]
+    (container,) = held.resources.containers
+    assert container.devices == () and container.dynamic_resources == dynamic["app"]
+    assert held.numa_ids() == {"app": (1,)}  # the CPUs follow the NICs
+    assert k.podresources()[0].containers[0].dynamic_resources == dynamic["app"]
+    saved = json.loads(json.dumps(k.checkpoint()))
+    fresh = kubelet("dgx")
+    assert fresh.restore(pod, saved)
+    assert fresh.held[pod.key].resources == held.resources

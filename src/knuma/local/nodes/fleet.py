@@ -43,7 +43,13 @@ from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Backoff, Callbacks, Informer, ignore
-from knuma.local.nodes.claims import container_devices, waiting_reason
+from knuma.local.nodes.claims import (
+    container_claims,
+    container_devices,
+    uses_claims,
+    waiting_reason,
+    without_dra_backed,
+)
 from knuma.local.nodes.heartbeats import Heartbeats
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
@@ -272,7 +278,7 @@ class Fleet:
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             try:
-                pod = Pod.from_manifest(obj)
+                pod = Pod.from_manifest(without_dra_backed(obj))
             except PodError:
                 continue
             if kubelet.restore(pod, checkpoint):
@@ -358,12 +364,13 @@ class Fleet:
         if uid in self._decided:
             return
         try:
-            pod = Pod.from_manifest(obj)
+            pod = Pod.from_manifest(without_dra_backed(obj))  # DRA-backed extended resources are the claim's
         except PodError as err:
             log.warning("node %s: cannot run pod %s: %s", node, key, err)
             return
         devices = None
-        if (obj.get("spec") or {}).get("resourceClaims"):
+        dynamic = None
+        if uses_claims(obj):  # spec.resourceClaims, or the claim of DRA-backed extended resources
             namespace = str(meta.get("namespace"))
             claims = {
                 str((c.get("metadata") or {}).get("name")): c
@@ -378,8 +385,9 @@ class Fleet:
                 return
             self._waiting.pop(key, None)
             devices = container_devices(obj, claims, node, self._numa_of[node])
+            dynamic = container_claims(obj, claims, node)
         self._decided[uid] = node
-        result = kubelet.admit(pod, devices)
+        result = kubelet.admit(pod, devices, dynamic)
         now = datetime.now(UTC)
         writes: list[tuple[str, JsonObj]] = []
         if result.admitted:

@@ -7,7 +7,9 @@ amounts the model allocates, this kubelet hands out what a real one reports thro
 - exclusive CPU ids from the zones the model chose, whole cores first, lowest ids first (the static CPU manager's
   `takeByTopology` preference);
 - one memory block per container and memory type, with the NUMA zones it spans (as the memory manager reports it);
-- device ids from the zones the model chose.
+- device ids from the zones the model chose;
+- the DRA claims each container uses, with their devices on this node (PodResources `dynamic_resources`, reported by
+  kubelets 1.34+).
 
 Init containers have finished once a pod runs, so only app and sidecar containers hold resources (PodResources
 `List` of kubelet 1.32 reports those). `checkpoint()` / `restore()` play the role of the CPU and memory manager
@@ -25,7 +27,7 @@ from knuma.api.pod import ContainerKind, Pod
 from knuma.api.resources import CPU, MEMORY, is_hugepages
 from knuma.exporter.sysfs import format_cpulist
 from knuma.local.nodes.spec import NodeSpec
-from knuma.podresources.model import Container, Devices, Memory
+from knuma.podresources.model import ClaimResource, Container, Devices, DynamicResource, Memory
 from knuma.podresources.model import Pod as PodResources
 from knuma.testbed.simkubelet import AdmissionResult, ConservationError, SimKubelet
 from knuma.topology.kubelet import ContainerPlacement, DeviceNUMA
@@ -112,16 +114,22 @@ class SimulatedKubelet:
         """Bumped whenever what the node reports (allocations) changes."""
         return self.model.generation
 
-    def admit(self, pod: Pod, dra_devices: DeviceNUMA | None = None) -> AdmissionResult:
+    def admit(
+        self,
+        pod: Pod,
+        dra_devices: DeviceNUMA | None = None,
+        dynamic_resources: Mapping[str, tuple[DynamicResource, ...]] | None = None,
+    ) -> AdmissionResult:
         """Admit `pod` (the kubelet's `canAdmitPod`), allocating its resources; a rejected pod holds nothing.
         `dra_devices`: the NUMA nodes of the DRA devices allocated to each container, aligned by the Topology
-        Manager with the CPUs and memory (`knuma.topology.kubelet.dra_device_hints`)."""
+        Manager with the CPUs and memory (`knuma.topology.kubelet.dra_device_hints`). `dynamic_resources`: the
+        claims each container uses, as PodResources reports them (`knuma.local.nodes.claims.container_claims`)."""
         if pod.key in self.held:
             self.release(pod.key)  # a new pod under the name of an old one: the old one is gone
         result = self.model.admit(pod, dra_devices)
         if result.admitted:
             placements = self.model.running[pod.key].placements
-            resources = self._assign(pod, placements)
+            resources = self._assign(pod, placements, dynamic_resources or {})
             self.held[pod.key] = HeldPod(pod.uid, self._take_ip(pod), placements, resources, dict(dra_devices or {}))
         return result
 
@@ -150,7 +158,12 @@ class SimulatedKubelet:
 
     # -- concrete ids ----------------------------------------------------------------------------------------------
 
-    def _assign(self, pod: Pod, placements: Iterable[ContainerPlacement]) -> PodResources:
+    def _assign(
+        self,
+        pod: Pod,
+        placements: Iterable[ContainerPlacement],
+        dynamic_resources: Mapping[str, tuple[DynamicResource, ...]],
+    ) -> PodResources:
         containers = []
         for placement in placements:
             if placement.kind is ContainerKind.INIT:
@@ -170,7 +183,8 @@ class SimulatedKubelet:
                 else:
                     for zone, count in zones.items():
                         devices.append(Devices(name, self._take_devices(name, zone, count), (zone,)))
-            containers.append(Container(placement.name, tuple(sorted(cpus)), tuple(devices), tuple(memory)))
+            dynamic = dynamic_resources.get(placement.name, ())
+            containers.append(Container(placement.name, tuple(sorted(cpus)), tuple(devices), tuple(memory), dynamic))
         return PodResources(pod.namespace, pod.name, tuple(containers))
 
     def _take_cpus(self, zone: int, count: int) -> list[int]:
@@ -280,6 +294,7 @@ def _held_to_dict(held: HeldPod) -> dict[str, Any]:
                 "memory": [
                     {"memoryType": m.memory_type, "size": m.size, "numaIds": list(m.numa_ids)} for m in c.memory
                 ],
+                "dynamicResources": [_dynamic_to_dict(d) for d in c.dynamic_resources],
             }
             for c in held.resources.containers
         ],
@@ -305,7 +320,27 @@ def _held_from_dict(raw: Mapping[str, Any], pod: Pod) -> HeldPod:
                 for d in c["devices"]
             ),
             memory=tuple(Memory(str(m["memoryType"]), int(m["size"]), tuple(m["numaIds"])) for m in c["memory"]),
+            dynamic_resources=tuple(_dynamic_from_dict(d) for d in c.get("dynamicResources") or ()),
         )
         for c in raw["containers"]
     )
     return HeldPod(pod.uid, str(raw.get("podIP") or ""), placements, PodResources(pod.namespace, pod.name, containers))
+
+
+def _dynamic_to_dict(dynamic: DynamicResource) -> dict[str, Any]:
+    return {
+        "claimName": dynamic.claim_name,
+        "claimNamespace": dynamic.claim_namespace,
+        "claimResources": [
+            {"driverName": r.driver_name, "poolName": r.pool_name, "deviceName": r.device_name}
+            for r in dynamic.claim_resources
+        ],
+    }
+
+
+def _dynamic_from_dict(raw: Mapping[str, Any]) -> DynamicResource:
+    """A checkpoint entry (written since dynamic resources are reported; older checkpoints have none)."""
+    resources = tuple(
+        ClaimResource(str(r["driverName"]), str(r["poolName"]), str(r["deviceName"])) for r in raw["claimResources"]
+    )
+    return DynamicResource(str(raw["claimName"]), str(raw["claimNamespace"]), resources)
