@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from knuma.api.resources import (
+    DEVICE_CLASS_RESOURCE_PREFIX,
     add,
     amount_of,
     format_amount,
     format_resource_list,
+    is_dra_extended_resource_name,
+    is_extended_resource_name,
     is_host_level,
     is_hugepages,
     is_native,
@@ -106,3 +109,23 @@ def test_classification(name, native, hugepages, affine, host):
     assert is_hugepages(name) is hugepages
     assert is_numa_affine(name) is affine
     assert is_host_level(name) is host
+
+
+def test_extended_resource_names_follow_is_extended_resource_name() -> None:
+    """`v1helper.IsExtendedResourceName` and `schedutil.IsDRAExtendedResourceName` (KEP-5004)."""
+    for name in ("example.com/nic", "nvidia.com/gpu", "a.b/c_d.e-f"):
+        assert is_extended_resource_name(name) and is_dra_extended_resource_name(name), name
+    implicit = DEVICE_CLASS_RESOURCE_PREFIX + "gpu.example.com"
+    assert not is_extended_resource_name(implicit) and is_dra_extended_resource_name(implicit)
+    for name in (
+        "cpu",
+        "hugepages-2Mi",
+        "kubernetes.io/gpu",
+        "requests.example.com/nic",
+        "example.com/",
+        "a/b/c",
+        "Example.com/nic",
+        "example.com/" + "n" * 64,
+        "",
+    ):
+        assert not is_extended_resource_name(name) and not is_dra_extended_resource_name(name), name

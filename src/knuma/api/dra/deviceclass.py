@@ -2,7 +2,9 @@
 configuration for the driver.
 
 Validation follows `ValidateDeviceClass`: at most 32 selectors, each a CEL expression of at most 10 KiB (whether it
-compiles is checked by `knuma.devices.cel`, which owns the CEL environment), at most 32 configs, each naming a driver.
+compiles is checked by `knuma.devices.cel`, which owns the CEL environment), at most 32 configs, each naming a driver,
+and an `extendedResourceName` (KEP-5004: pods get the class's devices by requesting that extended resource) that is
+a valid extended resource name (`validateDeviceClassSpec`: `IsExtendedResourceName`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.dra.fields import FieldError, FieldErrors, items, mapping, optional_str
+from knuma.api.resources import is_extended_resource_name
 
 __all__ = ["CEL_EXPRESSION_MAX", "DeviceClass", "OpaqueConfig", "parse_opaque_config", "parse_selectors"]
 
@@ -97,5 +100,7 @@ class DeviceClass:
             for i, c in enumerate(items(spec.get("config"), "spec.config", errors, CONFIGS_MAX))
         ]
         extended = optional_str(spec, "extendedResourceName", "spec", errors)
+        if isinstance(spec.get("extendedResourceName"), str) and not is_extended_resource_name(extended):
+            errors.invalid("spec.extendedResourceName", extended, "must be a valid extended resource name")
         errors.raise_if_any(f"{KIND}.resource.k8s.io", name)
         return cls(name, selectors, tuple(c for c in configs if c is not None), extended)

@@ -16,6 +16,7 @@ from knuma.api.podresource_validation import (
     pod_resources_update_errors,
     resource_requirement_errors,
 )
+from knuma.api.podstatus_validation import extended_resource_claim_status_errors
 from knuma.api.podvalidation import FieldError, container_name_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
@@ -173,7 +174,8 @@ def _shape_causes(rt: ResourceType, obj: JsonObj) -> list[Cause]:
 def validate_object(rt: ResourceType, obj: JsonObj, *, spec: bool = True) -> None:
     """Raise a 422 Invalid error listing every problem found. `spec` False: a status write, whose spec is the stored
     one: a Pod's spec rules are skipped, as `ValidatePodStatusUpdate` does (the kubelet's status writes are the most
-    frequent writes of a cluster; other kinds keep their checks, some of which are about the status)."""
+    frequent writes of a cluster; other kinds keep their checks, some of which are about the status), and its
+    `status.extendedResourceClaimStatus` is checked against that spec (`knuma.api.podstatus_validation`)."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     shape = _shape_causes(rt, obj)
     if shape:
@@ -186,6 +188,8 @@ def validate_object(rt: ResourceType, obj: JsonObj, *, spec: bool = True) -> Non
     causes += metadata.causes(obj.get("metadata"))
     if spec or rt.kind != "Pod":
         causes += _kind_causes(rt.kind, obj)
+    elif not rt.custom:  # a Pod status write: what the scheduler and the kubelet read from the status
+        causes += _causes(extended_resource_claim_status_errors(obj.get("spec") or {}, obj.get("status") or {}))
     if rt.group == dra_validation.GROUP and not rt.custom:
         causes += dra_validation.object_causes(rt.kind, obj)
     if causes:
