@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from knuma.kube.client import async_http
-from knuma.local.controllers.claims import ResourceClaimController
+from knuma.local.controllers.claims import ResourceClaimController, _pod_claim_names
 from knuma.local.controllers.resourceclaim import (
     FINALIZER,
     POD_CLAIM_ANNOTATION,
@@ -135,6 +135,35 @@ def test_the_last_consumer_going_deallocates_and_a_done_owner_deletes() -> None:
     assert not plan_claim(owned_claim("c"), {"trainer": running}).remove_finalizer
 
 
+def extended_claim(name: str = "trainer-extended-resources-abcde", **status: Any) -> dict[str, Any]:
+    """What kube-scheduler's PreBind creates for a pod's DRA-backed extended resources (KEP-5004)."""
+    claim = owned_claim(name, **status)
+    claim["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    claim["spec"] = {
+        "devices": {"requests": [{"name": "container-0-request-0", "exactly": {"deviceClassName": "gpu.sim.knuma.io"}}]}
+    }
+    return claim
+
+
+def test_the_extended_resource_claim_is_a_claim_of_the_pod_and_goes_when_it_is_done() -> None:
+    """Named in `status.extendedResourceClaimStatus` only (no `spec.resourceClaims`), owned by the pod: freed and
+    deleted when the pod is done, as upstream does since kubernetes#134312."""
+    trainer = pod(phase="Running")
+    del trainer["spec"]["resourceClaims"]
+    trainer["status"]["extendedResourceClaimStatus"] = {
+        "resourceClaimName": "trainer-extended-resources-abcde",
+        "requestMappings": [
+            {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+        ],
+    }
+    assert _pod_claim_names(trainer) == ["trainer-extended-resources-abcde"]
+    consumer = {"resource": "pods", "name": "trainer", "uid": "uid-1"}
+    claim = extended_claim(allocation={"devices": {"results": []}}, reservedFor=[consumer])
+    assert plan_claim(claim, {"trainer": trainer}) == plan_claim(owned_claim("x"), {"trainer": trainer})
+    done = plan_claim(claim, {"trainer": {**trainer, "status": {**trainer["status"], "phase": "Failed"}}})
+    assert (done.reserved_for, done.deallocate, done.remove_finalizer, done.delete) == ([], True, True, True)
+
+
 async def _wait(check: Any, timeout: float = 10.0) -> Any:
     for _ in range(int(timeout / 0.05)):
         value = await check()
@@ -207,6 +236,73 @@ async def test_controller_against_a_real_api_server(tmp_path: Path) -> None:
                 return (await http.get(f"{RES}/resourceclaims/{name}")).status_code == 404
 
             await _wait(claim_gone)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
+
+
+async def test_a_finished_pods_extended_resource_claim_is_deleted(tmp_path: Path) -> None:
+    """Against a real API server: the pod finishes (it is not deleted, so no garbage collection): the controller
+    frees the claim and deletes it."""
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = ResourceClaimController(http)
+        task = asyncio.create_task(controller.run())
+        try:
+            trainer = pod()
+            del trainer["spec"]["resourceClaims"], trainer["metadata"]["uid"]
+            trainer["spec"]["containers"][0]["resources"] = {"limits": {"example.com/gpu": "1"}}
+            made = await http.post(f"{NS}/pods", json=trainer)
+            assert made.status_code == 201, made.text
+            uid = made.json()["metadata"]["uid"]
+            claim = extended_claim()
+            claim["metadata"]["ownerReferences"][0]["uid"] = uid
+            del claim["status"]
+            created = await http.post(f"{RES}/resourceclaims", json=claim)
+            assert created.status_code == 201, created.text
+            body = created.json()
+            result = {"request": "container-0-request-0", "driver": "gpu.sim.knuma.io", "pool": "n", "device": "gpu-0"}
+            body["status"] = {
+                "allocation": {"devices": {"results": [result]}},
+                "reservedFor": [{"resource": "pods", "name": "trainer", "uid": uid}],
+            }
+            (await http.put(f"{RES}/resourceclaims/{body['metadata']['name']}/status", json=body)).raise_for_status()
+            mapping = {
+                "containerName": "main",
+                "resourceName": "example.com/gpu",
+                "requestName": "container-0-request-0",
+            }
+            status = {
+                "extendedResourceClaimStatus": {
+                    "resourceClaimName": body["metadata"]["name"],
+                    "requestMappings": [mapping],
+                }
+            }
+            (
+                await http.patch(
+                    f"{NS}/pods/trainer/status",
+                    json={"status": status},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+            ).raise_for_status()
+            await asyncio.sleep(0.5)  # running: the claim stays
+            path = f"{RES}/resourceclaims/{body['metadata']['name']}"
+            assert (await http.get(path)).json()["status"]["reservedFor"][0]["uid"] == uid
+            (
+                await http.patch(
+                    f"{NS}/pods/trainer/status",
+                    json={"status": {"phase": "Succeeded"}},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+            ).raise_for_status()
+
+            async def claim_gone() -> bool:
+                return (await http.get(path)).status_code == 404
+
+            await _wait(claim_gone)
+            assert (await http.get(f"{NS}/pods/trainer")).status_code == 200  # the pod itself stays
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -40,13 +40,19 @@ def _claims_path(namespace: str, name: str = "") -> str:
 
 
 def _pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
-    """Claims a pod uses: generated ones from its status, direct ones from its spec."""
-    names = [str(s.get("resourceClaimName")) for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+    """Claims a pod uses: generated ones from its status, direct ones from its spec, and the one kube-scheduler
+    created for its DRA-backed extended resources (`status.extendedResourceClaimStatus`; upstream's `enqueuePod`
+    looks at it too since kubernetes#134312, so that a finished pod's devices are freed and its claim deleted)."""
+    status = pod.get("status") or {}
+    names = [str(s.get("resourceClaimName")) for s in status.get("resourceClaimStatuses") or []]
     names += [
         str(c["resourceClaimName"])
         for c in (pod.get("spec") or {}).get("resourceClaims") or []
         if c.get("resourceClaimName")
     ]
+    extended = status.get("extendedResourceClaimStatus")
+    if isinstance(extended, Mapping):
+        names.append(str(extended.get("resourceClaimName") or ""))
     return [n for n in names if n and n != "None"]
 
 

@@ -12,6 +12,11 @@
   dropped; when none is left the allocation is cleared (deallocation when the last consumer goes) and the
   scheduler's finalizer `resource.kubernetes.io/delete-protection` removed; a claim generated for a pod that is done
   is deleted. Claims of deleted pods go with the pod through the garbage collector (owner reference).
+
+The claim kube-scheduler creates for a pod's DRA-backed extended resources (KEP-5004: owned by the pod as its
+controller, annotated `resource.kubernetes.io/extended-resource-claim`, named in the pod's
+`status.extendedResourceClaimStatus`) needs nothing of its own: `plan_claim` frees and deletes it when its pod is
+done as any claim generated for a pod, and the garbage collector deletes it with the pod.
 """
 
 from __future__ import annotations
