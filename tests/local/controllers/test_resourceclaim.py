@@ -243,66 +243,62 @@ async def test_controller_against_a_real_api_server(tmp_path: Path) -> None:
             await http.aclose()
 
 
-async def test_a_finished_pods_extended_resource_claim_is_deleted(tmp_path: Path) -> None:
-    """Against a real API server: the pod finishes (it is not deleted, so no garbage collection): the controller
-    frees the claim and deletes it."""
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+async def _scheduled_with_extended_claim(http: Any, name: str) -> str:
+    """A pod whose `example.com/gpu` kube-scheduler's PreBind gave it through DRA: its claim (owned by the pod,
+    allocated, reserved for it) and its `status.extendedResourceClaimStatus`; returns the claim's path."""
+    manifest = pod(name)
+    del manifest["spec"]["resourceClaims"], manifest["metadata"]["uid"]
+    manifest["spec"]["containers"][0]["resources"] = {"limits": {"example.com/gpu": "1"}}
+    made = await http.post(f"{NS}/pods", json=manifest)
+    assert made.status_code == 201, made.text
+    uid = made.json()["metadata"]["uid"]
+    claim = extended_claim(f"{name}-extended-resources-abcde")
+    claim["metadata"]["ownerReferences"][0].update(name=name, uid=uid)
+    del claim["status"]
+    created = await http.post(f"{RES}/resourceclaims", json=claim)
+    assert created.status_code == 201, created.text
+    body = created.json()
+    path = f"{RES}/resourceclaims/{body['metadata']['name']}"
+    result = {"request": "container-0-request-0", "driver": "gpu.sim.knuma.io", "pool": "n", "device": "gpu-0"}
+    body["status"] = {
+        "allocation": {"devices": {"results": [result]}},
+        "reservedFor": [{"resource": "pods", "name": name, "uid": uid}],
+    }
+    (await http.put(f"{path}/status", json=body)).raise_for_status()
+    mapping = {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+    status = {
+        "extendedResourceClaimStatus": {"resourceClaimName": body["metadata"]["name"], "requestMappings": [mapping]}
+    }
+    (await http.patch(f"{NS}/pods/{name}/status", json={"status": status}, headers=MERGE)).raise_for_status()
+    return path
+
+
+async def test_an_extended_resource_claim_goes_when_its_pod_finishes_or_is_deleted(tmp_path: Path) -> None:
+    """Against a real API server: a pod that finishes (and stays): the controller frees its claim and deletes it; a
+    pod that is deleted: the garbage collector deletes its claim with it (owner reference)."""
     with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
         http = async_http(api.kubeconfig)
         controller = ResourceClaimController(http)
         task = asyncio.create_task(controller.run())
         try:
-            trainer = pod()
-            del trainer["spec"]["resourceClaims"], trainer["metadata"]["uid"]
-            trainer["spec"]["containers"][0]["resources"] = {"limits": {"example.com/gpu": "1"}}
-            made = await http.post(f"{NS}/pods", json=trainer)
-            assert made.status_code == 201, made.text
-            uid = made.json()["metadata"]["uid"]
-            claim = extended_claim()
-            claim["metadata"]["ownerReferences"][0]["uid"] = uid
-            del claim["status"]
-            created = await http.post(f"{RES}/resourceclaims", json=claim)
-            assert created.status_code == 201, created.text
-            body = created.json()
-            result = {"request": "container-0-request-0", "driver": "gpu.sim.knuma.io", "pool": "n", "device": "gpu-0"}
-            body["status"] = {
-                "allocation": {"devices": {"results": [result]}},
-                "reservedFor": [{"resource": "pods", "name": "trainer", "uid": uid}],
-            }
-            (await http.put(f"{RES}/resourceclaims/{body['metadata']['name']}/status", json=body)).raise_for_status()
-            mapping = {
-                "containerName": "main",
-                "resourceName": "example.com/gpu",
-                "requestName": "container-0-request-0",
-            }
-            status = {
-                "extendedResourceClaimStatus": {
-                    "resourceClaimName": body["metadata"]["name"],
-                    "requestMappings": [mapping],
-                }
-            }
-            (
-                await http.patch(
-                    f"{NS}/pods/trainer/status",
-                    json={"status": status},
-                    headers={"Content-Type": "application/merge-patch+json"},
-                )
-            ).raise_for_status()
-            await asyncio.sleep(0.5)  # running: the claim stays
-            path = f"{RES}/resourceclaims/{body['metadata']['name']}"
-            assert (await http.get(path)).json()["status"]["reservedFor"][0]["uid"] == uid
-            (
-                await http.patch(
-                    f"{NS}/pods/trainer/status",
-                    json={"status": {"phase": "Succeeded"}},
-                    headers={"Content-Type": "application/merge-patch+json"},
-                )
-            ).raise_for_status()
+            finishing = await _scheduled_with_extended_claim(http, "trainer")
+            deleted = await _scheduled_with_extended_claim(http, "server")
+            await asyncio.sleep(0.5)  # running: the claims stay, reserved
+            for path in (finishing, deleted):
+                assert (await http.get(path)).json()["status"]["reservedFor"][0]["resource"] == "pods"
+            done = {"status": {"phase": "Succeeded"}}
+            (await http.patch(f"{NS}/pods/trainer/status", json=done, headers=MERGE)).raise_for_status()
+            (await http.delete(f"{NS}/pods/server")).raise_for_status()
 
-            async def claim_gone() -> bool:
+            async def gone(path: str) -> bool:
                 return (await http.get(path)).status_code == 404
 
-            await _wait(claim_gone)
-            assert (await http.get(f"{NS}/pods/trainer")).status_code == 200  # the pod itself stays
+            await _wait(lambda: gone(finishing))
+            await _wait(lambda: gone(deleted))
+            assert (await http.get(f"{NS}/pods/trainer")).status_code == 200  # the finished pod itself stays
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
