@@ -17,6 +17,7 @@ from knuma.podresources import (
     PodResourcesError,
 )
 from knuma.podresources.client import socket_path
+from knuma.podresources.model import ClaimResource, DynamicResource
 from knuma.podresources.server import PodResourcesServer
 
 ALLOCATABLE = Allocatable(
@@ -33,6 +34,13 @@ POD = Pod(
             cpu_ids=(2, 3),
             devices=(Devices("example.com/nic", ("vf0",), (0,)),),
             memory=(Memory("memory", 256 << 20, (0, 1)),),
+            dynamic_resources=(
+                DynamicResource(
+                    "app-1-gpu-x7k2p",
+                    "default",
+                    (ClaimResource("gpu.example.com", "node-a", "gpu-0", ("gpu.example.com/gpu=gpu-0",)),),
+                ),
+            ),
         ),
         Container("sidecar"),
     ),

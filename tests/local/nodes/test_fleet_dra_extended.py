@@ -2,7 +2,7 @@
 kube-scheduler's PreBind (a ResourceClaim owned by the pod, allocated and reserved for it, then the pod's
 `status.extendedResourceClaimStatus`, then the binding); the node prepares that claim like one the spec names, runs
 the pod with its CPUs on the GPUs' NUMA node, reports the claim through PodResources, and rejects a pod whose GPUs
-sit on two NUMA nodes (single-numa-node)."""
+sit on two NUMA nodes (single-numa-node); a pod whose claim is not reserved for it yet waits, then starts."""
 
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ PODS = "/api/v1/namespaces/default/pods"
 SMP = "application/strategic-merge-patch+json"
 
 
-async def schedule_with_extended_claim(http: httpx2.AsyncClient, name: str, gpus: list[str]) -> str:
+async def schedule_with_extended_claim(
+    http: httpx2.AsyncClient, name: str, gpus: list[str], *, reserve: bool = True
+) -> str:
     """Create the pod (2 GPUs through the class's implicit extended resource), then do what kube-scheduler's
-    DynamicResources PreBind and the binder do for a node that does not list that resource; returns the claim's
-    name."""
+    DynamicResources PreBind and the binder do for a node that does not list that resource (`reserve` False: the
+    claim is allocated but not reserved for the pod yet); returns the claim's name."""
     manifest = guaranteed_manifest(name, 4, extra={GPU: str(len(gpus))})
     del manifest["metadata"]["uid"]
     response = await http.post(PODS, json=manifest)
@@ -71,10 +73,9 @@ async def schedule_with_extended_claim(http: httpx2.AsyncClient, name: str, gpus
         {"request": request["name"], "driver": "gpu.sim.knuma.io", "pool": "dgx-000", "device": gpu}
         for request, gpu in zip(requests, gpus, strict=True)
     ]
-    claim["status"] = {
-        "allocation": {"devices": {"results": results}},
-        "reservedFor": [{"resource": "pods", "name": name, "uid": uid}],
-    }
+    claim["status"] = {"allocation": {"devices": {"results": results}}}
+    if reserve:
+        claim["status"]["reservedFor"] = [{"resource": "pods", "name": name, "uid": uid}]
     response = await http.put(f"{CLAIMS}/{claim_name}/status", json=claim)
     assert response.status_code == 200, response.text
     mappings = [{"containerName": "app", "resourceName": GPU, "requestName": request["name"]} for request in requests]
@@ -129,3 +130,20 @@ async def test_an_extended_resource_claim_aligns_its_gpus_with_the_cpus(api: Run
         status = await eventually_async(failed)
         assert status["reason"] == "TopologyAffinityError"
         assert status["extendedResourceClaimStatus"]["requestMappings"][0]["containerName"] == "app"
+
+        # not reserved for the pod yet: it waits, then starts once it is
+        later = await schedule_with_extended_claim(http, "later", ["gpu-1", "gpu-2"], reserve=False)
+        await asyncio.sleep(0.5)
+        assert (await phase(http, "later")).get("phase") == "Pending"
+        claim = await get(http, f"{CLAIMS}/{later}")
+        uid = (await get(http, f"{PODS}/later"))["metadata"]["uid"]
+        claim["status"]["reservedFor"] = [{"resource": "pods", "name": "later", "uid": uid}]
+        response = await http.put(f"{CLAIMS}/{later}/status", json=claim)
+        assert response.status_code == 200, response.text
+
+        async def later_running() -> bool:
+            return (await phase(http, "later")).get("phase") == "Running"
+
+        await eventually_async(later_running)
+        annotations = (await get(http, f"{PODS}/later"))["metadata"]["annotations"]
+        assert json.loads(annotations["sim.knuma.io/numa"]) == {"app": [0]}
