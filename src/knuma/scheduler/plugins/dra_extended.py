@@ -25,35 +25,25 @@ from typing import Any
 
 from knuma.api.dra.resourceclaim import ResourceClaim
 from knuma.api.pod import Container, ContainerKind, Pod
-from knuma.api.resources import is_native
+from knuma.api.resources import DEVICE_CLASS_RESOURCE_PREFIX, is_dra_extended_resource_name
 
 __all__ = [
-    "DEVICE_CLASS_PREFIX",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "ExtendedClaim",
     "ExtendedResourceMap",
     "NodeSplit",
     "dra_requests",
     "extended_claim",
-    "is_dra_extended_resource_name",
     "owned_extended_claim",
     "requests_and_mappings",
     "split_for_node",
 ]
 
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
-"""`resourceapi.ResourceDeviceClassPrefix`: the implicit extended resource name of every DeviceClass."""
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IN_MEMORY_NAME = "<extended-resources>"
 """`specialClaimInMemName`: not a valid object name, so it never collides with a claim of the API server."""
 
 JsonObj = dict[str, Any]
-
-
-def is_dra_extended_resource_name(name: str) -> bool:
-    """`schedutil.IsDRAExtendedResourceName`: an extended resource name (a domain outside `kubernetes.io`, not a
-    quota `requests.` name) or a class's implicit name."""
-    return (not is_native(name) and not name.startswith("requests.")) or name.startswith(DEVICE_CLASS_PREFIX)
 
 
 class ExtendedResourceMap:
@@ -99,8 +89,8 @@ class ExtendedResourceMap:
                 if best is None or created > best[0] or (created == best[0] and name < best[1]):
                     winners[explicit] = (created, name)
             mapping = {resource: name for resource, (_, name) in winners.items()}
-            for name in self._classes:
-                mapping[DEVICE_CLASS_PREFIX + name] = name  # unique per class: validation keeps explicit names out
+            for name in self._classes:  # unique per class: validation keeps explicit names out of this prefix
+                mapping[DEVICE_CLASS_RESOURCE_PREFIX + name] = name
             self._mapping = mapping
         return self._mapping
 
