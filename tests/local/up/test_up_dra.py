@@ -1,7 +1,8 @@
 """End-to-end DRA on `knuma up` with kubectl, as the README's session runs it: DGX-like nodes publish their GPU and
 NIC slices, a pod from a ResourceClaimTemplate (one GPU and one NIC on one PCIe root, 16 exclusive CPUs) runs with
 its devices and CPUs on one NUMA node, a pod that cannot be aligned stays Pending with the reason, and deleting the
-pod deletes its claim."""
+pod deletes its claim. NICs asked for as an extended resource (`example.com/nic`) come from the DeviceClass that names
+it (KEP-5004): the scheduler creates the claim, the kubelet aligns the NIC with the pod's CPUs."""
 
 from __future__ import annotations
 
@@ -72,6 +73,43 @@ def test_dra_session_on_dgx_nodes(start: Callable[..., Up]) -> None:
     eventually(
         lambda: not [c for c in up.get("resourceclaims")["items"] if c["metadata"]["name"].startswith("trainer")]
     )
+    assert up.stop() == 0
+
+
+def test_an_extended_resource_a_device_class_serves_on_dgx_nodes(start: Callable[..., Up]) -> None:
+    """`examples/dra/nic-extended-resource.yaml` after a 50-CPU pod took most of one NUMA node: the pod asking for
+    `example.com/nic: 1` and 8 CPUs runs on the other NUMA node with a NIC of that NUMA node, through a claim the
+    scheduler created, owned by the pod and deleted with it."""
+    up = start("--nodes", "1", "--shape", "dgx", "--exporters", "in-process")
+    eventually(lambda: len(up.get("resourceslices")["items"]) == 2)
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
+    limits = {"cpu": "50", "memory": "8Gi"}
+    big = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big", "namespace": "default"},
+        "spec": {
+            "schedulerName": "topology-aware-scheduler",
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": limits}}],
+        },
+    }
+    up.kubectl("apply", "-f", "-", stdin=json.dumps(big))
+    eventually(lambda: phase(up, "big") == "Running")
+    (taken,) = json.loads(up.get("pod", "big")["metadata"]["annotations"]["sim.knuma.io/numa"])["c"]
+    up.kubectl("apply", "-f", str(EXAMPLES / "nic-extended-resource.yaml"))
+    eventually(lambda: phase(up, "nic-user") == "Running")
+    pod = up.get("pod", "nic-user")
+    annotations = pod["metadata"]["annotations"]
+    (numa,) = json.loads(annotations["sim.knuma.io/numa"])["app"]
+    devices = json.loads(annotations["sim.knuma.io/devices"])["app"]
+    ((device, device_numa),) = devices.items()
+    assert numa != taken and device_numa == numa and device.startswith("nic.sim.knuma.io/")
+    name = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    claim = up.get("resourceclaim", name)
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    assert claim["status"]["reservedFor"][0]["name"] == "nic-user"
+    up.kubectl("delete", "pod", "nic-user", "--wait=false")
+    eventually(lambda: not up.get("resourceclaims")["items"])
     assert up.stop() == 0
 
 
