@@ -146,7 +146,7 @@ def test_the_claim_is_owned_by_the_pod_and_annotated() -> None:
     assert metadata["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1", "controller": True}
     ]
-    assert claim.key == "ns/<extended-resources>p"
+    assert claim.key == "ns/<extended-resources of p>"
     assert [r.name for r in claim.claim.spec.requests] == ["container-0-request-0"]
     assert claim.mappings == (
         {"containerName": "c", "resourceName": "example.com/nic", "requestName": "container-0-request-0"},
@@ -161,9 +161,9 @@ def test_the_allocation_in_flight_follows_the_claim_to_its_name() -> None:
     pod = _pod([_container("c", {"example.com/nic": "1"})])
     allocation = {"devices": {"results": [{"request": "r", "driver": "nic", "pool": "n1", "device": "nic-0"}]}}
     parsed = AllocationResult.from_dict(allocation, "status.allocation", FieldErrors())
-    state.reserve(pod, {"ns/<extended-resources>p": parsed})
+    state.reserve(pod, {"ns/<extended-resources of p>": parsed})
     assert state.inventory().in_use == {("nic", "n1", "nic-0")}
-    state.created("ns/<extended-resources>p", "ns/p-extended-resources-x1")
+    state.created("ns/<extended-resources of p>", "ns/p-extended-resources-x1")
     assert set(state.in_flight) == {"ns/p-extended-resources-x1"}
     claim = {
         "metadata": {

@@ -216,6 +216,6 @@ def test_the_fast_path_decides_claim_pods_as_the_exact_path(seed: int) -> None:
     fast, _, _ = _run(seed, memo=True)
     exact, _, _ = _run(seed, memo=True, exact=True)
     assert sum(1 for d in fast if d[1] is not None and d[2]) > 10  # pods with claims were placed
-    served = [d for d in fast if d[1] is not None and any("<extended-resources>" in key for key in d[2])]
+    served = [d for d in fast if d[1] is not None and any("<extended-resources of" in key for key in d[2])]
     assert served  # pods whose extended resources DRA served were placed
     assert fast == exact

@@ -40,8 +40,9 @@ __all__ = [
 ]
 
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-IN_MEMORY_NAME = "<extended-resources>"
-"""`specialClaimInMemName`: not a valid object name, so it never collides with a claim of the API server."""
+IN_MEMORY_NAME = "<extended-resources of {pod}>"
+"""`specialClaimInMemName` (`<extended-resources>`), with the pod's name: not a valid object name, so it never
+collides with a claim of the API server, and unique per pod (allocations in flight are keyed by claim)."""
 
 JsonObj = dict[str, Any]
 
@@ -218,8 +219,7 @@ class ExtendedClaim:
     """The claim for a pod's DRA extended resources on one kind of node (the resources DRA provides there)."""
 
     claim: ResourceClaim
-    """Parsed, named `<extended-resources>` with a key unique to the pod (the allocator and `DeviceState`'s
-    allocations in flight are keyed by claim)."""
+    """Parsed, named `<extended-resources of POD>` (`in_memory_key`)."""
     manifest: JsonObj
     """What PreBind creates (`createExtendedResourceClaimInAPI`)."""
     mappings: tuple[JsonObj, ...]
@@ -233,7 +233,7 @@ class ExtendedClaim:
 
 def in_memory_key(pod: Pod) -> str:
     """The key the in-memory claim is known by until PreBind creates it (one per pod)."""
-    return f"{pod.namespace}/{IN_MEMORY_NAME}{pod.name}"
+    return f"{pod.namespace}/{IN_MEMORY_NAME.format(pod=pod.name)}"
 
 
 def extended_claim(pod: Pod, resources: tuple[str, ...], extended: ExtendedResourceMap) -> ExtendedClaim:
