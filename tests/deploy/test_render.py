@@ -155,6 +155,7 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     expected |= {
         ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceclaims/status") for v in ("update", "patch")
     }
+    expected |= {("resource.k8s.io", "resourceclaims", v, "") for v in ("create", "delete")}  # extended resources
     expected |= {("", "pods/binding", "create", "")}
     expected |= {(g, "events", v, "") for g in ("", "events.k8s.io") for v in ("create", "patch")}
     # the secure port's delegated authentication and authorization

@@ -181,6 +181,9 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
         # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor
         rule(["resource.k8s.io"], ["resourceclaims", "resourceslices", "deviceclasses"], ["get", "list", "watch"]),
         rule(["resource.k8s.io"], ["resourceclaims", "resourceclaims/status"], ["update", "patch"]),
+        # DRA-backed extended resources: PreBind creates the pod's claim; a failed bind, or a claim an earlier attempt
+        # left, deletes it (and PreBind records it in the pod's status: pods/status patch, above)
+        rule(["resource.k8s.io"], ["resourceclaims"], ["create", "delete"]),
         rule([""], ["pods/binding"], ["create"]),
         rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
         # the secure port's delegated authentication and authorization, as system:auth-delegator grants them
