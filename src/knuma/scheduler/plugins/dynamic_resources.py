@@ -666,6 +666,19 @@ def _spec_claims(pod: Pod, state: DeviceState) -> PodClaims:
     return PodClaims(tuple(found))
 
 
+@dataclass
+class _PodCycle:
+    """What DynamicResources derives of a pod once per cycle (one `pod_data` lookup per node and extension point):
+    its claims, the claims to allocate per split of its extended resources, and their shapes for the memo."""
+
+    found: PodClaims
+    own: NodeClaims | None
+    """Without extended resources DRA may serve, the claims to allocate on every node; else None (`by_split`)."""
+    by_split: dict[NodeSplit, NodeClaims] = field(default_factory=dict)
+    shapes: dict[int, tuple[Hashable, tuple[str, ...]]] = field(default_factory=dict)
+    """id(NodeClaims) -> `DynamicResources._shape` (the NodeClaims live as long as this record)."""
+
+
 def _pinned_node(allocation: AllocationResult) -> str | None:
     for term in (allocation.node_selector or {}).get("nodeSelectorTerms") or []:
         for requirement in term.get("matchFields") or []:
@@ -711,17 +724,25 @@ class DynamicResources:
         plugin (they stay on the fast path)."""
         return bool(pod.spec.get("resourceClaims")) or bool(dra_requests(pod, self.state.extended))
 
+    def _cycle(self, cycle: CycleState, pod: Pod) -> _PodCycle:
+        return cycle.pod_data(NAME, pod, self._pod_cycle)
+
+    def _pod_cycle(self, pod: Pod) -> _PodCycle:
+        found = pod_claims(pod, self.state)
+        return _PodCycle(found, None if found.extended else NodeClaims(found.claims))
+
     def _claims(self, cycle: CycleState, pod: Pod) -> PodClaims:
-        return cycle.pod_data(NAME, pod, lambda p: pod_claims(p, self.state))
+        return self._cycle(cycle, pod).found
 
     def node_claims(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> NodeClaims:
         """The claims to allocate for `pod` on `node`: its own, and the claim for its extended resources that DRA
         provides there (`filterExtendedResources`); one claim per distinct split of the resources per cycle."""
-        found = self._claims(cycle, pod)
-        if not found.extended:
-            return cycle.pod_data(f"{NAME}/own", pod, lambda p: NodeClaims(self._claims(cycle, p).claims))
+        per_pod = self._cycle(cycle, pod)
+        if per_pod.own is not None:
+            return per_pod.own
+        found = per_pod.found
         split = split_for_node(found.extended, self.state.extended, node.allocatable)
-        known: dict[NodeSplit, NodeClaims] = cycle.pod_data(f"{NAME}/by-split", pod, lambda p: {})
+        known = per_pod.by_split
         result = known.get(split)
         if result is None:
             if split.unfit:
@@ -820,7 +841,9 @@ class DynamicResources:
         except (DeviceAllocationError, CELError) as err:
             return Outcome(node.name, False, reason=str(err), stage="class")
 
-    def _remembered(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> MemoEntry | None:
+    def _remembered(
+        self, cycle: CycleState, pod: Pod, node: NodeInfo, claims: NodeClaims | None = None
+    ) -> MemoEntry | None:
         """The memo's current entry for `pod`'s claims on `node`, unlabelled (`AllocationMemo.entry`): whether they
         fit and on which devices, without building the outcome `outcome` relabels with this pod's claim names. None
         when the memo is off, does not apply (devices freed by a dry run or held for a nominated pod) or does not
@@ -831,7 +854,7 @@ class DynamicResources:
         memo = self.state.memo
         entry = None
         if memo is not None and not node.evicted and not self.state.held_against(pod):
-            shape, keys = self._shape_of(cycle, pod, self.node_claims(cycle, pod, node))
+            shape, keys = self._shape_of(cycle, pod, claims or self.node_claims(cycle, pod, node))
             state = NodeState(node.numa, node.labels, self.state.node_devices(node.name))
             entry = memo.entry(node.name, shape, keys, state)
             if entry is None and cycle.verdicts_only and (similar := self.state.node_class(node.name, node.numa)):
@@ -841,7 +864,7 @@ class DynamicResources:
         return entry
 
     def _shape_of(self, cycle: CycleState, pod: Pod, claims: NodeClaims) -> tuple[Hashable, tuple[str, ...]]:
-        known: dict[int, tuple[Hashable, tuple[str, ...]]] = cycle.pod_data(f"{NAME}/shape", pod, lambda p: {})
+        known = self._cycle(cycle, pod).shapes
         shape = known.get(id(claims))
         if shape is None:
             shape = known[id(claims)] = self._shape(pod, claims)
@@ -866,14 +889,15 @@ class DynamicResources:
         return (specs, pod.admission_key), tuple(c.key for c in pending)
 
     def filter(self, cycle: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        found = self._claims(cycle, pod)
+        per_pod = self._cycle(cycle, pod)
+        found = per_pod.found
         if not pod.spec.get("resourceClaims") and not found.extended:
             return SUCCESS
         if found.problem:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, found.problem, NAME)
         if found.stale:
             return Status(Code.UNSCHEDULABLE, "cannot schedule extended resource claim", NAME)
-        claims = self.node_claims(cycle, pod, node)
+        claims = per_pod.own if per_pod.own is not None else self.node_claims(cycle, pod, node)
         if claims.unfit:
             return Status(
                 Code.UNSCHEDULABLE,
@@ -883,7 +907,7 @@ class DynamicResources:
             )
         if not claims.claims:
             return SUCCESS  # the extended resources are all a device plugin's on this node
-        remembered = self._remembered(cycle, pod, node)
+        remembered = self._remembered(cycle, pod, node, claims)
         if remembered is not None and remembered.outcome.allocatable:
             return SUCCESS
         if remembered is not None and cycle.verdicts_only:
@@ -899,11 +923,14 @@ class DynamicResources:
         quarter): between equally local choices, the one that fills partly used NUMA nodes and keeps empty ones
         whole for pods that need several devices on one NUMA node (least fragmenting). Less the devices the
         placement is expected to strand (`_stranding_changes`, `stranding_charge`)."""
-        if not pod.spec.get("resourceClaims") and not self._claims(cycle, pod).extended:
-            return 0
-        if not self.node_claims(cycle, pod, node).claims:
-            return 0
-        remembered = self._remembered(cycle, pod, node)
+        claims: NodeClaims | None = None  # a pod with claims: `_remembered` has Filter's entry (no lookup per node)
+        if not pod.spec.get("resourceClaims"):
+            if not self._claims(cycle, pod).extended:
+                return 0
+            claims = self.node_claims(cycle, pod, node)
+            if not claims.claims:
+                return 0
+        remembered = self._remembered(cycle, pod, node, claims)
         result = remembered.outcome if remembered is not None else self.outcome(cycle, pod, node)
         if not result.allocatable or result.locality is None:
             return 0
