@@ -150,7 +150,9 @@ def test_knuma_scheduler_rbac_is_exactly_what_it_uses() -> None:
     expected |= {("policy", "poddisruptionbudgets", v, "") for v in ("list", "watch")}
     expected |= {("topology.node.k8s.io", "noderesourcetopologies", v, "") for v in read}
     expected |= {
-        ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceslices", "deviceclasses") for v in read
+        ("resource.k8s.io", r, v, "")
+        for r in ("resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules")
+        for v in read
     }
     expected |= {
         ("resource.k8s.io", r, v, "") for r in ("resourceclaims", "resourceclaims/status") for v in ("update", "patch")

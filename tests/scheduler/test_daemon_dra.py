@@ -378,3 +378,35 @@ async def test_a_claim_an_earlier_attempt_left_is_deleted_before_the_pod_is_sche
             await c.request("GET", f"{CLAIMS}/nic-user-extended-resources-old", ok=(404,))
             status = (await c.pod("nic-user"))["status"]["extendedResourceClaimStatus"]
             assert status["resourceClaimName"] != "nic-user-extended-resources-old"
+
+
+async def test_devices_a_device_taint_rule_taints_are_not_allocated(api: RunningApiServer) -> None:
+    """KEP-5055: an administrator takes NUMA 0's GPUs out with DeviceTaintRules (`resource.k8s.io/v1alpha3`, found
+    by discovery when the scheduler started, created after); a claim that does not tolerate the taint gets a GPU of
+    NUMA 1, where it would otherwise get NUMA 0's first."""
+    async with cluster(api) as c:
+        await classes(c)
+        await dgx(c, "dgx-0")
+        async with running_scheduler(api, daemon_profiles()) as daemon:
+            for gpu in range(4):
+                body = {
+                    "apiVersion": "resource.k8s.io/v1alpha3",
+                    "kind": "DeviceTaintRule",
+                    "metadata": {"name": f"maintenance-{gpu}"},
+                    "spec": {
+                        "deviceSelector": {"driver": "gpu.sim.knuma.io", "pool": "dgx-0", "device": f"gpu-{gpu}"},
+                        "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"},
+                    },
+                }
+                await c.request("POST", "/apis/resource.k8s.io/v1alpha3/devicetaintrules", body)
+
+            async def rules_seen() -> bool:
+                return len(daemon.devices.taint_rules) == 4
+
+            await c.wait_for(rules_seen, timeout=90, what="the scheduler to watch the DeviceTaintRules")
+            await gpu_nic_claim(c, "train")
+            await claimed_pod(c, "trainer", "train", cpu="2")
+            assert await c.bound("trainer") == "dgx-0"
+            claim = await c.request("GET", f"{CLAIMS}/train")
+            (gpu,) = [r["device"] for r in claim["status"]["allocation"]["devices"]["results"] if r["request"] == "gpu"]
+            assert numa_of(gpu) == 1

@@ -179,7 +179,12 @@ def scheduler_rbac(options: DeployOptions, ns: str) -> list[Manifest]:
         rule(["policy"], ["poddisruptionbudgets"], ["list", "watch"]),  # victims a budget protects come last
         rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["get", "list", "watch"]),
         # DynamicResources: read claims, slices and classes; PreBind writes the finalizer, allocation and reservedFor
-        rule(["resource.k8s.io"], ["resourceclaims", "resourceslices", "deviceclasses"], ["get", "list", "watch"]),
+        # (and DeviceTaintRules, at whichever version the cluster serves them)
+        rule(
+            ["resource.k8s.io"],
+            ["resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules"],
+            ["get", "list", "watch"],
+        ),
         rule(["resource.k8s.io"], ["resourceclaims", "resourceclaims/status"], ["update", "patch"]),
         # DRA-backed extended resources: PreBind creates the pod's claim; a failed bind, or a claim an earlier attempt
         # left, deletes it (and PreBind records it in the pod's status: pods/status patch, above)

@@ -17,7 +17,7 @@ from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.device import LIST_TYPES, Device, NodeSelection, parse_device, parse_node_selection
 from knuma.api.dra.fields import FieldErrors, dns_subdomain_error, items, mapping, optional_int
 
-__all__ = ["Pool", "ResourceSlice"]
+__all__ = ["Pool", "ResourceSlice", "check_pool_name"]
 
 KIND = "ResourceSlice"
 DEVICES_MAX = 128
@@ -65,7 +65,7 @@ class ResourceSlice:
         elif not isinstance(pool_name, str):
             errors.invalid("spec.pool.name", pool_name, "must be a string")
         else:
-            _check_pool_name(pool_name, errors)
+            check_pool_name(pool_name, "spec.pool.name", errors)
         generation = optional_int(pool_raw, "generation", "spec.pool", errors) or 0
         if generation < 0:
             errors.invalid("spec.pool.generation", generation, "must be greater than or equal to 0")
@@ -111,13 +111,13 @@ class ResourceSlice:
         )
 
 
-def _check_pool_name(name: str, errors: FieldErrors) -> None:
+def check_pool_name(name: str, path: str, errors: FieldErrors) -> None:
     """`validatePoolName`: a path of DNS subdomains separated by `/`."""
     if len(name) > POOL_NAME_MAX:
-        errors.invalid("spec.pool.name", name, f"must be no more than {POOL_NAME_MAX} characters")
+        errors.invalid(path, name, f"must be no more than {POOL_NAME_MAX} characters")
         return
     for part in name.split("/"):
         problem = dns_subdomain_error(part) if part else "each part of the pool name must not be empty"
         if problem:
-            errors.invalid("spec.pool.name", name, problem)
+            errors.invalid(path, name, problem)
             return

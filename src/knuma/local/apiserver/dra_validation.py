@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from knuma.api.dra.deviceclass import DeviceClass
+from knuma.api.dra.devicetaintrule import DeviceTaintRule
 from knuma.api.dra.fields import FieldError, ValidationError
 from knuma.api.dra.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from knuma.api.dra.resourceslice import ResourceSlice
@@ -50,6 +51,7 @@ _REASONS = {
 
 _PARSERS: dict[str, Callable[[JsonObj], object]] = {
     "DeviceClass": DeviceClass.from_dict,
+    "DeviceTaintRule": DeviceTaintRule.from_dict,
     "ResourceClaim": ResourceClaim.from_dict,
     "ResourceClaimTemplate": ResourceClaimTemplate.from_dict,
     "ResourceSlice": ResourceSlice.from_dict,

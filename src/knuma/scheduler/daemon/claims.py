@@ -27,6 +27,7 @@ import httpx2
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.kube import rest
+from knuma.kube.discovered import DiscoveredInformer
 from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import Informer
 from knuma.scheduler.plugins.dra_extended import ExtendedClaim
@@ -47,6 +48,9 @@ log = logging.getLogger("knuma.scheduler")
 JsonObj = dict[str, Any]
 FINALIZER = "resource.kubernetes.io/delete-protection"
 API = "/apis/resource.k8s.io/v1"
+TAINT_RULE_VERSIONS = ("v1", "v1beta2", "v1alpha3")
+"""Where DeviceTaintRules are served, preferred first (v1alpha3 in 1.34-1.35 behind `DRADeviceTaints`, v1beta2 from
+1.36, v1 once GA)."""
 
 
 class _Handler:
@@ -69,17 +73,20 @@ class _Handler:
 
 
 class DeviceInformers:
-    """ResourceClaims, ResourceSlices and DeviceClasses into `state`; `changed` after each event (the daemon moves
-    unschedulable pods back to the active queue: a freed device or a new slice can make them fit)."""
+    """ResourceClaims, ResourceSlices, DeviceClasses and DeviceTaintRules into `state`; `changed` after each event
+    (the daemon moves unschedulable pods back to the active queue: a freed device or a new slice can make them fit).
+    DeviceTaintRules are watched at the version the cluster serves, if any (`DiscoveredInformer`)."""
 
     def __init__(self, http: httpx2.AsyncClient, state: DeviceState, changed: Callable[[], None]) -> None:
         self.claims = Informer(http, f"{API}/resourceclaims", _Handler(state.set_claim, state.delete_claim, changed))
         self.slices = Informer(http, f"{API}/resourceslices", _Handler(state.set_slice, state.delete_slice, changed))
         self.classes = Informer(http, f"{API}/deviceclasses", _Handler(state.set_class, state.delete_class, changed))
+        rules = _Handler(state.set_taint_rule, state.delete_taint_rule, changed)
+        self.taint_rules = DiscoveredInformer(http, "resource.k8s.io", TAINT_RULE_VERSIONS, "devicetaintrules", rules)
 
     @property
-    def all(self) -> tuple[Informer, ...]:
-        return (self.claims, self.slices, self.classes)
+    def all(self) -> tuple[Informer | DiscoveredInformer, ...]:
+        return (self.claims, self.slices, self.classes, self.taint_rules)
 
 
 def _claim_path(key: str) -> str:

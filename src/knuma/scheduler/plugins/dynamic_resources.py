@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.dra.deviceclass import DeviceClass
+from knuma.api.dra.devicetaintrule import DeviceTaintRule
 from knuma.api.dra.fields import ValidationError
 from knuma.api.dra.resourceclaim import AllocationResult, ResourceClaim
 from knuma.api.dra.resourceslice import ResourceSlice
@@ -48,6 +49,7 @@ from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import AllocationMemo, MemoEntry, NodeState
 from knuma.devices.numa import placement_of
 from knuma.devices.pools import DeviceID
+from knuma.devices.taintrules import with_taint_rules
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -167,6 +169,10 @@ class DeviceState:
     """Extended resource name -> the DeviceClass that serves it (KEP-5004, `knuma.scheduler.plugins.dra_extended`)."""
     extended_claims: dict[str, str] = field(default_factory=dict)
     """Pod uid -> the key of the extended resource claim it owns (`owned_extended_claim`)."""
+    taint_rules: dict[str, DeviceTaintRule] = field(default_factory=dict)
+    """DeviceTaintRules by name: `slices` carry their taints (`knuma.devices.taintrules`)."""
+    _published: dict[str, ResourceSlice] = field(default_factory=dict, repr=False)
+    """Slice name -> the slice as its driver published it (`slices`: with the DeviceTaintRules' taints)."""
 
     def set_claim(self, obj: JsonObj) -> None:
         key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
@@ -220,15 +226,40 @@ class DeviceState:
         name = str((obj.get("metadata") or {}).get("name"))
         self.slices_version += 1
         try:
-            self.slices[name] = ResourceSlice.from_dict(obj)
+            published = self._published[name] = ResourceSlice.from_dict(obj)
+            self.slices[name] = with_taint_rules(published, tuple(self.taint_rules.values()), self.classes)
             self.invalid.pop(f"slice/{name}", None)
         except ValidationError as err:
             self.slices.pop(name, None)
+            self._published.pop(name, None)
             self.invalid[f"slice/{name}"] = str(err)
         self.version += 1
 
     def delete_slice(self, obj: JsonObj) -> None:
         self.slices.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self._published.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self.slices_version += 1
+        self.version += 1
+
+    def set_taint_rule(self, obj: JsonObj) -> None:
+        """A DeviceTaintRule was added or changed: every slice's devices get its taint where it selects them."""
+        name = str((obj.get("metadata") or {}).get("name"))
+        try:
+            self.taint_rules[name] = DeviceTaintRule.from_dict(obj)
+            self.invalid.pop(f"devicetaintrule/{name}", None)
+        except ValidationError as err:
+            self.taint_rules.pop(name, None)
+            self.invalid[f"devicetaintrule/{name}"] = str(err)
+        self._retaint()
+
+    def delete_taint_rule(self, obj: JsonObj) -> None:
+        self.taint_rules.pop(str((obj.get("metadata") or {}).get("name")), None)
+        self._retaint()
+
+    def _retaint(self) -> None:
+        """Every slice again with the current DeviceTaintRules (`knuma.devices.taintrules`), in publication order."""
+        rules = tuple(self.taint_rules.values())
+        self.slices = {name: with_taint_rules(s, rules, self.classes) for name, s in self._published.items()}
         self.slices_version += 1
         self.version += 1
 
@@ -245,12 +276,16 @@ class DeviceState:
             self.invalid[f"class/{name}"] = str(err)
         self.classes_version += 1
         self.version += 1
+        if any(r.device_class_name == name for r in self.taint_rules.values()):
+            self._retaint()  # a rule selects devices by this class's selectors
 
     def delete_class(self, obj: JsonObj) -> None:
         self.classes.pop(str((obj.get("metadata") or {}).get("name")), None)
         self.extended.delete_class(str((obj.get("metadata") or {}).get("name")))
         self.classes_version += 1
         self.version += 1
+        if any(r.device_class_name == (obj.get("metadata") or {}).get("name") for r in self.taint_rules.values()):
+            self._retaint()
 
     def parsed_claim(self, key: str) -> ResourceClaim | None:
         """The claim as the informer has it, with the allocation in flight when the informer's copy has none yet;
