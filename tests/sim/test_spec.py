@@ -75,6 +75,13 @@ def test_custom_shape_and_policy() -> None:
     assert pool.shape.allocatable()["cpu"] == 29_000
     with pytest.raises(SpecError, match="cpusPerZone"):
         cluster_from_dict({"shapes": {"bad": {"numaZones": 2, "memoryPerZone": "1Gi"}}, "pools": [{"shape": "bad"}]})
+    # The error names the key the user wrote, not the resource it becomes (`memory`).
+    with pytest.raises(SpecError, match=r"shapes\.bad\.memoryPerZone: invalid quantity '96GB'"):
+        bad = {"numaZones": 2, "cpusPerZone": 8, "memoryPerZone": "96GB"}
+        cluster_from_dict({"shapes": {"bad": bad}, "pools": [{"shape": "bad"}]})
+    with pytest.raises(SpecError, match=r"shapes\.bad\.reservedMemoryPerZone: invalid quantity '1 Gi'"):
+        bad = {"numaZones": 2, "cpusPerZone": 8, "memoryPerZone": "8Gi", "reservedMemoryPerZone": "1 Gi"}
+        cluster_from_dict({"shapes": {"bad": bad}, "pools": [{"shape": "bad"}]})
 
 
 def test_workload_templates_and_counts() -> None:

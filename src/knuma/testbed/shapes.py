@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
-from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource_list
+from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, amount_of, parse_resource_list
 from knuma.errors import InvalidInput
+from knuma.quantity import QuantityError, parse_quantity
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import NodeTopology, NUMAZone
 
@@ -297,8 +298,8 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         if required not in raw:
             raise ShapeError(f"{where}: missing {required}")
     try:
-        memory = parse_resource_list({MEMORY: raw["memoryPerZone"]}, where)[MEMORY]
-        reserved_memory = parse_resource_list({MEMORY: raw.get("reservedMemoryPerZone", 0)}, where)[MEMORY]
+        memory = _memory(raw["memoryPerZone"], f"{where}.memoryPerZone")
+        reserved_memory = _memory(raw.get("reservedMemoryPerZone", 0), f"{where}.reservedMemoryPerZone")
         resources = parse_resource_list(raw.get("resourcesPerZone"), f"{where}.resourcesPerZone")
         return NodeShape(
             name,
@@ -327,6 +328,14 @@ def _cpu_manager(raw: Any, where: str) -> CPUManagerOptions:
         return CPUManagerOptions.parse(raw, where)
     except CPUManagerOptionsError as err:
         raise ShapeError(str(err)) from None
+
+
+def _memory(value: Any, where: str) -> int:
+    """A memory quantity in bytes; an error names the spec's own key (`memoryPerZone`), not the resource name."""
+    try:
+        return amount_of(MEMORY, parse_quantity(value))
+    except QuantityError as err:
+        raise ShapeError(f"{where}: {err}") from None
 
 
 def _int(value: Any, where: str) -> int:
