@@ -132,6 +132,12 @@ def test_deployment_manifest_is_a_template(tmp_path: Path) -> None:
     assert template.name == "dpdk" and template.count == 5 and spec.pods == 5
     assert template.pod.qos is QOSClass.GUARANTEED
     assert template.pod.effective_request["hugepages-1Gi"] == 2 * 1024**3
+    # A missing or broken file is named with the template that points at it.
+    with pytest.raises(SpecError, match=r"workload\.templates\[1\]\.manifestFile: cannot read .*du\.yaml"):
+        workload_from_dict({"templates": [{"manifestFile": "deploy.yaml"}, {"manifestFile": "du.yaml"}]}, base=tmp_path)
+    (tmp_path / "broken.yaml").write_text("kind: [Deployment\n")
+    with pytest.raises(SpecError, match=r"templates\[0\]\.manifestFile: .*broken\.yaml: malformed YAML"):
+        workload_from_dict({"templates": [{"manifestFile": "broken.yaml"}]}, base=tmp_path)
 
 
 def test_workload_errors() -> None:

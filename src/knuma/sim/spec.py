@@ -200,7 +200,11 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
         path = Path(str(raw["manifestFile"]))
         if base is not None and not path.is_absolute():
             path = base / path
-        manifest = load_yaml(path)
+        try:
+            manifest = load_yaml(path)
+        except SpecError as err:
+            # Name the template that points there: the file's own name alone does not say which spec asked for it.
+            raise SpecError(f"{where}.manifestFile: {err}") from None
     replicas: int | None = None
     if manifest is not None:
         manifest, replicas = _pod_manifest(manifest, where)
