@@ -49,7 +49,14 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
         if path:
             file = Path(path).expanduser()
             if not file.is_file():
-                raise KubeConfigError(f"kubeconfig {file} does not exist; pass --kubeconfig with an existing file")
+                # A stale `export KUBECONFIG=...` (a stopped `knuma up` removes its temporary kubeconfig) is the
+                # usual cause: say where the path came from, so the user knows what to change.
+                if kubeconfig:
+                    raise KubeConfigError(f"kubeconfig {file} does not exist; pass --kubeconfig with an existing file")
+                raise KubeConfigError(
+                    f"kubeconfig {file} (from $KUBECONFIG) does not exist; fix $KUBECONFIG or pass --kubeconfig "
+                    "with an existing file (a `knuma up` without --data-dir removes its kubeconfig when it stops)"
+                )
             config = KubeConfig.from_file(file)
         else:
             config = KubeConfig.from_env()
@@ -57,7 +64,8 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
         raise
     except ConfigError as err:
         raise KubeConfigError(
-            f"no cluster configuration: {err}; pass --kubeconfig FILE or run inside a pod with a service account"
+            f"no cluster configuration: {err}; pass --kubeconfig FILE or set $KUBECONFIG (`knuma up` and `knuma "
+            "apiserver` print the path of theirs), or run inside a pod with a service account"
         ) from err
     except Exception as err:  # malformed YAML or a kubeconfig lightkube cannot read
         raise KubeConfigError(f"cannot read kubeconfig {path or '~/.kube/config'}: {err}") from err
