@@ -161,3 +161,30 @@ def test_help_at_80_columns_never_breaks_a_hyphenated_word() -> None:
             if re.search(r"\w-$", line) and re.match(r"\s*\w", following):
                 broken.append(f"knuma {' '.join(args)} -h: {line.strip()!r} / {following.strip()!r}")
     assert not broken, "\n".join(broken)
+
+
+def test_help_names_values_not_python_types() -> None:
+    """A repeatable option shows what to give (`--nodes FILE`), not typer's `<list[Path]>`; a long `A|B|C` run is
+    not cut mid-word by the wrap (`...|Bal` / `ancedAllocation` in `knuma render -h`); arguments are upper-case."""
+    import re
+
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    bad = []
+    for args in ([], *([name] for name in commands()), ["claims", "schedule"], ["claims", "allocate"]):
+        shown = runner.invoke(app, [*args, "-h"], env={"COLUMNS": "80"})
+        assert shown.exit_code == 0, (args, shown.output)
+        bad += [
+            f"knuma {' '.join(args)} -h: {line.strip()!r}" for line in shown.output.splitlines() if "<list[" in line
+        ]
+        bad += [
+            f"knuma {' '.join(args)} -h: {line.strip()!r}"
+            for line in shown.output.splitlines()
+            if re.search(r"\|\w+$", line)
+        ]
+    assert not bad, "\n".join(bad)
+    schedule_help = runner.invoke(app, ["schedule", "-h"], env={"COLUMNS": "80"}).output
+    assert "--pod FILE" in schedule_help and "--nodes FILE" in schedule_help
+    assert "Usage: knuma gather [OPTIONS] {DIR}" in runner.invoke(app, ["gather", "-h"]).output
+    assert "Usage: knuma deploy [OPTIONS] [COMPONENT]" in runner.invoke(app, ["deploy", "-h"]).output

@@ -61,6 +61,7 @@ def apiserver(
     load: list[Path] = typer.Option(
         [],
         "--load",
+        metavar="FILE|DIR",
         help="Create the objects of FILE or DIR (*.yaml, *.yml, *.json) at start: CRDs first, then Namespaces, "
         "then the rest. Repeatable.",
     ),

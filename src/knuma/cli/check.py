@@ -43,6 +43,7 @@ def check(
     exporter_selector: list[str] = typer.Option(
         [],
         "--exporter-selector",
+        metavar="SELECTOR",
         help="Label selector of exporter pods, besides knuma's, RTE's and NFD's (repeatable).",
     ),
     stale_grace: str = typer.Option(
@@ -88,7 +89,7 @@ def check(
 
 
 def gather(
-    directory: str = typer.Argument(..., help="Directory to collect into (created if missing)."),
+    directory: str = typer.Argument(..., metavar="DIR", help="Directory to collect into (created if missing)."),
     kubeconfig: str | None = typer.Option(
         None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config)."
     ),

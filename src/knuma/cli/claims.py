@@ -51,7 +51,9 @@ def _input_errors() -> tuple[type[Exception], ...]:
 
 
 def schedule(
-    files: list[Path] = typer.Option(..., "-f", "--filename", help="YAML stream(s) of objects; repeatable."),
+    files: list[Path] = typer.Option(
+        ..., "-f", "--filename", metavar="FILE", help="YAML stream(s) of objects; repeatable."
+    ),
     output: str = typer.Option(
         "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)
     ),
@@ -114,9 +116,13 @@ def _table(doc: dict[str, Any], verbose: bool, layout: TextLayout) -> str:
 
 
 def allocate(
-    node: str = typer.Option(..., "--node", help="The node to allocate on."),
-    files: list[Path] = typer.Option(..., "-f", "--filename", help="YAML stream(s) of resource.k8s.io/v1 objects."),
-    claim: list[str] = typer.Option([], "--claim", help="Claim to allocate, NAME or NAMESPACE/NAME; repeatable."),
+    node: str = typer.Option(..., "--node", metavar="NAME", help="The node to allocate on."),
+    files: list[Path] = typer.Option(
+        ..., "-f", "--filename", metavar="FILE", help="YAML stream(s) of resource.k8s.io/v1 objects; repeatable."
+    ),
+    claim: list[str] = typer.Option(
+        [], "--claim", metavar="[NAMESPACE/]NAME", help="Claim to allocate, NAME or NAMESPACE/NAME; repeatable."
+    ),
     output: str = typer.Option(
         "json", "-o", "--output", help="json or yaml.", autocompletion=completion.output_formats(*ALLOCATE_OUTPUTS)
     ),

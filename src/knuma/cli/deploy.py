@@ -49,15 +49,17 @@ _RTE_CONFIG = typer.Option(None, "--rte-config-file", help="Updater configuratio
 _SCORING_FILE = typer.Option(
     None,
     "--sched-scoring-strat-config-file",
-    help="YAML {type: LeastAllocated|MostAllocated|BalancedAllocation, resources: [{name, weight}]}: the scheduler's "
-    "NodeResourceTopologyMatch scoringStrategy.",
+    metavar="FILE",
+    help="YAML {type, resources: [{name, weight}]}, type LeastAllocated, MostAllocated or BalancedAllocation: the "
+    "scheduler's NodeResourceTopologyMatch scoringStrategy.",
 )
 _CACHE_FILE = typer.Option(
     None,
     "--sched-cache-params-config-file",
-    help="YAML {resyncMethod: Autodetect|All|OnlyExclusiveResources, foreignPodsDetect: None|All|"
-    "OnlyExclusiveResources, informerMode: Shared|Dedicated}: the NodeResourceTopologyMatch cache args (used by the "
-    "overreserve cache, which --sched-resync-period > 0 selects).",
+    metavar="FILE",
+    help="YAML {resyncMethod, foreignPodsDetect, informerMode}: the NodeResourceTopologyMatch cache args, resyncMethod "
+    "Autodetect, All or OnlyExclusiveResources, foreignPodsDetect None, All or OnlyExclusiveResources, informerMode "
+    "Shared or Dedicated (used by the overreserve cache, which --sched-resync-period > 0 selects).",
 )
 _PROFILE = typer.Option("topology-aware-scheduler", "--sched-profile-name", help="The scheduler's schedulerName.")
 _RESYNC = typer.Option(
@@ -92,6 +94,7 @@ _RTE_IMAGE = typer.Option(None, "--rte-image", help="[env TAS_RESOURCE_EXPORTER_
 _NFD_IMAGE = typer.Option(None, "--nfd-image", help="[env TAS_NODE_FEATURE_DISCOVERY_IMAGE].")
 _COMPONENT = typer.Argument(
     None,
+    metavar="COMPONENT",
     help="api, updater or scheduler (all when omitted); render also takes operator (knuma operator itself).",
     autocompletion=completion.components,
 )

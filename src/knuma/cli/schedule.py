@@ -24,18 +24,27 @@ def register(app: typer.Typer) -> None:
 
 
 def schedule(
-    pod: Path = typer.Option(..., "--pod", help="Pod manifest (or a Deployment/Job whose pod template to use)."),
+    pod: Path = typer.Option(
+        ..., "--pod", metavar="FILE", help="Pod manifest (or a Deployment/Job whose pod template to use)."
+    ),
     nodes: list[Path] = typer.Option(
-        ..., "--nodes", help="YAML with NodeResourceTopology and optional Node objects; repeatable."
+        ...,
+        "--nodes",
+        metavar="FILE",
+        help="YAML with NodeResourceTopology and optional Node objects; repeatable.",
     ),
     scoring_strategy: str = typer.Option(
         "KnumaBinPacking",
         "--scoring-strategy",
+        metavar="TYPE",
         help="NodeResourceTopologyMatch scoringStrategy.type: knuma's KnumaBinPacking (default), or upstream's "
         "LeastAllocated, MostAllocated, BalancedAllocation, LeastNUMANodes.",
     ),
     weight: list[str] = typer.Option(
-        [], "--weight", help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable."
+        [],
+        "--weight",
+        metavar="NAME=INT",
+        help="Resource weight for scoring, NAME=INT (default cpu=1, memory=1); repeatable.",
     ),
     output: str = typer.Option(
         "table", "-o", "--output", help="table, json or yaml.", autocompletion=completion.output_formats(*OUTPUTS)

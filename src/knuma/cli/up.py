@@ -29,6 +29,7 @@ def up(
     shape: list[str] = typer.Option(
         [],
         "--shape",
+        metavar="SHAPE",
         help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, mig, small.",
         autocompletion=completion.shapes,
     ),
@@ -70,6 +71,7 @@ def up(
     load: list[Path] = typer.Option(
         [],
         "--load",
+        metavar="FILE|DIR",
         help="Create the objects of FILE or DIR at start (CRDs first), before the nodes start. Repeatable.",
     ),
     nrt_period: str | None = typer.Option(
