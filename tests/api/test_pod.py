@@ -84,6 +84,14 @@ def test_requested_names_skip_zero():
         ({"kind": "Deployment", "spec": {}}, "expected kind Pod"),
         ({"kind": "Pod", "metadata": {"name": "p"}}, "missing spec"),
         ({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}, "at least one container"),
+        (
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"container": [{"name": "a"}]}},
+            r"at least one container \(spec has 'container': did you mean containers\?\)",
+        ),
+        (  # a real PodSpec key is not taken for a typo
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"initContainers": [{"name": "a"}]}},
+            r"at least one container$",
+        ),
         ({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"image": "x"}]}}, "no name"),
         (
             {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [c("a", requests={"cpu": "x1"})]}},

@@ -13,6 +13,7 @@ CPUs, no pinned memory (`staticPolicy.GetTopologyHints` / `Allocate` in both man
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -213,7 +214,7 @@ class Pod:
             raise PodError(f"{where}: missing spec")
         raw_containers = _containers(spec.get("containers"), f"{where}: spec.containers")
         if not raw_containers:
-            raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container")
+            raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container{_misspelt(spec)}")
         duplicates = container_name_errors(spec)
         if duplicates:
             raise InvalidPodError(where, duplicates)
@@ -426,3 +427,11 @@ def _dra_devices(raw: object) -> dict[str, dict[str, int | None]]:
                 str(k): v if isinstance(v, int) and not isinstance(v, bool) else None for k, v in devices.items()
             }
     return out
+
+
+def _misspelt(spec: Mapping[str, Any]) -> str:
+    """A hint when the spec names `containers` with a typo (`container:`, `Containers:`): the pod model ignores
+    unknown keys as a lenient decoder does, so without it the user only learns that no container was found."""
+    real = {"containers", "initContainers", "ephemeralContainers"}
+    near = difflib.get_close_matches("containers", [k for k in spec if isinstance(k, str) and k not in real])
+    return f" (spec has {near[0]!r}: did you mean containers?)" if near else ""
