@@ -125,6 +125,60 @@ def test_bad_workload_file(tmp_path: Path) -> None:
     assert "give `requests`" in result.stderr
 
 
+def test_spec_errors_name_the_file_they_are_in(tmp_path: Path) -> None:
+    """A scenario file's own keys, and the cluster and workload files it points at, are named in the error: the
+    user sees which of the three files to fix."""
+    raw = small_scenario()
+    cluster = raw.pop("cluster")
+    cluster["pools"][0]["cuont"] = 2
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    (tmp_path / "workload.yaml").write_text(yaml.safe_dump(raw.pop("workload")))
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({**raw, "clusterFile": "cluster.yaml", "workloadFile": "workload.yaml"}))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario)])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'cluster.yaml'}.pools[0]: unknown field(s) cuont" in result.stderr
+    scenario.write_text(yaml.safe_dump({**small_scenario(), "nrtPeriod": "fast"}))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario)])
+    assert result.exit_code == 2
+    assert f"{scenario}.nrtPeriod: expected a number" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "document", "message"),
+    [
+        (
+            "--workload",
+            {"kind": "SimCluster", "pools": []},
+            "this is a SimCluster, not a SimWorkload; give it to --cluster",
+        ),
+        (
+            "--cluster",
+            {"kind": "SimWorkload", "templates": []},
+            "this is a SimWorkload, not a SimCluster; give it to --workload",
+        ),
+        (
+            "--scenario",
+            {"kind": "SimCluster", "pools": []},
+            "this is a SimCluster, not a SimScenario; give it to --cluster",
+        ),
+        (
+            "--workload",
+            {"kind": "Deployment", "spec": {}},
+            "this is a Deployment, not a SimWorkload; a workload takes it",
+        ),
+    ],
+)
+def test_a_spec_given_to_the_wrong_flag_says_which_flag(
+    tmp_path: Path, flag: str, document: dict[str, object], message: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    result = runner.invoke(app, ["simulate", flag, str(path)])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
 def test_custom_cluster_and_workload_files() -> None:
     examples = Path(__file__).resolve().parents[2] / "examples" / "sim"
     result = runner.invoke(

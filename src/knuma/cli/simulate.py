@@ -193,7 +193,7 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
     if name in BUILTIN:
         chosen = builtin_scenario(name)
     elif path.suffix in (".yaml", ".yml", ".json") or path.exists():
-        chosen = scenario_from_dict(load_yaml(path), name=path.stem, base=path.parent)
+        chosen = scenario_from_dict(load_yaml(path), name=path.stem, base=path.parent, where=str(path))
     else:
         builtins = ", ".join([*BUILTIN, DRA_SCENARIO])
         raise SpecError(f"unknown scenario {name!r}: not a built-in ({builtins}) and not a file")

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
-from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, known, load_yaml, mapping
+from knuma.testbed.cluster import (
+    ClusterSpec,
+    SpecError,
+    cluster_from_dict,
+    known,
+    load_yaml,
+    mapping,
+    spec_kind,
+)
 
 __all__ = [
     "Arrival",
@@ -164,6 +172,13 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
         manifestFile: deployment.yaml   # or `manifest:` inline; Pod, Deployment, ReplicaSet, StatefulSet, Job
     ```"""
     raw = mapping(raw, where, "a mapping with `templates`")
+    spec_kind(raw, where, "SimWorkload")
+    kind = raw.get("kind")
+    if kind == "Pod" or kind in TEMPLATE_KINDS:
+        raise SpecError(
+            f"{where}: this is a {kind}, not a SimWorkload; a workload takes it as a pod template: "
+            "`kind: SimWorkload`, `templates: [{manifestFile: FILE}]` (examples/sim/workload.yaml)"
+        )
     known(raw, where, {"apiVersion", "kind", "metadata", "pods", "arrival", "templates"})
     templates_raw = raw.get("templates")
     if not isinstance(templates_raw, list) or not templates_raw:
@@ -363,7 +378,7 @@ class Scenario:
         return self.workload.static and len(self.workload.priorities) == 1 and self.cluster.node_count <= 64
 
 
-def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Scenario:
+def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where: str = "scenario") -> Scenario:
     """```yaml
     kind: SimScenario
     name: my-cluster
@@ -379,9 +394,12 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     recreate: {enabled: true, delay: 10, maxPerPod: 3}
     schedulerRestarts: [300, 900]     # simulated seconds at which every scheduler restarts
     optimal: auto
-    ```"""
-    where = "scenario"
+    ```
+
+    `where` starts every error's key path (the scenario file's name, when it comes from one); a `clusterFile` or
+    `workloadFile` starts the errors in its contents with its own path."""
     raw = mapping(raw, where, "a mapping with cluster and workload")
+    spec_kind(raw, where, "SimScenario")
     known(
         raw,
         where,
@@ -408,14 +426,19 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
         },
     )
     cluster_raw = raw.get("cluster")
+    cluster_where = f"{where}.cluster"
     if "clusterFile" in raw:
-        cluster_raw = load_yaml(_resolve(raw["clusterFile"], base))
+        path = _resolve(raw["clusterFile"], base)
+        cluster_raw = load_yaml(path)
+        cluster_where = str(path)
     workload_raw = raw.get("workload")
     workload_base = base
+    workload_where = f"{where}.workload"
     if "workloadFile" in raw:
         path = _resolve(raw["workloadFile"], base)
         workload_raw = load_yaml(path)
         workload_base = path.parent
+        workload_where = str(path)
     if cluster_raw is None:
         raise SpecError(f"{where}: missing cluster (or clusterFile)")
     if workload_raw is None:
@@ -436,8 +459,8 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None) -> Sc
     return Scenario(
         name=str(raw.get("name") or metadata.get("name") or name or "custom"),
         description=str(raw.get("description", "")),
-        cluster=cluster_from_dict(cluster_raw),
-        workload=workload_from_dict(workload_raw, base=workload_base),
+        cluster=cluster_from_dict(cluster_raw, cluster_where),
+        workload=workload_from_dict(workload_raw, workload_where, base=workload_base),
         nrt_period=_positive(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod"),
         nrt_event_delay=None if event_delay is None else _non_negative(event_delay, f"{where}.nrtEventDelay"),
         bind_delay=_non_negative(raw.get("bindDelay", DEFAULT_BIND_DELAY), f"{where}.bindDelay"),

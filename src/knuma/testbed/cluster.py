@@ -52,6 +52,7 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
     shapes: {custom: {numaZones: 2, cpusPerZone: 16, memoryPerZone: 64Gi}}
     ```"""
     raw = mapping(raw, where, "a mapping with `pools`")
+    spec_kind(raw, where, "SimCluster")
     known(raw, where, {"apiVersion", "kind", "metadata", "pools", "shapes"})
     shapes = dict(BUILTIN_SHAPES)
     for name, shape_raw in (mapping(raw.get("shapes") or {}, f"{where}.shapes", "a mapping")).items():
@@ -110,6 +111,19 @@ def mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
     return raw
+
+
+SPEC_FLAGS = {"SimCluster": "--cluster", "SimWorkload": "--workload", "SimScenario": "--scenario"}
+"""The spec kinds and the `knuma simulate` flag that takes each."""
+
+
+def spec_kind(raw: Mapping[str, Any], where: str, expected: str) -> None:
+    """Refuse a file of another spec kind (a SimCluster given to --workload) with the flag that takes it; otherwise
+    its fields would be reported as unknown, which says nothing about the mix-up. Other kinds are left to the
+    caller (a spec without `kind` is fine)."""
+    kind = raw.get("kind")
+    if kind != expected and kind in SPEC_FLAGS:
+        raise SpecError(f"{where}: this is a {kind}, not a {expected}; give it to {SPEC_FLAGS[kind]}")
 
 
 def known(raw: Mapping[str, Any], where: str, known: set[str]) -> None:
