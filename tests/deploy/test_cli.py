@@ -72,7 +72,7 @@ def test_render_reads_the_updater_config_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["render", "controller"], "unknown component 'controller'"),
+        (["render", "controller"], "unknown component 'controller': expected api, updater, scheduler or operator"),
         (["render", "--updater-type", "nri"], "'nri' is invalid updater type"),
         (["render", "-P", "nomad"], "unsupported platform 'nomad'"),
         (["render", "-R", "0"], "render needs a positive number"),

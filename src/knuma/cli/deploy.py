@@ -225,10 +225,10 @@ def _platform_flag(text: str | None) -> PlatformSpec | None:
     return parse_platform(text)
 
 
-def _components(text: str | None) -> list[Component]:
+def _components(text: str | None, also: str = "") -> list[Component]:
     from knuma.deploy.options import parse_component
 
-    return parse_component(text)
+    return parse_component(text, also)
 
 
 def render(
@@ -293,7 +293,7 @@ def render(
         objects = render_operator(images=resolve_images({"knuma": image}), replicas=max(2, replicas), webhook=webhook)
         sys.stdout.write(to_json(objects) if output == "json" else to_yaml(objects))
         return
-    components = _components(component)
+    components = _components(component, also="operator")
     if replicas < 1:
         fail(f"--replicas {replicas}: render needs a positive number (only deploy can count control-plane nodes)")
     flags = {

@@ -109,13 +109,15 @@ class Component(enum.StrEnum):
 _COMPONENT_ALIASES = {"scheduler-plugin": Component.SCHEDULER, "topology-updater": Component.UPDATER}
 
 
-def parse_component(text: str | None) -> list[Component]:
-    """The components a command works on, in deploy order; None means all of them."""
+def parse_component(text: str | None, also: str = "") -> list[Component]:
+    """The components a command works on, in deploy order; None means all of them. `also` is a name the command
+    handles itself besides them (render's `operator`), listed in the error so that it is not hidden from the user."""
     if text is None:
         return list(Component)
     value = _COMPONENT_ALIASES.get(text) or next((c for c in Component if c.value == text), None)
     if value is None:
-        raise OptionsError(f"unknown component {text!r}: expected api, updater or scheduler")
+        names = [c.value for c in Component] + ([also] if also else [])
+        raise OptionsError(f"unknown component {text!r}: expected {', '.join(names[:-1])} or {names[-1]}")
     return [value]
 
 
