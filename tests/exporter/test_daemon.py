@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -357,7 +358,7 @@ def configmap_mount(directory: Path, generation: int, text: str) -> Path:
 
 
 async def test_configuration_changes_republish_the_topology_manager_attributes(
-    api: RunningApiServer, tmp_path: Path
+    api: RunningApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write_tree(tmp_path / "sys", {0: NodeSpec(cpus=[0, 1, 2, 3])})
     kubelet_config = tmp_path / "kubelet.yaml"
@@ -411,6 +412,13 @@ async def test_configuration_changes_republish_the_topology_manager_attributes(
             await updated_beyond(exporter, 3)
             attributes = await published()
             assert (attributes["topologyManagerPolicy"], attributes["topologyManagerScope"]) == ("restricted", "pod")
+
+            # a misspelt key is ignored (the kubelet file's policy is back) and the re-read says so
+            with caplog.at_level(logging.WARNING, logger="knuma.exporter.config"):
+                configmap_mount(mount, 3, "kubelet: {topologyManagerPolcy: restricted}\n")
+                await updated_beyond(exporter, 4)
+            assert (await published())["topologyManagerPolicy"] == "single-numa-node"
+            assert any("kubelet.topologyManagerPolcy: unknown key, ignored" in r.getMessage() for r in caplog.records)
         finally:
             stop.set()
             await asyncio.wait_for(serving, 5)

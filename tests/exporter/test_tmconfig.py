@@ -184,3 +184,27 @@ def test_align_by_socket_with_single_numa_node_is_refused_as_the_kubelet_does(tm
     )
     options = load_kubelet_config(path).cpu_manager_options
     assert options is not None and options.align_by_socket
+
+
+def test_misspelt_keys_of_the_extra_config_are_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """RTE ignores unknown keys silently, so `topologyManagerPolcy: single-numa-node` leaves the node on another
+    policy without a word; knuma still ignores such keys but says which, and the exporter logs it."""
+    import logging
+
+    from knuma.exporter.settings import ExporterSettings, build_options
+
+    path = tmp_path / "config.yaml"
+    path.write_text(OPERATOR_CONFIGMAP)
+    assert load_config_file(path).warnings == ()  # what the operator renders is all known
+    path.write_text("kubelet: {topologyManagerPolcy: single-numa-node}\npodExclud: []\n")
+    config = load_config_file(path)
+    assert config.policy is None
+    assert config.warnings == (
+        f"{path}: podExclud: unknown key, ignored (known: kubelet, podExclude, resourceExclude)",
+        f"{path}: kubelet.topologyManagerPolcy: unknown key, ignored (known: topologyManagerPolicy, "
+        "topologyManagerScope, cpuManagerPolicy, cpuManagerPolicyOptions, memoryManagerPolicy, reservedSystemCPUs, "
+        "topologyManagerPolicyOptions)",
+    )
+    with caplog.at_level(logging.WARNING, logger="knuma.exporter.config"):
+        build_options(ExporterSettings(node_name="n", config_file=str(path)), env={})
+    assert [r.getMessage() for r in caplog.records if r.name == "knuma.exporter.config"] == list(config.warnings)

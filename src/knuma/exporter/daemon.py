@@ -210,6 +210,9 @@ class Exporter:
                 self._config = load_config_file(settings.config_file)
             except ConfigError as err:
                 log.error("configuration changed but cannot be used, keeping its previous version: %s", err)
+            else:
+                for warning in self._config.warnings:
+                    log.warning("%s", warning)
         if settings.kubelet_config_file:
             try:
                 self._kubelet_config = load_kubelet_config(settings.kubelet_config_file)

@@ -5,6 +5,7 @@ Kept apart from the CLI so the daemon and the tests build an `ExporterSettings` 
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -32,6 +33,8 @@ __all__ = [
     "options_from",
     "parse_reference_container",
 ]
+
+log = logging.getLogger("knuma.exporter.config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,8 @@ class ExporterSettings:
 def build_options(settings: ExporterSettings, env: Mapping[str, str] | None = None) -> BuildOptions:
     """Read the configuration files and resolve the Topology Manager settings; raise `ConfigError` on bad input."""
     config = load_config_file(settings.config_file) if settings.config_file else None
+    for warning in config.warnings if config else ():
+        log.warning("%s", warning)
     kubelet = load_kubelet_config(settings.kubelet_config_file) if settings.kubelet_config_file else None
     return options_from(settings, config, kubelet, env)
 

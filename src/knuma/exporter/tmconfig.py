@@ -59,6 +59,8 @@ _KUBELET_EXTRAS = {
     "reservedSystemCPUs",
 }
 """Keys of an exporter config file's `kubelet` section beyond RTE's policy and scope."""
+_CONFIG_KEYS = ("kubelet", "podExclude", "resourceExclude")
+_KUBELET_KEYS = ("topologyManagerPolicy", "topologyManagerScope", *sorted(_KUBELET_EXTRAS))
 OPTION_PREFER_CLOSEST = "prefer-closest-numa-nodes"
 
 
@@ -117,6 +119,9 @@ class ExporterConfigFile:
     kubelet: KubeletConfigFile | None = None
     """The CPU / memory / Topology Manager settings beyond policy and scope, when the `kubelet` section has them (the
     operator's kubeletconfig controller distils them from the nodes' configz); they override the kubelet file's."""
+    warnings: tuple[str, ...] = ()
+    """Keys the file has and knuma does not read (a misspelt `topologyManagerPolcy`), for the caller to log: RTE
+    ignores them silently, and the Topology Manager settings then quietly come from elsewhere."""
 
     def excluded_resources(self, node_name: str) -> frozenset[str]:
         """Resources excluded for every node (`"*"`) or for this one."""
@@ -258,6 +263,11 @@ def load_config_file(path: str | os.PathLike[str]) -> ExporterConfigFile:
         # RTE writes device resources as `device/<name>` in examples; the resource name is what follows.
         resource_exclude[str(node)] = frozenset(str(n).removeprefix("device/") for n in names)
     settings = kubelet_settings(kubelet, str(path), f"{path}: kubelet.")
+    warnings = [
+        f"{path}: {where}{key}: unknown key, ignored (known: {', '.join(known)})"
+        for where, keys, known in (("", raw, _CONFIG_KEYS), ("kubelet.", kubelet, _KUBELET_KEYS))
+        for key in sorted(str(k) for k in keys if k not in known)
+    ]
     return ExporterConfigFile(
         path=str(path),
         policy=settings.policy,
@@ -265,6 +275,7 @@ def load_config_file(path: str | os.PathLike[str]) -> ExporterConfigFile:
         pod_exclude=tuple(patterns),
         resource_exclude=resource_exclude,
         kubelet=settings if set(kubelet) & _KUBELET_EXTRAS else None,
+        warnings=tuple(warnings),
     )
 
 
