@@ -187,4 +187,8 @@ def test_help_names_values_not_python_types() -> None:
     schedule_help = runner.invoke(app, ["schedule", "-h"], env={"COLUMNS": "80"}).output
     assert "--pod FILE" in schedule_help and "--nodes FILE" in schedule_help
     assert "Usage: knuma gather [OPTIONS] {DIR}" in runner.invoke(app, ["gather", "-h"]).output
-    assert "Usage: knuma deploy [OPTIONS] [COMPONENT]" in runner.invoke(app, ["deploy", "-h"]).output
+    deploy_help = runner.invoke(app, ["deploy", "-h"], env={"COLUMNS": "200"}).output
+    assert "Usage: knuma deploy [OPTIONS] [COMPONENT]" in deploy_help
+    assert "operator" not in deploy_help.split("Options:")[0]  # only render takes it
+    assert "or operator" in runner.invoke(app, ["render", "-h"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--rte-image \S+\s+resource-topology-exporter image", deploy_help)  # not only its variable

@@ -89,13 +89,31 @@ _DRA = typer.Option(
 _SCC = typer.Option("v2", "--updater-scc", help="OpenShift SecurityContextConstraints version: v1 or v2.")
 _UPDATER_VERBOSE = typer.Option(1, "--updater-verbose", help="Upstream updater -v.")
 _IMAGE = typer.Option(None, "--image", help="knuma image [env KNUMA_IMAGE].")
-_PLUGIN_IMAGE = typer.Option(None, "--scheduler-plugin-image", help="[env TAS_SCHEDULER_PLUGIN_IMAGE].")
-_RTE_IMAGE = typer.Option(None, "--rte-image", help="[env TAS_RESOURCE_EXPORTER_IMAGE].")
-_NFD_IMAGE = typer.Option(None, "--nfd-image", help="[env TAS_NODE_FEATURE_DISCOVERY_IMAGE].")
+_PLUGIN_IMAGE = typer.Option(
+    None,
+    "--scheduler-plugin-image",
+    help="scheduler-plugins' kube-scheduler image, for --scheduler upstream [env TAS_SCHEDULER_PLUGIN_IMAGE].",
+)
+_RTE_IMAGE = typer.Option(
+    None,
+    "--rte-image",
+    help="resource-topology-exporter image, for --updater-type RTE [env TAS_RESOURCE_EXPORTER_IMAGE].",
+)
+_NFD_IMAGE = typer.Option(
+    None,
+    "--nfd-image",
+    help="nfd-topology-updater image, for --updater-type NFD [env TAS_NODE_FEATURE_DISCOVERY_IMAGE].",
+)
 _COMPONENT = typer.Argument(
     None,
     metavar="COMPONENT",
-    help="api, updater or scheduler (all when omitted); render also takes operator (knuma operator itself).",
+    help="api, updater or scheduler (all when omitted).",
+    autocompletion=completion.components,
+)
+_RENDER_COMPONENT = typer.Argument(
+    None,
+    metavar="COMPONENT",
+    help="api, updater or scheduler (all when omitted), or operator (knuma operator itself).",
     autocompletion=completion.components,
 )
 _KUBECONFIG = typer.Option(None, "--kubeconfig", help="kubeconfig file (default $KUBECONFIG, ~/.kube/config).")
@@ -232,7 +250,7 @@ def _components(text: str | None, also: str = "") -> list[Component]:
 
 
 def render(
-    component: str | None = _COMPONENT,
+    component: str | None = _RENDER_COMPONENT,
     output: str = typer.Option(
         "yaml",
         "-o",
