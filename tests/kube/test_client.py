@@ -1,6 +1,8 @@
+import os
 from pathlib import Path
 
 import pytest
+import yaml
 from lightkube.resources.core_v1 import Namespace
 
 from knuma.kube.client import KubeConfigError, load_config, sync_client
@@ -52,3 +54,36 @@ def test_kubeconfig_env_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig))
         names = {ns.metadata.name for ns in sync_client().list(Namespace) if ns.metadata}
         assert "default" in names
+
+
+def test_a_kubeconfig_list_is_merged_as_kubectl_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`KUBECONFIG=a:b` (kubectl's loading rules): missing files are skipped, the first file to name a context or set
+    `current-context` wins, and a relative certificate path is read from its own file's directory. A real API server
+    answers through the merged configuration."""
+    with apiserver_in_thread(tmp_path / "api") as api:
+        real = yaml.safe_load(api.kubeconfig.read_text())
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "ca.crt").write_text("not used")
+        first = {
+            "current-context": real["current-context"],
+            "contexts": [{"name": "elsewhere", "context": {"cluster": "far", "user": "nobody"}}],
+            "clusters": [
+                {"name": "far", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority": "ca.crt"}}
+            ],
+            "users": [{"name": "nobody", "user": {}}],
+        }
+        (other / "config").write_text(yaml.safe_dump(first))
+        second = tmp_path / "second"
+        second.write_text(yaml.safe_dump({**real, "current-context": "elsewhere"}))
+        missing = tmp_path / "missing"
+        monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(missing), str(other / "config"), str(second)]))
+        single = load_config()
+        assert single.context_name == real["current-context"]  # the first file's current-context
+        names = {ns.metadata.name for ns in sync_client().list(Namespace) if ns.metadata}
+        assert "default" in names
+        far = load_config(context="elsewhere")
+        assert far.cluster.certificate_auth == str(other / "ca.crt")
+        monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(missing), str(tmp_path / "gone")]))
+        with pytest.raises(KubeConfigError, match=r"none of the kubeconfig files in \$KUBECONFIG exists"):
+            load_config()

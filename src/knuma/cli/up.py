@@ -211,11 +211,12 @@ def up(
     title = f"knuma up — {spec.describe()}"
 
     def announce(local: LocalCluster) -> None:
-        exporter = f"{len(local.nodes)} processes" if local.exporter_mode == "process" else "in-process"
+        count = len(local.nodes)
+        exporter = f"{count} process{'es' if count != 1 else ''}" if local.exporter_mode == "process" else "in-process"
         if options.nrt_period is not None:
             exporter += f", NRT every {format_duration(options.nrt_period)} only"
         profiles = ", ".join(local.scheduler_profiles) or "none (--no-scheduler)"
-        typer.echo(f"knuma up: {len(local.nodes)} nodes ({spec.describe()}); API server {local.url}")
+        typer.echo(f"knuma up: {count} node{'s' if count != 1 else ''} ({spec.describe()}); API server {local.url}")
         typer.echo(f"  exporters: {exporter}; scheduler profiles: {profiles}")
         typer.echo(f"  kubeconfig: {local.kubeconfig}")
         typer.echo(f"  logs: {local.logs}")

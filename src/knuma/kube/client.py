@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
+import yaml
 from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError as LightkubeApiError
@@ -31,6 +32,7 @@ __all__ = [
     "http_client",
     "lightkube_errors",
     "load_config",
+    "merged_kubeconfig",
     "sync_client",
     "transport_error",
 ]
@@ -43,10 +45,13 @@ class KubeConfigError(knuma_errors.ConfigError):
 
 
 def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None) -> SingleConfig:
-    """The connection settings: `kubeconfig` if given, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`."""
+    """The connection settings: `kubeconfig` if given, else `$KUBECONFIG` (a list of files, as kubectl reads it:
+    `merged_kubeconfig`), else in-cluster, else `~/.kube/config`."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        if path:
+        if path and not kubeconfig and os.pathsep in str(path):
+            config = merged_kubeconfig([Path(p).expanduser() for p in str(path).split(os.pathsep) if p])
+        elif path:
             file = Path(path).expanduser()
             if not file.is_file():
                 # A stale `export KUBECONFIG=...` (a stopped `knuma up` removes its temporary kubeconfig) is the
@@ -148,6 +153,48 @@ def api_session(
     except ConfigError as err:
         raise KubeConfigError(f"cannot authenticate with the kubeconfig's user: {err}") from err
     return ApiSession(config.cluster.server, ssl_context=ssl_context, auth=auth, timeout=timeout, limit=limit)
+
+
+_LOCAL_PATHS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def merged_kubeconfig(files: list[Path]) -> KubeConfig:
+    """A `$KUBECONFIG` list as kubectl loads it (`clientcmd.ClientConfigLoadingRules.Load`): the files that exist,
+    merged in order, the first to name a cluster, user or context (or set `current-context`) winning; relative file
+    paths in each are resolved against its own directory first (`ResolveLocalPaths`)."""
+    merged: dict[str, object] = {"clusters": [], "users": [], "contexts": []}
+    seen: dict[str, set[str]] = {"clusters": set(), "users": set(), "contexts": set()}
+    found = [f for f in files if f.is_file()]
+    if not found:
+        listed = ", ".join(str(f) for f in files)
+        raise KubeConfigError(
+            f"none of the kubeconfig files in $KUBECONFIG exists ({listed}); fix $KUBECONFIG or pass --kubeconfig"
+        )
+    for file in found:
+        try:
+            loaded = yaml.safe_load(file.read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err}") from err
+        if not isinstance(loaded, dict):
+            raise KubeConfigError(f"kubeconfig {file} (from $KUBECONFIG) is not a mapping")
+        if loaded.get("current-context") and "current-context" not in merged:
+            merged["current-context"] = loaded["current-context"]
+        for section in ("clusters", "users", "contexts"):
+            for entry in loaded.get(section) or []:
+                name = str((entry or {}).get("name") or "")
+                if not name or name in seen[section]:
+                    continue
+                seen[section].add(name)
+                body = entry.get(section[:-1])
+                if isinstance(body, dict):
+                    body = dict(body)
+                    for key in _LOCAL_PATHS.get(section[:-1], ()):
+                        value = body.get(key)
+                        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+                            body[key] = str(file.parent / value)
+                    entry = {**entry, section[:-1]: body}
+                merged[section].append(entry)  # type: ignore[attr-defined]
+    return KubeConfig.from_dict(merged, fname=found[0])
 
 
 def http_client(
