@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from knuma.kube.client import async_http
-from knuma.local.controllers.claims import ResourceClaimController, _pod_claim_names
+from knuma.local.controllers.claims import ResourceClaimController, pod_claim_names
 from knuma.local.controllers.resourceclaim import (
     FINALIZER,
     POD_CLAIM_ANNOTATION,
@@ -156,7 +156,7 @@ def test_the_extended_resource_claim_is_a_claim_of_the_pod_and_goes_when_it_is_d
             {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
         ],
     }
-    assert _pod_claim_names(trainer) == ["trainer-extended-resources-abcde"]
+    assert pod_claim_names(trainer) == ["trainer-extended-resources-abcde"]
     consumer = {"resource": "pods", "name": "trainer", "uid": "uid-1"}
     claim = extended_claim(allocation={"devices": {"results": []}}, reservedFor=[consumer])
     assert plan_claim(claim, {"trainer": trainer}) == plan_claim(owned_claim("x"), {"trainer": trainer})

@@ -24,7 +24,7 @@ from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer, object_key
 from knuma.local.controllers.resourceclaim import FINALIZER, owning_pod, plan_claim, plan_pod
 
-__all__ = ["ResourceClaimController"]
+__all__ = ["ResourceClaimController", "pod_claim_names"]
 
 log = logging.getLogger("knuma.local.controllers")
 
@@ -39,7 +39,7 @@ def _claims_path(namespace: str, name: str = "") -> str:
     return f"{base}/{name}" if name else base
 
 
-def _pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
+def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
     """Claims a pod uses: generated ones from its status, direct ones from its spec, and the one kube-scheduler
     created for its DRA-backed extended resources (`status.extendedResourceClaimStatus`; upstream's `enqueuePod`
     looks at it too since kubernetes#134312, so that a finished pod's devices are freed and its claim deleted)."""
@@ -90,7 +90,7 @@ class ResourceClaimController:
         if kind == "Pod":
             if (obj.get("spec") or {}).get("resourceClaims"):
                 self._enqueue("pod", object_key(obj))
-            for name in _pod_claim_names(obj):
+            for name in pod_claim_names(obj):
                 self._enqueue("claim", f"{namespace}/{name}")
             for key, claim in self.claims.store.items():
                 reserved = (claim.get("status") or {}).get("reservedFor") or []

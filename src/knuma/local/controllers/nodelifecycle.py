@@ -274,13 +274,14 @@ def pod_not_ready_status(pod: Mapping[str, Any], now: str) -> JsonObj | None:
     return {"status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}]}}
 
 
-def eviction_status(now: str) -> JsonObj:
-    """`addConditionAndDeletePod`'s status patch: the `DisruptionTarget` condition."""
+def eviction_status(now: str, reason: str = EVICTION_REASON, message: str = EVICTION_MESSAGE) -> JsonObj:
+    """`addConditionAndDeletePod`'s status patch: the `DisruptionTarget` condition (the device taint eviction
+    controller's has its own reason and message)."""
     condition = {
         "type": "DisruptionTarget",
         "status": "True",
-        "reason": EVICTION_REASON,
-        "message": EVICTION_MESSAGE,
+        "reason": reason,
+        "message": message,
         "lastTransitionTime": now,
     }
     return {"status": {"conditions": [condition]}}

@@ -39,6 +39,7 @@ from knuma.kube.informer import Callbacks, Informer
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
 from knuma.local.controllers.claims import ResourceClaimController
+from knuma.local.controllers.device_taint_eviction import DeviceTaintEvictionController
 from knuma.local.controllers.manager import WorkloadControllers
 from knuma.local.nodes.heartbeats import heartbeat_stopped
 from knuma.local.nodes.kubeletconfig import configz_handler
@@ -149,6 +150,8 @@ class LocalCluster:
         self._controller_task: asyncio.Task[None] | None = None
         self.claim_controller: ResourceClaimController | None = None
         self._claim_controller_task: asyncio.Task[None] | None = None
+        self.device_taint_eviction: DeviceTaintEvictionController | None = None
+        self._device_taint_eviction_task: asyncio.Task[None] | None = None
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
@@ -194,6 +197,8 @@ class LocalCluster:
         self._controller_task = asyncio.create_task(self.controllers.run())
         self.claim_controller = ResourceClaimController(self.http)
         self._claim_controller_task = asyncio.create_task(self.claim_controller.run())
+        self.device_taint_eviction = DeviceTaintEvictionController(self.http)
+        self._device_taint_eviction_task = asyncio.create_task(self.device_taint_eviction.run())
         progress(f"starting {len(self.nodes)} simulated nodes")
         await self._start_nodes(cluster_file)
         if self.exporter_mode == "process":
@@ -422,6 +427,7 @@ class LocalCluster:
             self._silent_nodes_task,
             self._controller_task,
             self._claim_controller_task,
+            self._device_taint_eviction_task,
         ):
             if task is not None:
                 task.cancel()

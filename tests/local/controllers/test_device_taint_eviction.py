@@ -1,0 +1,125 @@
+"""The device taint eviction controller (KEP-5055): the pure delay (upstream's per-device eviction time with the
+node taint eviction controller's toleration rules), and the controller against a real API server, where a
+DeviceTaintRule with `NoExecute` on a device a running pod's claim holds deletes the pod with the
+`DisruptionTarget` condition, while a pod whose claim tolerates the taint stays."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from knuma.api.taints import Taint
+from knuma.kube.client import async_http
+from knuma.local.controllers.device_taint_eviction import DeviceTaintEvictionController, eviction_delay
+from knuma.testing.apiserver import apiserver_in_thread
+
+from .test_resourceclaim import MERGE, NS, RES, _wait
+
+GPU = ("gpu.example.com", "node-1", "gpu-0")
+DOWN = Taint("example.com/down", "", "NoExecute")
+
+
+def _claim(name: str, tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"request": "gpu", "driver": GPU[0], "pool": GPU[1], "device": GPU[2]}
+    if tolerations:
+        result["tolerations"] = tolerations
+    return {"metadata": {"name": name}, "status": {"allocation": {"devices": {"results": [result]}}}}
+
+
+def test_the_delay_follows_the_tolerations_of_the_allocated_request() -> None:
+    def taints(device: Any) -> list[Taint]:
+        return [DOWN] if device == GPU else []
+
+    assert eviction_delay([_claim("c")], taints) == 0
+    assert eviction_delay([_claim("c")], lambda _: [Taint("example.com/down", "", "NoSchedule")]) is None
+    exists = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute"}
+    assert eviction_delay([_claim("c", [exists])], taints) is None  # tolerated for ever
+    assert eviction_delay([_claim("c", [{**exists, "tolerationSeconds": 30}])], taints) == 30
+    other = {"key": "example.com/other", "operator": "Exists"}
+    assert eviction_delay([_claim("c", [other])], taints) == 0
+    assert eviction_delay([{"metadata": {"name": "pending"}}], taints) is None  # not allocated: nothing to evict
+
+
+async def _pod_with_claim(http: Any, name: str, tolerations: list[dict[str, Any]] | None = None) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}],
+        },
+    }
+    made = await http.post(f"{NS}/pods", json=pod)
+    assert made.status_code == 201, made.text
+    exactly: dict[str, Any] = {"deviceClassName": "gpus"}
+    if tolerations:
+        exactly["tolerations"] = tolerations
+    request = {"name": "gpu", "exactly": exactly}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"{name}-gpu", "namespace": "default"},
+        "spec": {"devices": {"requests": [request]}},
+    }
+    created = await http.post(f"{RES}/resourceclaims", json=claim)
+    assert created.status_code == 201, created.text
+    body = created.json()
+    result: dict[str, Any] = {"request": "gpu", "driver": GPU[0], "pool": GPU[1], "device": GPU[2]}
+    if tolerations:
+        result["tolerations"] = tolerations
+    body["status"] = {
+        "allocation": {"devices": {"results": [result]}},
+        "reservedFor": [{"resource": "pods", "name": name, "uid": made.json()["metadata"]["uid"]}],
+    }
+    written = await http.put(f"{RES}/resourceclaims/{name}-gpu/status", json=body)
+    assert written.status_code == 200, written.text
+    running = {"status": {"phase": "Running"}}
+    (await http.patch(f"{NS}/pods/{name}/status", json=running, headers=MERGE)).raise_for_status()
+
+
+async def test_a_no_execute_taint_rule_evicts_the_pods_using_the_device(tmp_path: Path) -> None:
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http)
+        task = asyncio.create_task(controller.run())
+        try:
+            devices = [{"name": "gpu-0"}, {"name": "gpu-1"}]
+            spec = {"driver": GPU[0], "nodeName": "node-1", "pool": {"name": GPU[1], "resourceSliceCount": 1}}
+            body = {"metadata": {"name": "node-1-gpus"}, "spec": {**spec, "devices": devices}}
+            (await http.post("/apis/resource.k8s.io/v1/resourceslices", json=body)).raise_for_status()
+            tolerate = [{"key": "example.com/down", "operator": "Exists"}]
+            await _pod_with_claim(http, "trainer")
+            await _pod_with_claim(http, "tolerant", tolerate)
+            await asyncio.sleep(1.5)  # no taint yet: nothing happens
+            assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
+            rule = {
+                "apiVersion": "resource.k8s.io/v1alpha3",
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": "gpu-0-down"},
+                "spec": {
+                    "deviceSelector": {"driver": GPU[0], "pool": GPU[1], "device": GPU[2]},
+                    "taint": {"key": "example.com/down", "effect": "NoExecute"},
+                },
+            }
+            (await http.post("/apis/resource.k8s.io/v1alpha3/devicetaintrules", json=rule)).raise_for_status()
+
+            async def evicted() -> Any:
+                pod = (await http.get(f"{NS}/pods/trainer")).json()
+                return pod if pod["metadata"].get("deletionTimestamp") or pod.get("code") == 404 else None
+
+            pod = await _wait(evicted, timeout=20)
+            if pod.get("status"):
+                (condition,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+                assert condition["reason"] == "DeletionByDeviceTaintManager"
+            tolerant = (await http.get(f"{NS}/pods/tolerant")).json()
+            assert tolerant["metadata"].get("deletionTimestamp") is None
+            assert controller.evicted == 1
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
