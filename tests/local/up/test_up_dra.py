@@ -113,6 +113,41 @@ def test_an_extended_resource_a_device_class_serves_on_dgx_nodes(start: Callable
     assert up.stop() == 0
 
 
+def test_a_no_execute_device_taint_rule_evicts_and_keeps_the_gpu_out(start: Callable[..., Up]) -> None:
+    """`examples/dra/gpu-down.yaml` after the trainer got gpu-0: the device taint eviction controller deletes the
+    trainer, and the trainer created again gets another GPU."""
+    up = start(
+        "--nodes", "1", "--shape", "dgx", "--exporters", "in-process", "--load", str(EXAMPLES / "gpu-nic-template.yaml")
+    )
+    eventually(lambda: len(up.get("resourceslices")["items"]) == 2)
+    eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1)
+    up.kubectl("apply", "-f", str(EXAMPLES / "trainer.yaml"))
+    eventually(lambda: phase(up, "trainer") == "Running")
+
+    def gpu() -> str:
+        (claim,) = up.get("resourceclaims")["items"]
+        return str(
+            next(r["device"] for r in claim["status"]["allocation"]["devices"]["results"] if r["request"] == "gpu")
+        )
+
+    assert gpu() == "gpu-0"
+    uid = up.get("pod", "trainer")["metadata"]["uid"]
+    up.kubectl("apply", "-f", str(EXAMPLES / "gpu-down.yaml"))
+
+    def evicted() -> bool:
+        pods = up.get("pods")["items"]
+        return not [p for p in pods if p["metadata"]["uid"] == uid]
+
+    eventually(evicted)
+    events = up.get("events", "--field-selector", "involvedObject.name=trainer")["items"]
+    assert any(e["reason"] == "DeviceTaintManagerEviction" for e in events)
+    eventually(lambda: not up.get("resourceclaims")["items"])
+    up.kubectl("apply", "-f", str(EXAMPLES / "trainer.yaml"))
+    eventually(lambda: phase(up, "trainer") == "Running")
+    assert gpu() != "gpu-0"
+    assert up.stop() == 0
+
+
 def _template(name: str, device_class: str) -> dict[str, Any]:
     request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
     return {
