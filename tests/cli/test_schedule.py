@@ -84,6 +84,10 @@ def test_weights_and_strategy_are_validated(tmp_path: Path) -> None:
             "invalid quantity 'lots'",
         ),
         ("kind: Pod\nmetadata: {name: x\n", "malformed YAML"),
+        (  # kubectl's strict validation: a misspelt field is refused, not silently a BestEffort pod
+            "kind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: a\n    resource: {limits: {cpu: 2}}\n",
+            'unknown field "spec.containers[0].resource" in the Pod',
+        ),
         (
             "kind: Pod\nmetadata: {name: x}\nspec:\n  initContainers: [{name: app, image: busybox}]\n"
             "  containers: [{name: app, image: busybox}]\n",

@@ -73,6 +73,7 @@ def schedule(
     pod_docs = load_documents(pod)
     if len(pod_docs) != 1:
         raise ManifestError(f"{pod}: expected exactly one pod, found {len(pod_docs)} documents")
+    _strict_fields(pod_docs[0], str(pod))
     the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
     objects = [doc for path in nodes for doc in load_documents(path)]
     infos = node_infos_from_objects(objects)
@@ -167,3 +168,25 @@ def _print_hints(doc: dict[str, Any]) -> None:
         result = trace["result"]
         verdict = "admitted" if result["admitted"] else f"rejected: {result['reason']}: {result['message']}"
         typer.echo(f"  => {verdict}")
+
+
+def _strict_fields(doc: Any, source: str) -> None:
+    """Refuse a manifest kube-apiserver would refuse under kubectl's default `--validate=strict`: an unknown field
+    (a misspelt `resources` would otherwise make the pod BestEffort without a word), checked against the kind's
+    fields as `knuma apiserver` checks them (`fieldschema`)."""
+    from knuma.local.apiserver import fieldschema
+    from knuma.manifests import ManifestError
+
+    if not isinstance(doc, dict):
+        return
+    group, _, version = str(doc.get("apiVersion") or "v1").rpartition("/")
+    kind = str(doc.get("kind") or "Pod")
+    if not fieldschema.has_schema(group, version, kind):
+        return
+    decoded = fieldschema.decode(group, version, kind, doc)
+    problems = [f'unknown field "{f}"' for f in decoded.unknown]  # wrong types: the pod parser says it its way
+    if problems:
+        raise ManifestError(
+            f"{source}: {'; '.join(problems)} in the {kind} (kube-apiserver refuses it under kubectl's default "
+            "--validate=strict): fix the field"
+        )
