@@ -133,6 +133,10 @@ def test_the_node_decides_what_dra_provides() -> None:
     assert split_for_node(wanted, mapping, {"example.com/nic": 4, "example.com/fpga": 2}) == NodeSplit()
     # the FPGA neither the node nor a class provides
     assert split_for_node(wanted, mapping, {"cpu": 8000}).unfit == "example.com/fpga"
+    # a device plugin that has no NIC left (allocatable 0, kubernetes#133784): DRA provides them; an FPGA plugin
+    # with none passes here and NodeResourcesFit finds it insufficient
+    zero = {"example.com/nic": 0, "example.com/fpga": 0}
+    assert split_for_node(wanted, mapping, zero) == NodeSplit(("example.com/nic",))
     assert dra_requests(_pod([_container("c", {"example.com/fpga": "1"})]), mapping) == {}  # nothing mapped
 
 

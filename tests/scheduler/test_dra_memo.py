@@ -10,8 +10,9 @@ the same at every step (nodes of one shape, CPUs and policy share outcomes, rena
 The same holds between the fast path (DynamicResources node by node on the rows the arrays leave feasible) and the
 exact path (every plugin on every node, `schedule_one`). Some pods ask for NICs and GPUs as extended resources a
 DeviceClass serves (KEP-5004: `example.com/nic` named by a class, a GPU class's implicit
-`deviceclass.resource.kubernetes.io/...` name) instead of claims, and some nodes list `example.com/nic` in their
-allocatable (a device plugin serves it there, not DRA).
+`deviceclass.resource.kubernetes.io/...` name) instead of claims or besides one, from a sidecar or an init
+container too; some nodes list `example.com/nic` in their allocatable (a device plugin serves it there, not DRA), some
+list it at 0 (a device plugin with no NIC left: DRA serves it), and some have no Node object (NRT data only).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ SCHEDULER = "topology-aware-scheduler"
 POLICIES = ("single-numa-node", "restricted", "best-effort", "none")
 
 
-def _node(name: str, cpus: int, nic_plugin: bool = False) -> dict[str, Any]:
-    allocatable = {"cpu": str(cpus), "memory": "512Gi", "pods": "110", **({EXTENDED_NIC: "2"} if nic_plugin else {})}
+def _node(name: str, cpus: int, nics: str = "") -> dict[str, Any]:
+    """`nics`: the `example.com/nic` a device plugin lists in the allocatable ("": none listed)."""
+    allocatable = {"cpu": str(cpus), "memory": "512Gi", "pods": "110", **({EXTENDED_NIC: nics} if nics else {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -97,15 +99,17 @@ def _pod(index: int, rng: random.Random, specs: list[dict[str, Any]]) -> tuple[P
     }
     spec: dict[str, Any] = {"schedulerName": SCHEDULER, "containers": [container]}
     claims: list[dict[str, Any]] = []
-    if rng.random() < 0.25:  # devices as extended resources (KEP-5004), from DRA where the node lists none
+    extended_only = rng.random() < 0.25
+    if extended_only or rng.random() < 0.1:  # devices as extended resources (KEP-5004): DRA where the node has none
         extended = {EXTENDED_NIC: str(rng.choice((1, 1, 2)))}
         if rng.random() < 0.5:
             extended[IMPLICIT_GPU] = str(rng.choice((1, 2)))
         container["resources"]["limits"].update(extended)
-        if rng.random() < 0.3:  # an init container that needs one NIC too
+        if rng.random() < 0.3:  # an init container (or a sidecar) that needs one NIC too
             limits = {"cpu": "1", "memory": "1Gi", EXTENDED_NIC: "1"}
-            spec["initContainers"] = [{"name": "init", "image": "x", "resources": {"limits": limits}}]
-    elif rng.random() < 0.85 / 0.75:
+            init = {"name": "init", "image": "x", "resources": {"limits": limits}}
+            spec["initContainers"] = [{**init, "restartPolicy": "Always"} if rng.random() < 0.5 else init]
+    if not extended_only and rng.random() < 0.85 / 0.75:
         for k in range(1 if rng.random() < 0.8 else 2):
             claim_spec = rng.choice(specs) if rng.random() < 0.8 else _claim_spec(rng)
             claim_name = f"{name}-c{k}"
@@ -139,8 +143,9 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
         shape = rng.choice(shapes)
         name = f"n{i}"
         cpus = rng.choice((8, 16, 24, 48))
-        cache.upsert_node(_node(name, cpus * shape.zones, nic_plugin=rng.random() < 0.2))
-        if rng.random() < 0.8:  # the others have no NRT: the memo sees them change only by their devices in use
+        if rng.random() < 0.9:  # the others have NRT data only
+            cache.upsert_node(_node(name, cpus * shape.zones, rng.choice(("", "", "", "", "2", "0"))))
+        if rng.random() < 0.8 or name not in cache.nodes:  # no NRT: the memo sees only their devices in use change
             cache.upsert_nrt(_nrt(name, shape.zones, cpus, rng.choice(POLICIES)))
         for body in resource_slices(name, shape):
             devices.set_slice(body)

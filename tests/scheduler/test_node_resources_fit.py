@@ -9,6 +9,7 @@ import pytest
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_fit import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -274,3 +275,19 @@ def test_other_strategies_read_requests_as_kube_scheduler_does() -> None:
     empty = NodeInfo("e", allocatable={"cpu": 10000, "memory": 1024 * GI})
     # cpu 2000 / 10000 -> 20; memory 200Mi / 1Ti -> 0%, scores 0 and is left out of the weights: 20, not 5
     assert ratio.score(CycleState(), pod(container("app", requests={"cpu": "2"})), empty) == 20
+
+
+def test_an_extended_resource_a_device_class_serves_is_left_to_dra_where_the_node_has_none() -> None:
+    """`shouldDelegateResourceToDRA` (KEP-5004): a resource a DeviceClass maps is not checked on a node whose
+    allocatable has none of it, absent or listed at 0 (a device plugin with no device left, kubernetes#133784: the
+    DRA driver takes over); a node where a device plugin has some is checked as before, and ignored resources first."""
+    mapping = ExtendedResourceMap()
+    mapping.set_class("nics", "example.com/nic", "2026-11-29T10:00:00Z")
+    fit = NodeResourcesFit(extended=mapping)
+    wants = pod(container("app", requests={"cpu": "1", "example.com/nic": "2"}, limits={"example.com/nic": "2"}))
+    for allocatable in ({"cpu": 4000}, {"cpu": 4000, "example.com/nic": 0}):
+        node = NodeInfo("n", allocatable=allocatable, manifest={"kind": "Node"})
+        assert fit.filter(CycleState(), wants, node).ok, allocatable
+        assert not NodeResourcesFit().filter(CycleState(), wants, node).ok  # without DRA: insufficient
+    plugin = NodeInfo("p", allocatable={"cpu": 4000, "example.com/nic": 1}, manifest={"kind": "Node"})
+    assert fit.filter(CycleState(), wants, plugin).reason == "Insufficient example.com/nic"
