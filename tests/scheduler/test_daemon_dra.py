@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from knuma.kube.client import api_session
 from knuma.scheduler.config.load import build_profiles, default_config
+from knuma.scheduler.daemon.loop import DaemonSettings
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
-from knuma.testing.apiserver import RunningApiServer
+from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 from .daemon_env import SCHEDULER_NAME, Cluster, cluster, running_scheduler
 
@@ -410,3 +413,47 @@ async def test_devices_a_device_taint_rule_taints_are_not_allocated(api: Running
             claim = await c.request("GET", f"{CLAIMS}/train")
             (gpu,) = [r["device"] for r in claim["status"]["allocation"]["devices"]["results"] if r["request"] == "gpu"]
             assert numa_of(gpu) == 1
+
+
+async def test_a_failed_binding_deletes_the_claim_prebind_created(api: RunningApiServer, tmp_path: Path) -> None:
+    """Unreserve after a failed binding (`unreserveExtendedResourceClaim`): the claim PreBind created for the pod's
+    extended resources is deleted at once, and its devices are no longer held in flight, instead of waiting for the
+    next attempt to find it left behind (the retry comes after a 5 s backoff here). Once bindings go through, the pod
+    is bound with one claim of its own, the one its status names."""
+    with apiserver_in_thread(tmp_path / "gone") as gone:
+        pass  # stopped: the bindings (over the writer session) fail; PreBind's writes still reach the API server
+    async with cluster(api) as c:
+        await classes(c)
+        await c.request("POST", f"{RES}/deviceclasses", NIC_CLASS)
+        await dgx(c, "dgx-0")
+        settings = DaemonSettings(leader_elect=False, initial_backoff=5, max_backoff=5)
+        writer = api_session(gone.kubeconfig, timeout=2)
+        async with running_scheduler(api, daemon_profiles(), settings, writer=writer) as daemon:
+            pod = await nic_pod(c, "nic-user")
+            uid = pod["metadata"]["uid"]
+
+            async def owned() -> list[str]:
+                claims = (await c.request("GET", CLAIMS))["items"]
+                return [
+                    k["metadata"]["name"]
+                    for k in claims
+                    if any(o.get("uid") == uid for o in k["metadata"].get("ownerReferences") or [])
+                ]
+
+            async def created() -> bool:
+                return bool(await owned())
+
+            async def cleaned_up() -> bool:
+                return not daemon.cache.is_assumed("default/nic-user") and not await owned()
+
+            await c.wait_for(created, timeout=10, what="PreBind's claim")
+            await c.wait_for(cleaned_up, timeout=4, what="the claim deleted after the failed binding")
+            assert not daemon.devices.in_flight
+            await daemon.writer.aclose()
+            daemon.writer = api_session(api.kubeconfig)  # the bindings reach the API server again
+            try:
+                assert await c.bound("nic-user", timeout=20) == "dgx-0"
+                status = (await c.pod("nic-user"))["status"]["extendedResourceClaimStatus"]
+                assert await owned() == [status["resourceClaimName"]]
+            finally:
+                await daemon.writer.aclose()

@@ -458,10 +458,7 @@ class Scheduler:
             claims, created, problem = await self._pre_bind(pod, claims, extended)
             if problem:
                 log.warning("pod %s: PreBind on %s failed: %s", pod.key, node, problem)
-                self.devices.unreserve(pod)
-                await unreserve_claims(self.http, pod, list(claims))
-                if created:
-                    await delete_claim(self.http, created)
+                await self._unreserve(pod, claims, created)
                 self.cache.forget(pod.key)
                 self.queue.error(queued)
                 self._event(pod, "Warning", "FailedScheduling", f"running PreBind plugin DynamicResources: {problem}")
@@ -494,10 +491,7 @@ class Scheduler:
             return
         self.cache.forget(pod.key)
         if claims:
-            self.devices.unreserve(pod)
-            await unreserve_claims(self.http, pod, list(claims))
-            if created:
-                await delete_claim(self.http, created)
+            await self._unreserve(pod, claims, created)
         if isinstance(failure, NotFound | Conflict):
             # Deleted meanwhile, or already bound (by another scheduler or a previous attempt): nothing to retry;
             # the informer brings the pod's real state.
@@ -527,6 +521,15 @@ class Scheduler:
         if not problem and created and extended is not None:
             problem = await record_extended_claim(self.http, pod, created, extended)
         return claims, created, problem
+
+    async def _unreserve(self, pod: Pod, claims: Mapping[str, Any], created: str) -> None:
+        """DynamicResources' Unreserve after a failed PreBind or binding: the allocations in flight are dropped, the
+        pod leaves the claims' `reservedFor`, and the claim PreBind created for its extended resources (`created`)
+        is deleted (`unreserveExtendedResourceClaim`), so that the next attempt does not find it left behind."""
+        self.devices.unreserve(pod)
+        await unreserve_claims(self.http, pod, list(claims))
+        if created:
+            await delete_claim(self.http, created)
 
     def _abandon(self, queued: QueuedPod, node: str, claims: Mapping[str, Any] | None) -> None:
         """Drop a bind this replica may no longer send (it lost the lease): forget the assumption; the pod stays
