@@ -103,8 +103,8 @@ _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
 _VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int]
-"""(the NUMA plugin, its weight, NodeResourcesFit's weight, its args, the extended resource map): what arrays
-depend on; profiles with equal keys share them."""
+"""(id of the NUMA plugin or 0, its weight, NodeResourcesFit's weight, its args, id of the DeviceClasses' extended
+resource map or 0): what the arrays depend on; profiles with equal keys share them."""
 
 
 @dataclass
@@ -136,16 +136,17 @@ class _Plan:
     numa_weight: int
     fit_weight: int
     fit_args: NodeResourcesFitArgs
-    fit_extended: ExtendedResourceMap | None = None
-    """The DeviceClasses' extended resources NodeResourcesFit leaves to DynamicResources on nodes without them."""
     """The profile's NodeResourcesFit arguments (ignored resources, scoring strategy): part of the arrays' key."""
+    fit_extended: ExtendedResourceMap | None = None
+    """The DeviceClasses' extended resources NodeResourcesFit leaves to DynamicResources on nodes without them: part
+    of the arrays' key too."""
 
 
 class FastPath:
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
         self._vectors: dict[_VectorKey, VectorizedScheduler] = {}
-        """Keyed by (id of the NUMA plugin or 0, NUMA weight, fit weight, NodeResourcesFit's args)."""
+        """Keyed by `_VectorKey`."""
         self._plans: dict[str, _Plan | None] = {}
         self._local: dict[tuple[str, str], _Local] = {}
         self._generation = 0
