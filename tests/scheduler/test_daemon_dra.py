@@ -15,6 +15,7 @@ import pytest
 from knuma.kube.client import api_session
 from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.daemon.loop import DaemonSettings
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
@@ -317,9 +318,12 @@ async def test_extended_resources_a_device_class_serves_get_a_claim_next_to_the_
         await classes(c)
         await c.request("POST", f"{RES}/deviceclasses", NIC_CLASS)
         await dgx(c, "dgx-0", {0: {"cpu": "4", "memory": "1020Gi"}, 1: ZONES[1]})
-        async with running_scheduler(api, daemon_profiles()):
+        async with running_scheduler(api, daemon_profiles()) as daemon:
             await nic_pod(c, "nic-user")
             assert await c.bound("nic-user") == "dgx-0"
+            numa = next(p for p in daemon.profiles[SCHEDULER_NAME].filters if isinstance(p, NodeResourceTopologyMatch))
+            # KnumaBinPacking expects the claim's NIC, not an `example.com/nic` no zone holds (nor both)
+            assert numa.demand.devices.mix == {(("cpu", 8), ("memory", 8 << 30), ("nic.sim.knuma.io/devices", 1)): 1}
             pod = await c.pod("nic-user")
             status = pod["status"]["extendedResourceClaimStatus"]
             # the request's index is the resource's among the container's sorted requests (cpu, example.com/nic, memory)

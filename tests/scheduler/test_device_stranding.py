@@ -241,3 +241,22 @@ def test_a_gpu_pod_keeps_the_gap_counts_even_on_both_paths() -> None:
     _, scores = vectorized.filter_and_score(p)
     assert scores.tolist() == [r.score or 0 for r in exact.nodes]
     assert vectorized.schedule(p).node == "b-four-free"
+
+
+def test_reserve_replaces_the_shape_of_a_pod_whose_extended_resources_dra_serves() -> None:
+    """A pod asking `example.com/gpu: 2` looks like a device-plugin pod while it is filtered; once Reserve has
+    allocated its extended resources through DRA (KEP-5004), its shape is the claim's devices, and the extended
+    resource, which no zone holds on that node, leaves it (neither a phantom demand nor the devices counted twice).
+    Reserved where a device plugin serves it, the shape stays; a second Reserve of the same shape changes nothing."""
+    demand = DeviceDemand()
+    dra = gpu_pod(2, 16, "dra")
+    assert demand.observe(dra)  # Filter: the node is not chosen yet
+    assert demand.names == ("cpu", GPU, "memory")
+    assert demand.observe(dra, {"gpu.sim.knuma.io/devices": 2}, served=(GPU,))
+    assert demand.mix == {(("cpu", 16), ("gpu.sim.knuma.io/devices", 2), ("memory", 64 * GI)): 1}
+    assert demand.names == ("cpu", "gpu.sim.knuma.io/devices", "memory")
+    assert not demand.observe(dra, {"gpu.sim.knuma.io/devices": 2}, served=(GPU,))
+    plugin = gpu_pod(2, 16, "plugin")
+    demand.observe(plugin)
+    assert not demand.observe(plugin, {})  # a device plugin's GPUs: the shape Filter saw
+    assert demand.mix[(("cpu", 16), (GPU, 2), ("memory", 64 * GI))] == 1

@@ -183,7 +183,9 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
             assert result.allocatable
             chosen = {c.claim: c.allocation for c in result.results}
             devices.reserve(pod, chosen)
-            numa.demand.observe(pod, claimed_devices(chosen.values()))
+            numa.demand.observe(
+                pod, claimed_devices(chosen.values()), found.extended.resources if found.extended else ()
+            )
             in_flight = {c.key: chosen.get(c.key) for c in found.claims}
             numa_of = plugin.device_numa(pod, outcome.node, in_flight, found.extended)
             assumed = dataclasses.replace(pod, dra_devices=numa_of)

@@ -410,7 +410,9 @@ class Scheduler:
         self.devices.reserve(pod, chosen)
         numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
         if numa is not None:  # the pod's DRA devices join the device shapes KnumaBinPacking expects
-            numa.demand.observe(pod, claimed_devices(chosen.values()))
+            numa.demand.observe(
+                pod, claimed_devices(chosen.values()), claims.extended.resources if claims.extended else ()
+            )
         return {claim.key: chosen.get(claim.key) for claim in claims.claims}, "", claims.extended
 
     def _sync_zone_devices(self) -> None:

@@ -16,7 +16,7 @@ multiset of shapes uses every device (the previous rule) missed that, and CPU-on
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, is_numa_affine
@@ -59,12 +59,15 @@ once the pods seen since the mix was last read reach 1/MIX_REFRESH of the window
 cached score (the vectorised path re-evaluates its rows), and the mix of the last thousand pods drifts slowly."""
 
 
-def device_shape(pod: Pod, claimed: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
+def device_shape(
+    pod: Pod, claimed: Mapping[str, int] | None = None, served: Collection[str] = ()
+) -> tuple[tuple[str, int], ...]:
     """What a device pod takes from its zone under single-numa-node: its devices and NUMA-aligned resources (whole
     CPUs), sorted by name; empty for a pod without devices. `claimed`: the DRA devices its claims were allocated
     (`knuma.scheduler.plugins.dra_zones.claimed_devices`, `<driver>/devices` -> count), which its requests do not
-    name."""
-    request = dict(pod.effective_request)
+    name. `served`: its extended resources those claims provide (KEP-5004), which its requests name but no zone
+    holds: the claimed devices stand for them."""
+    request = {name: amount for name, amount in pod.effective_request.items() if name not in served}
     for name, amount in (claimed or {}).items():
         request[name] = request.get(name, 0) + amount
     if not any(is_device(name) and amount > 0 for name, amount in request.items()):
@@ -120,26 +123,37 @@ class DeviceDemand:
         """Shape -> device pods of that shape the expectation is computed from."""
         return dict(self._mix)
 
-    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None) -> bool:
-        """Remember `pod`'s shape (once per pod; `claimed`: its DRA devices, known once Reserve allocated its claims);
-        True when the expected stranding the scheduler read may change."""
+    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None, served: Collection[str] = ()) -> bool:
+        """Remember `pod`'s shape (once per pod; `claimed`: its DRA devices, known once Reserve allocated its claims,
+        and `served`: its extended resources they provide, `device_shape`); True when the expected stranding the
+        scheduler read may change. Reserve's shape replaces the one Filter saw: a pod whose extended resources DRA
+        serves (KEP-5004) looks like a device-plugin pod until its node is chosen."""
         key = pod.uid or pod.key
-        if key in self._pods:
+        known = self._pods.get(key)
+        if known is not None and claimed is None:
             return False
-        shape = device_shape(pod, claimed)
-        if not shape:
+        shape = device_shape(pod, claimed, served)
+        if known == shape or (known is None and not shape):
             return False
-        self._pods[key] = shape
-        self._counts[shape] = self._counts.get(shape, 0) + 1
+        if known is not None:
+            self._forget(known)
+            if not shape:
+                del self._pods[key]
+        if shape:
+            self._pods[key] = shape
+            self._counts[shape] = self._counts.get(shape, 0) + 1
         if len(self._pods) > self.window:
             _, gone = self._pods.popitem(last=False)
-            self._counts[gone] -= 1
-            if not self._counts[gone]:
-                del self._counts[gone]
+            self._forget(gone)
         self._since_refresh += 1
         if self._counts.keys() == self._mix.keys() and self._since_refresh * MIX_REFRESH < len(self._pods):
             return False
         return self._refresh()
+
+    def _forget(self, shape: tuple[tuple[str, int], ...]) -> None:
+        self._counts[shape] -= 1
+        if not self._counts[shape]:
+            del self._counts[shape]
 
     def _refresh(self) -> bool:
         """Read the window's mix; True unless every expectation computed so far keeps its value (in units)."""

@@ -33,7 +33,7 @@ device pod needs), from the device pod shapes `CPUDemand.devices` keeps.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -128,10 +128,11 @@ class CPUDemand:
         """Size -> pods (containers) of that size the stranding table was computed from."""
         return dict(self._mix)
 
-    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None) -> None:
+    def observe(self, pod: Pod, claimed: Mapping[str, int] | None = None, served: Collection[str] = ()) -> None:
         """Remember `pod`'s sizes (once per pod: retries and every node of a cycle call this); `claimed`: the DRA
-        devices its claims were allocated, for its device shape (`DeviceDemand.observe`)."""
-        if self.devices.observe(pod, claimed):
+        devices its claims were allocated, and `served`: its extended resources they provide, for its device shape
+        (`DeviceDemand.observe`)."""
+        if self.devices.observe(pod, claimed, served):
             self.version += 1
         key = pod.uid or pod.key
         if key in self._pods:
