@@ -444,14 +444,16 @@ async def test_a_failed_binding_deletes_the_claim_prebind_created(api: RunningAp
                     if any(o.get("uid") == uid for o in k["metadata"].get("ownerReferences") or [])
                 ]
 
-            async def created() -> bool:
-                return bool(await owned())
+            async def recorded() -> str:  # PreBind wrote the pod's status: its claim was created
+                status = (await c.pod("nic-user")).get("status") or {}
+                return str((status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName") or "")
 
             async def cleaned_up() -> bool:
                 return not daemon.cache.is_assumed("default/nic-user") and not await owned()
 
-            await c.wait_for(created, timeout=10, what="PreBind's claim")
+            name = await c.wait_for(recorded, timeout=10, what="PreBind's claim")
             await c.wait_for(cleaned_up, timeout=4, what="the claim deleted after the failed binding")
+            await c.request("GET", f"{CLAIMS}/{name}", ok=(404,))
             assert not daemon.devices.in_flight
             await daemon.writer.aclose()
             daemon.writer = api_session(api.kubeconfig)  # the bindings reach the API server again
