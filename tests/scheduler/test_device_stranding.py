@@ -11,7 +11,7 @@ import pytest
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
-from knuma.scheduler.framework.interface import NodeInfo, schedule_one
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.device_stranding import (
     GAP_WEIGHT,
@@ -21,6 +21,8 @@ from knuma.scheduler.plugins.device_stranding import (
     gap_counts,
     gap_penalty,
 )
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
@@ -260,3 +262,42 @@ def test_reserve_replaces_the_shape_of_a_pod_whose_extended_resources_dra_serves
     demand.observe(plugin)
     assert not demand.observe(plugin, {})  # a device plugin's GPUs: the shape Filter saw
     assert demand.mix[(("cpu", 16), (GPU, 2), ("memory", 64 * GI))] == 1
+
+
+def test_where_dra_serves_an_extended_resource_dynamic_resources_charges_its_device_stranding() -> None:
+    """KEP-5004: on a node without `example.com/gpu` a DeviceClass serves it, the GPU is a DRA device, and
+    DynamicResources charges the devices its placement strands; KnumaBinPacking leaves its device term out there, as
+    for a pod with ResourceClaims (not charged twice). Where a device plugin serves it, the term stays. Both paths."""
+    dra_gpus = "gpu.sim.knuma.io/devices"
+    demand = CPUDemand()
+    demand.observe(gpu_pod(1, 8, "g1"), {dra_gpus: 1}, served=(GPU,))
+    mapping = ExtendedResourceMap()
+    mapping.set_class("gpus", GPU, "2026-11-29T10:00:00Z")
+    dra_zones: dict[int, dict[str, tuple[str, str] | str]] = {
+        z: {dra_gpus: ("4", "4"), "cpu": ("48", "48"), "memory": "256Gi"} for z in (0, 1)
+    }
+    dra = node_info(nrt("dra", dra_zones))  # NRT data only: no example.com/gpu in what it lists
+    plugin_node = gpu_node("plugin", (4, 48), (4, 48))
+    big = gpu_pod(1, 40, "big")  # 40 of a zone's 48 CPUs: 8 left for its 4 GPUs, 8-CPU GPU pods expected
+    claims = Pod.from_manifest(
+        {
+            "metadata": {"name": "claims"},
+            "spec": {
+                "containers": [guaranteed("app", "40", "160Gi")],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
+            },
+        }
+    )
+    numa = NodeResourceTopologyMatch(PACKING, demand, extended=mapping)
+    served = numa.score(CycleState(), big, dra)
+    assert served == numa.score(CycleState(), claims, dra)
+    assert served > NodeResourceTopologyMatch(PACKING, demand).score(CycleState(), big, dra)  # without DRA: charged
+    assert numa.score(CycleState(), big, plugin_node) < numa.score(CycleState(), claims, plugin_node)
+    vectorized = VectorizedScheduler([dra, plugin_node], PACKING, demand=demand, fit=NodeResourcesFit(extended=mapping))
+    _, scores = vectorized.filter_and_score(big)
+    profile = default_profile(PACKING, demand=demand)
+    for plugin in profile.filters:
+        if isinstance(plugin, NodeResourcesFit | NodeResourceTopologyMatch):
+            plugin.extended = mapping
+    exact = schedule_one(profile, big, [dra, plugin_node], explain=False)
+    assert scores.tolist() == [r.score for r in exact.nodes]

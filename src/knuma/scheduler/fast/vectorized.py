@@ -154,6 +154,11 @@ class _Shape:
     """BestEffort without extended resources: the NUMA plugin passes it everywhere, stale NRT included."""
     claims: bool = False
     """The pod has ResourceClaims: no device stranding term (`dra_zones.has_claims`)."""
+    dra_columns: IntpArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """Its extended resources a DeviceClass serves: on a row with none of one of them no device stranding term
+    either (`NodeResourceTopologyMatch.dra_serves`)."""
+    dra_everywhere: bool = False
+    """Such a resource no row lists: DRA serves it on every row."""
     gaps: dict[int, int] | None = None
     """The cluster's device gap counts its cached scores were computed with (`gap_penalty`), for a pinned pod
     that takes devices under KnumaBinPacking; None: its scores do not depend on them."""
@@ -407,6 +412,10 @@ class VectorizedScheduler:
             zone_requests=None,
             numa_exempt=pod.qos is QOSClass.BEST_EFFORT and all(is_native(n) for n in pod.requested_names),
             claims=has_claims(pod),
+            dra_columns=np.array(
+                sorted(self.index[n] for n in dra if n in self.index and n in requested), dtype=np.intp
+            ),
+            dra_everywhere=any(n not in self.index for n in dra if n in requested),
         )
 
     def _exclusive(self, pod: Pod) -> list[Int64Array] | None:
@@ -648,7 +657,7 @@ class VectorizedScheduler:
         that takes devices, once device pods were seen (`bin_packing_score`'s `gaps`)."""
         if not (self.numa_enabled and self.scoring.type is StrategyType.KNUMA_BIN_PACKING and self.demand.devices):
             return False
-        if not shape.pinned or shape.claims:
+        if not shape.pinned or shape.claims or shape.dra_everywhere:
             return False
         return any(is_device(name) for name in shape.pod.requested_names)
 
@@ -721,8 +730,11 @@ class VectorizedScheduler:
             packed: Int64Array = used * 100 // np.maximum(total, 1)
             if self.demand.sizes and shape.exclusive_cpu:
                 packed = packed - self._stranding_penalty(shape, rows, placement)
-            if self.demand.devices and len(shape.exclusive_columns) and not shape.claims:
-                packed = packed - self._device_stranding_penalty(shape, rows, placement, scored)
+            if self.demand.devices and len(shape.exclusive_columns) and not shape.claims and not shape.dra_everywhere:
+                penalty = self._device_stranding_penalty(shape, rows, placement, scored)
+                if len(shape.dra_columns):  # rows where DynamicResources scores the devices
+                    penalty = np.where(self.none_allocatable[rows][:, shape.dra_columns].any(axis=1), 0, penalty)
+                packed = packed - penalty
             return np.where(total > 0, np.clip(packed, 0, 100), 0)
         positions = np.flatnonzero(scored)
         scores: Int64Array = np.zeros(len(scored), dtype=np.int64)

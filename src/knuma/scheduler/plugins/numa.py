@@ -171,7 +171,7 @@ class NodeResourceTopologyMatch:
             admission = self.admission(state, node.name) or admit(pod, topology)
             if not admission.admitted:
                 return MIN_NODE_SCORE
-            devices = not has_claims(pod)
+            devices = not has_claims(pod) and not self.dra_serves(pod, node)
             gaps = self._gaps(state, pod) if devices and self.demand.devices else None
             return bin_packing_score(topology, admission.node, self.demand, devices=devices, gaps=gaps)
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
@@ -184,6 +184,15 @@ class NodeResourceTopologyMatch:
         containers = pod.all_containers
         total = sum(self._node_score(c.requests, available) for c in containers)
         return total // len(containers)
+
+    def dra_serves(self, pod: Pod, node: NodeInfo) -> bool:
+        """A DeviceClass serves some of the pod's extended resources on `node`, which has none of them (KEP-5004,
+        `dra_extended.split_for_node`): DynamicResources allocates those devices and scores their stranding, as it
+        does for a pod with ResourceClaims (`has_claims`)."""
+        extended = self.extended
+        if not extended:
+            return False
+        return any(extended.maps(n) and not node.allocatable.get(n, 0) for n in pod.requested_names)
 
     def _gaps(self, state: CycleState, pod: Pod) -> Mapping[int, int] | None:
         """The cluster's device gap counts before `pod` (`gap_counts` over every node of the cycle's snapshot), once
