@@ -12,7 +12,8 @@ exact path (every plugin on every node, `schedule_one`). Some pods ask for NICs 
 DeviceClass serves (KEP-5004: `example.com/nic` named by a class, a GPU class's implicit
 `deviceclass.resource.kubernetes.io/...` name) instead of claims or besides one, from a sidecar or an init
 container too; some nodes list `example.com/nic` in their allocatable (a device plugin serves it there, not DRA), some
-list it at 0 (a device plugin with no NIC left: DRA serves it), and some have no Node object (NRT data only).
+list it at 0 (a device plugin with no NIC left: DRA serves it); a few have NRT data only (no Node object: not a
+candidate, as in kube-scheduler, but in the cache).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
         shape = rng.choice(shapes)
         name = f"n{i}"
         cpus = rng.choice((8, 16, 24, 48))
-        if rng.random() < 0.9:  # the others have NRT data only
+        if rng.random() < 0.9:  # the others have NRT data only (`ClusterCache.node_infos` leaves them out)
             cache.upsert_node(_node(name, cpus * shape.zones, rng.choice(("", "", "", "", "2", "0"))))
         if rng.random() < 0.8 or name not in cache.nodes:  # no NRT: the memo sees only their devices in use change
             cache.upsert_nrt(_nrt(name, shape.zones, cpus, rng.choice(POLICIES)))
