@@ -9,6 +9,7 @@ from typing import Any
 from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
+from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.plugins.dra_extended import (
     ExtendedResourceMap,
     NodeSplit,
@@ -17,7 +18,7 @@ from knuma.scheduler.plugins.dra_extended import (
     requests_and_mappings,
     split_for_node,
 )
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources, NodeClaims
 
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"
@@ -184,3 +185,36 @@ def test_the_allocation_in_flight_follows_the_claim_to_its_name() -> None:
     assert state.inventory().in_use == {("nic", "n1", "nic-0")}
     state.delete_claim(claim)
     assert not state.inventory().in_use and not state.extended_claims
+
+
+def test_a_node_whose_device_plugin_serves_the_resources_gets_no_extended_claim() -> None:
+    """`filterExtendedResources` per node, in DynamicResources: where DRA serves the NIC the pod's own claim gets the
+    extended resource claim beside it; where a device plugin serves it there is none (an empty claim would be
+    created with no request and no mapping, which kube-apiserver refuses to record in the pod's status), and a pod
+    without claims of its own has nothing to allocate there."""
+    state = DeviceState()
+    state.set_class(
+        {
+            "metadata": {"name": "nics", "creationTimestamp": "2026-11-29T10:00:00Z"},
+            "spec": {"extendedResourceName": "example.com/nic"},
+        }
+    )
+    state.set_claim(
+        {
+            "metadata": {"name": "gpu", "namespace": "ns"},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "nics"}}]}},
+        }
+    )
+    plugin = DynamicResources(state)
+    nic = _container("c", {"cpu": "1", "example.com/nic": "1"})
+    spec = {"containers": [nic], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}
+    with_claim = Pod.from_manifest({"metadata": {"name": "p", "namespace": "ns", "uid": "u-1"}, "spec": spec})
+    alone = _pod([nic])
+    dra, plugin_node = NodeInfo("dra", {"cpu": 8000}), NodeInfo("dp", {"cpu": 8000, "example.com/nic": 2})
+    served = plugin.node_claims(CycleState(), with_claim, dra)
+    assert served.extended is not None and [c.key for c in served.claims] == ["ns/gpu", served.extended.key]
+    assert served.extended.resources == ("example.com/nic",)
+    device_plugin = plugin.node_claims(CycleState(), with_claim, plugin_node)
+    assert device_plugin.extended is None and [c.key for c in device_plugin.claims] == ["ns/gpu"]
+    assert plugin.node_claims(CycleState(), alone, plugin_node) == NodeClaims()
+    assert plugin.filter(CycleState(), alone, plugin_node).ok
