@@ -93,14 +93,17 @@ class PodClaims:
     its allocation may be stale, so the pod waits until it is deleted (the daemon deletes it)."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NodeClaims:
     """The claims to allocate for a pod on one node: its own, and the claim for the extended resources DRA provides
-    there (`filterExtendedResources`: it depends on which resources the node's allocatable lists)."""
+    there (`filterExtendedResources`: it depends on which resources the node's allocatable lists). One per pod and
+    cycle (and split), so it also carries their memo shape once computed."""
 
     claims: tuple[ResourceClaim, ...] = ()
     extended: ExtendedClaim | None = None
     unfit: str = ""
+    shape: tuple[Hashable, tuple[str, ...]] | None = field(default=None, repr=False)
+    """`DynamicResources._shape` of these claims, computed on first use."""
 
 
 @dataclass
@@ -704,14 +707,12 @@ def _spec_claims(pod: Pod, state: DeviceState) -> PodClaims:
 @dataclass
 class _PodCycle:
     """What DynamicResources derives of a pod once per cycle (one `pod_data` lookup per node and extension point):
-    its claims, the claims to allocate per split of its extended resources, and their shapes for the memo."""
+    its claims and the claims to allocate per split of its extended resources."""
 
     found: PodClaims
     own: NodeClaims | None
     """Without extended resources DRA may serve, the claims to allocate on every node; else None (`by_split`)."""
     by_split: dict[NodeSplit, NodeClaims] = field(default_factory=dict)
-    shapes: dict[int, tuple[Hashable, tuple[str, ...]]] = field(default_factory=dict)
-    """id(NodeClaims) -> `DynamicResources._shape` (the NodeClaims live as long as this record)."""
 
 
 def _pinned_node(allocation: AllocationResult) -> str | None:
@@ -899,10 +900,9 @@ class DynamicResources:
         return entry
 
     def _shape_of(self, cycle: CycleState, pod: Pod, claims: NodeClaims) -> tuple[Hashable, tuple[str, ...]]:
-        known = self._cycle(cycle, pod).shapes
-        shape = known.get(id(claims))
+        shape = claims.shape
         if shape is None:
-            shape = known[id(claims)] = self._shape(pod, claims)
+            shape = claims.shape = self._shape(pod, claims)
         return shape
 
     def _shape(self, pod: Pod, claims: NodeClaims) -> tuple[Hashable, tuple[str, ...]]:
