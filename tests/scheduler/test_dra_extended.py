@@ -18,7 +18,7 @@ from knuma.scheduler.plugins.dra_extended import (
     requests_and_mappings,
     split_for_node,
 )
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources, NodeClaims
+from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
 
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"
@@ -216,5 +216,6 @@ def test_a_node_whose_device_plugin_serves_the_resources_gets_no_extended_claim(
     assert served.extended.resources == ("example.com/nic",)
     device_plugin = plugin.node_claims(CycleState(), with_claim, plugin_node)
     assert device_plugin.extended is None and [c.key for c in device_plugin.claims] == ["ns/gpu"]
-    assert plugin.node_claims(CycleState(), alone, plugin_node) == NodeClaims()
+    nothing = plugin.node_claims(CycleState(), alone, plugin_node)
+    assert (nothing.claims, nothing.extended, nothing.unfit) == ((), None, "")
     assert plugin.filter(CycleState(), alone, plugin_node).ok
