@@ -8,7 +8,7 @@ from typing import Any
 from knuma.api.nrt import NodeResourceTopology
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import NodeInfo
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import NodeShape
 from knuma.topology.node import NodeTopology

@@ -14,7 +14,7 @@ from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.devices.allocator import allocated_devices, allocation_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.testbed.dra import resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 

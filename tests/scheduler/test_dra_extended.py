@@ -10,6 +10,7 @@ from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import CycleState, NodeInfo
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import (
     ExtendedResourceMap,
     NodeSplit,
@@ -18,7 +19,7 @@ from knuma.scheduler.plugins.dra_extended import (
     requests_and_mappings,
     split_for_node,
 )
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"

@@ -13,7 +13,8 @@ from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.cycle import CycleResult, SchedulingCycle
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.device_state import DeviceState
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 

@@ -15,9 +15,10 @@ from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.device_stranding import device_shape
 from knuma.scheduler.plugins.dra_zones import claimed_devices, with_zone_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType

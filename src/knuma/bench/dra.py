@@ -32,8 +32,9 @@ from knuma.scheduler.cache.nrt import ClusterCache
 from knuma.scheduler.config.load import build_profiles, default_config
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_zones import claimed_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.sim.dra import claim_pod
 from knuma.testbed.dra import device_classes, resource_slices

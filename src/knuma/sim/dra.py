@@ -32,8 +32,9 @@ from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, Profile, Status, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_zones import claimed_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_slices

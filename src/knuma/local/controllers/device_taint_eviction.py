@@ -33,7 +33,7 @@ from knuma.local.controllers import nodelifecycle
 from knuma.local.controllers.claims import pod_claim_names
 from knuma.local.controllers.refs import pod_path, pod_reference
 from knuma.scheduler.daemon.claims import DeviceInformers
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
+from knuma.scheduler.plugins.device_state import DeviceState
 
 __all__ = ["CHECK_PERIOD", "DeviceTaintEvictionController", "eviction_delay"]
 

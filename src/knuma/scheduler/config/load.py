@@ -52,8 +52,9 @@ from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
 from knuma.scheduler.plugins.default_preemption import DefaultPreemption
 from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName

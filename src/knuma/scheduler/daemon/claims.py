@@ -30,8 +30,8 @@ from knuma.kube import rest
 from knuma.kube.discovered import DiscoveredInformer
 from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import Informer
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import ExtendedClaim
-from knuma.scheduler.plugins.dynamic_resources import DeviceState
 
 __all__ = [
     "FINALIZER",

@@ -58,9 +58,10 @@ from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import ExtendedClaim
 from knuma.scheduler.plugins.dra_zones import claimed_devices
-from knuma.scheduler.plugins.dynamic_resources import DeviceState, DynamicResources
+from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
