@@ -33,11 +33,11 @@ def test_the_rejection_prefix_follows_the_kubelet_version(version: str, message:
     assert rejection_message(TOPOLOGY_AFFINITY_MESSAGE, version) == message
 
 
-def test_the_qos_class_is_kept_since_1_32_and_the_simulated_kubelet_is_1_32() -> None:
+def test_the_qos_class_is_kept_since_1_32_and_the_simulated_kubelet_is_1_34() -> None:
     pod = Pod.from_manifest(MANIFEST)
     now = datetime(2026, 1, 1, tzinfo=UTC)
     current = rejected_status(MANIFEST, pod, TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE, now, KUBELET_VERSION)
-    assert KUBELET_VERSION.startswith("v1.32.")
+    assert KUBELET_VERSION.startswith("v1.34.")
     assert (current["phase"], current["reason"], current["qosClass"]) == (
         "Failed",
         "TopologyAffinityError",

@@ -18,9 +18,10 @@ from knuma.local.nodes.spec import NodeSpec
 
 __all__ = ["KUBELET_VERSION", "configz_handler", "kubelet_configuration"]
 
-KUBELET_VERSION = "v1.32.0"
-"""The kubelet version simulated nodes report (`status.nodeInfo.kubeletVersion`): the PodResources API of this
-version has `Get` and lists only active pods, which is what the simulated kubelet serves."""
+KUBELET_VERSION = "v1.34.0"
+"""The kubelet version simulated nodes report (`status.nodeInfo.kubeletVersion`): the first whose PodResources API has
+`Get`, lists only active pods (`KubeletPodResourcesListUseActivePods`) and reports DRA devices as dynamic resources,
+with DRA at `resource.k8s.io/v1`: what the simulated kubelet serves."""
 
 DEFAULT_MAX_NUMA_NODES = 8
 

@@ -165,7 +165,7 @@ def _minor(kubelet_version: str) -> int:
     return 10**6
 
 
-def rejection_message(message: str, kubelet_version: str = "v1.32.0") -> str:
+def rejection_message(message: str, kubelet_version: str = "v1.34.0") -> str:
     """The status message `kubelet.rejectPod` writes for an admission failure: `Pod was rejected: <message>` since
     1.26 (kubernetes#112644, merged for 1.26), `Pod <message>` before (e.g. `Pod Resources cannot be allocated with
     Topology locality` on 1.25)."""
@@ -174,7 +174,7 @@ def rejection_message(message: str, kubelet_version: str = "v1.32.0") -> str:
 
 
 def rejected_status(
-    manifest: Mapping[str, Any], pod: Pod, reason: str, message: str, now: datetime, kubelet_version: str = "v1.32.0"
+    manifest: Mapping[str, Any], pod: Pod, reason: str, message: str, now: datetime, kubelet_version: str = "v1.34.0"
 ) -> JsonObj:
     """The status `rejectPod` writes: Failed with the admission error; the scheduler's condition is kept. The QoS
     class stays set since 1.32 (kubernetes#128083); older kubelets wrote the status without it."""

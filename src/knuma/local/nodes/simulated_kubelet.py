@@ -12,7 +12,7 @@ amounts the model allocates, this kubelet hands out what a real one reports thro
   kubelets 1.34+).
 
 Init containers have finished once a pod runs, so only app and sidecar containers hold resources (PodResources
-`List` of kubelet 1.32 reports those). `checkpoint()` / `restore()` play the role of the CPU and memory manager
+`List` of the kubelet reports those). `checkpoint()` / `restore()` play the role of the CPU and memory manager
 state files: a restarted node gives its running pods exactly the resources they had.
 """
 

@@ -346,8 +346,8 @@ class LocalCluster:
                 "--kubelet-config-file",
                 str(files.kubelet_config),
                 *self._exporter_triggers(files),
-                # simulated kubelets report v1.32, which lists terminated pods in PodResources (kubernetes#119423):
-                # the flag the exporter recommends for them, so its log carries no warning the user cannot act on
+                # as a DaemonSet would run it where kubelets may be older than 1.34 (whose PodResources List has
+                # terminated pods, kubernetes#119423); the simulated kubelets list only active pods, as 1.34 does
                 "--exclude-terminal-pods",
                 "--kubeconfig",
                 str(self.kubeconfig),
