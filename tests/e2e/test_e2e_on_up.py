@@ -39,6 +39,7 @@ def knuma(up: Up, *args: str, timeout: float = 420.0) -> subprocess.CompletedPro
     )
 
 
+@pytest.mark.timeout(1200)  # its `knuma` runs time out on their own first (420, 180 and 420 s), with their output
 def test_e2e_deploys_when_missing_then_runs_whole_against_a_deployed_stack(up: Up) -> None:
     selected = knuma(up, "e2e", "--deploy", "missing", "-k", "publishes_a_fresh or fits", "-v")
     assert selected.returncode == 0, selected.stdout[-3000:] + selected.stderr[-2000:]
