@@ -303,7 +303,7 @@ class Scheduler:
             self._event(pod, "Warning", "FailedScheduling", outcome.message)
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
-            dra = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+            dra = _dra_plugin(profile)
             if dra is not None and (stale := dra.stale_claim(pod)):
                 self._spawn(delete_claim(self.http, stale))  # upstream's PostFilter: its deletion requeues the pod
             return outcome
@@ -311,7 +311,7 @@ class Scheduler:
         claims: dict[str, Any] | None = None
         extended: ExtendedClaim | None = None
         assumed = pod
-        plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+        plugin = _dra_plugin(profile)
         if plugin is not None and plugin.applies_to(pod):
             claims, problem, extended = self._reserve_claims(profile, pod, outcome.node)
             if claims:
@@ -400,7 +400,7 @@ class Scheduler:
         """DynamicResources' Reserve: the allocation for the chosen node, held in flight so that the next cycles do
         not hand out its devices before PreBind writes it. Returns (claim key -> allocation or None when already
         allocated, problem, the claim PreBind creates for the pod's extended resources)."""
-        plugin = next((p for p in profile.filters if isinstance(p, DynamicResources)), None)
+        plugin = _dra_plugin(profile)
         info = next((n for n in self.cache.node_infos() if n.name == node), None)
         if plugin is None or info is None:
             return None, "", None
@@ -747,3 +747,8 @@ async def serve_until_signalled(scheduler: Scheduler) -> None:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+def _dra_plugin(profile: Profile) -> DynamicResources | None:
+    """The profile's DynamicResources plugin (None when it does not run it)."""
+    return next((p for p in profile.filters if isinstance(p, DynamicResources)), None)

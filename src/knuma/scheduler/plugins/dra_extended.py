@@ -219,7 +219,8 @@ class ExtendedClaim:
     """The claim for a pod's DRA extended resources on one kind of node (the resources DRA provides there)."""
 
     claim: ResourceClaim
-    """Parsed, named `<extended-resources of POD>` (`in_memory_key`)."""
+    """Parsed, named `<extended-resources of POD>` (`IN_MEMORY_NAME`): its key, unique per pod, is what allocations
+    in flight are held under until PreBind creates it."""
     manifest: JsonObj
     """What PreBind creates (`createExtendedResourceClaimInAPI`)."""
     mappings: tuple[JsonObj, ...]
@@ -229,11 +230,6 @@ class ExtendedClaim:
     @property
     def key(self) -> str:
         return self.claim.key
-
-
-def in_memory_key(pod: Pod) -> str:
-    """The key the in-memory claim is known by until PreBind creates it (one per pod)."""
-    return f"{pod.namespace}/{IN_MEMORY_NAME.format(pod=pod.name)}"
 
 
 def extended_claim(pod: Pod, resources: tuple[str, ...], extended: ExtendedResourceMap) -> ExtendedClaim:
@@ -253,7 +249,7 @@ def extended_claim(pod: Pod, resources: tuple[str, ...], extended: ExtendedResou
         "spec": {"devices": {"requests": requests}},
     }
     parsed = ResourceClaim.from_dict({**manifest, "metadata": {"name": "placeholder", "namespace": pod.namespace}})
-    claim = ResourceClaim(pod.namespace, in_memory_key(pod).partition("/")[2], parsed.spec)
+    claim = ResourceClaim(pod.namespace, IN_MEMORY_NAME.format(pod=pod.name), parsed.spec)
     return ExtendedClaim(claim, manifest, tuple(mappings), resources)
 
 
