@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.dra.capacity import CapacityRequestPolicy, parse_request_policy
 from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
 from knuma.api.dra.semver import SemVer, SemVerError
@@ -89,6 +90,9 @@ class Device:
     allow_multiple_allocations: bool = False
     consumes: tuple[CounterSet, ...] = ()
     """What the device draws from its pool's shared counters (partitionable devices, `consumesCounters`)."""
+    request_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
+    """Capacity name -> what one allocation may take of it (consumable capacity, `knuma.api.dra.capacity`); only
+    on devices with `allow_multiple_allocations`."""
 
     @property
     def consumes_counters(self) -> bool:
@@ -99,7 +103,7 @@ class Device:
         if self.attributes:
             out["attributes"] = {k: a.to_dict() for k, a in self.attributes.items()}
         if self.capacity:
-            out["capacity"] = {k: {"value": str(q)} for k, q in self.capacity.items()}
+            out["capacity"] = {k: self._capacity_dict(k, q) for k, q in self.capacity.items()}
         if self.taints:
             out["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints]
         if self.allow_multiple_allocations:
@@ -110,6 +114,10 @@ class Device:
                 for c in self.consumes
             ]
         return out
+
+    def _capacity_dict(self, name: str, value: Quantity) -> dict[str, Any]:
+        policy = self.request_policies.get(name)
+        return {"value": str(value), "requestPolicy": policy.to_dict()} if policy else {"value": str(value)}
 
 
 def _attribute(raw: object, path: str, errors: FieldErrors) -> DeviceAttribute | None:
@@ -217,6 +225,8 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
         if attribute is not None:
             attributes[str(key)] = attribute
     capacity: dict[str, Quantity] = {}
+    policies: dict[str, CapacityRequestPolicy] = {}
+    multiple = bool(optional_bool(body, "allowMultipleAllocations", path, errors))
     for key, value in mapping(body.get("capacity"), f"{path}.capacity", errors).items():
         where = f"{path}.capacity[{key}]"
         errors.check_qualified_name(where, key)
@@ -227,6 +237,12 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
             errors.invalid(f"{where}.value", raw_value, str(err)) if raw_value is not None else errors.required(
                 f"{where}.value"
             )
+        if isinstance(value, Mapping):
+            policy = parse_request_policy(
+                value.get("requestPolicy"), f"{where}.requestPolicy", errors, capacity.get(str(key)), multiple
+            )
+            if policy is not None:
+                policies[str(key)] = policy
     if len(attributes) + len(capacity) > ATTRIBUTES_AND_CAPACITY_MAX:
         errors.too_many(path, len(attributes) + len(capacity), ATTRIBUTES_AND_CAPACITY_MAX)
     taints = []
@@ -265,6 +281,7 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
         capacity=capacity,
         taints=tuple(taints),
         node=node,
-        allow_multiple_allocations=bool(optional_bool(body, "allowMultipleAllocations", path, errors)),
+        allow_multiple_allocations=multiple,
         consumes=consumes,
+        request_policies=policies,
     )

@@ -2,19 +2,23 @@
 
 A request asks for devices either `exactly` (one class, selectors, `ExactCount` or `All`) or through
 `firstAvailable`, a priority-ordered list of sub-requests of which the allocator takes the first that fits.
-Constraints tie requests together (`matchAttribute`: one value shared by every device of the named requests).
+Constraints tie requests together (`matchAttribute`: one value shared by every device of the named requests;
+`distinctAttribute`: a different value on each). A request may ask for amounts of the devices' capacities
+(`capacity.requests`, consumable capacity).
 Validation follows `validateDeviceClaim` / `validateDeviceRequest` / `validateDeviceConstraint` of kube-apiserver.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.dra.capacity import parse_capacity_requests
 from knuma.api.dra.deviceclass import OpaqueConfig, parse_opaque_config, parse_selectors
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_int, optional_str
 from knuma.api.taints import Toleration
+from knuma.quantity import Quantity
 
 __all__ = [
     "ALL",
@@ -49,6 +53,9 @@ class ExactRequest:
     count: int = 1
     admin_access: bool = False
     tolerations: tuple[Toleration, ...] = ()
+    capacity: Mapping[str, Quantity] = field(default_factory=dict)
+    """`capacity.requests`: what each device must offer, and what a shared device gives this request
+    (consumable capacity, `knuma.devices.capacity`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"deviceClassName": self.device_class_name, "allocationMode": self.allocation_mode}
@@ -58,6 +65,8 @@ class ExactRequest:
             out["selectors"] = [{"cel": {"expression": e}} for e in self.selectors]
         if self.admin_access:
             out["adminAccess"] = True
+        if self.capacity:
+            out["capacity"] = {"requests": {k: str(v) for k, v in self.capacity.items()}}
         return out
 
 
@@ -134,6 +143,7 @@ def _exact(raw: Mapping[str, Any], name: str, path: str, errors: FieldErrors, *,
         count=(count or 1) if mode == EXACT_COUNT else 0,
         admin_access=bool(admin),
         tolerations=_tolerations(raw.get("tolerations"), f"{path}.tolerations", errors),
+        capacity=parse_capacity_requests(raw.get("capacity"), f"{path}.capacity", errors),
     )
 
 

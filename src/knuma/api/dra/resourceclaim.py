@@ -2,13 +2,15 @@
 scheduler writes into `status.allocation`.
 
 `AllocationResult` is what `knuma.devices` produces and what part 2's scheduler plugin writes: one entry per device
-(`request`, `driver`, `pool`, `device`, `adminAccess`, `tolerations`), the class and claim configs, and the node
+(`request`, `driver`, `pool`, `device`, `adminAccess`, `tolerations`; for a shared device `consumedCapacity` and
+`shareID`), the class and claim configs, and the node
 selector that pins the claim to where its devices are reachable. At most 32 results per claim
 (`AllocationResultsMaxSize`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,7 @@ from knuma.api.dra.deviceclass import OpaqueConfig
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
 from knuma.api.dra.requests import DeviceClaimSpec, parse_device_claim
 from knuma.api.taints import Toleration
+from knuma.quantity import Quantity, QuantityError, parse_quantity
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX",
@@ -28,6 +31,8 @@ __all__ = [
 ]
 
 ALLOCATION_RESULTS_MAX = 32
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""What `validateUID` accepts for a result's `shareID`."""
 RESERVED_FOR_MAX = 256
 
 
@@ -41,6 +46,10 @@ class DeviceResult:
     device: str
     admin_access: bool = False
     tolerations: tuple[Toleration, ...] = ()
+    consumed_capacity: Mapping[str, Quantity] = field(default_factory=dict)
+    """What this allocation takes of a shared device's capacities (`consumedCapacity`)."""
+    share_id: str = ""
+    """`shareID`: set on every allocation of a device that allows multiple allocations, one per allocation."""
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -59,6 +68,10 @@ class DeviceResult:
                 }
                 for t in self.tolerations
             ]
+        if self.consumed_capacity:
+            out["consumedCapacity"] = {k: str(v) for k, v in self.consumed_capacity.items()}
+        if self.share_id:
+            out["shareID"] = self.share_id
         return out
 
 
@@ -104,7 +117,26 @@ class AllocationResult:
                 if not values[key]:
                     errors.required(f"{where}.{key}")
             admin = bool(optional_bool(body, "adminAccess", where, errors))
-            results.append(DeviceResult(values["request"], values["driver"], values["pool"], values["device"], admin))
+            consumed = {}
+            for name, amount in mapping(body.get("consumedCapacity"), f"{where}.consumedCapacity", errors).items():
+                try:
+                    consumed[str(name)] = parse_quantity(amount)
+                except QuantityError as err:
+                    errors.invalid(f"{where}.consumedCapacity[{name}]", amount, str(err))
+            share = optional_str(body, "shareID", where, errors)
+            if share and not UUID.fullmatch(share):
+                errors.invalid(f"{where}.shareID", share, "must be a lowercase UUID in 8-4-4-4-12 format")
+            results.append(
+                DeviceResult(
+                    values["request"],
+                    values["driver"],
+                    values["pool"],
+                    values["device"],
+                    admin,
+                    consumed_capacity=consumed,
+                    share_id=share,
+                )
+            )
         selector = raw.get("nodeSelector")
         return cls(tuple(results), (), selector if isinstance(selector, Mapping) else None)
 
