@@ -12,6 +12,7 @@ claim, the request and the stage that stopped it, with the number of devices tha
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from knuma.api.dra.resourceclaim import AllocationResult, ConfigResult, DeviceRe
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.pod import Pod
 from knuma.devices.alignment import NumaPlan, plan_alignment
+from knuma.devices.capacity import CapacityRequestError, Consumption
 from knuma.devices.cel import CELError
 from knuma.devices.constraints import constraint_values
 from knuma.devices.counters import Counters
@@ -29,6 +31,7 @@ from knuma.devices.filtering import Eligible, SelectorCache, filter_candidates
 from knuma.devices.numa import Locality, placement_of
 from knuma.devices.pools import Candidate, DeviceID, gather_pools
 from knuma.devices.search import Found, NotFound, SearchSpace, search
+from knuma.quantity import Quantity
 from knuma.topology.hints import bits
 from knuma.topology.node import NodeTopology
 
@@ -38,9 +41,12 @@ __all__ = [
     "Inventory",
     "NodeView",
     "Outcome",
+    "add_consumption",
     "allocate",
     "allocated_devices",
     "allocation_devices",
+    "allocation_shares",
+    "consumed_capacity",
 ]
 
 DEFAULT_BUDGET = 20_000
@@ -61,13 +67,49 @@ class Inventory:
     slices: Sequence[ResourceSlice]
     classes: Mapping[str, DeviceClass]
     in_use: frozenset[DeviceID] = frozenset()
+    """Devices allocated whole (`allocated_devices`)."""
     cache: SelectorCache = field(default_factory=SelectorCache)
+    consumed: Mapping[DeviceID, Mapping[str, int]] = field(default_factory=dict)
+    """Devices that allow multiple allocations -> what allocated claims take of each capacity, in nano units
+    (`consumed_capacity`)."""
 
 
 def allocation_devices(allocation: AllocationResult) -> frozenset[DeviceID]:
-    """Devices one allocation holds. Admin-access results do not hold a device (upstream's allocated state skips
-    them)."""
-    return frozenset(r.device_id for r in allocation.results if not r.admin_access)
+    """Devices one allocation holds whole. Admin-access results do not hold a device (upstream's allocated state
+    skips them), nor do shares of a device that allows multiple allocations (a result with a `shareID`: upstream's
+    `AllocatedSharedDeviceIDs`, whose consumed capacity counts instead, `allocation_shares`)."""
+    return frozenset(r.device_id for r in allocation.results if not r.admin_access and not r.share_id)
+
+
+def allocation_shares(allocation: AllocationResult) -> tuple[tuple[DeviceID, Consumption], ...]:
+    """The shares of devices that allow multiple allocations one allocation holds, with what each consumes
+    (upstream's allocated state adds a result with a `shareID` to `AggregatedCapacity`)."""
+    return tuple(
+        (r.device_id, tuple(sorted((name, q.nanos) for name, q in r.consumed_capacity.items())))
+        for r in allocation.results
+        if r.share_id and not r.admin_access
+    )
+
+
+def add_consumption(total: dict[DeviceID, dict[str, int]], device: DeviceID, taken: Consumption, sign: int = 1) -> None:
+    """Add (or, with `sign` -1, take back) one share's consumption; a device left with nothing is dropped."""
+    amounts = total.setdefault(device, {})
+    for name, amount in taken:
+        amounts[name] = amounts.get(name, 0) + sign * amount
+        if not amounts[name]:
+            del amounts[name]
+    if not amounts:
+        del total[device]
+
+
+def consumed_capacity(claims: Iterable[ResourceClaim]) -> dict[DeviceID, dict[str, int]]:
+    """What allocated claims take of each device that allows multiple allocations."""
+    total: dict[DeviceID, dict[str, int]] = {}
+    for claim in claims:
+        if claim.allocation is not None:
+            for device, taken in allocation_shares(claim.allocation):
+                add_consumption(total, device, taken)
+    return total
 
 
 def allocated_devices(claims: Iterable[ResourceClaim]) -> frozenset[DeviceID]:
@@ -142,7 +184,8 @@ def allocate(
                         claim=demand.key,
                         request=alternative.name,
                     )
-    counters = Counters.of([s for p in pools for s in p.slices], inventory.in_use)  # the node's pools only
+    # the node's pools only; a shared device draws its counters once, while any share of it is allocated
+    counters = Counters.of([s for p in pools for s in p.slices], inventory.in_use, inventory.consumed.keys())
     drawn_out: frozenset[DeviceID] = frozenset()
     if counters is not None:  # partitions whose draws no longer fit (their GPU given out whole, say)
         drawn_out = frozenset(c.id for c in candidates if not counters.fits((c.id,)))
@@ -152,13 +195,15 @@ def allocate(
             for j, request in enumerate(demand.requests):
                 for k, alternative in enumerate(request.alternatives):
                     eligible[(i, j, k)] = filter_candidates(
-                        alternative, candidates, inventory.in_use, inventory.cache, drawn_out
+                        alternative, candidates, inventory.in_use, inventory.cache, drawn_out, inventory.consumed
                     )
     except CELError as err:
         return Outcome(node.name, False, reason=f"{err}", stage="selector")
+    except CapacityRequestError as err:
+        raise DeviceAllocationError(f"{err}") from err
     placements = {c.id: placement_of(c.device, c.driver) for c in candidates}
     plan = plan_alignment(node.topology, pod)
-    space = SearchSpace(demands, eligible, placements, plan, budget, counters=counters)
+    space = SearchSpace(demands, eligible, placements, plan, budget, counters=counters, consumed=inventory.consumed)
     found = search(space)
     stages = _stage_counts(demands, eligible, plan, placements) if explain or isinstance(found, NotFound) else {}
     if isinstance(found, NotFound):
@@ -175,7 +220,7 @@ def allocate(
             )
         return _failed(node.name, found, stages)
     results = tuple(
-        ClaimAllocation(demand.key, _allocation_result(i, demand, found)) for i, demand in enumerate(demands)
+        ClaimAllocation(demand.key, _allocation_result(i, demand, found, eligible)) for i, demand in enumerate(demands)
     )
     affinity = None if found.mask is None else bits(found.mask)
     return Outcome(
@@ -235,13 +280,20 @@ def _stage_counts(
     return out
 
 
-def _allocation_result(index: int, demand: ClaimDemand, found: Found) -> AllocationResult:
+def _allocation_result(
+    index: int, demand: ClaimDemand, found: Found, eligible: Mapping[tuple[int, int, int], Eligible]
+) -> AllocationResult:
+    """One claim's `AllocationResult`; a share of a device that allows multiple allocations gets its consumed
+    capacity and a new share ID (upstream's `allocateDevice`: `GenerateNewShareID`)."""
     results: list[DeviceResult] = []
     chosen = []
     for j, request in enumerate(demand.requests):
-        alternative = request.alternatives[found.choice[(index, j)]]
+        k = found.choice[(index, j)]
+        alternative = request.alternatives[k]
+        shares = eligible[(index, j, k)].consumption
         chosen.append(alternative)
         for candidate in found.devices[(index, j)]:
+            share = shares.get(candidate.id)
             results.append(
                 DeviceResult(
                     alternative.name,
@@ -250,6 +302,8 @@ def _allocation_result(index: int, demand: ClaimDemand, found: Found) -> Allocat
                     candidate.id[2],
                     alternative.request.admin_access,
                     alternative.request.tolerations,
+                    consumed_capacity={name: Quantity(amount) for name, amount in share or ()},
+                    share_id=str(uuid.uuid4()) if share is not None else "",
                 )
             )
     configs: list[ConfigResult] = []

@@ -34,11 +34,17 @@ class Counters:
 
     left: Mapping[CounterKey, int]
     draws: Mapping[DeviceID, Draw]
+    drawn: frozenset[DeviceID] = frozenset()
+    """Devices that allow multiple allocations with a share allocated: their draws are already taken."""
 
     @classmethod
-    def of(cls, slices: Sequence[ResourceSlice], in_use: Iterable[DeviceID]) -> Counters | None:
-        """The counters of the pools `slices` publish, less the draws of the devices `in_use`; None when no pool
-        shares counters (the allocator then skips every check)."""
+    def of(
+        cls, slices: Sequence[ResourceSlice], in_use: Iterable[DeviceID], shared: Iterable[DeviceID] = ()
+    ) -> Counters | None:
+        """The counters of the pools `slices` publish, less the draws of the devices `in_use` and of the devices
+        that allow multiple allocations with a share allocated (`shared`: a shared device draws its counters once,
+        upstream's `allocateDevice` skips the check for one whose capacity is in use); None when no pool shares
+        counters (the allocator then skips every check)."""
         if not any(s.shared_counters for s in slices):
             return None
         current = _newest_generation(slices)
@@ -60,15 +66,17 @@ class Counters:
                 )
                 if draw:
                     draws[(s.driver, s.pool.name, device.name)] = draw
-        for device_id in in_use:
+        drawn = frozenset(shared)
+        for device_id in {*in_use, *drawn}:
             for counter, amount in draws.get(device_id, ()):
                 left[counter] -= amount  # may go negative (a pool republished smaller): then nothing is left
-        return cls(left, draws)
+        return cls(left, draws, drawn)
 
     def fits(self, devices: Iterable[DeviceID]) -> bool:
-        """Whether these devices, taken together on top of those already allocated, stay within every counter."""
+        """Whether these devices, taken together on top of those already allocated, stay within every counter (a
+        device named twice, two shares of one shared device, draws once)."""
         taken: dict[CounterKey, int] = {}
-        for device_id in devices:
+        for device_id in set(devices) - self.drawn:
             for key, amount in self.draws.get(device_id, ()):
                 taken[key] = taken.get(key, 0) + amount
                 if taken[key] > self.left[key]:

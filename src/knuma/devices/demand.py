@@ -103,11 +103,5 @@ def resolve(
                 f"claim {claim.key}: number of requested devices {minimum} exceeds the claim limit of "
                 f"{ALLOCATION_RESULTS_MAX}"
             )
-        for i, constraint in enumerate(claim.spec.constraints):
-            if not constraint.match_attribute:
-                raise DeviceAllocationError(
-                    f"claim {claim.key}, constraint #{i}: distinctAttribute is not supported by this allocator "
-                    "(consumable capacity is not modelled)"
-                )
         out.append(ClaimDemand(claim, tuple(requests), claim.spec.constraints))
     return out

@@ -36,7 +36,17 @@ from knuma.errors import KnumaError
 
 __all__ = ["STAGE_ORDER", "Found", "NotFound", "SearchSpace", "search"]
 
-STAGE_ORDER = ("class", "selector", "in use", "counters", "taint", "capacity", "constraint", "NUMA alignment")
+STAGE_ORDER = (
+    "class",
+    "selector",
+    "in use",
+    "counters",
+    "taint",
+    "device capacity",
+    "capacity",
+    "constraint",
+    "NUMA alignment",
+)
 """How far a failed branch got, for the nearest miss; `capacity` is requests competing for the same devices."""
 
 Slot = tuple[int, int]
@@ -71,9 +81,21 @@ class SearchSpace:
     budget: int = 20_000
     counters: Counters | None = None
     """Shared counters of partitionable devices (None: no pool shares any)."""
+    consumed: Mapping[DeviceID, Mapping[str, int]] = field(default_factory=dict)
+    """What allocated claims take of devices that allow multiple allocations (`Inventory.consumed`)."""
+    relaxed: bool = False
+    """Counters and the capacity of shared devices ignored (`_relaxed`: whether they alone made a choice fail)."""
+    shares: bool = field(init=False)
+    """Some request may take a share of a device that allows multiple allocations."""
+    distinct: bool = field(init=False)
+    """Some claim has a distinctAttribute constraint."""
     leaves: int = 0
     miss: NotFound | None = field(default=None)
     _values: dict[tuple[tuple[str, str, str], str], frozenset[object]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.shares = any(e.consumption for e in self.eligible.values())
+        self.distinct = any(c.distinct_attribute for claim in self.claims for c in claim.constraints)
 
     def values(self, candidate: Candidate, name: str) -> frozenset[object]:
         """`constraint_values`, memoised for this search."""
@@ -101,7 +123,12 @@ def _alternative(space: SearchSpace, slot: Slot, k: int) -> Alternative:
     return space.claims[slot[0]].requests[slot[1]].alternatives[k]
 
 
-BLOCKED = {"in use": "in use", "counters": "out of shared counters", "taint": "tainted"}
+BLOCKED = {
+    "in use": "in use",
+    "counters": "out of shared counters",
+    "taint": "tainted",
+    "device capacity": "short of the requested capacity",
+}
 """How an `All` request's blocked device is described, by the stage that dropped it."""
 
 
@@ -159,8 +186,15 @@ def _demand_key(space: SearchSpace, slot: Slot, k: int) -> Hashable:
     return (*slot, k)
 
 
-def _device_key(alternative: Alternative, claim: int, candidate: Candidate) -> Hashable:
-    return ("admin", claim, candidate.id) if alternative.request.admin_access else candidate.id
+def _device_key(alternative: Alternative, slot: Slot, candidate: Candidate) -> Hashable:
+    """The flow's device node: a device is taken once, but admin access takes it once per claim and a device that
+    allows multiple allocations once per request (upstream moves on to the next device within a request, so one
+    request never gets the same device twice); `_fits` then checks what the shares consume together."""
+    if alternative.request.admin_access:
+        return ("admin", slot[0], candidate.id)
+    if candidate.device.allow_multiple_allocations:
+        return ("shared", slot, candidate.id)
+    return candidate.id
 
 
 def _flow(
@@ -177,7 +211,7 @@ def _flow(
         demands.append((key, count))
         keys = []
         for candidate in pools[slot]:
-            device_key = _device_key(alternative, slot[0], candidate)
+            device_key = _device_key(alternative, slot, candidate)
             by_key[device_key] = candidate
             keys.append(device_key)
         eligible[key] = keys
@@ -187,8 +221,8 @@ def _flow(
             return None
         result = {slot: tuple(by_key[d] for d in assigned[_demand_key(space, slot, k)]) for slot, k in choice.items()}
         clash = _admin_clash(space, choice, result)
-        if clash is None and not _within_counters(space, choice, result):
-            return _counted(space, choice, demands, eligible, by_key)
+        if clash is None and not _fits(space, choice, result):
+            return _packed(space, choice, demands, eligible, by_key)
         if clash is None:
             return result
         key, device_key = clash
@@ -196,51 +230,86 @@ def _flow(
     return None
 
 
-def _within_counters(
-    space: SearchSpace, choice: Mapping[Slot, int], result: Mapping[Slot, Sequence[Candidate]]
-) -> bool:
-    if space.counters is None:
-        return True
-    drawing = [
-        c.id
-        for slot, k in choice.items()
-        if not _alternative(space, slot, k).request.admin_access
-        for c in result[slot]
-    ]
-    return space.counters.fits(drawing)
+def _packing(space: SearchSpace) -> bool:
+    """Whether devices that exist may still not be given together: shared counters, shares of one device that
+    allows multiple allocations, distinctAttribute constraints. Without them a flow's answer is an allocation."""
+    return (space.counters is not None and not space.relaxed) or space.shares or space.distinct
 
 
-def _uncounted(space: SearchSpace, check: Callable[[], bool]) -> bool:
-    """`check` with the shared counters ignored (False when there are none): whether they alone made it fail."""
-    counters = space.counters
-    if counters is None:
+def _fits(space: SearchSpace, choice: Mapping[Slot, int], picked: Mapping[Slot, Sequence[Candidate]]) -> bool:
+    """Whether the devices `picked` so far (per slot) can be given together: within the shared counters (a device
+    drawn once however many shares it gives), within what is left of each shared device's capacities (upstream's
+    `CmpRequestOverCapacity` with the shares this allocation already took, its `allocatingCapacity`), and with
+    distinct values where a claim's distinctAttribute constraint asks for them (`distinctAttributeConstraint.add`:
+    a device without the attribute is refused)."""
+    if not space.relaxed:
+        drawing: set[DeviceID] = set()
+        taking: dict[DeviceID, dict[str, int]] = {}
+        for slot, devices in picked.items():
+            k = choice[slot]
+            if _alternative(space, slot, k).request.admin_access:
+                continue
+            shares = space.eligible[(*slot, k)].consumption
+            for c in devices:
+                drawing.add(c.id)
+                share = shares.get(c.id)
+                if share is None:
+                    continue
+                amounts = taking.setdefault(c.id, dict(space.consumed.get(c.id, {})))
+                for name, amount in share:
+                    amounts[name] = amounts.get(name, 0) + amount
+                    if amounts[name] > c.device.capacity[name].nanos:
+                        return False
+        if space.counters is not None and not space.counters.fits(drawing):
+            return False
+    for i, claim in enumerate(space.claims if space.distinct else ()):
+        for constraint in claim.constraints:
+            name = constraint.distinct_attribute
+            if not name:
+                continue
+            seen: list[frozenset[object]] = []
+            for slot, devices in picked.items():
+                if slot[0] != i or not _applies(constraint.requests, _alternative(space, slot, choice[slot])):
+                    continue
+                for c in devices:
+                    values = space.values(c, name)
+                    if not values or values in seen:
+                        return False
+                    seen.append(values)
+    return True
+
+
+def _relaxed(space: SearchSpace, check: Callable[[], bool]) -> bool:
+    """`check` with the shared counters and the capacity of shared devices ignored (False when there are none):
+    whether they alone made it fail."""
+    if space.counters is None and not space.shares:
         return False
-    space.counters = None
+    space.relaxed = True
     try:
         return check()
     finally:
-        space.counters = counters
+        space.relaxed = False
 
 
-def _counted(
+def _packed(
     space: SearchSpace,
     choice: Mapping[Slot, int],
     demands: Sequence[tuple[Hashable, int]],
     eligible: Mapping[Hashable, Sequence[Hashable]],
     by_key: Mapping[Hashable, Candidate],
 ) -> dict[Slot, tuple[Candidate, ...]] | None:
-    """Distinct devices for every demand within the shared counters, when the flow's first answer overdraws them.
-    Counters make this a packing problem, so it is a depth-first search over each demand's devices in preference
-    order (admin-access demands last, drawing nothing and avoiding their claim's other devices), within the search
-    budget: running out is reported as exhausted, not as impossible.
+    """Distinct devices for every demand that can be given together (`_fits`), when the flow's first answer cannot.
+    Counters, shared capacity and distinct values make this a packing problem, so it is a depth-first search over
+    each demand's devices in preference order (admin-access demands last, drawing nothing and avoiding their claim's
+    other devices), within the search budget: running out is reported as exhausted, not as impossible.
 
     Devices that draw the same amounts from the same counters and are eligible for the same demands are
     interchangeable (the seven 1g slices of one GPU): any solution stays one after swapping two of them, so the
     search tries how many of each such group a demand takes (`_group_picks`), not which. Seven 3g and five 1g
     slices on four MIG GPUs is then 224 tries proved impossible, where every combination of 1g slices ran out of
-    budget."""
+    budget. A shared device, or one a distinctAttribute constraint reads, is a group of its own."""
     counters = space.counters
-    assert counters is not None
+    draws = counters.draws if counters is not None else {}
     slot_of = {_demand_key(space, slot, k): slot for slot, k in choice.items()}
     admin = {key for key in slot_of if _alternative(space, slot_of[key], choice[slot_of[key]]).request.admin_access}
     order = sorted(demands, key=lambda d: d[0] in admin)
@@ -249,13 +318,21 @@ def _counted(
     for key, devices in eligible.items():
         for d in devices:
             wanted_by.setdefault(d, set()).add(key)
-    kind = {d: (counters.draws.get(by_key[d].id, ()), frozenset(keys)) for d, keys in wanted_by.items()}
+    kind = {
+        d: d
+        if space.distinct or by_key[d].device.allow_multiple_allocations
+        else (draws.get(by_key[d].id, ()), frozenset(keys))
+        for d, keys in wanted_by.items()
+    }
 
     def plain_of(claim: int) -> set[DeviceID]:
         return {by_key[d].id for key, ds in picked.items() if key not in admin and slot_of[key][0] == claim for d in ds}
 
-    def drawing() -> list[DeviceID]:
-        return [by_key[d].id for key, ds in picked.items() if key not in admin for d in ds]
+    def so_far(extra: tuple[Hashable, tuple[Hashable, ...]] | None = None) -> dict[Slot, list[Candidate]]:
+        out: dict[Slot, list[Candidate]] = {}
+        for key, ds in [*picked.items(), *([extra] if extra else [])]:
+            out.setdefault(slot_of[key], []).extend(by_key[d] for d in ds)
+        return out
 
     def place(index: int) -> bool:
         if index == len(order):
@@ -266,7 +343,7 @@ def _counted(
         options = [d for d in eligible[key] if d not in taken and by_key[d].id not in avoid]
         for combo in _group_picks(options, count, kind):
             _spend(space)
-            if key not in admin and not counters.fits([*drawing(), *(by_key[d].id for d in combo)]):
+            if key not in admin and not _fits(space, choice, so_far((key, combo))):
                 continue
             picked[key] = combo
             if place(index + 1):
@@ -309,7 +386,7 @@ def _feasible(space: SearchSpace, choice: Mapping[Slot, int], pools: Mapping[Slo
     """Whether `_flow` finds distinct devices, without running it when the answer is plain: requests whose pools share
     no device (a GPU request and a NIC request) each need only enough devices of their own. Admin access may repeat
     devices, so such a choice always goes through the flow."""
-    if space.counters is not None:  # devices that exist may still not be given together
+    if _packing(space):  # devices that exist may still not be given together
         return _flow(space, choice, pools) is not None
     seen: set[DeviceID] = set()
     for slot, k in choice.items():
@@ -350,6 +427,8 @@ def _value_choices(
     per_constraint: list[tuple[int, list[Slot], str, list[object]]] = []
     for i, claim in enumerate(space.claims):
         for constraint in claim.constraints:
+            if not constraint.match_attribute:
+                continue  # distinctAttribute: checked on the devices picked (`_fits`)
             affected = [
                 s for s in choice if s[0] == i and _applies(constraint.requests, _alternative(space, s, choice[s]))
             ]
@@ -363,8 +442,8 @@ def _value_choices(
             viable = []
             needed = sum(_needed(space, slot, choice[slot]) for slot in affected)
             for value in values:
-                union = {c.id for slot in affected for c in pools[slot] if value in space.values(c, name)}
-                if len(union) < needed:
+                having = {slot: [c for c in pools[slot] if value in space.values(c, name)] for slot in affected}
+                if _units(having) < needed:
                     continue
                 if all(
                     _enough(space, slot, choice[slot], [c for c in pools[slot] if value in space.values(c, name)])
@@ -439,6 +518,13 @@ def _needed(space: SearchSpace, slot: Slot, k: int) -> int:
     return len(eligible.forced) if eligible.alternative.all_devices else eligible.alternative.request.count
 
 
+def _units(pools: Mapping[Slot, Sequence[Candidate]]) -> int:
+    """How many devices the pools can give at most, counting a device that allows multiple allocations once per
+    request that may take it."""
+    whole = {c.id for p in pools.values() for c in p if not c.device.allow_multiple_allocations}
+    return len(whole) + sum(1 for p in pools.values() for c in p if c.device.allow_multiple_allocations)
+
+
 def _enough(space: SearchSpace, slot: Slot, k: int, pool: Sequence[Candidate]) -> bool:
     eligible = space.eligible[(*slot, k)]
     if eligible.alternative.all_devices:
@@ -481,8 +567,7 @@ def _solve(
             }
             if not all(_enough(space, slot, choice[slot], pools[slot]) for slot in pools):
                 continue
-            distinct = {c.id for p in pools.values() for c in p}
-            if len(distinct) < sum(_needed(space, slot, choice[slot]) for slot in pools):
+            if _units(pools) < sum(_needed(space, slot, choice[slot]) for slot in pools):
                 continue  # the group cannot hold the pod's devices at all: no flow needed
             _spend(space)
             if not _feasible(space, choice, pools):
@@ -521,13 +606,19 @@ def search(space: SearchSpace) -> Found | NotFound:
             everything = {slot: list(space.eligible[(*slot, k)].devices) for slot, k in choice.items()}
             if not _feasible(space, choice, everything):
                 names = ", ".join(_alternative(space, s, k).name for s, k in choice.items())
-                if _uncounted(space, functools.partial(_feasible, space, choice, everything)):
+                if _relaxed(space, functools.partial(_feasible, space, choice, everything)):
                     first = next(iter(choice))
                     claim = space.claims[first[0]].key
-                    reason = (
-                        f"claim {claim}: the devices of requests {names} exist, but together they draw more than is "
-                        "left of the shared counters of their partitionable devices"
+                    shared = any(space.eligible[(*s, k)].consumption for s, k in choice.items())
+                    what = (
+                        "need more than is left of the capacity of their shared devices or of the shared counters of "
+                        "their partitionable devices"
+                        if shared and space.counters is not None
+                        else "need more than is left of the capacity of their shared devices"
+                        if shared
+                        else "draw more than is left of the shared counters of their partitionable devices"
                     )
+                    reason = f"claim {claim}: the devices of requests {names} exist, but together they {what}"
                     space.note(NotFound(reason, "capacity", claim, _alternative(space, first, choice[first]).name))
                 else:
                     reason = f"requests {names} together need more distinct devices than the node offers"
