@@ -5,6 +5,7 @@ the port of upstream's depth-first search on random inputs."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from knuma.devices.allocator import (
     allocate,
     allocation_devices,
     consumed_capacity,
+    with_new_share_ids,
 )
 from knuma.devices.capacity import consumption
 from knuma.devices.demand import DeviceAllocationError
@@ -210,3 +212,16 @@ def test_same_verdict_as_upstream_search_with_shared_devices(
                 whole.append(r.device)
     assert len(whole) == len(set(whole))
     assert all(amount <= devices[name].capacity["bandwidth"].nanos for name, amount in taken.items())
+
+
+def test_an_outcome_given_again_gets_new_share_ids() -> None:
+    outcome = allocate(VIEW, [asks("a", "20G"), asks("b", "20G")], inventory(nic("nic-0", STEP_10G)))
+    for result in outcome.results:
+        again = with_new_share_ids(result.allocation)
+        before, after = result.allocation.results[0], again.results[0]
+        assert after.share_id != before.share_id and uuid.UUID(after.share_id)
+        assert replace(after, share_id=before.share_id) == before
+    whole = allocate(
+        VIEW, [asks("a", "20G")], inventory({"name": "gpu-0", "capacity": {"bandwidth": {"value": "40G"}}})
+    )
+    assert with_new_share_ids(whole.results[0].allocation) is whole.results[0].allocation

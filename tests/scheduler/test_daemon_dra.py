@@ -463,3 +463,58 @@ async def test_a_failed_binding_deletes_the_claim_prebind_created(api: RunningAp
                 assert await owned() == [status["resourceClaimName"]]
             finally:
                 await daemon.writer.aclose()
+
+
+async def test_pods_share_a_device_that_allows_multiple_allocations(api: RunningApiServer) -> None:
+    """Consumable capacity: one 100G NIC that allows multiple allocations, each share a whole number of 10G steps.
+    Three pods asking 25G, 40G and 30G share it (30G, 40G and 30G consumed, each with its own share ID); a fourth
+    asking 10G waits, and its FailedScheduling says the device's capacity is what is short; once the 40G pod's claim
+    is deallocated, it is placed."""
+    driver = "nic.example.com"
+    policy = {"default": "10G", "validRange": {"min": "10G", "max": "100G", "step": "10G"}}
+    nic = {
+        "name": "nic-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"bandwidth": {"value": "100G", "requestPolicy": policy}},
+    }
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        pool = {"name": "n1", "generation": 0, "resourceSliceCount": 1}
+        spec = {"driver": driver, "pool": pool, "nodeName": "n1", "devices": [nic]}
+        await c.request("POST", f"{RES}/resourceslices", {"metadata": {"name": "n1-nics"}, "spec": spec})
+        selector = {"cel": {"expression": f"device.driver == '{driver}'"}}
+        await c.request(
+            "POST", f"{RES}/deviceclasses", {"metadata": {"name": "nic"}, "spec": {"selectors": [selector]}}
+        )
+        for name, amount in (("a", "25G"), ("b", "40G"), ("c", "30G"), ("d", "10G")):
+            request = {
+                "name": "nic",
+                "exactly": {"deviceClassName": "nic", "capacity": {"requests": {"bandwidth": amount}}},
+            }
+            await c.request("POST", CLAIMS, {"metadata": {"name": name}, "spec": {"devices": {"requests": [request]}}})
+        async with running_scheduler(api, daemon_profiles()):
+            for name in ("a", "b", "c"):
+                await claimed_pod(c, f"pod-{name}", name, cpu="2")
+                assert await c.bound(f"pod-{name}") == "n1"
+            results = []
+            for name in ("a", "b", "c"):
+                claim = await c.request("GET", f"{CLAIMS}/{name}")
+                results += claim["status"]["allocation"]["devices"]["results"]
+            assert [r["device"] for r in results] == ["nic-0"] * 3
+            assert [r["consumedCapacity"]["bandwidth"] for r in results] == ["30G", "40G", "30G"]
+            assert len({r["shareID"] for r in results}) == 3
+            await claimed_pod(c, "pod-d", "d", cpu="2")
+
+            async def failed() -> list[str]:
+                return [e["message"] for e in await c.events("pod-d") if e["reason"] == "FailedScheduling"]
+
+            message = (await c.wait_for(failed, what="pod-d refused"))[0]
+            assert "0 left after the device capacity stage" in message, message
+            assert await c.node_of("pod-d") == ""
+            await c.request("DELETE", "/api/v1/namespaces/default/pods/pod-b?gracePeriodSeconds=0")
+            claim = await c.request("GET", f"{CLAIMS}/b")
+            claim["status"] = {}
+            await c.request("PUT", f"{CLAIMS}/b/status", claim)
+            assert await c.bound("pod-d") == "n1"
+            got = await c.request("GET", f"{CLAIMS}/d")
+            assert got["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] == {"bandwidth": "10G"}

@@ -6,6 +6,7 @@ informer's copy has none, allocations in flight for claims the informer has not 
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any
 
 import pytest
@@ -13,7 +14,13 @@ import pytest
 from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
-from knuma.devices.allocator import allocated_devices, allocation_devices
+from knuma.devices.allocator import (
+    add_consumption,
+    allocated_devices,
+    allocation_devices,
+    allocation_shares,
+    consumed_capacity,
+)
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.testbed.dra import resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
@@ -23,11 +30,15 @@ from .builders import device_state
 GPU = "gpu.sim.knuma.io"
 
 
-def _allocation(node: str, devices: list[str], admin: bool = False) -> dict[str, Any]:
+def _allocation(node: str, devices: list[str], admin: bool = False, share: int = 0) -> dict[str, Any]:
+    """`share` > 0: shares of devices that allow multiple allocations, each consuming `share` Gi of memory."""
     results = [
         {"request": "gpu", "driver": GPU, "pool": node, "device": name, **({"adminAccess": True} if admin else {})}
         for name in devices
     ]
+    for result in results if share else ():
+        result["shareID"] = str(uuid.uuid4())
+        result["consumedCapacity"] = {"memory": f"{share}Gi"}
     return {"devices": {"results": results}}
 
 
@@ -48,13 +59,16 @@ def _pod(name: str) -> Pod:
     return Pod.from_manifest({"metadata": {"name": name, "namespace": "default"}, "spec": {"containers": [container]}})
 
 
-def _from_scratch(state: DeviceState) -> frozenset[Any]:
+def _from_scratch(state: DeviceState) -> tuple[frozenset[Any], dict[Any, dict[str, int]]]:
     parsed = [c for key in state.claims if (c := state.parsed_claim(key)) is not None]
     in_use = set(allocated_devices(parsed))
+    consumed = consumed_capacity(parsed)
     for key, (_, allocation) in state.in_flight.items():
         if key not in state.claims:
             in_use.update(allocation_devices(allocation))
-    return frozenset(in_use)
+            for device, taken in allocation_shares(allocation):
+                add_consumption(consumed, device, taken)
+    return frozenset(in_use), consumed
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -66,13 +80,14 @@ def test_devices_in_use_and_node_states_follow_every_change(seed: int) -> None:
     gpus = sorted(d.name for s in state.slices.values() if s.driver == GPU for d in s.devices)
     claims = [f"c{i}" for i in range(12)]
     pods = [f"p{i}" for i in range(5)]
-    changed_nodes = 0
+    changed_nodes = shared_nodes = 0
     for step in range(300):
         before = {node: state.node_devices(node) for node in nodes}
         action = rng.choice(("claim", "claim", "written", "delete", "reserve", "unreserve", "pod gone", "slice"))
         name = rng.choice(claims)
         node = rng.choice(nodes)
-        allocation = _allocation(node, rng.sample(gpus, rng.randint(1, 2)), admin=rng.random() < 0.1)
+        share = rng.choice((0, 0, 1, 2))
+        allocation = _allocation(node, rng.sample(gpus, rng.randint(1, 2)), admin=rng.random() < 0.1, share=share)
         if action == "claim":
             state.set_claim(_claim(name, None))
         elif action == "written":
@@ -89,12 +104,17 @@ def test_devices_in_use_and_node_states_follow_every_change(seed: int) -> None:
         elif step % 50 == 0:  # a driver republishes a node's slices
             for body in resource_slices(node, shape):
                 state.set_slice(body)
-        in_use = _from_scratch(state)
+        in_use, consumed = _from_scratch(state)
         assert state.inventory().in_use == in_use, f"step {step}: {action}"
+        assert state.inventory().consumed == consumed, f"step {step}: {action}"
         for each in nodes:
             ids = {(s.driver, s.pool.name, d.name) for s in state.slices.values() for d in s.devices}
             busy = frozenset(d for d in ids if d in in_use and d[1] == each)
+            shares = frozenset((d, tuple(sorted(c.items()))) for d, c in consumed.items() if d[1] == each)
             current = state.node_devices(each)
-            assert current == (state.slices_version, state.classes_version, busy), f"step {step}: {action} {each}"
+            expected = (state.slices_version, state.classes_version, busy, shares)
+            assert current == expected, f"step {step}: {action} {each}"
             changed_nodes += current != before[each]
+            shared_nodes += bool(shares)
     assert changed_nodes > 50  # the sequences did change node states
+    assert shared_nodes > 50  # and consumed shares of devices

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.dra.deviceclass import DeviceClass
@@ -47,6 +47,7 @@ __all__ = [
     "allocation_devices",
     "allocation_shares",
     "consumed_capacity",
+    "with_new_share_ids",
 ]
 
 DEFAULT_BUDGET = 20_000
@@ -100,6 +101,16 @@ def add_consumption(total: dict[DeviceID, dict[str, int]], device: DeviceID, tak
             del amounts[name]
     if not amounts:
         del total[device]
+
+
+def with_new_share_ids(allocation: AllocationResult) -> AllocationResult:
+    """`allocation` with a new share ID for each share of a device: an outcome the memo (`knuma.devices.memo`) gives
+    to another pod carries the share IDs of the pod it was computed for, and two shares of one device must not have
+    the same ID (the API server's `SharedDeviceID`, the kubelet's prepared devices)."""
+    if not any(r.share_id for r in allocation.results):
+        return allocation
+    results = tuple(replace(r, share_id=str(uuid.uuid4())) if r.share_id else r for r in allocation.results)
+    return replace(allocation, results=results)
 
 
 def consumed_capacity(claims: Iterable[ResourceClaim]) -> dict[DeviceID, dict[str, int]]:

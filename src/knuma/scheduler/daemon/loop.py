@@ -32,6 +32,7 @@ from knuma.api.disruption import DisruptionBudget
 from knuma.api.nrt import GROUP
 from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonView
+from knuma.devices.allocator import with_new_share_ids
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
@@ -407,7 +408,7 @@ class Scheduler:
         result, claims = plugin.allocations(pod, info)
         if not result.allocatable:
             return None, f"cannot allocate all claims: {result.reason}", None
-        chosen = {c.claim: c.allocation for c in result.results}
+        chosen = {c.claim: with_new_share_ids(c.allocation) for c in result.results}
         self.devices.reserve(pod, chosen)
         numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
         if numa is not None:  # the pod's DRA devices join the device shapes KnumaBinPacking expects

@@ -20,8 +20,11 @@ from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.pod import Pod
 from knuma.devices.allocator import (
     Inventory,
+    add_consumption,
     allocation_devices,
+    allocation_shares,
 )
+from knuma.devices.capacity import Consumption
 from knuma.devices.counters import physical_devices
 from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import AllocationMemo
@@ -69,6 +72,11 @@ class DeviceState:
     none), kept up to date by every change to `claims` and `in_flight` (`_rehold`)."""
     _uses: dict[DeviceID, int] = field(default_factory=dict, repr=False)
     """Device -> how many claims hold it: the devices in use, without reading every claim after each change."""
+    _shares: dict[str, tuple[tuple[DeviceID, Consumption], ...]] = field(default_factory=dict, repr=False)
+    """Claim key -> the shares of devices that allow multiple allocations it holds (consumable capacity), kept up to
+    date with `_held`."""
+    _consumed: dict[DeviceID, dict[str, int]] = field(default_factory=dict, repr=False)
+    """Device that allows multiple allocations -> what the claims holding shares of it consume."""
     slices_version: int = 0
     """Bumped when a slice changes (the devices per node and NUMA node, `_device_index`)."""
     _index: (
@@ -82,8 +90,11 @@ class DeviceState:
         default=(-1, {}), repr=False
     )
     _node_states: tuple[int, dict[str, Hashable]] = field(default=(-1, {}), repr=False)
-    _node_states_seen: tuple[int, int, frozenset[DeviceID]] | None = field(default=None, repr=False)
-    """(slices version, classes version, devices in use) when `_node_states` was last brought up to date."""
+    _node_states_seen: tuple[int, int, frozenset[DeviceID], frozenset[tuple[DeviceID, Hashable]]] | None = field(
+        default=None, repr=False
+    )
+    """(slices version, classes version, devices in use, shared devices' consumption) when `_node_states` was last
+    brought up to date."""
     _owners: tuple[int, dict[DeviceID, set[str]]] | None = field(default=None, repr=False)
     _classes: dict[str, tuple[Hashable, NodeTopology | None, tuple[Hashable, tuple[tuple[str, str], ...]] | None]] = (
         field(default_factory=dict, repr=False)
@@ -249,17 +260,23 @@ class DeviceState:
         does not parse (the API server validates them: this is for safety) holds nothing here; its pod learns why
         (`pod_claims`)."""
         before = self._held.pop(key, frozenset())
+        for device, taken in self._shares.pop(key, ()):
+            add_consumption(self._consumed, device, taken, -1)
         try:
             claim = self.parsed_claim(key)
         except ValidationError:
             claim = None
-        if claim is not None:
-            after = allocation_devices(claim.allocation) if claim.allocation is not None else frozenset()
-        else:
-            flight = self.in_flight.get(key)
-            after = allocation_devices(flight[1]) if flight is not None else frozenset()
+        allocation = claim.allocation if claim is not None else None
+        if claim is None and (flight := self.in_flight.get(key)) is not None:
+            allocation = flight[1]
+        after = allocation_devices(allocation) if allocation is not None else frozenset()
+        shares = allocation_shares(allocation) if allocation is not None else ()
         if after:
             self._held[key] = after
+        if shares:
+            self._shares[key] = shares
+            for device, taken in shares:
+                add_consumption(self._consumed, device, taken)
         for device in before - after:
             if self._uses[device] == 1:
                 del self._uses[device]
@@ -273,7 +290,10 @@ class DeviceState:
         cached = self._inventory
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        inventory = Inventory(tuple(self.slices.values()), dict(self.classes), frozenset(self._uses), self.cache)
+        consumed = {device: dict(amounts) for device, amounts in self._consumed.items()}
+        inventory = Inventory(
+            tuple(self.slices.values()), dict(self.classes), frozenset(self._uses), self.cache, consumed
+        )
         self._inventory = (self.version, inventory)
         return inventory
 
@@ -329,7 +349,7 @@ class DeviceState:
         if known is not None:
             return known
         full = self.inventory()
-        inventory = Inventory(self._slices_of(node)[0], full.classes, full.in_use, full.cache)
+        inventory = Inventory(self._slices_of(node)[0], full.classes, full.in_use, full.cache, full.consumed)
         inventories[node] = inventory
         return inventory
 
@@ -360,8 +380,9 @@ class DeviceState:
 
     def node_devices(self, node: str) -> Hashable:
         """Everything the allocator reads of the device side for `node` (`knuma.devices.memo.NodeState.devices`):
-        the slices and classes (their versions) and which of the node's devices are in use (allocated or in
-        flight). Equal keys: the allocator sees the same devices, free or not. When the version changes, only the
+        the slices and classes (their versions), which of the node's devices are in use (allocated or in
+        flight) and what is consumed of its shared devices. Equal keys: the allocator sees the same devices, free or
+        not. When the version changes, only the
         nodes whose devices changed use are computed again (`_unchanged_node_states`): a cycle allocates on one
         node, and Filter asks about every node."""
         cached_version, states = self._node_states
@@ -370,10 +391,11 @@ class DeviceState:
             self._node_states = (self.version, states)
         known = states.get(node)
         if known is None:
-            in_use = self.inventory().in_use
+            inventory = self.inventory()
             _, ids = self._slices_of(node)
-            busy = frozenset(d for d in ids if d in in_use)
-            known = states[node] = (self.slices_version, self.classes_version, busy)
+            busy = frozenset(d for d in ids if d in inventory.in_use)
+            shared = _consumption_items(inventory, ids)
+            known = states[node] = (self.slices_version, self.classes_version, busy, shared)
         return known
 
     def forget_node(self, node: str) -> None:
@@ -388,12 +410,16 @@ class DeviceState:
         """`states` without the nodes whose `node_devices` may have changed since they were computed: all of them
         when a slice or class changed or a device of a slice not bound to one node changed use, otherwise the
         nodes owning a device that was taken or freed."""
-        in_use = self.inventory().in_use
+        inventory = self.inventory()
+        in_use = inventory.in_use
+        shared = _consumption_items(inventory)
         seen = self._node_states_seen
-        self._node_states_seen = (self.slices_version, self.classes_version, in_use)
+        self._node_states_seen = (self.slices_version, self.classes_version, in_use, shared)
         if seen is None or seen[:2] != (self.slices_version, self.classes_version):
             return {}
         changed = in_use ^ seen[2]
+        if shared != seen[3]:
+            changed = changed | {device for device, _ in shared ^ seen[3]}
         if not changed:
             return states
         owners = self._device_owners()
@@ -440,10 +466,15 @@ class DeviceState:
         if shared & own.keys():
             return None
         assert isinstance(devices, tuple)
-        slices_version, classes_version, busy = devices
-        named = frozenset((d[0], own[(d[0], d[1])], d[2]) if (d[0], d[1]) in own else d for d in busy)
+        slices_version, classes_version, busy, consumed = devices
+
+        def anonymous(d: DeviceID) -> Hashable:
+            return (d[0], own[(d[0], d[1])], d[2]) if (d[0], d[1]) in own else d
+
+        named = frozenset(anonymous(d) for d in busy)
+        shares = frozenset((anonymous(d), amounts) for d, amounts in consumed)
         zones = topology.admission_id if topology is not None else None
-        return (zones, slices_version, classes_version, tuple(parts), named), tuple(own)
+        return (zones, slices_version, classes_version, tuple(parts), named, shares), tuple(own)
 
     def _slice_content(self, slice_: ResourceSlice) -> str:
         """The slice without its name, pool name and node name, as text (the same for the slices of two nodes that
@@ -595,6 +626,17 @@ class DeviceState:
                 self.in_flight[key] = flight
             self._rehold(key)
         self.version += 1
+
+
+def _consumption_items(
+    inventory: Inventory, ids: Collection[DeviceID] | None = None
+) -> frozenset[tuple[DeviceID, tuple[tuple[str, int], ...]]]:
+    """What is consumed of the shared devices (of `ids`, or all), hashable: part of a node's device state."""
+    return frozenset(
+        (device, tuple(sorted(amounts.items())))
+        for device, amounts in inventory.consumed.items()
+        if ids is None or device in ids
+    )
 
 
 def _with_allocation(claim: ResourceClaim, allocation: AllocationResult) -> ResourceClaim:
