@@ -186,3 +186,24 @@ def test_partitions_of_a_gpu_on_the_bundled_mig_example() -> None:
         "claim ml/train-two-3g: the devices of requests gpu exist, but together they draw more than is left of the "
         "shared counters of their partitionable devices"
     )
+
+
+def test_a_shared_nic_on_the_bundled_consumable_capacity_example() -> None:
+    """examples/devices/shared-nic-nodes.yaml: a 100G NIC shared in 10G steps, 80G held on nic-node-a, 40G on
+    nic-node-b. 25G (rounded to 30G) goes to nic-node-b as a share with its own ID; two requests of 35G (40G each)
+    fit nowhere, and nic-node-b says the shared device's capacity is what is short."""
+    nodes = ["-f", str(EXAMPLES / "shared-nic-nodes.yaml")]
+    one = run("schedule", *nodes, "-f", str(EXAMPLES / "claim-shared-nic.yaml"), "-o", "json")
+    assert one.exit_code == 0, one.output
+    doc = json.loads(one.stdout)
+    assert doc["selected"] == "nic-node-b"
+    result = doc["allocations"][0]["allocation"]["devices"]["results"][0]
+    assert result["consumedCapacity"] == {"bandwidth": "30G"} and len(result["shareID"]) == 36
+    assert doc["nodes"]["nic-node-a"]["stage"] == "device capacity"
+    two = run("schedule", *nodes, "-f", str(EXAMPLES / "claim-two-shares.yaml"), "-o", "json")
+    doc = json.loads(two.stdout)
+    assert doc["selected"] is None
+    assert doc["nodes"]["nic-node-b"]["reason"] == (
+        "claim ml/mirror: the devices of requests primary, secondary exist, but together they need more than is left "
+        "of the capacity of their shared devices"
+    )

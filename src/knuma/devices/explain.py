@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knuma.api.nodeaffinity import parse_node_selector
-from knuma.devices.allocator import Inventory, NodeView, Outcome, allocate, allocated_devices
+from knuma.devices.allocator import Inventory, NodeView, Outcome, allocate, allocated_devices, consumed_capacity
 from knuma.devices.prototype import select_node
 from knuma.devices.scenario import DRAScenario, PrototypeScenario, ScenarioError
 
@@ -94,8 +94,10 @@ def _node_document(outcome: Outcome) -> dict[str, Any]:
 
 def _inventory(scenario: DRAScenario) -> Inventory:
     pending = {c.key for c in scenario.to_allocate}
-    held = allocated_devices(c for c in scenario.claims if c.key not in pending)
-    return Inventory(scenario.slices, scenario.classes, held)
+    allocated = [c for c in scenario.claims if c.key not in pending]
+    return Inventory(
+        scenario.slices, scenario.classes, allocated_devices(allocated), consumed=consumed_capacity(allocated)
+    )
 
 
 def _dra_document(scenario: DRAScenario, budget: int) -> dict[str, Any]:

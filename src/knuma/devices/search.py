@@ -168,7 +168,11 @@ def _count_check(space: SearchSpace, choice: Mapping[Slot, int]) -> bool:
         have = len(eligible.devices)
         if have < alternative.request.count:
             stage = next((name for name, count in eligible.counts if count < alternative.request.count), "taint")
-            why = " (the shared counters of their partitionable devices are used up)" if stage == "counters" else ""
+            why = {
+                "counters": " (the shared counters of their partitionable devices are used up)",
+                "device capacity": " (the request takes more of their capacity than is left, or capacity they do "
+                "not offer)",
+            }.get(stage, "")
             space.note(
                 NotFound(
                     f"claim {claim}, request {alternative.name}: needs {alternative.request.count} "
