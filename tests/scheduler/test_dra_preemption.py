@@ -209,3 +209,62 @@ def test_a_restarted_scheduler_holds_the_devices_again_while_the_victim_terminat
     assert len(cluster.devices.held_against(_pod("late", 0, 8, 4)[0])) == 4
     cluster.victim_gone_and_late_batch_pod_refused(victim)
     assert cluster.place(train, []) == node
+
+
+SHARED = "nic.example.com"
+
+
+def _shared_nic(cluster: _Cluster) -> None:
+    """A 100G NIC on n0 that allows multiple allocations, in 10G steps, and its class."""
+    policy = {"default": "10G", "validRange": {"min": "10G", "step": "10G"}}
+    device = {
+        "name": "nic-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"bandwidth": {"value": "100G", "requestPolicy": policy}},
+    }
+    pool = {"name": "n0", "generation": 0, "resourceSliceCount": 1}
+    spec = {"driver": SHARED, "pool": pool, "nodeName": "n0", "devices": [device]}
+    cluster.devices.set_slice({"metadata": {"name": "n0-shared"}, "spec": spec})
+    selector = {"cel": {"expression": f"device.driver == '{SHARED}'"}}
+    cluster.devices.set_class({"metadata": {"name": "shared"}, "spec": {"selectors": [selector]}})
+
+
+def _share_pod(name: str, priority: int, bandwidth: str) -> tuple[Pod, list[dict[str, Any]]]:
+    """A 2-CPU pod whose claim asks for `bandwidth` of the shared NIC."""
+    capacity = {"requests": {"bandwidth": bandwidth}}
+    request = {"name": "nic", "exactly": {"deviceClassName": "shared", "capacity": capacity}}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"{name}-nic", "namespace": "default", "uid": f"claim-{name}"},
+        "spec": {"devices": {"requests": [request]}},
+    }
+    limits = {"cpu": "2", "memory": "4Gi"}
+    container = {"name": "c", "image": "x", "resources": {"limits": limits, "claims": [{"name": "nic"}]}}
+    spec = {
+        "schedulerName": SCHEDULER,
+        "priority": priority,
+        "containers": [container],
+        "resourceClaims": [{"name": "nic", "resourceClaimName": f"{name}-nic"}],
+    }
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": f"uid-{name}"}, "spec": spec}
+    return Pod.from_manifest(manifest), [claim]
+
+
+def test_a_pod_preempts_the_pod_whose_share_of_a_device_it_needs() -> None:
+    """Consumable capacity: batch pods hold 60G and 30G of the one shared NIC; `serve` (priority 1000) needs 50G.
+    Evicting the 60G pod gives back enough (the dry run returns its share), evicting only the 30G pod would not,
+    so the 60G pod is the victim."""
+    cluster = _Cluster()
+    _shared_nic(cluster)
+    cluster.place(*_share_pod("batch-a", 0, "60G"))
+    cluster.place(*_share_pod("batch-b", 0, "30G"))
+    assert cluster.devices.shares_held_only_by({"default/batch-a"}) == {
+        (SHARED, "n0", "nic-0"): {"bandwidth": 60 * 10**18}
+    }
+    serve, claims = _share_pod("serve", 1000, "50G")
+    for claim in claims:
+        cluster.devices.set_claim(claim)
+    result = cluster.cycle.run(cluster.profile, serve)
+    assert result.outcome.node is None and "cannot allocate all claims" in result.outcome.message
+    assert result.candidate is not None and [v.name for v in result.candidate.victims] == ["batch-a"]

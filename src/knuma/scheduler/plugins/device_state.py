@@ -44,6 +44,8 @@ from knuma.topology.node import NodeTopology
 __all__ = ["DeviceState"]
 
 JsonObj = Mapping[str, Any]
+_Holding = tuple[str, frozenset[DeviceID], tuple[tuple[DeviceID, Consumption], ...]]
+"""(claim key, the devices it holds whole, its shares of devices that allow multiple allocations)."""
 
 
 @dataclass
@@ -102,7 +104,7 @@ class DeviceState:
     """Node -> (its `node_devices`, its topology, `node_class`): recomputed when either object changes."""
     _contents: dict[str, tuple[ResourceSlice, str]] = field(default_factory=dict, repr=False)
     """Slice name -> (the slice, `_slice_content`)."""
-    _holder_index: tuple[int, dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]] | None = field(
+    _holder_index: tuple[int, dict[str, list[tuple[str, frozenset[str], _Holding]]]] | None = field(
         default=None, repr=False
     )
     classes_version: int = 0
@@ -304,20 +306,34 @@ class DeviceState:
         as kubernetes/enhancements#5690 (DRA preemption, a proposal) simulates it: upstream's DynamicResources has
         no PreFilterExtensions, so its dry run frees no device and a pod that devices block never preempts. A claim
         shared with a pod that stays, or allocated but reserved for nobody, frees nothing."""
-        wanted = set(pods)
-        freed: set[DeviceID] = set()
-        for key in wanted:
-            for consumers, devices in self._holders().get(key, ()):
-                if consumers <= wanted:
-                    freed.update(devices)
-        return frozenset(freed)
+        return frozenset(d for held in self._held_only_by(pods) for d in held[1])
 
-    def _holders(self) -> dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]]:
-        """Pod key -> (every consumer, devices) of each allocated claim it consumes; cached per `version`."""
+    def shares_held_only_by(self, pods: Collection[str]) -> dict[DeviceID, dict[str, int]]:
+        """What the pods `pods` alone consume of devices that allow multiple allocations (the shares of the claims
+        `held_only_by` would free), per device and capacity: what the same preemption gives back of them."""
+        freed: dict[DeviceID, dict[str, int]] = {}
+        for _, _, shares in self._held_only_by(pods):
+            for device, taken in shares:
+                add_consumption(freed, device, taken)
+        return freed
+
+    def _held_only_by(self, pods: Collection[str]) -> list[_Holding]:
+        """The holdings (each claim once) whose consumers are all among `pods`."""
+        wanted = set(pods)
+        found: dict[str, _Holding] = {}
+        for key in wanted:
+            for claim, consumers, holding in self._holders().get(key, ()):
+                if consumers <= wanted:
+                    found[claim] = holding
+        return list(found.values())
+
+    def _holders(self) -> dict[str, list[tuple[str, frozenset[str], _Holding]]]:
+        """Pod key -> (claim key, every consumer, what the claim holds) of each allocated claim it consumes; cached
+        per `version`."""
         cached = self._holder_index
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        index: dict[str, list[tuple[frozenset[str], frozenset[DeviceID]]]] = {}
+        index: dict[str, list[tuple[str, frozenset[str], _Holding]]] = {}
         for key, obj in self.claims.items():
             claim = self.parsed_claim(key)
             if claim is None or claim.allocation is None:
@@ -328,12 +344,13 @@ class DeviceState:
             }
             if key in self.in_flight:
                 consumers.add(self.in_flight[key][0])
-            held = allocation_devices(claim.allocation)
+            holding = (key, allocation_devices(claim.allocation), allocation_shares(claim.allocation))
             for consumer in consumers:
-                index.setdefault(consumer, []).append((frozenset(consumers), held))
+                index.setdefault(consumer, []).append((key, frozenset(consumers), holding))
         for key, (owner, allocation) in self.in_flight.items():
             if key not in self.claims:
-                index.setdefault(owner, []).append((frozenset({owner}), allocation_devices(allocation)))
+                holding = (key, allocation_devices(allocation), allocation_shares(allocation))
+                index.setdefault(owner, []).append((key, frozenset({owner}), holding))
         self._holder_index = (self.version, index)
         return index
 

@@ -35,6 +35,7 @@ from knuma.devices.allocator import (
     DeviceAllocationError,
     NodeView,
     Outcome,
+    add_consumption,
     allocate,
     allocation_devices,
 )
@@ -269,9 +270,10 @@ class DynamicResources:
             return cached[1]  # type: ignore[no-any-return]
         found = self.node_claims(cycle, pod, node)
         freed = self.state.held_only_by(node.evicted) if node.evicted else frozenset()
+        shares = self.state.shares_held_only_by(node.evicted) if node.evicted else {}
         blocked = self.state.held_against(pod)
         # a preemption's dry run, or devices held for a nominated pod: states the memo's key does not describe
-        memo = self.state.memo if not freed and not blocked else None
+        memo = self.state.memo if not freed and not shares and not blocked else None
         shape, keys = self._shape_of(cycle, pod, found)
         state = NodeState(node.numa, node.labels, self.state.node_devices(node.name)) if memo is not None else None
         result = memo.get(node.name, shape, keys, state) if memo is not None and state is not None else None
@@ -282,12 +284,12 @@ class DynamicResources:
                 result = shared[0]
                 memo.put(node.name, shape, keys, state, result, derived=shared[1])
             else:
-                result = self._allocate(pod, node, found.claims, freed, blocked)
+                result = self._allocate(pod, node, found.claims, freed, blocked, shares)
                 entry = memo.put(node.name, shape, keys, state, result)
                 if similar is not None:
                     memo.share(similar[0], shape, node.name, similar[1], entry)
         elif result is None:
-            result = self._allocate(pod, node, found.claims, freed, blocked)
+            result = self._allocate(pod, node, found.claims, freed, blocked, shares)
         cycle[NAME, node.name] = (pod, result)
         return result
 
@@ -298,12 +300,18 @@ class DynamicResources:
         claims: Sequence[ResourceClaim],
         freed: frozenset[DeviceID],
         blocked: frozenset[DeviceID],
+        shares: Mapping[DeviceID, Mapping[str, int]] | None = None,
     ) -> Outcome:
-        """The allocator on `node`, with the devices a dry run frees (`freed`) free and those held for nominated
-        pods (`blocked`) in use."""
+        """The allocator on `node`, with the devices a dry run frees (`freed`) free, those held for nominated
+        pods (`blocked`) in use, and the shares of devices it frees (`shares`) given back."""
         inventory = self.state.node_inventory(node.name)
         if freed or blocked:
             inventory = replace(inventory, in_use=(inventory.in_use - freed) | blocked)
+        if shares:
+            consumed = {device: dict(amounts) for device, amounts in inventory.consumed.items()}
+            for device, amounts in shares.items():
+                add_consumption(consumed, device, tuple(amounts.items()), -1)
+            inventory = replace(inventory, consumed=consumed)
         try:
             return allocate(NodeView(node.name, node.labels, node.numa), claims, inventory, pod=pod)
         except (DeviceAllocationError, CELError) as err:
