@@ -749,3 +749,24 @@ def test_inter_pod_affinity_and_topology_spread_args_reach_the_plugins() -> None
         "conf.yaml: profiles[0].pluginConfig[1].args.defaultConstraints: not applied: default constraints apply to "
         "pods a Service, ReplicationController, ReplicaSet or StatefulSet selects, and knuma does not watch those",
     )
+
+
+def dra_args(**args: Any) -> dict[str, Any]:
+    return profile_doc(pluginConfig=[{"name": "DynamicResources", "args": args}])
+
+
+def test_dynamic_resources_args_set_the_binding_timeout_and_are_validated() -> None:
+    assert parse_config(doc()).profiles[0].dynamic_resources.binding_timeout == 600
+    config = parse_config(dra_args(bindingTimeout="2m"))
+    assert config.profiles[0].dynamic_resources.binding_timeout == 120 and config.warnings == ()
+    where = "profiles[0].pluginConfig[0].args"
+    for args, message in (
+        ({"bindingTimeout": "500ms"}, f'{where}.bindingTimeout: must be at least 1 second, got "500ms"'),
+        ({"filterTimeout": "-1s"}, f'{where}.filterTimeout: must be zero or positive, got "-1s"'),
+        ({"bindingTimout": "1m"}, f"{where}.bindingTimout: unknown field; expected one of"),
+    ):
+        with pytest.raises(SchedulerConfigError) as raised:
+            parse_config(dra_args(**args))
+        assert message in str(raised.value)
+    warned = parse_config(dra_args(filterTimeout="5s"))
+    assert len(warned.warnings) == 1 and "filterTimeout" in warned.warnings[0] and "not applied" in warned.warnings[0]

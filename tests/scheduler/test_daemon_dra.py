@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from knuma.kube.client import api_session
-from knuma.scheduler.config.load import build_profiles, default_config
+from knuma.scheduler.config.load import build_profiles, default_config, parse_config
 from knuma.scheduler.daemon.loop import DaemonSettings
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testbed.dra import device_classes, resource_slices
@@ -518,3 +518,136 @@ async def test_pods_share_a_device_that_allows_multiple_allocations(api: Running
             assert await c.bound("pod-d") == "n1"
             got = await c.request("GET", f"{CLAIMS}/d")
             assert got["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] == {"bandwidth": "10G"}
+
+
+ATTACHED, ATTACH_FAILED = "fabric.example.com/attached", "fabric.example.com/attach-failed"
+
+
+def binding_profiles(timeout: str | None = None) -> dict[str, Any]:
+    """The default profile, with DynamicResources' `bindingTimeout` when given."""
+    document = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": SCHEDULER_NAME,
+                "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": timeout}}] if timeout else [],
+            }
+        ],
+    }
+    return build_profiles(parse_config(document))
+
+
+async def fabric_gpu(c: Cluster) -> None:
+    """A GPU reachable from every node over a fabric (an `allNodes` slice): attached to the node it is allocated
+    for (`bindsToNode`), ready once its driver says so (binding conditions)."""
+    device = {
+        "name": "fgpu-0",
+        "bindsToNode": True,
+        "bindingConditions": [ATTACHED],
+        "bindingFailureConditions": [ATTACH_FAILED],
+    }
+    pool = {"name": "fabric", "generation": 0, "resourceSliceCount": 1}
+    spec = {"driver": "fabric.example.com", "pool": pool, "allNodes": True, "devices": [device]}
+    await c.request("POST", f"{RES}/resourceslices", {"metadata": {"name": "fabric"}, "spec": spec})
+    selector = {"cel": {"expression": "device.driver == 'fabric.example.com'"}}
+    await c.request("POST", f"{RES}/deviceclasses", {"metadata": {"name": "fabric"}, "spec": {"selectors": [selector]}})
+    request = {"name": "gpu", "exactly": {"deviceClassName": "fabric"}}
+    await c.request("POST", CLAIMS, {"metadata": {"name": "fgpu"}, "spec": {"devices": {"requests": [request]}}})
+
+
+async def report(c: Cluster, condition: str, reason: str, message: str) -> None:
+    """What the fabric's driver writes once it acted on the allocation: the device's condition in the claim."""
+    claim = await c.request("GET", f"{CLAIMS}/fgpu")
+    device = {
+        "driver": "fabric.example.com",
+        "pool": "fabric",
+        "device": "fgpu-0",
+        "conditions": [
+            {
+                "type": condition,
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": "2026-11-29T12:00:00Z",
+            }
+        ],
+    }
+    claim["status"]["devices"] = [device]
+    await c.request("PUT", f"{CLAIMS}/fgpu/status", claim)
+
+
+def fast_polls() -> DaemonSettings:
+    return DaemonSettings(leader_elect=False, initial_backoff=0.1, max_backoff=0.5, binding_poll=0.1)
+
+
+async def test_a_device_with_binding_conditions_is_bound_once_its_driver_reports_it_attached(
+    api: RunningApiServer,
+) -> None:
+    """KEP-5007: the allocation carries the device's binding conditions and a node selector for the chosen node
+    (`bindsToNode`); the pod waits in PreBind (`BindingConditionsPending`) until the driver sets the condition."""
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        await fabric_gpu(c)
+        async with running_scheduler(api, binding_profiles(), fast_polls()):
+            await claimed_pod(c, "trainer", "fgpu", cpu="2")
+
+            async def pending() -> bool:
+                return any(e["reason"] == "BindingConditionsPending" for e in await c.events("trainer"))
+
+            await c.wait_for(pending, what="BindingConditionsPending")
+            claim = await c.request("GET", f"{CLAIMS}/fgpu")
+            allocation = claim["status"]["allocation"]
+            result = allocation["devices"]["results"][0]
+            assert result["bindingConditions"] == [ATTACHED] and result["bindingFailureConditions"] == [ATTACH_FAILED]
+            assert allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n1"]
+            assert allocation["allocationTimestamp"]
+            assert await c.node_of("trainer") == ""  # not bound while the device is not attached
+            await report(c, ATTACHED, "Attached", "attached to n1")
+            assert await c.bound("trainer") == "n1"
+
+
+async def test_a_binding_failure_gives_the_allocation_up(api: RunningApiServer) -> None:
+    """The driver reports the failure condition: the pod is not bound, the claim is deallocated (so the next attempt
+    allocates afresh) and FailedScheduling carries the condition's reason and message."""
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        await fabric_gpu(c)
+        async with running_scheduler(api, binding_profiles(), fast_polls()):
+            await claimed_pod(c, "trainer", "fgpu", cpu="2")
+
+            async def pending() -> bool:
+                return any(e["reason"] == "BindingConditionsPending" for e in await c.events("trainer"))
+
+            await c.wait_for(pending, what="BindingConditionsPending")
+            await report(c, ATTACH_FAILED, "NoPath", "no fabric path to n1")
+
+            async def failed() -> list[str]:
+                return [e["message"] for e in await c.events("trainer") if e["reason"] == "FailedScheduling"]
+
+            message = (await c.wait_for(failed, what="FailedScheduling"))[0]
+            assert 'claim fgpu binding failed: reason=NoPath, message="no fabric path to n1"' in message, message
+            assert await c.node_of("trainer") == ""
+
+            async def allocated_again() -> bool:
+                claim = await c.request("GET", f"{CLAIMS}/fgpu")
+                return "devices" not in (claim.get("status") or {})
+
+            await c.wait_for(allocated_again, what="the failed allocation given up")
+
+
+async def test_a_device_that_never_gets_ready_times_out(api: RunningApiServer) -> None:
+    """`bindingTimeout: 1s`: nobody sets the condition, PreBind gives up after a second, deallocates and says so."""
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        await fabric_gpu(c)
+        async with running_scheduler(api, binding_profiles("1s"), fast_polls()):
+            await claimed_pod(c, "trainer", "fgpu", cpu="2")
+
+            async def failed() -> list[str]:
+                return [e["message"] for e in await c.events("trainer") if e["reason"] == "FailedScheduling"]
+
+            message = (await c.wait_for(failed, what="FailedScheduling"))[0]
+            assert "binding timeout" in message, message
+            assert await c.node_of("trainer") == ""

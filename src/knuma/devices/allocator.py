@@ -231,7 +231,8 @@ def allocate(
             )
         return _failed(node.name, found, stages)
     results = tuple(
-        ClaimAllocation(demand.key, _allocation_result(i, demand, found, eligible)) for i, demand in enumerate(demands)
+        ClaimAllocation(demand.key, _allocation_result(i, demand, found, eligible, node.name))
+        for i, demand in enumerate(demands)
     )
     affinity = None if found.mask is None else bits(found.mask)
     return Outcome(
@@ -292,10 +293,11 @@ def _stage_counts(
 
 
 def _allocation_result(
-    index: int, demand: ClaimDemand, found: Found, eligible: Mapping[tuple[int, int, int], Eligible]
+    index: int, demand: ClaimDemand, found: Found, eligible: Mapping[tuple[int, int, int], Eligible], node: str
 ) -> AllocationResult:
     """One claim's `AllocationResult`; a share of a device that allows multiple allocations gets its consumed
-    capacity and a new share ID (upstream's `allocateDevice`: `GenerateNewShareID`)."""
+    capacity and a new share ID (upstream's `allocateDevice`: `GenerateNewShareID`), a device with binding conditions
+    passes them on (the scheduler waits for them before binding)."""
     results: list[DeviceResult] = []
     chosen = []
     for j, request in enumerate(demand.requests):
@@ -315,6 +317,8 @@ def _allocation_result(
                     alternative.request.tolerations,
                     consumed_capacity={name: Quantity(amount) for name, amount in share or ()},
                     share_id=str(uuid.uuid4()) if share is not None else "",
+                    binding_conditions=candidate.device.binding_conditions,
+                    binding_failure_conditions=candidate.device.binding_failure_conditions,
                 )
             )
     configs: list[ConfigResult] = []
@@ -340,31 +344,34 @@ def _allocation_result(
     configs = [
         ConfigResult(c.source, _with_requests(c.config, ())) if len(c.config.requests) == total else c for c in configs
     ]
-    return AllocationResult(tuple(results), tuple(configs), _node_selector(found.devices, index, demand))
+    return AllocationResult(tuple(results), tuple(configs), _node_selector(found.devices, index, demand, node))
 
 
 def _with_requests(config: Any, requests: tuple[str, ...]) -> Any:
     return type(config)(config.driver, config.parameters, requests)
 
 
+def _pinned(node: str) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+
+
 def _node_selector(
-    devices: Mapping[tuple[int, int], tuple[Candidate, ...]], index: int, demand: ClaimDemand
+    devices: Mapping[tuple[int, int], tuple[Candidate, ...]], index: int, demand: ClaimDemand, node: str
 ) -> dict[str, Any] | None:
-    """upstream `createNodeSelector`: pinned to the node when a device comes from a node-local slice (or device), the
-    slices' selectors merged into one term otherwise, none when every device is reachable from all nodes."""
+    """upstream `createNodeSelector`: pinned to the node when a device comes from a node-local slice (or device) or
+    binds to the node it is allocated for (`bindsToNode`: a fabric device attached to that node), the slices'
+    selectors merged into one term otherwise, none when every device is reachable from all nodes."""
     fields: list[dict[str, Any]] = []
     expressions: list[dict[str, Any]] = []
     for j in range(len(demand.requests)):
         for candidate in devices[(index, j)]:
+            if candidate.device.binds_to_node:
+                return _pinned(node)
             selection = candidate.slice.node
             if selection.per_device and candidate.device.node is not None:
                 selection = candidate.device.node
             if selection.node_name:
-                return {
-                    "nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [selection.node_name]}]}
-                    ]
-                }
+                return _pinned(selection.node_name)
             raw = selection.node_selector_raw
             if raw:
                 terms = raw.get("nodeSelectorTerms") or [{}]

@@ -185,12 +185,30 @@ def test_claim_spec_is_immutable_and_status_follows_the_allocation_rules(http_cl
     assert causes(http_client.patch(f"{CLAIMS}/gpu/status", twice, merge)) == {
         "status.reservedFor[1]": 'Duplicate value: "u-1"'
     }
+    # A driver reports on allocated devices only (`validateDeviceStatus`).
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Ok",
+        "message": "",
+        "lastTransitionTime": "2026-11-29T12:00:00Z",
+    }
+    report = {"driver": "gpu.example.com", "pool": "node-a", "device": "gpu-0", "conditions": [ready]}
+    assert http_client.patch(f"{CLAIMS}/gpu/status", {"status": {"devices": [report]}}, merge).status == 200
+    other = {**report, "device": "gpu-1"}
+    assert causes(http_client.patch(f"{CLAIMS}/gpu/status", {"status": {"devices": [other]}}, merge)) == {
+        "status.devices[0]": 'Invalid value: "gpu.example.com/node-a/gpu-1": must be an allocated device in the claim'
+    }
+    assert causes(http_client.patch(f"{CLAIMS}/gpu/status", {"status": {"devices": [report, report]}}, merge)) == {
+        "status.devices[1]": 'Duplicate value: "gpu.example.com/node-a/gpu-0"'
+    }
     # The main resource ignores status, like every resource with a status subresource.
     spec_only = http_client.get(f"{CLAIMS}/gpu").json
     spec_only["status"] = {}
     assert http_client.put(f"{CLAIMS}/gpu", spec_only).json["status"]["allocation"] == allocation
     # Deallocation: status cleared through the subresource.
-    cleared = http_client.patch(f"{CLAIMS}/gpu/status", {"status": {"allocation": None, "reservedFor": None}}, merge)
+    dropped = {"status": {"allocation": None, "reservedFor": None, "devices": None}}
+    cleared = http_client.patch(f"{CLAIMS}/gpu/status", dropped, merge)
     assert cleared.status == 200 and "allocation" not in cleared.json["status"]
 
 

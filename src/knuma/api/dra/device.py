@@ -17,7 +17,7 @@ from knuma.api.dra.capacity import CapacityRequestPolicy, parse_request_policy
 from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
 from knuma.api.dra.semver import SemVer, SemVerError
-from knuma.api.nodeaffinity import NodeSelector, parse_node_selector
+from knuma.api.nodeaffinity import NodeSelector, label_key_error, parse_node_selector
 from knuma.api.taints import Taint
 from knuma.quantity import Quantity, QuantityError, parse_quantity
 
@@ -90,6 +90,13 @@ class Device:
     allow_multiple_allocations: bool = False
     consumes: tuple[CounterSet, ...] = ()
     """What the device draws from its pool's shared counters (partitionable devices, `consumesCounters`)."""
+    binding_conditions: tuple[str, ...] = ()
+    """Conditions the device's driver sets True in the claim's `status.devices` once the device is ready for the
+    pod (attached over a fabric, say); the scheduler waits for them before binding (KEP-5007)."""
+    binding_failure_conditions: tuple[str, ...] = ()
+    """Conditions that, set True, say the device cannot be made ready: the allocation is given up."""
+    binds_to_node: bool = False
+    """An allocation of the device is usable only on the node it was made for (its node selector names it)."""
     request_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
     """Capacity name -> what one allocation may take of it (consumable capacity, `knuma.api.dra.capacity`); only
     on devices with `allow_multiple_allocations`."""
@@ -108,6 +115,12 @@ class Device:
             out["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints]
         if self.allow_multiple_allocations:
             out["allowMultipleAllocations"] = True
+        if self.binding_conditions:
+            out["bindingConditions"] = list(self.binding_conditions)
+        if self.binding_failure_conditions:
+            out["bindingFailureConditions"] = list(self.binding_failure_conditions)
+        if self.binds_to_node:
+            out["bindsToNode"] = True
         if self.consumes:
             out["consumesCounters"] = [
                 {"counterSet": c.name, "counters": {k: {"value": str(q)} for k, q in c.counters.items()}}
@@ -273,6 +286,7 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
             "`perDeviceNodeSelection` is true in the ResourceSlice spec",
         )
     consumes = parse_counter_sets(body.get("consumesCounters"), f"{path}.consumesCounters", errors, "counterSet", 2)
+    conditions, failures = parse_binding_conditions(body, path, errors)
     if not name:
         return None
     return Device(
@@ -283,5 +297,61 @@ def parse_device(raw: object, path: str, errors: FieldErrors, *, per_device_sele
         node=node,
         allow_multiple_allocations=multiple,
         consumes=consumes,
+        binding_conditions=conditions,
+        binding_failure_conditions=failures,
+        binds_to_node=bool(optional_bool(body, "bindsToNode", path, errors)),
         request_policies=policies,
     )
+
+
+BINDING_CONDITIONS_MAX = 4
+"""`resource.BindingConditionsMaxSize` and `BindingFailureConditionsMaxSize`."""
+
+
+def parse_binding_conditions(
+    body: Mapping[str, Any], path: str, errors: FieldErrors
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A device's (or an allocation result's) `bindingConditions` and `bindingFailureConditions`, validated as
+    `validateDeviceBindingParameters`: at most 4 of each, condition types (label names, `ValidateLabelName`), no
+    duplicates, no type
+    in both lists, and either both lists or neither."""
+    found: list[tuple[str, ...]] = []
+    for key in ("bindingConditions", "bindingFailureConditions"):
+        where = f"{path}.{key}"
+        raw = items(body.get(key), where, errors)
+        if len(raw) > BINDING_CONDITIONS_MAX:
+            errors.too_many(where, len(raw), BINDING_CONDITIONS_MAX)
+            raw = []
+        names: list[str] = []
+        for i, condition in enumerate(raw):
+            if not isinstance(condition, str) or (problem := label_key_error(condition)) is not None:
+                errors.invalid(
+                    f"{where}[{i}]",
+                    condition,
+                    "must be a condition type (a label name): "
+                    + (problem if isinstance(condition, str) and problem else "expected a string"),
+                )
+                continue
+            name = condition
+            if name in names:
+                errors.duplicate(f"{where}[{i}]", name)
+            elif name:
+                names.append(name)
+        found.append(tuple(names))
+    conditions, failures = found
+    for i, condition in enumerate(failures):
+        if condition in conditions:
+            errors.invalid(
+                f"{path}.bindingFailureConditions[{i}]",
+                condition,
+                "bindingFailureConditions must not overlap with bindingConditions",
+            )
+    if failures and not conditions:
+        errors.invalid(
+            f"{path}.bindingConditions", [], "bindingConditions are required to use bindingFailureConditions"
+        )
+    if conditions and not failures:
+        errors.invalid(
+            f"{path}.bindingFailureConditions", [], "bindingFailureConditions are required to use bindingConditions"
+        )
+    return conditions, failures

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.dra.device import parse_binding_conditions
 from knuma.api.dra.deviceclass import OpaqueConfig
 from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
 from knuma.api.dra.requests import DeviceClaimSpec, parse_device_claim
@@ -25,7 +26,9 @@ __all__ = [
     "ALLOCATION_RESULTS_MAX",
     "AllocationResult",
     "ConfigResult",
+    "DeviceCondition",
     "DeviceResult",
+    "DeviceStatus",
     "ResourceClaim",
     "ResourceClaimTemplate",
 ]
@@ -50,6 +53,9 @@ class DeviceResult:
     """What this allocation takes of a shared device's capacities (`consumedCapacity`)."""
     share_id: str = ""
     """`shareID`: set on every allocation of a device that allows multiple allocations, one per allocation."""
+    binding_conditions: tuple[str, ...] = ()
+    """The device's binding conditions, copied by the allocator: the scheduler binds once all are True."""
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -72,6 +78,10 @@ class DeviceResult:
             out["consumedCapacity"] = {k: str(v) for k, v in self.consumed_capacity.items()}
         if self.share_id:
             out["shareID"] = self.share_id
+        if self.binding_conditions:
+            out["bindingConditions"] = list(self.binding_conditions)
+        if self.binding_failure_conditions:
+            out["bindingFailureConditions"] = list(self.binding_failure_conditions)
         return out
 
 
@@ -92,6 +102,9 @@ class AllocationResult:
     config: tuple[ConfigResult, ...] = ()
     node_selector: Mapping[str, Any] | None = None
     """A `v1.NodeSelector` on the wire; None when the devices are reachable from every node."""
+    allocation_timestamp: str = ""
+    """`allocationTimestamp`: when the scheduler wrote the allocation (RFC 3339), from which a device's binding
+    conditions time out."""
 
     def to_dict(self) -> dict[str, Any]:
         devices: dict[str, Any] = {"results": [r.to_dict() for r in self.results]}
@@ -100,7 +113,14 @@ class AllocationResult:
         out: dict[str, Any] = {"devices": devices}
         if self.node_selector is not None:
             out["nodeSelector"] = self.node_selector
+        if self.allocation_timestamp:
+            out["allocationTimestamp"] = self.allocation_timestamp
         return out
+
+    @property
+    def binding_conditions(self) -> bool:
+        """Whether some device must meet binding conditions before the pod is bound."""
+        return any(r.binding_conditions for r in self.results)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], path: str, errors: FieldErrors) -> AllocationResult:
@@ -126,6 +146,7 @@ class AllocationResult:
             share = optional_str(body, "shareID", where, errors)
             if share and not UUID.fullmatch(share):
                 errors.invalid(f"{where}.shareID", share, "must be a lowercase UUID in 8-4-4-4-12 format")
+            conditions, failures = parse_binding_conditions(body, where, errors)
             results.append(
                 DeviceResult(
                     values["request"],
@@ -135,10 +156,65 @@ class AllocationResult:
                     admin,
                     consumed_capacity=consumed,
                     share_id=share,
+                    binding_conditions=conditions,
+                    binding_failure_conditions=failures,
                 )
             )
         selector = raw.get("nodeSelector")
-        return cls(tuple(results), (), selector if isinstance(selector, Mapping) else None)
+        stamp = optional_str(raw, "allocationTimestamp", path, errors)
+        return cls(tuple(results), (), selector if isinstance(selector, Mapping) else None, stamp)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCondition:
+    """One condition of an allocated device (`status.devices[].conditions[]`, a `metav1.Condition`)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    """`AllocatedDeviceStatus`: what the device's driver reports about one allocated device."""
+
+    driver: str
+    pool: str
+    device: str
+    share_id: str = ""
+    conditions: tuple[DeviceCondition, ...] = ()
+
+    def condition(self, kind: str) -> DeviceCondition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+
+def _device_statuses(raw: object, errors: FieldErrors) -> tuple[DeviceStatus, ...]:
+    out = []
+    for i, item in enumerate(items(raw, "status.devices", errors)):
+        where = f"status.devices[{i}]"
+        body = mapping(item, where, errors)
+        conditions = []
+        for j, c in enumerate(items(body.get("conditions"), f"{where}.conditions", errors)):
+            cond = mapping(c, f"{where}.conditions[{j}]", errors)
+            conditions.append(
+                DeviceCondition(
+                    str(cond.get("type") or ""),
+                    str(cond.get("status") or ""),
+                    str(cond.get("reason") or ""),
+                    str(cond.get("message") or ""),
+                )
+            )
+        out.append(
+            DeviceStatus(
+                optional_str(body, "driver", where, errors),
+                optional_str(body, "pool", where, errors),
+                optional_str(body, "device", where, errors),
+                optional_str(body, "shareID", where, errors),
+                tuple(conditions),
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -151,6 +227,8 @@ class ResourceClaim:
     reserved_for: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    devices: tuple[DeviceStatus, ...] = ()
+    """`status.devices`: what drivers report about the allocated devices (binding conditions among it)."""
 
     @property
     def key(self) -> str:
@@ -170,6 +248,7 @@ class ResourceClaim:
                 mapping(status["allocation"], "status.allocation", errors), "status.allocation", errors
             )
         reserved = items(status.get("reservedFor"), "status.reservedFor", errors, RESERVED_FOR_MAX)
+        devices = _device_statuses(status.get("devices"), errors)
         errors.raise_if_any("ResourceClaim.resource.k8s.io", name)
         return cls(
             namespace=namespace,
@@ -180,6 +259,7 @@ class ResourceClaim:
             reserved_for=tuple(r for r in reserved if isinstance(r, Mapping)),
             labels=dict(meta.get("labels") or {}),
             annotations=dict(meta.get("annotations") or {}),
+            devices=devices,
         )
 
 

@@ -191,6 +191,27 @@ def _allocation(c: _Causes, allocation: JsonObj, names: set[str]) -> None:
         c.name(f"{path}.device", result.get("device"), label=True)
 
 
+def _device_statuses(c: _Causes, devices: list[Any], allocation: JsonObj) -> None:
+    """`validateDeviceStatus`: each `status.devices` entry is one of the allocated devices (driver, pool, device and,
+    for a share of a device that allows multiple allocations, its shareID), at most once."""
+    allocated = {_shared_device_id(_dict(r)) for r in _list(_dict(allocation.get("devices")).get("results"))}
+    seen: set[str] = set()
+    for i, entry in enumerate(devices):
+        device = _shared_device_id(_dict(entry))
+        if device in seen:
+            c.duplicate(f"status.devices[{i}]", device)
+        seen.add(device)
+        if device not in allocated:
+            c.invalid(f"status.devices[{i}]", device, "must be an allocated device in the claim")
+
+
+def _shared_device_id(entry: JsonObj) -> str:
+    """upstream `SharedDeviceID.String()`: driver/pool/device, then /shareID when there is one."""
+    parts = [str(entry.get(k) or "") for k in ("driver", "pool", "device")]
+    share = str(entry.get("shareID") or "")
+    return "/".join([*parts, share] if share else parts)
+
+
 def update_causes(kind: str, old: JsonObj, new: JsonObj) -> list[Cause]:
     """What an update may not do to a `resource.k8s.io` object (empty when allowed)."""
     c = _Causes()
@@ -207,6 +228,7 @@ def update_causes(kind: str, old: JsonObj, new: JsonObj) -> list[Cause]:
             c.invalid("status.allocation", "", "field is immutable")
         if allocation and not old_allocation:
             _allocation(c, _dict(allocation), request_names(_dict(new.get("spec"))))
+        _device_statuses(c, _list(status.get("devices")), _dict(allocation))
         if reserved and _dict(new.get("metadata")).get("deletionTimestamp"):
             old_uids = {str(_dict(r).get("uid")) for r in _list(old_status.get("reservedFor"))}
             if any(str(_dict(r).get("uid")) not in old_uids for r in reserved):

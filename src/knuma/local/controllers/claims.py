@@ -210,6 +210,7 @@ class ResourceClaimController:
                 status.pop("reservedFor", None)
             if plan.deallocate:
                 status.pop("allocation", None)
+                status.pop("devices", None)  # drivers' reports name allocated devices only
             body = {**claim, "status": status}  # a full update: fails with 409 if the scheduler wrote meanwhile
             try:
                 claim = await rest.put(self.http, f"{path}/status", body)

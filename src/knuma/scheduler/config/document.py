@@ -28,6 +28,11 @@ from knuma.scheduler.plugins.default_preemption_args import (
     DefaultPreemptionArgs,
     parse_default_preemption_args,
 )
+from knuma.scheduler.plugins.dynamic_resources_args import (
+    DYNAMIC_RESOURCES,
+    DynamicResourcesArgs,
+    parse_dynamic_resources_args,
+)
 from knuma.scheduler.plugins.inter_pod_affinity_args import (
     INTER_POD_AFFINITY,
     InterPodAffinityArgs,
@@ -334,6 +339,7 @@ class _Reader:
         pts = typed.get(POD_TOPOLOGY_SPREAD)
         preemption = typed.get(DEFAULT_PREEMPTION)
         fit = typed.get(NODE_RESOURCES_FIT)
+        dra = typed.get(DYNAMIC_RESOURCES)
         profile = ProfileConfig(
             scheduler_name=name,
             plugins=plugins,
@@ -344,6 +350,7 @@ class _Reader:
             pod_topology_spread=pts if isinstance(pts, PodTopologySpreadArgs) else PodTopologySpreadArgs(),
             default_preemption=preemption if isinstance(preemption, DefaultPreemptionArgs) else DefaultPreemptionArgs(),
             node_resources_fit=fit if isinstance(fit, NodeResourcesFitArgs) else NodeResourcesFitArgs(),
+            dynamic_resources=dra if isinstance(dra, DynamicResourcesArgs) else DynamicResourcesArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
             ),
@@ -442,6 +449,14 @@ class _Reader:
                     )
             elif name == NODE_RESOURCES_FIT:
                 typed[name] = parse_node_resources_fit_args(args, args_path, self.fail)
+            elif name == DYNAMIC_RESOURCES:
+                dra = typed[name] = parse_dynamic_resources_args(args, args_path, self.fail)
+                if dra.filter_timeout is not None:
+                    self.warn(
+                        _join(args_path, "filterTimeout"),
+                        "not applied: knuma bounds each node's device search by attempts, not time (a search that "
+                        "runs out says so: search budget exhausted)",
+                    )
             elif payload:
                 why = "it takes no arguments" if PLUGINS[name].runs else "knuma does not run it"
                 self.warn(args_path, f"args of {name} are ignored: {why}")

@@ -12,6 +12,7 @@ from knuma.api.nodeaffinity import NodeSelector, PreferredSchedulingTerms
 from knuma.errors import ConfigError
 from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
 from knuma.scheduler.plugins.default_preemption_args import DefaultPreemptionArgs
+from knuma.scheduler.plugins.dynamic_resources_args import DynamicResourcesArgs
 from knuma.scheduler.plugins.inter_pod_affinity_args import InterPodAffinityArgs
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs
@@ -98,6 +99,7 @@ class ProfileConfig:
     pod_topology_spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
     default_preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     node_resources_fit: NodeResourcesFitArgs = field(default_factory=NodeResourcesFitArgs)
+    dynamic_resources: DynamicResourcesArgs = field(default_factory=DynamicResourcesArgs)
     percentage_of_nodes_to_score: int | None = None
     """The profile's own `percentageOfNodesToScore` (v1), overriding the global one."""
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -3,7 +3,8 @@ which write to ResourceClaims through the API server.
 
 PreBind follows upstream's `bindClaim` (`dynamicresources.go`): for a claim this cycle allocated, add the
 `resource.kubernetes.io/delete-protection` finalizer (so the claim cannot vanish while allocated), then write
-`status.allocation` and `status.reservedFor` with the pod as consumer; for a claim already allocated (shared), add
+`status.allocation` (with its `allocationTimestamp`, from which devices' binding conditions time out) and
+`status.reservedFor` with the pod as consumer; for a claim already allocated (shared), add
 the pod to `reservedFor`. Every write carries the resourceVersion it read, so a concurrent writer makes it fail
 (409) instead of being overwritten; the pod is then retried. Unreserve after a failed bind takes the pod out of
 `reservedFor` again and clears an allocation nobody else uses.
@@ -29,6 +30,7 @@ from knuma.api.pod import Pod
 from knuma.kube import rest
 from knuma.kube.discovered import DiscoveredInformer
 from knuma.kube.errors import KubeApiError
+from knuma.kube.events import timestamp
 from knuma.kube.informer import Informer
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import ExtendedClaim
@@ -111,7 +113,7 @@ async def pre_bind(http: httpx2.AsyncClient, pod: Pod, claims: Mapping[str, Allo
                     stage = "adding finalizer: "
                     claim = await rest.put(http, path, claim)
                     status = claim.setdefault("status", {})
-                status["allocation"] = allocation.to_dict()
+                status["allocation"] = {**allocation.to_dict(), "allocationTimestamp": timestamp()}
             elif not status.get("allocation"):
                 return f"resourceclaim {key} is not allocated any more"
             reserved = list(status.get("reservedFor") or [])
@@ -141,8 +143,9 @@ async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) 
             if reserved == list(status.get("reservedFor") or []):
                 continue
             status["reservedFor"] = reserved or None
-            if not reserved:
+            if not reserved:  # what drivers reported of the devices goes with them (it must name allocated ones)
                 status.pop("allocation", None)
+                status.pop("devices", None)
             await rest.put(http, f"{path}/status", claim)
         except KubeApiError as err:
             log.warning("unreserving %s for %s: %s", key, pod.key, err)

@@ -59,10 +59,12 @@ from knuma.scheduler.explain import simulator_annotations
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile, schedule_one
 from knuma.scheduler.framework.postfilter import Candidate
+from knuma.scheduler.plugins.binding_conditions import Binding, BindingState, pods_binding_state
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import ExtendedClaim
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
+from knuma.scheduler.plugins.dynamic_resources_args import BINDING_TIMEOUT
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
@@ -87,6 +89,9 @@ class DaemonSettings:
     component: str = "topology-aware-scheduler"
     explain: bool = False
     """Annotate each pod with per-node, per-plugin results (kube-scheduler-simulator keys) before binding."""
+    binding_poll: float = 1.0
+    """Seconds between PreBind's looks at the claims while devices' binding conditions are pending (the informer's
+    copy, no API call; upstream polls its claim cache every 5 s)."""
 
 
 def _namespace_metadata(obj: Any) -> Any:
@@ -328,7 +333,8 @@ class Scheduler:
         self.metrics.attempts.labels("scheduled", profile.name).inc()
         self.metrics.attempt_duration.labels("scheduled", profile.name).observe(elapsed)
         self.cache.assume(assumed, outcome.node)
-        self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices, extended))
+        timeout = plugin.args.binding_timeout if plugin is not None else BINDING_TIMEOUT
+        self._spawn(self._bind(queued, outcome.node, annotations, claims, assumed.dra_devices, extended, timeout))
         return outcome
 
     # -- preemption ---------------------------------------------------------------------------------------------
@@ -448,6 +454,7 @@ class Scheduler:
         claims: Mapping[str, Any] | None = None,
         dra_numa: Mapping[str, Mapping[str, int | None]] | None = None,
         extended: ExtendedClaim | None = None,
+        binding_timeout: float = BINDING_TIMEOUT,
     ) -> None:
         pod = queued.pod
         if not self._leading():
@@ -460,6 +467,8 @@ class Scheduler:
             if dra_numa:
                 await self._annotate(pod, {DRA_NUMA_ANNOTATION: json.dumps(dra_numa, separators=(",", ":"))})
             claims, created, problem = await self._pre_bind(pod, claims, extended)
+            if not problem:
+                problem = await self._binding_conditions(pod, node, list(claims), binding_timeout)
             if problem:
                 log.warning("pod %s: PreBind on %s failed: %s", pod.key, node, problem)
                 await self._unreserve(pod, claims, created)
@@ -525,6 +534,32 @@ class Scheduler:
         if not problem and created and extended is not None:
             problem = await record_extended_claim(self.http, pod, created, extended)
         return claims, created, problem
+
+    async def _binding_conditions(self, pod: Pod, node: str, keys: Sequence[str], timeout: float) -> str:
+        """PreBind's wait for the binding conditions of the pod's devices (KEP-5007, `knuma.scheduler.plugins.
+        binding_conditions`): "" once every one is True, else why binding was given up (a failure condition, the
+        claim's `bindingTimeout` since its allocation, or `timeout` of waiting here, as upstream's
+        `PollUntilContextTimeout`). The caller then unreserves, which deallocates the claims, so the next attempt
+        allocates afresh (upstream deallocates them in the next attempt's PostFilter)."""
+
+        def state() -> BindingState:
+            claims = [c for key in keys if (c := self.devices.parsed_claim(key)) is not None]
+            return pods_binding_state(claims, timeout)
+
+        found = state()
+        if found.state is Binding.READY:
+            return ""
+        self._event(
+            pod, "Normal", "BindingConditionsPending", f"waiting for binding conditions for device on node {node}"
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if found.state is not Binding.WAITING:
+                return found.reason
+            if time.monotonic() > deadline:
+                return "device binding timeout"
+            await asyncio.sleep(self.settings.binding_poll)
+            found = state()
 
     async def _unreserve(self, pod: Pod, claims: Mapping[str, Any], created: str) -> None:
         """DynamicResources' Unreserve after a failed PreBind or binding: the allocations in flight are dropped, the

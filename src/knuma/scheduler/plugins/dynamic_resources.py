@@ -62,6 +62,7 @@ from knuma.scheduler.plugins.dra_extended import (
     extended_claim,
     split_for_node,
 )
+from knuma.scheduler.plugins.dynamic_resources_args import DynamicResourcesArgs
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.topology.kubelet import admit
 from knuma.topology.node import NodeTopology
@@ -169,8 +170,11 @@ class DynamicResources:
     name = NAME
     fast_path = FastPathKind.NODE_BY_NODE_WHEN_APPLIES
 
-    def __init__(self, state: DeviceState, demand: CPUDemand | None = None) -> None:
+    def __init__(
+        self, state: DeviceState, demand: CPUDemand | None = None, args: DynamicResourcesArgs | None = None
+    ) -> None:
         self.state = state
+        self.args = args or DynamicResourcesArgs()
         self.demand = demand
         """The device pod shapes `KnumaBinPacking` expects (the NUMA plugin's, shared by the profile): Score charges
         a claim pod for the DRA devices its placement is expected to strand. None: no such charge."""
