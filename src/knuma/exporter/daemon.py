@@ -37,6 +37,7 @@ from knuma.exporter.sysfs import MachineTopology, SysfsError, discover
 from knuma.exporter.tmconfig import ConfigError, load_config_file, load_kubelet_config
 from knuma.exporter.triggers import KUBELET_STATE_FILES, Trigger, UpdateQueue, prepare_notify_file, tick, watch_files
 from knuma.kube.client import async_client, async_http
+from knuma.kube.tasks import cancel_and_wait
 from knuma.podresources.client import PodResourcesClient, PodResourcesError
 from knuma.serving.http import Response, SimpleHTTPServer
 
@@ -353,11 +354,7 @@ class Exporter:
                     self._schedule_retry()
         finally:
             stopping.cancel()
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(tasks)
             await self.aclose()
             if http is not None:
                 await http.stop()

@@ -9,7 +9,6 @@ cluster without the resource neither delays start-up nor logs a warning every fe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -18,6 +17,7 @@ import httpx2
 from knuma.kube import rest
 from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import EventHandler, Informer
+from knuma.kube.tasks import cancel_and_wait
 
 __all__ = ["DiscoveredInformer"]
 
@@ -80,8 +80,6 @@ class DiscoveredInformer:
                     self.synced.set()
                     await task
                 finally:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    await cancel_and_wait([task])
             self.synced.set()  # nothing to wait for: the cluster does not serve it (yet)
             await asyncio.sleep(self.recheck)

@@ -39,6 +39,7 @@ import aiohttp
 import numpy as np
 
 from knuma.errors import OperationFailed
+from knuma.kube.tasks import cancel_and_wait
 
 __all__ = [
     "BrowserFailed",
@@ -173,9 +174,7 @@ async def _chromium(binary: str, profile: Path, width: int, height: int, timeout
                     try:
                         yield devtools
                     finally:
-                        reader.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await reader
+                        await cancel_and_wait([reader])
         except (TimeoutError, aiohttp.ClientError) as err:
             raise BrowserFailed(f"Chromium did not answer: {err or type(err).__name__}{_tail(log_path)}") from err
     finally:

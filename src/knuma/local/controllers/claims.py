@@ -22,6 +22,7 @@ from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference
 from knuma.kube.informer import Informer, object_key
+from knuma.kube.tasks import cancel_and_wait
 from knuma.local.controllers.resourceclaim import FINALIZER, owning_pod, plan_claim, plan_pod
 
 __all__ = ["ResourceClaimController", "pod_claim_names"]
@@ -133,11 +134,7 @@ class ResourceClaimController:
                     log.warning("resourceclaim controller: %s %s: %s; retrying", kind, key, err)
                     asyncio.get_running_loop().call_later(1.0, self._enqueue, kind, key)
         finally:
-            for task in informers:
-                task.cancel()
-            for task in informers:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(informers)
             await self.events.flush()
 
     async def _sync_pod(self, key: str) -> None:

@@ -13,7 +13,6 @@ the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import time
@@ -29,6 +28,7 @@ from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
+from knuma.kube.tasks import cancel_and_wait
 from knuma.local.controllers import nodelifecycle
 from knuma.local.controllers.claims import pod_claim_names
 from knuma.local.controllers.refs import pod_path, pod_reference
@@ -97,11 +97,7 @@ class DeviceTaintEvictionController:
                 await asyncio.sleep(CHECK_PERIOD)
                 await self._check()
         finally:
-            for task in informers:
-                task.cancel()
-            for task in informers:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(informers)
 
     async def _check(self) -> None:
         tainted = self._taints()

@@ -30,6 +30,7 @@ from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
+from knuma.kube.tasks import cancel_and_wait
 from knuma.local.controllers import evictionzones, nodelifecycle, podgc
 from knuma.local.controllers.daemonset import FailedPodBackoff, daemon_pod, daemonset_hash, plan_daemonset
 from knuma.local.controllers.deployment import REVISION_ANNOTATION, plan_deployment
@@ -266,11 +267,7 @@ class WorkloadControllers:
                     log.warning("%s %s: %s; retrying", kind, key, err)
                     asyncio.get_running_loop().call_later(1.0, self._enqueue, kind, key)
         finally:
-            for task in informers:
-                task.cancel()
-            for task in informers:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(informers)
 
     async def _collect_pods(self) -> None:
         """PodGC's `gcTerminated`, `gcTerminating` and `gcOrphaned` (`knuma.local.controllers.podgc`), every

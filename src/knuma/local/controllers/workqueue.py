@@ -8,12 +8,12 @@ fails with an API error (a conflict, a lost connection) is retried after a secon
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from knuma.kube.errors import KubeApiError
 from knuma.kube.informer import Informer
+from knuma.kube.tasks import cancel_and_wait
 
 __all__ = ["WorkQueue"]
 
@@ -51,8 +51,4 @@ class WorkQueue:
                     log.warning("%s: %s %s: %s; retrying", self.name, kind, key, err)
                     self.add_after(RETRY_AFTER, kind, key)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(tasks)
