@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import ssl
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 import aiohttp
 
 from knuma.api.types import MERGE_PATCH
+from knuma.kube.tasks import cancel_and_wait
 from knuma.testing.apiserver import RunningApiServer, apiserver_in_thread
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -110,9 +112,8 @@ async def _drive(api: RunningApiServer, objects: int, watchers: int, concurrency
             delivered = sum(received) / (last_event[0] - first)
         else:
             delivered = 0.0
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await cancel_and_wait(tasks)
         return rates[0], rates[1], delivered
 
 

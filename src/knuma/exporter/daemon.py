@@ -288,14 +288,10 @@ class Exporter:
     async def aclose(self) -> None:
         """`close`, and stop the pod informer (and its HTTP client, when the exporter made it)."""
         self.close()
-        if self._phases_task is not None:
-            self._phases_task.cancel()
-            await asyncio.gather(self._phases_task, return_exceptions=True)
-            self._phases_task = None
-        for task in self._dra_tasks:
-            task.cancel()
-        await asyncio.gather(*self._dra_tasks, return_exceptions=True)
-        self._dra_tasks = []
+        informers = [t for t in (self._phases_task, *self._dra_tasks) if t is not None]
+        with contextlib.suppress(Exception):  # closing goes on whatever an informer ended with
+            await cancel_and_wait(informers)
+        self._phases_task, self._dra_tasks = None, []
         if self._own_http is not None:
             await self._own_http.aclose()
             self._own_http = None

@@ -19,6 +19,7 @@ makes the scheduler cautious for one update, dropping one would make it send a p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ import httpx2
 from knuma.api.types import JsonObj
 from knuma.errors import OperationFailed
 from knuma.kube.informer import Informer
+from knuma.kube.tasks import cancel_and_wait
 from knuma.podresources.model import Pod
 
 __all__ = [
@@ -158,10 +160,8 @@ async def list_terminal(http: httpx2.AsyncClient, node_name: str, timeout: float
         reason = errors[0] if errors else f"no answer within {timeout:g}s"
         raise PodListError(f"cannot list the pods of node {node_name} (needed by --exclude-terminal-pods): {reason}")
     finally:
-        for waiter in waiters:
-            waiter.cancel()
-        task.cancel()
-        await asyncio.gather(task, *waiters, return_exceptions=True)
+        with contextlib.suppress(Exception):  # the answer (or PodListError) above is what the caller gets
+            await cancel_and_wait([task, *waiters])
 
 
 def terminal_names(pods: Iterable[tuple[str, str]]) -> str:

@@ -36,6 +36,7 @@ from knuma.kube.client import transport_error
 from knuma.kube.errors import Forbidden, NotFound, Unavailable
 from knuma.kube.informer import Backoff, Informer
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
+from knuma.kube.tasks import cancel_and_wait
 from knuma.kube.wait import wait_for
 from knuma.operator.desired import OWNED_BY_LABEL
 from knuma.operator.kubeletconfig import KUBELETCONFIGS_PATH, node_signature
@@ -213,11 +214,8 @@ async def run(
     finally:
         ready.clear()
         metrics.leader.labels(lease_name).set(0)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # the lease is released whatever they did
+            await cancel_and_wait(tasks)
         if elector is not None:
             await elector.release()
         log.info("operator stopped")

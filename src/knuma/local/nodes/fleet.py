@@ -43,6 +43,7 @@ from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Backoff, Callbacks, Informer, ignore
+from knuma.kube.tasks import cancel_and_wait
 from knuma.local.nodes.claims import (
     container_claims,
     container_devices,
@@ -218,12 +219,8 @@ class Fleet:
             handle.cancel()
         self._timers.clear()
         self._stopping.clear()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # `_done` has logged a failed loop already
+            await cancel_and_wait(list(self._tasks))
         self._flush_sync()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._events.flush(), 2.0)

@@ -39,6 +39,7 @@ from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, ObjectReference, timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore
 from knuma.kube.leaderelection import LeaderElector, LeaseConfig
+from knuma.kube.tasks import cancel_and_wait
 from knuma.scheduler.algorithm import Outcome
 from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.cache.knuma import KnumaCache
@@ -225,11 +226,8 @@ class Scheduler:
                 raise LeadershipLost("lost the leader lease; stopping so that only one replica schedules")
         finally:
             self.ready.clear()
-            for task in [*work, *informers]:
-                task.cancel()
-            for task in [*work, *informers]:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # the lease is released whatever they did
+                await cancel_and_wait([*work, *informers])
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await self.events.flush()
