@@ -26,7 +26,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,7 @@ import numpy as np
 
 from knuma.errors import OperationFailed
 from knuma.kube.tasks import cancel_and_wait
+from knuma.testing.processes import stop_group
 
 __all__ = [
     "BrowserFailed",
@@ -178,7 +178,7 @@ async def _chromium(binary: str, profile: Path, width: int, height: int, timeout
         except (TimeoutError, aiohttp.ClientError) as err:
             raise BrowserFailed(f"Chromium did not answer: {err or type(err).__name__}{_tail(log_path)}") from err
     finally:
-        _stop(process)
+        stop_group(process, grace=15.0)
         log_path.unlink(missing_ok=True)
 
 
@@ -308,23 +308,6 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
             entry = params["entry"]
             errors.append(f"{entry.get('source', 'browser')}: {entry.get('text', '')} {entry.get('url', '')}".strip())
     return errors
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the Chromium this module started: its process group (renderers, GPU and zygote helpers), politely, then
-    for good."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(15.0)
-    deadline = time.monotonic() + 15.0
-    while time.monotonic() < deadline:  # until the last helper of the group is gone
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
 
 
 def _tail(log: Path, lines: int = 15) -> str:

@@ -1,0 +1,96 @@
+"""`stop_group` on real processes: SIGTERM first (the leader may clean up), SIGKILL after the grace period, and the
+whole process group goes, also a member that ignores SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from knuma.testing.processes import stop_group
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc as on Linux")
+
+
+def start(script: str) -> tuple[subprocess.Popen[str], list[int]]:
+    """Run `script` in a session of its own; it prints the pids it wants the test to know, then `ready`."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert process.stdout is not None
+    pids: list[int] = []
+    for line in process.stdout:
+        if line.strip() == "ready":
+            return process, pids
+        pids.append(int(line))
+    raise AssertionError(f"the script exited with {process.wait()} before it was ready")
+
+
+def group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_comes_first_and_lets_the_leader_clean_up(tmp_path: Path) -> None:
+    marker = tmp_path / "cleaned-up"
+    process, _ = start(
+        f"""
+        import signal, sys, time
+        def stop(*_):
+            open({str(marker)!r}, "w").close()
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, stop)
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    stop_group(process, grace=10.0)
+    assert process.returncode == 0
+    assert marker.exists()
+    assert not group_exists(process.pid)
+
+
+def test_what_ignores_sigterm_is_killed_after_the_grace_period() -> None:
+    process, [member] = start(
+        """
+        import signal, subprocess, sys, time
+        ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"
+        child = subprocess.Popen([sys.executable, "-c", ignore], stdout=subprocess.PIPE)  # in the leader's group
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child.stdout.readline()  # the child ignores SIGTERM now
+        print(child.pid, flush=True)
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    assert os.getpgid(member) == process.pid
+    stop_group(process, grace=0.5)
+    assert process.returncode == -signal.SIGKILL
+    assert not group_exists(process.pid)
+
+
+def test_a_leader_that_is_gone_leaves_its_stragglers_no_chance() -> None:
+    """The leader exits on SIGTERM at once; a member of its group that ignores SIGTERM is killed right after."""
+    process, [member] = start(
+        """
+        import signal, subprocess, sys, time
+        ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"
+        child = subprocess.Popen([sys.executable, "-c", ignore], stdout=subprocess.PIPE)
+        child.stdout.readline()
+        print(child.pid, flush=True)
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    assert os.getpgid(member) == process.pid
+    stop_group(process, grace=30.0)  # the grace is for the leader: the stop takes far less here
+    assert process.returncode == -signal.SIGTERM
+    assert not group_exists(process.pid)  # the member went too
