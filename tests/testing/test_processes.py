@@ -1,5 +1,6 @@
-"""`stop_group` on real processes: SIGTERM first (the leader may clean up), SIGKILL after the grace period, and the
-whole process group goes, also a member that ignores SIGTERM."""
+"""`stop_group` and `stop_tree` on real processes: SIGTERM first (the leader may clean up), SIGKILL after the grace
+period, and the whole process group goes, also a member that ignores SIGTERM; a child in a session of its own goes
+with its parent when it has a parent-death signal (as `knuma up`'s children), else `stop_tree` kills it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from knuma.testing.processes import stop_group
+from knuma.testing.polling import eventually
+from knuma.testing.processes import alive, stop_group, stop_tree
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc as on Linux")
 
@@ -94,3 +96,36 @@ def test_a_leader_that_is_gone_leaves_its_stragglers_no_chance() -> None:
     stop_group(process, grace=30.0)  # the grace is for the leader: the stop takes far less here
     assert process.returncode == -signal.SIGTERM
     assert not group_exists(process.pid)  # the member went too
+
+
+SESSION_CHILD = """
+import functools, signal, subprocess, sys, time
+from knuma.local.up.children import die_with_parent
+ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"
+child = subprocess.Popen(
+    [sys.executable, "-c", ignore],
+    stdout=subprocess.PIPE,
+    start_new_session=True,
+    preexec_fn={preexec},
+)
+child.stdout.readline()
+print(child.pid, flush=True)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_child_in_its_own_session_that_outlives_the_leader_is_killed() -> None:
+    process, [child] = start(SESSION_CHILD.format(preexec="None"))
+    assert os.getsid(child) == child  # out of reach of the leader's group
+    assert stop_tree(process, grace=5.0, linger=0.5) == [child]
+    assert process.returncode == -signal.SIGTERM
+    eventually(lambda: not alive(child), timeout=5.0, what="the killed child has ended")
+
+
+def test_a_child_with_a_parent_death_signal_goes_with_the_leader() -> None:
+    """As `knuma up`'s children: SIGKILL when the parent dies, nothing left for `stop_tree` to kill."""
+    process, [child] = start(SESSION_CHILD.format(preexec="functools.partial(die_with_parent, signal.SIGKILL)"))
+    assert os.getsid(child) == child
+    assert stop_tree(process, grace=5.0, linger=5.0) == []
+    assert not alive(child)

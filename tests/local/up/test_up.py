@@ -8,6 +8,7 @@ scheduler; SIGTERM stops everything (no child left, sockets removed); `--data-di
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,39 +24,14 @@ from typing import Any
 import pytest
 import yaml
 
+from knuma.local.up.children import die_with_parent
 from knuma.testing.polling import eventually
+from knuma.testing.processes import alive, descendants, stop_tree
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent))
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "up"
-
-
-def children_of(pid: int) -> set[int]:
-    """Every live descendant of `pid` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class Up:
@@ -67,7 +44,14 @@ class Up:
         self.stderr = self.stdout.with_suffix(".err")
         cmd = [sys.executable, "-m", "knuma", "up", "--data-dir", str(data_dir), "--lease-renew-interval", "1", *args]
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
-            self.process = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a group of its own, for `kill`; Ctrl-C on the test run reaches pytest only
+                preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),  # and it stops if pytest is killed
+            )
         self.kubeconfig = self.wait_for_kubeconfig()
 
     def wait_for_kubeconfig(self, timeout: float = 90.0) -> Path:
@@ -96,10 +80,13 @@ class Up:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(60)
 
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+    def kill(self, grace: float = 30.0) -> None:
+        """Stop `knuma up` and all it started, also after a failed or timed-out test: SIGTERM first, so that it stops
+        its children in order as on Ctrl-C (`stop`), SIGKILL after `grace` seconds. Its children run in sessions of
+        their own and end with it (parent-death signal); one still running 10 s later is killed too, with a warning."""
+        left = stop_tree(self.process, grace)
+        if left:
+            warnings.warn(f"knuma up left processes running after it ended; killed them: {left}", stacklevel=2)
 
 
 def free_cpus(up: Up, node: str) -> list[int]:
@@ -184,7 +171,7 @@ def test_knuma_up_end_to_end(start: Callable[..., Up], tmp_path: Path) -> None:
     running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in up.get("pods", "-l", "app=numa-app")["items"]}
 
     # SIGTERM: everything stops, sockets and children gone
-    children = children_of(up.process.pid)
+    children = descendants(up.process.pid)
     assert len(children) >= 4  # nodes, 2 exporters, scheduler
     sockets = sockets_dir(children)
     assert sorted(p.name for p in sockets.iterdir()) == ["worker-000.sock", "worker-001.sock"]
@@ -310,7 +297,7 @@ def test_a_killed_exporter_is_restarted_and_the_cluster_keeps_running(start: Cal
     def exporters() -> set[int]:
         return {
             pid
-            for pid in children_of(up.process.pid)
+            for pid in descendants(up.process.pid)
             if b"exporter" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         }
 
@@ -327,6 +314,20 @@ def test_a_killed_exporter_is_restarted_and_the_cluster_keeps_running(start: Cal
     assert "exporter worker-000 exited with -9; restarting it in 1 s" in log
     assert "exporter worker-000 started again (restart 1" in log
     assert up.stop() == 0
+
+
+def test_kill_stops_knuma_up_as_ctrl_c_does_and_leaves_no_child(start: Callable[..., Up]) -> None:
+    """The fixtures' `kill` (after a failed or timed-out test) sends SIGTERM first: `knuma up` stops its scheduler,
+    exporter and nodes itself and exits 0; nothing is left for the SIGKILL or the sweep (which would warn)."""
+    up = start("--nodes", "1", "--shape", "small", "--exporters", "process")
+    children = descendants(up.process.pid)
+    assert len(children) >= 3  # nodes, exporter, scheduler
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        up.kill()
+    assert up.process.returncode == 0
+    assert "stopping" in up.stderr.read_text()
+    assert not [pid for pid in children if alive(pid)]
 
 
 def test_on_a_terminal_log_lines_do_not_repeat_their_prefix_and_exporters_do_not_warn(tmp_path: Path) -> None:

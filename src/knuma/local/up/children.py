@@ -19,14 +19,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["Child"]
+__all__ = ["Child", "die_with_parent"]
 
 log = logging.getLogger("knuma.local.up")
 
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(death_signal: int) -> None:  # runs in the child between fork and exec
+def die_with_parent(death_signal: int) -> None:
+    """`preexec_fn` of a child (it runs between fork and exec): `death_signal` reaches the child when the thread that
+    started it ends, the whole process killed included."""
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, death_signal)
 
@@ -57,7 +59,7 @@ class Child:
                 stderr=out,
                 env=env,
                 start_new_session=True,
-                preexec_fn=functools.partial(_die_with_parent, self.death_signal) if sys.platform == "linux" else None,
+                preexec_fn=functools.partial(die_with_parent, self.death_signal) if sys.platform == "linux" else None,
             )
         self.paused = False
         log.debug("started %s (pid %d): %s", self.name, self.process.pid, " ".join(self.args))
