@@ -2,8 +2,8 @@
 
 `task.cancel()` only asks a task to stop: its `finally` blocks (closing a watch stream, flushing events) run the next
 time it is scheduled, and an error it ends with is reported by the event loop as "Task exception was never
-retrieved" unless someone reads it. A daemon that returns right after cancelling would leave both behind, so every
-loop stops its tasks through `cancel_and_wait`.
+retrieved" unless someone reads it. A daemon that returns right after cancelling would leave both behind, so its
+loops stop their tasks through `cancel_and_wait`.
 """
 
 from __future__ import annotations

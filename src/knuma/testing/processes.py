@@ -77,9 +77,9 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def stop_group(process: subprocess.Popen[Any], grace: float, settle: float = 15.0) -> None:
-    """End `process`, started with `start_new_session=True`, and every process of its group: SIGTERM to the group,
-    SIGKILL to what is left after `grace` seconds (or at once once the leader has exited, for helpers it left
-    behind); then wait up to `settle` seconds for the group to be empty."""
+    """End `process`, started with `start_new_session=True`, and every process of its group: SIGTERM to the group;
+    SIGKILL to what is left as soon as the leader has exited (helpers it left behind), or after `grace` seconds if it
+    has not; then wait up to `settle` seconds for the group to be empty."""
     if process.returncode is not None:  # reaped before: its group id names its group only while a member lives
         try:
             os.killpg(process.pid, 0)
