@@ -30,7 +30,7 @@ def up(
         [],
         "--shape",
         metavar="SHAPE",
-        help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, mig, small.",
+        help="Node shape, repeatable: two-socket (default), four-numa, eight-numa, gpu, dgx, mig, shared-nic, small.",
         autocompletion=completion.shapes,
     ),
     policy: str | None = typer.Option(

@@ -5,6 +5,9 @@ Every device carries the standard topology attributes real drivers publish (dra-
 `resource.kubernetes.io/numaNode` (int) and `resource.kubernetes.io/pcieRoot` (string), plus the driver's own
 `model` and `index` attributes and its capacities (`memory`, `bandwidth`). One slice per driver and node, in a pool
 named after the node (`kubeletplugin`'s default), with `nodeName` set.
+
+A shared group's devices (`DraDeviceGroup.shared`) set `allowMultipleAllocations` and carry their capacities' request
+policies, as dranet publishes a NIC that many pods share (consumable capacity, KEP-5075).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from knuma.api.dra.capacity import CapacityRequestPolicy
 from knuma.api.types import JsonObj
 from knuma.testbed.shapes import NodeShape
 
@@ -37,6 +41,10 @@ class SimDevice:
     """The shared counters it draws on (its whole device's name), if partitionable."""
     draws: Mapping[str, str] = field(default_factory=dict)
     """What it draws from `counter_set` (`compute`, `memory`)."""
+    shared: bool = False
+    """`allowMultipleAllocations`: many claims may hold it at once, each taking part of its capacities."""
+    request_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
+    """Capacity name -> its `requestPolicy` (shared devices only)."""
 
     @property
     def key(self) -> str:
@@ -57,11 +65,17 @@ class SimDevice:
         if self.profile:
             out["attributes"]["profile"] = {"string": self.profile}
         if self.capacity:
-            out["capacity"] = {name: {"value": value} for name, value in self.capacity.items()}
+            out["capacity"] = {name: self._capacity(name, value) for name, value in self.capacity.items()}
+        if self.shared:
+            out["allowMultipleAllocations"] = True
         if self.draws:
             counters = {name: {"value": value} for name, value in self.draws.items()}
             out["consumesCounters"] = [{"counterSet": self.counter_set, "counters": counters}]
         return out
+
+    def _capacity(self, name: str, value: str) -> JsonObj:
+        policy = self.request_policies.get(name)
+        return {"value": value, "requestPolicy": policy.to_dict()} if policy is not None else {"value": value}
 
     def shared_counters(self) -> JsonObj | None:
         """The counter set a partitionable whole device shares with its partitions (`sharedCounters` entry)."""
@@ -85,7 +99,17 @@ def devices_of(shape: NodeShape) -> tuple[SimDevice, ...]:
                 index = zone * group.per_zone + slot
                 name = f"{group.prefix}-{index}"
                 root = pcie_root(zone, slot, roots)
-                device = SimDevice(group.driver, name, zone, root, group.model, index, dict(group.capacity))
+                device = SimDevice(
+                    group.driver,
+                    name,
+                    zone,
+                    root,
+                    group.model,
+                    index,
+                    dict(group.capacity),
+                    shared=group.shared,
+                    request_policies=dict(group.request_policies),
+                )
                 if group.partitions:  # the whole device draws everything its partitions share
                     whole = {"compute": str(group.compute_slices), "memory": group.capacity.get("memory", "0")}
                     device = dataclasses.replace(device, counter_set=name, draws=whole)

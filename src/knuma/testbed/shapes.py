@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knuma.api.dra.capacity import CapacityRange, CapacityRequestPolicy, parse_request_policy
+from knuma.api.dra.fields import FieldErrors, dns_label_error, dns_subdomain_error, qualified_name_errors
 from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, amount_of, parse_resource_list
 from knuma.errors import InvalidInput
@@ -59,6 +61,11 @@ class DraDeviceGroup:
     """Partition profiles (none: the devices are only given out whole). Each device is then published whole and as
     these partitions, sharing the counters `compute` (`compute_slices`) and `memory` (the device's capacity)."""
     compute_slices: int = 0
+    shared: bool = False
+    """Every device may be allocated to many claims at once (`allowMultipleAllocations`, consumable capacity,
+    KEP-5075), each allocation taking part of its capacities, as dranet publishes a NIC many pods share."""
+    request_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
+    """Capacity name -> what one allocation may take of it (`requestPolicy`); only on a `shared` group."""
 
 
 @dataclass(frozen=True)
@@ -250,6 +257,34 @@ BUILTIN_SHAPES: dict[str, NodeShape] = {
             pcie_roots_per_zone=2,
         ),
         NodeShape(
+            "shared-nic",
+            zones=2,
+            cpus=32,
+            memory=256 * GI,
+            reserved_cpus=2,
+            reserved_memory=2 * GI,
+            description="Shared NICs: 2 zones x 32 CPUs and 256Gi; DRA: one 100G NIC per zone that many pods share "
+            "(consumable capacity: each allocation takes 10G to 100G of bandwidth, in 10G steps, 10G by default)",
+            dra=(
+                DraDeviceGroup(
+                    "nic.sim.knuma.io",
+                    "nic",
+                    1,
+                    "e810",
+                    {"bandwidth": "100G"},
+                    shared=True,
+                    request_policies={
+                        "bandwidth": CapacityRequestPolicy(
+                            default=parse_quantity("10G"),
+                            valid_range=CapacityRange(
+                                parse_quantity("10G"), parse_quantity("100G"), parse_quantity("10G")
+                            ),
+                        )
+                    },
+                ),
+            ),
+        ),
+        NodeShape(
             "small",
             zones=2,
             cpus=8,
@@ -275,6 +310,9 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         reservedMemoryPerZone: 1Gi
         maxPods: 110
         cpuManagerPolicyOptions: {full-pcpus-only: "true"}
+        dra:                      # DRA devices, per zone (`DraDeviceGroup`; see `_dra_group`)
+        - {driver: nic.sim.knuma.io, prefix: nic, perZone: 1, model: e810, shared: true,
+           capacity: {bandwidth: {value: 100G, requestPolicy: {default: 10G, validRange: {min: 10G, step: 10G}}}}}
     ```
     """
     where = f"shapes.{name}"
@@ -290,6 +328,7 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         "maxPods",
         "description",
         "cpuManagerPolicyOptions",
+        "dra",
     }
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -312,11 +351,110 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
             max_pods=_int(raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods"),
             description=str(raw.get("description", "")),
             cpu_manager=_cpu_manager(raw.get("cpuManagerPolicyOptions"), f"{where}.cpuManagerPolicyOptions"),
+            dra=_dra_groups(raw.get("dra"), f"{where}.dra"),
         )
     except ShapeError:
         raise
     except ValueError as err:
         raise ShapeError(str(err)) from None
+
+
+DRA_GROUP_FIELDS = {"driver", "prefix", "perZone", "model", "capacity", "shared"}
+
+
+def _dra_groups(raw: Any, where: str) -> tuple[DraDeviceGroup, ...]:
+    """A custom shape's `dra` list. Two groups of one driver need distinct prefixes: their devices share a slice,
+    where names must be unique (`validateResourceSlice`)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ShapeError(f"{where}: expected a list of device groups (driver, prefix, perZone, model, capacity)")
+    groups = tuple(_dra_group(item, f"{where}[{i}]") for i, item in enumerate(raw))
+    seen: set[tuple[str, str]] = set()
+    for i, group in enumerate(groups):
+        if (group.driver, group.prefix) in seen:
+            raise ShapeError(f"{where}[{i}].prefix: {group.prefix!r} is already used by a group of {group.driver}")
+        seen.add((group.driver, group.prefix))
+    return groups
+
+
+def _dra_group(raw: Any, where: str) -> DraDeviceGroup:
+    """One group of devices a simulated driver publishes on every zone:
+
+    ```yaml
+    driver: nic.sim.knuma.io    # a DNS subdomain of at most 63 characters (`validateDriverName`)
+    prefix: nic                 # devices are <prefix>-<index>, DNS labels
+    perZone: 1
+    model: e810
+    shared: true                # allowMultipleAllocations: many claims share each device
+    capacity:
+      bandwidth: 100G           # or {value: 100G, requestPolicy: {...}}; a requestPolicy needs `shared: true`
+    ```
+
+    A request policy is checked as kube-apiserver checks the slice (`knuma.api.dra.capacity`), so a shape that
+    parses publishes slices the API server accepts."""
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f"{where}: expected a mapping with driver, prefix, perZone and model")
+    unknown = sorted(str(k) for k in set(raw) - DRA_GROUP_FIELDS)
+    if unknown:
+        raise ShapeError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(DRA_GROUP_FIELDS))}"
+        )
+    for required in ("driver", "prefix", "perZone", "model"):
+        if required not in raw:
+            raise ShapeError(f"{where}: missing {required}")
+    driver, prefix, model = (str(raw[key]) for key in ("driver", "prefix", "model"))
+    if problem := dns_subdomain_error(driver, 63):
+        raise ShapeError(f"{where}.driver: {driver!r}: {problem}")
+    if problem := dns_label_error(f"{prefix}-0"):
+        raise ShapeError(f"{where}.prefix: {prefix!r}: device names <prefix>-<index> must be DNS labels: {problem}")
+    per_zone = _int(raw["perZone"], f"{where}.perZone")
+    if per_zone < 1:
+        raise ShapeError(f"{where}.perZone: expected at least 1, got {per_zone}")
+    shared = raw.get("shared", False)
+    if not isinstance(shared, bool):
+        raise ShapeError(f"{where}.shared: expected true or false, got {shared!r}")
+    capacity, policies = _dra_capacity(raw.get("capacity"), f"{where}.capacity", shared)
+    return DraDeviceGroup(driver, prefix, per_zone, model, capacity, shared=shared, request_policies=policies)
+
+
+def _dra_capacity(raw: Any, where: str, shared: bool) -> tuple[dict[str, str], dict[str, CapacityRequestPolicy]]:
+    """A group's capacities (name -> quantity or `{value, requestPolicy}`) and their request policies."""
+    if raw is None:
+        return {}, {}
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f"{where}: expected a mapping of capacity name to a quantity or {{value, requestPolicy}}")
+    capacity: dict[str, str] = {}
+    policies: dict[str, CapacityRequestPolicy] = {}
+    for name, spec in raw.items():
+        here = f"{where}.{name}"
+        if problems := qualified_name_errors(str(name)):
+            raise ShapeError(f"{here}: {'; '.join(problems)}")
+        body = spec if isinstance(spec, Mapping) else {"value": spec}
+        unknown = sorted(str(k) for k in set(body) - {"value", "requestPolicy"})
+        if unknown:
+            raise ShapeError(f"{here}: unknown field(s) {', '.join(unknown)}; known: requestPolicy, value")
+        if body.get("value") is None:
+            raise ShapeError(f"{here}.value: missing")
+        try:
+            value = parse_quantity(body["value"])
+        except QuantityError as err:
+            raise ShapeError(f"{here}.value: {err}") from None
+        capacity[str(name)] = str(value)
+        if body.get("requestPolicy") is None:
+            continue
+        if not shared:
+            raise ShapeError(
+                f"{here}.requestPolicy: needs `shared: true` on the group (kube-apiserver allows a request policy "
+                "only on a device with allowMultipleAllocations)"
+            )
+        errors = FieldErrors()
+        policy = parse_request_policy(body["requestPolicy"], f"{here}.requestPolicy", errors, value, True)
+        if errors.errors:
+            raise ShapeError("; ".join(str(e) for e in errors.errors))
+        if policy is not None:
+            policies[str(name)] = policy
+    return capacity, policies
 
 
 def _cpu_manager(raw: Any, where: str) -> CPUManagerOptions:
