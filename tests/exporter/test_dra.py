@@ -6,7 +6,7 @@ from __future__ import annotations
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo, Zone
 from knuma.exporter.dra import ZONE_ATTRIBUTE, ZoneDevice, with_dra_devices, zone_devices
 from knuma.testbed.dra import resource_slices
-from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testbed.shapes import BUILTIN_SHAPES, shape_from_dict
 
 SLICES = resource_slices("dgx-0", BUILTIN_SHAPES["dgx"])
 
@@ -81,3 +81,74 @@ def test_a_partitionable_gpu_counts_once_in_the_nrt_and_is_available_while_nothi
         ResourceInfo("gpu.sim.knuma.io/devices", 2, 2, 2),
     ]
     assert len(out.zones[0].attributes[ZONE_ATTRIBUTE].split(",")) == 8  # gpu-1's other partitions still fit
+
+
+NIC = "nic.sim.knuma.io"
+SHARED = resource_slices("nic-0", BUILTIN_SHAPES["shared-nic"])
+"""One 100G NIC per zone, shared: each allocation takes 10G to 100G of bandwidth, in 10G steps."""
+
+
+def share(
+    device: str, bandwidth: str | None, share_id: str = "6f1c2e4a-0000-4000-8000-000000000001"
+) -> dict[str, object]:
+    result: dict[str, object] = {"request": "nic", "driver": NIC, "pool": "nic-0", "device": device}
+    if bandwidth is not None:
+        result["consumedCapacity"] = {"bandwidth": bandwidth}
+        result["shareID"] = share_id
+    return {"status": {"allocation": {"devices": {"results": [result]}}}}
+
+
+def nics(claims: list[dict[str, object]]) -> tuple[dict[str, ZoneDevice], list[ResourceInfo]]:
+    zones = zone_devices(SHARED, claims, "nic-0")
+    cpu = ResourceInfo("cpu", 32000, 31000, 31000)
+    nrt = NodeResourceTopology("nic-0", (Zone("node-0", resources=(cpu,)), Zone("node-1", resources=(cpu,))))
+    out = with_dra_devices(nrt, zones)
+    counted = [{r.name: r for r in zone.resources}[f"{NIC}/devices"] for zone in out.zones]
+    return {d.device: d for ds in zones.values() for d in ds}, counted
+
+
+def test_a_shared_nic_with_bandwidth_left_stays_available() -> None:
+    """nic-0 carries two shares (40G + 30G: 30G left, more than the 10G minimum): allocated, yet free and counted
+    available; nic-1 untouched."""
+    devices, counted = nics([share("nic-0", "40G"), share("nic-0", "30G", "6f1c2e4a-0000-4000-8000-000000000002")])
+    assert devices["nic-0"] == ZoneDevice(NIC, "nic-0", True, allocated=True, shared=True)
+    assert devices["nic-1"] == ZoneDevice(NIC, "nic-1", True, shared=True)
+    assert counted == [ResourceInfo(f"{NIC}/devices", 1, 1, 1), ResourceInfo(f"{NIC}/devices", 1, 1, 1)]
+
+
+def test_a_shared_nic_is_used_up_when_its_bandwidth_is_and_free_again_when_a_share_goes() -> None:
+    """nic-1's shares take 60G + 40G, all of its 100G: neither free nor available. Its 40G claim gone, it is again."""
+    claims = [share("nic-1", "60G"), share("nic-1", "40G", "6f1c2e4a-0000-4000-8000-000000000002")]
+    devices, counted = nics(claims)
+    assert not devices["nic-1"].free and devices["nic-1"].allocated
+    assert counted == [ResourceInfo(f"{NIC}/devices", 1, 1, 1), ResourceInfo(f"{NIC}/devices", 1, 1, 0)]
+    devices, counted = nics(claims[:1])
+    assert devices["nic-1"].free and devices["nic-1"].allocated
+    assert counted[1] == ResourceInfo(f"{NIC}/devices", 1, 1, 1)
+
+
+def test_a_shared_device_with_less_left_than_its_smallest_valid_value_is_used_up() -> None:
+    """validValues 30G, 50G on 100G: after 50G + 30G the 20G left is below what any allocation takes (a request is
+    rounded up to a valid value), so the device is used up though not full."""
+    policy = {"default": "30G", "validValues": ["30G", "50G"]}
+    group = {
+        "driver": NIC,
+        "prefix": "nic",
+        "perZone": 1,
+        "model": "e810",
+        "shared": True,
+        "capacity": {"bandwidth": {"value": "100G", "requestPolicy": policy}},
+    }
+    box = shape_from_dict("box", {"numaZones": 1, "cpusPerZone": 4, "memoryPerZone": "8Gi", "dra": [group]})
+    slices = resource_slices("nic-0", box)
+    first = share("nic-0", "50G")
+    assert [d.free for d in zone_devices(slices, [first], "nic-0")[0]] == [True]
+    second = share("nic-0", "30G", "6f1c2e4a-0000-4000-8000-000000000002")
+    assert [d.free for d in zone_devices(slices, [first, second], "nic-0")[0]] == [False]
+
+
+def test_a_result_without_a_share_id_holds_even_a_shared_device_alone() -> None:
+    """As the scheduler's `foreachAllocatedDevice`: only a result with a `shareID` is a share."""
+    devices, counted = nics([share("nic-1", None)])
+    assert devices["nic-1"] == ZoneDevice(NIC, "nic-1", False, allocated=True, shared=True)
+    assert counted[1] == ResourceInfo(f"{NIC}/devices", 1, 1, 0)

@@ -14,6 +14,17 @@ publishes them. With this extension every zone also lists, per DRA driver, the n
   partition is free while its draws still fit in what is left of its shared counters (a GPU given out whole leaves
   none of its partitions free, one 3g.40gb partition taken leaves the others that still fit).
 
+A shared device (`allowMultipleAllocations`, consumable capacity, KEP-5075) is held by many claims at once, each
+taking part of its capacities (a result's `consumedCapacity`, with a `shareID`). It counts as available, and is
+listed free, while one more allocation still fits: for every capacity, what is left after the shares (their
+`consumedCapacity` summed) is at least the least an allocation can take under the capacity's request policy (the
+first of `validValues`, the `validRange` minimum) and more than nothing (`_room`). The scheduler's allocator decides
+whether a given request fits (`CmpRequestOverCapacity`); this says only that the device is not used up. Results are
+split as the scheduler's allocated-device tracking splits them (`foreachAllocatedDevice`,
+`pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go`): one with a `shareID` is a share, adding its
+consumed capacity to the device; one without holds the device alone. Upstream publishes no per-NUMA view of DRA
+devices at all (the NRT CRD does not know them); this follows the scheduler's notion of a device still available.
+
 No pod requests `<driver>/devices` as an extended resource, so NodeResourceTopologyMatch's filter and score (which
 look only at what a pod requests) are unchanged by it. Devices without a NUMA node (or with a list, whose first entry
 is the device's own node) are listed under their node when it is a zone of the NRT, else left out.
@@ -25,10 +36,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from knuma.api.dra.device import Device, parse_device
+from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo
 from knuma.devices.counters import Counters, physical_devices
 from knuma.errors import KnumaError
+from knuma.quantity import QuantityError, parse_quantity
 
 __all__ = ["ZONE_ATTRIBUTE", "ZoneDevice", "with_dra_devices", "zone_devices"]
 
@@ -44,7 +58,15 @@ class ZoneDevice:
     hardware: str = ""
     """`pool/counter set` a partitionable device shares with its other cuts ("": the device is its own hardware)."""
     allocated: bool = False
-    """In an allocated claim (a free partition's hardware may still be partly allocated)."""
+    """In an allocated claim (a free partition's hardware may still be partly allocated, a free shared device
+    partly consumed)."""
+    shared: bool = False
+    """Allows multiple allocations: `allocated` by some claims, it may still be `free` for one more."""
+
+    @property
+    def used_up(self) -> bool:
+        """Counts against `<driver>/devices` available: allocated, and for a shared device, with no room left."""
+        return self.allocated and not (self.shared and self.free)
 
     @property
     def unit(self) -> tuple[str, str]:
@@ -66,11 +88,7 @@ def zone_devices(
     slices: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]], node: str
 ) -> dict[int, list[ZoneDevice]]:
     """NUMA id -> the node's DRA devices (from slices with `spec.nodeName == node`), free or not."""
-    taken = {
-        (r.get("driver"), r.get("pool"), r.get("device"))
-        for claim in claims
-        for r in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-    }
+    taken, consumed = _allocated(claims)
     mine = [body for body in slices if (body.get("spec") or {}).get("nodeName") == node]
     parsed = _parsed(mine)
     counters = Counters.of(parsed, taken) if parsed else None
@@ -84,15 +102,72 @@ def zone_devices(
             if numa is None:
                 continue
             key = (str(driver), str(pool), str(device.get("name")))
-            allocated = key in taken
-            free = not allocated and (counters is None or counters.fits((key,)))
-            shared = hardware.get(key)
+            multiple = device.get("allowMultipleAllocations") is True
+            if multiple:
+                allocated = key in taken or key in consumed
+                free = key not in taken and _room(device, consumed.get(key, {}))
+            else:
+                allocated = key in taken or key in consumed  # a share of a device that is not shared: held anyway
+                free = not allocated and (counters is None or counters.fits((key,)))
+            cut = hardware.get(key)
             out.setdefault(numa, []).append(
                 ZoneDevice(
-                    str(driver), str(device.get("name")), free, "/".join(shared[1:]) if shared else "", allocated
+                    str(driver),
+                    str(device.get("name")),
+                    free,
+                    "/".join(cut[1:]) if cut else "",
+                    allocated,
+                    multiple,
                 )
             )
     return {numa: sorted(devices) for numa, devices in out.items()}
+
+
+DeviceKey = tuple[str, str, str]
+"""(driver, pool, device)."""
+
+
+def _allocated(claims: Iterable[Mapping[str, Any]]) -> tuple[set[DeviceKey], dict[DeviceKey, dict[str, int]]]:
+    """Devices held alone, and per shared device what its shares consume (capacity name -> nanos), from the claims'
+    allocation results (`foreachAllocatedDevice`: a result with a `shareID` is a share)."""
+    taken: set[DeviceKey] = set()
+    consumed: dict[DeviceKey, dict[str, int]] = {}
+    for claim in claims:
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        for result in results:
+            key = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+            if not result.get("shareID"):
+                taken.add(key)
+                continue
+            amounts = consumed.setdefault(key, {})
+            for name, amount in (result.get("consumedCapacity") or {}).items():
+                try:
+                    amounts[str(name)] = amounts.get(str(name), 0) + parse_quantity(amount).nanos
+                except QuantityError:
+                    continue  # the API server rejects such a status; nothing to add
+    return taken, consumed
+
+
+def _room(raw: Mapping[str, Any], consumed: Mapping[str, int]) -> bool:
+    """Whether one more allocation of the shared device `raw` (a slice's device entry) fits beside `consumed`: every
+    capacity has something left, and at least the least one allocation takes under its request policy (the smallest
+    of `validValues`, the `validRange` minimum; `calculateConsumedCapacity` rounds any request up to those). A device
+    the API server would not accept has room while nothing of it is consumed."""
+    errors = FieldErrors()
+    device: Device | None = parse_device(raw, "device", errors, per_device_selection=False)
+    if device is None or errors.errors:
+        return not any(consumed.values())
+    for name, capacity in device.capacity.items():
+        left = capacity.nanos - consumed.get(name, 0)
+        policy = device.request_policies.get(name)
+        least = 0
+        if policy is not None and policy.valid_values:
+            least = policy.valid_values[0].nanos
+        elif policy is not None and policy.valid_range is not None:
+            least = policy.valid_range.min.nanos
+        if left <= 0 or left < least:
+            return False
+    return True
 
 
 def _parsed(slices: list[Mapping[str, Any]]) -> list[ResourceSlice]:
@@ -117,7 +192,7 @@ def with_dra_devices(nrt: NodeResourceTopology, devices: Mapping[int, list[ZoneD
             zones.append(zone)
             continue
         units = {d.unit for d in here}
-        used = {d.unit for d in here if d.allocated}
+        used = {d.unit for d in here if d.used_up}
         drivers = sorted({d.driver for d in here})
         added = tuple(
             ResourceInfo(
