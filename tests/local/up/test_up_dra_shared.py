@@ -39,11 +39,6 @@ def shares(up: Up) -> dict[str, dict[str, Any]]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the scheduler's DeviceState does not pass what allocated claims consume (knuma.devices.allocator."
-    "consumed_capacity) to the allocator's Inventory yet, so every share fits: 150G went to one 100G NIC",
-)
 def test_pods_share_nics_by_bandwidth_on_shared_nic_nodes(start: Callable[..., Up]) -> None:
     up = start("--nodes", "1", "--shape", "shared-nic", "--exporters", "in-process")
     eventually(lambda: len(up.get("resourceslices")["items"]) == 1)
