@@ -4,12 +4,13 @@ errors that name the field, request policies as kube-apiserver checks them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from knuma.api.dra.resourceslice import ResourceSlice
-from knuma.testbed.cluster import SpecError, cluster_from_dict
+from knuma.testbed.cluster import SpecError, cluster_from_dict, load_yaml
 from knuma.testbed.dra import device_classes, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES, ShapeError, shape_from_dict
 
@@ -22,6 +23,7 @@ def nic(**extra: Any) -> dict[str, Any]:
     return {"driver": "nic.example.com", "prefix": "eth", "perZone": 1, "model": "e810", **extra}
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dra"
 POLICY = {"default": "10G", "validRange": {"min": "10G", "max": "100G", "step": "10G"}}
 
 
@@ -118,3 +120,17 @@ def test_two_groups_of_a_driver_need_distinct_prefixes() -> None:
         shape_from_dict("box", shape(nic(), nic(perZone=2)))
     with pytest.raises(ShapeError, match=r"shapes\.box\.dra: expected a list"):
         shape_from_dict("box", {**shape(), "dra": {"driver": "x"}})
+
+
+def test_the_shared_nic_cluster_example_publishes_slices_the_api_server_accepts() -> None:
+    spec = cluster_from_dict(load_yaml(EXAMPLES / "shared-nic-cluster.yaml"))
+    (pool,) = spec.pools
+    nics, gpus = resource_slices("edge-000", pool.shape)
+    for body in (nics, gpus):
+        ResourceSlice.from_dict(body)
+    policy = nics["spec"]["devices"][0]["capacity"]["bandwidth"]["requestPolicy"]
+    assert policy == {"default": "25G", "validValues": ["25G", "50G", "100G"]}
+    assert [d.get("allowMultipleAllocations") for d in (nics["spec"]["devices"][0], gpus["spec"]["devices"][0])] == [
+        True,
+        None,
+    ]
