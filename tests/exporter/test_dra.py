@@ -152,3 +152,37 @@ def test_a_result_without_a_share_id_holds_even_a_shared_device_alone() -> None:
     devices, counted = nics([share("nic-1", None)])
     assert devices["nic-1"] == ZoneDevice(NIC, "nic-1", False, allocated=True, shared=True)
     assert counted[1] == ResourceInfo(f"{NIC}/devices", 1, 1, 0)
+
+
+def test_a_shared_device_with_a_share_draws_its_counters_once() -> None:
+    """A shared NIC drawing on counters it shares with a partition of it: one share allocated takes the draw (as the
+    allocator counts it), so the partition no longer fits, while the NIC itself still has room for more shares."""
+    numa = {"resource.kubernetes.io/numaNode": {"int": 0}}
+    draw = [{"counterSet": "port-0", "counters": {"lanes": {"value": "4"}}}]
+    pool = {"name": "nic-0", "generation": 1, "resourceSliceCount": 2}
+    devices = [
+        {
+            "name": "nic-0",
+            "attributes": numa,
+            "allowMultipleAllocations": True,
+            "capacity": {"bandwidth": {"value": "100G"}},
+            "consumesCounters": draw,
+        },
+        {"name": "nic-0-half", "attributes": numa, "consumesCounters": draw},
+    ]
+    slices = [
+        {"metadata": {"name": "d"}, "spec": {"driver": NIC, "nodeName": "nic-0", "pool": pool, "devices": devices}},
+        {
+            "metadata": {"name": "c"},
+            "spec": {
+                "driver": NIC,
+                "nodeName": "nic-0",
+                "pool": pool,
+                "sharedCounters": [{"name": "port-0", "counters": {"lanes": {"value": "4"}}}],
+            },
+        },
+    ]
+    free = {d.device: d.free for d in zone_devices(slices, [], "nic-0")[0]}
+    assert free == {"nic-0": True, "nic-0-half": True}
+    free = {d.device: d.free for d in zone_devices(slices, [share("nic-0", "10G")], "nic-0")[0]}
+    assert free == {"nic-0": True, "nic-0-half": False}

@@ -14,16 +14,18 @@ publishes them. With this extension every zone also lists, per DRA driver, the n
   partition is free while its draws still fit in what is left of its shared counters (a GPU given out whole leaves
   none of its partitions free, one 3g.40gb partition taken leaves the others that still fit).
 
-A shared device (`allowMultipleAllocations`, consumable capacity, KEP-5075) is held by many claims at once, each
-taking part of its capacities (a result's `consumedCapacity`, with a `shareID`). It counts as available, and is
-listed free, while one more allocation still fits: for every capacity, what is left after the shares (their
-`consumedCapacity` summed) is at least the least an allocation can take under the capacity's request policy (the
-first of `validValues`, the `validRange` minimum) and more than nothing (`_room`). The scheduler's allocator decides
-whether a given request fits (`CmpRequestOverCapacity`); this says only that the device is not used up. Results are
+A shared device (`allowMultipleAllocations`, consumable capacity, KEP-5075) is held by many claims at once, each taking
+part of its capacities (a result's `consumedCapacity`, with a `shareID`). It counts as available, and is listed free,
+while one more allocation still fits: for every capacity, what is left after the shares (their `consumedCapacity`
+summed) is at least the least an allocation can take under the capacity's request policy (the first of `validValues`,
+the `validRange` minimum) and more than nothing (`_room`). The scheduler's allocator decides whether a given request
+fits (`CmpRequestOverCapacity`, `knuma.devices.capacity`); this says only that the device is not used up. Results are
 split as the scheduler's allocated-device tracking splits them (`foreachAllocatedDevice`,
 `pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go`): one with a `shareID` is a share, adding its
-consumed capacity to the device; one without holds the device alone. Upstream publishes no per-NUMA view of DRA
-devices at all (the NRT CRD does not know them); this follows the scheduler's notion of a device still available.
+consumed capacity to the device; one without holds the device alone. Upstream publishes no per-NUMA view of DRA devices
+at all (the NRT CRD does not know them); this follows the scheduler's notion of a device still available. A shared
+device that also draws on shared counters (partitionable) draws once while any share is allocated, as the allocator
+counts it.
 
 No pod requests `<driver>/devices` as an extended resource, so NodeResourceTopologyMatch's filter and score (which
 look only at what a pod requests) are unchanged by it. Devices without a NUMA node (or with a list, whose first entry
@@ -91,7 +93,8 @@ def zone_devices(
     taken, consumed = _allocated(claims)
     mine = [body for body in slices if (body.get("spec") or {}).get("nodeName") == node]
     parsed = _parsed(mine)
-    counters = Counters.of(parsed, taken) if parsed else None
+    # a shared device draws its counters once while any share of it is allocated, as the allocator counts it
+    counters = Counters.of(parsed, taken, consumed.keys()) if parsed else None
     hardware = physical_devices(parsed) if parsed else {}
     out: dict[int, list[ZoneDevice]] = {}
     for body in mine:
@@ -107,7 +110,9 @@ def zone_devices(
                 allocated = key in taken or key in consumed
                 free = key not in taken and _room(device, consumed.get(key, {}))
             else:
-                allocated = key in taken or key in consumed  # a share of a device that is not shared: held anyway
+                # a share of a device that does not allow multiple allocations is no state the scheduler writes:
+                # counted as held, the safe side
+                allocated = key in taken or key in consumed
                 free = not allocated and (counters is None or counters.fits((key,)))
             cut = hardware.get(key)
             out.setdefault(numa, []).append(
