@@ -7,7 +7,7 @@ Every device carries the standard topology attributes real drivers publish (dra-
 named after the node (`kubeletplugin`'s default), with `nodeName` set.
 
 A shared group's devices (`DraDeviceGroup.shared`) set `allowMultipleAllocations` and carry their capacities' request
-policies, as dranet publishes a NIC that many pods share (consumable capacity, KEP-5075).
+policies, like a NIC whose bandwidth many pods share (consumable capacity, KEP-5075).
 """
 
 from __future__ import annotations

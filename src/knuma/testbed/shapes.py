@@ -63,7 +63,7 @@ class DraDeviceGroup:
     compute_slices: int = 0
     shared: bool = False
     """Every device may be allocated to many claims at once (`allowMultipleAllocations`, consumable capacity,
-    KEP-5075), each allocation taking part of its capacities, as dranet publishes a NIC many pods share."""
+    KEP-5075), each allocation taking part of its capacities (a NIC whose bandwidth many pods share)."""
     request_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
     """Capacity name -> what one allocation may take of it (`requestPolicy`); only on a `shared` group."""
 
