@@ -84,5 +84,9 @@ def test_pods_share_nics_by_bandwidth_on_shared_nic_nodes(start: Callable[..., U
     gone = got["web-0"]["device"]
     up.kubectl("delete", "pod", "web-0", "--wait=false")
     eventually(lambda: phase(up, "web-3") == "Running", timeout=60)
-    assert shares(up)["web-3"]["device"] == gone
+    after = shares(up)
+    assert after["web-3"]["device"] == gone
+    # the other claims keep their shares: the one claim released freed only its own
+    assert {p: after[p] for p in ("web-1", "web-2", "stream")} == {p: got[p] for p in ("web-1", "web-2", "stream")}
+    assert "web-0" not in after
     assert up.stop() == 0
