@@ -22,6 +22,7 @@ from knuma.devices.allocator import (
     consumed_capacity,
 )
 from knuma.scheduler.plugins.device_state import DeviceState
+from knuma.scheduler.plugins.dra_zones import device_resource
 from knuma.testbed.dra import resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
@@ -118,3 +119,35 @@ def test_devices_in_use_and_node_states_follow_every_change(seed: int) -> None:
             shared_nodes += bool(shares)
     assert changed_nodes > 50  # the sequences did change node states
     assert shared_nodes > 50  # and consumed shares of devices
+
+
+def test_a_shared_device_counts_free_in_its_zone_while_one_more_share_fits() -> None:
+    """Consumable capacity: a 100G NIC shared in 10G steps stays a free device of its NUMA zone with 90G taken
+    (one more share fits) and is counted taken at 100G; the node is reported changed each time the shares move."""
+    state = device_state(BUILTIN_SHAPES["shared-nic"], ["n0"])
+    name = "nic.sim.knuma.io"
+    assert state.zone_devices("n0")[0] == {device_resource(name): (1, 1)}
+    state.zone_devices_changed()
+
+    def share(claim: str, gigabits: int) -> None:
+        result = {
+            "request": "nic",
+            "driver": name,
+            "pool": "n0",
+            "device": "nic-0",
+            "shareID": str(uuid.uuid4()),
+            "consumedCapacity": {"bandwidth": f"{gigabits}G"},
+        }
+        state.set_claim(_claim(claim, {"devices": {"results": [result]}}))
+
+    share("a", 90)
+    assert state.zone_devices("n0")[0] == {device_resource(name): (1, 1)}
+    assert state.zone_devices_changed() == {"n0"}
+    share("b", 10)
+    assert state.zone_devices("n0")[0] == {device_resource(name): (1, 0)}
+    assert state.zone_devices("n0")[1] == {device_resource(name): (1, 1)}  # the other zone's NIC is untouched
+    assert state.zone_devices_changed() == {"n0"}
+    assert state.zone_devices_changed() == set()
+    state.delete_claim(_claim("b", None))
+    assert state.zone_devices("n0")[0] == {device_resource(name): (1, 1)}
+    assert state.zone_devices_changed() == {"n0"}

@@ -24,7 +24,7 @@ from knuma.api.dra.device import Device
 from knuma.errors import InvalidInput
 from knuma.quantity import Quantity
 
-__all__ = ["CapacityRequestError", "Consumption", "consumption", "fits_within", "published_capacity"]
+__all__ = ["CapacityRequestError", "Consumption", "consumption", "fits_within", "has_room", "published_capacity"]
 
 Consumption = tuple[tuple[str, int], ...]
 """(capacity name as the device publishes it, nano units), in name order: what one allocation takes."""
@@ -126,3 +126,22 @@ def consumption(requests: Mapping[str, Quantity], driver: str, device: Device) -
 def fits_within(device: Device, taken: Mapping[str, int]) -> bool:
     """Whether amounts `taken` (already consumed plus this allocation's) stay within every capacity."""
     return all(amount <= device.capacity[name].nanos for name, amount in taken.items() if name in device.capacity)
+
+
+def has_room(device: Device, consumed: Mapping[str, int]) -> bool:
+    """Whether one more allocation of the shared `device` fits beside what its shares consume (`consumed`: capacity
+    name -> nano units): every capacity has something left, and at least the least one allocation takes under its
+    request policy (the smallest of `validValues`, the `validRange` minimum; `_consumed` rounds any request up to
+    those). What the exporter publishes as a free device and the scheduler counts as one per NUMA zone; whether a
+    given request fits is `consumption` and `fits_within`."""
+    for name, capacity in device.capacity.items():
+        left = capacity.nanos - consumed.get(name, 0)
+        policy = device.request_policies.get(name)
+        least = 0
+        if policy is not None and policy.valid_values:
+            least = policy.valid_values[0].nanos
+        elif policy is not None and policy.valid_range is not None:
+            least = policy.valid_range.min.nanos
+        if left <= 0 or left < least:
+            return False
+    return True

@@ -18,8 +18,9 @@ A shared device (`allowMultipleAllocations`, consumable capacity, KEP-5075) is h
 part of its capacities (a result's `consumedCapacity`, with a `shareID`). It counts as available, and is listed free,
 while one more allocation still fits: for every capacity, what is left after the shares (their `consumedCapacity`
 summed) is at least the least an allocation can take under the capacity's request policy (the first of `validValues`,
-the `validRange` minimum) and more than nothing (`_room`). The scheduler's allocator decides whether a given request
-fits (`CmpRequestOverCapacity`, `knuma.devices.capacity`); this says only that the device is not used up. Results are
+the `validRange` minimum) and more than nothing (`knuma.devices.capacity.has_room`, which the scheduler's per-zone
+count uses too). The allocator decides whether a given request fits (`CmpRequestOverCapacity`,
+`knuma.devices.capacity.consumption`); this says only that the device is not used up. Results are
 split as the scheduler's allocated-device tracking splits them (`foreachAllocatedDevice`,
 `pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go`): one with a `shareID` is a share, adding its
 consumed capacity to the device; one without holds the device alone. Upstream publishes no per-NUMA view of DRA devices
@@ -42,6 +43,7 @@ from knuma.api.dra.device import Device, parse_device
 from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.nrt import NodeResourceTopology, ResourceInfo
+from knuma.devices.capacity import has_room
 from knuma.devices.counters import Counters, physical_devices
 from knuma.errors import KnumaError
 from knuma.quantity import QuantityError, parse_quantity
@@ -162,17 +164,7 @@ def _room(raw: Mapping[str, Any], consumed: Mapping[str, int]) -> bool:
     device: Device | None = parse_device(raw, "device", errors, per_device_selection=False)
     if device is None or errors.errors:
         return not any(consumed.values())
-    for name, capacity in device.capacity.items():
-        left = capacity.nanos - consumed.get(name, 0)
-        policy = device.request_policies.get(name)
-        least = 0
-        if policy is not None and policy.valid_values:
-            least = policy.valid_values[0].nanos
-        elif policy is not None and policy.valid_range is not None:
-            least = policy.valid_range.min.nanos
-        if left <= 0 or left < least:
-            return False
-    return True
+    return has_room(device, consumed)
 
 
 def _parsed(slices: list[Mapping[str, Any]]) -> list[ResourceSlice]:

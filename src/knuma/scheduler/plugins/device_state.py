@@ -12,6 +12,7 @@ from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knuma.api.dra.device import Device
 from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.devicetaintrule import DeviceTaintRule
 from knuma.api.dra.fields import ValidationError
@@ -24,7 +25,7 @@ from knuma.devices.allocator import (
     allocation_devices,
     allocation_shares,
 )
-from knuma.devices.capacity import Consumption
+from knuma.devices.capacity import Consumption, has_room
 from knuma.devices.counters import physical_devices
 from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import AllocationMemo
@@ -82,7 +83,14 @@ class DeviceState:
     slices_version: int = 0
     """Bumped when a slice changes (the devices per node and NUMA node, `_device_index`)."""
     _index: (
-        tuple[int, dict[str, list[tuple[DeviceID, int, str]]], dict[DeviceID, str], dict[DeviceID, Hashable]] | None
+        tuple[
+            int,
+            dict[str, list[tuple[DeviceID, int, str]]],
+            dict[DeviceID, str],
+            dict[DeviceID, Hashable],
+            dict[DeviceID, Device],
+        ]
+        | None
     ) = field(default=None, repr=False)
     _reachable: tuple[int, dict[str, list[tuple[int, ResourceSlice]]], list[tuple[int, ResourceSlice]]] | None = field(
         default=None, repr=False
@@ -117,7 +125,9 @@ class DeviceState:
     nomination is dropped or it is deleted."""
     _zone_devices: dict[str, ZoneDevices] = field(default_factory=dict, repr=False)
     _zone_devices_version: int = field(default=-1, repr=False)
-    _watched: tuple[int, frozenset[DeviceID]] = field(default=(-1, frozenset()), repr=False)
+    _watched: tuple[int, frozenset[DeviceID], frozenset[tuple[DeviceID, Hashable]]] = field(
+        default=(-1, frozenset(), frozenset()), repr=False
+    )
     extended: ExtendedResourceMap = field(default_factory=ExtendedResourceMap)
     """Extended resource name -> the DeviceClass that serves it (KEP-5004, `knuma.scheduler.plugins.dra_extended`)."""
     extended_claims: dict[str, str] = field(default_factory=dict)
@@ -532,6 +542,7 @@ class DeviceState:
         if self._index is None or self._index[0] != self.slices_version:
             by_node: dict[str, list[tuple[DeviceID, int, str]]] = {}
             node_of: dict[DeviceID, str] = {}
+            shared: dict[DeviceID, Device] = {}
             for slice_ in self.slices.values():
                 node = slice_.node.node_name
                 if not node:
@@ -543,8 +554,10 @@ class DeviceState:
                         device_id = (slice_.driver, slice_.pool.name, device.name)
                         by_node.setdefault(node, []).append((device_id, numa, name))
                         node_of[device_id] = node
+                        if device.allow_multiple_allocations:
+                            shared[device_id] = device
             hardware = physical_devices(list(self.slices.values()))
-            self._index = (self.slices_version, by_node, node_of, dict(hardware))
+            self._index = (self.slices_version, by_node, node_of, dict(hardware), shared)
         return self._index[1], self._index[2]
 
     def hardware(self) -> Mapping[DeviceID, Hashable]:
@@ -558,20 +571,24 @@ class DeviceState:
         """`node`'s DRA devices per NUMA node and zone resource (`knuma.scheduler.plugins.dra_zones`), with the
         free ones: not in an allocated claim nor in an allocation in flight. Devices without a NUMA node are left
         out, as the exporter and the kubelet's hints leave them out. A partitionable device counts once, free while
-        nothing of it is in use, as the exporter counts it (`knuma.exporter.dra`)."""
+        nothing of it is in use, and a device that allows multiple allocations is free while one more share of it
+        fits (`knuma.devices.capacity.has_room`), as the exporter counts them (`knuma.exporter.dra`)."""
         if self._zone_devices_version != self.version:
             self._zone_devices, self._zone_devices_version = {}, self.version
         known = self._zone_devices.get(node)
         if known is not None:
             return known
-        in_use = self.inventory().in_use
+        inventory = self.inventory()
         hardware = self.hardware()
+        assert self._index is not None
+        shared = self._index[4]
         units: dict[tuple[int, str], set[Hashable]] = {}
         busy: dict[tuple[int, str], set[Hashable]] = {}
         for device_id, numa, name in self.device_index()[0].get(node, ()):
             unit = hardware.get(device_id, device_id)
             units.setdefault((numa, name), set()).add(unit)
-            if device_id in in_use:
+            used_up = device_id in shared and not has_room(shared[device_id], inventory.consumed.get(device_id, {}))
+            if device_id in inventory.in_use or used_up:
                 busy.setdefault((numa, name), set()).add(unit)
         counts: dict[int, dict[str, tuple[int, int]]] = {}
         for (numa, name), here in units.items():
@@ -582,13 +599,15 @@ class DeviceState:
     def zone_devices_changed(self) -> set[str] | None:
         """Nodes whose `zone_devices` may differ from when this was last called (None: any node, after a slice
         changed): what the daemon's cache re-reads."""
-        in_use = self.inventory().in_use
-        slices_version, seen = self._watched
-        self._watched = (self.slices_version, in_use)
+        inventory = self.inventory()
+        in_use, shares = inventory.in_use, _consumption_items(inventory)
+        slices_version, seen, seen_shares = self._watched
+        self._watched = (self.slices_version, in_use, shares)
         if slices_version != self.slices_version:
             return None if self.slices_version else set()  # no slice ever seen: no node has DRA devices
         node_of = self.device_index()[1]
-        return {node for device in in_use ^ seen if (node := node_of.get(device)) is not None}
+        changed = in_use ^ seen | {device for device, _ in shares ^ seen_shares}
+        return {node for device in changed if (node := node_of.get(device)) is not None}
 
     def with_zone_devices(self, info: NodeInfo) -> NodeInfo:
         """`info` with its NUMA zones holding the node's DRA devices (`zone_devices`); unchanged without NRT data or
