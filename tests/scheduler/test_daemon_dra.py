@@ -578,6 +578,16 @@ async def report(c: Cluster, condition: str, reason: str, message: str) -> None:
     await c.request("PUT", f"{CLAIMS}/fgpu/status", claim)
 
 
+async def trainer_waits_for_its_device(c: Cluster) -> None:
+    """Create the `trainer` pod using the fabric GPU and wait until PreBind says it waits for binding conditions."""
+    await claimed_pod(c, "trainer", "fgpu", cpu="2")
+
+    async def pending() -> bool:
+        return any(e["reason"] == "BindingConditionsPending" for e in await c.events("trainer"))
+
+    await c.wait_for(pending, what="BindingConditionsPending")
+
+
 def fast_polls() -> DaemonSettings:
     return DaemonSettings(leader_elect=False, initial_backoff=0.1, max_backoff=0.5, binding_poll=0.1)
 
@@ -591,12 +601,7 @@ async def test_a_device_with_binding_conditions_is_bound_once_its_driver_reports
         await c.add_node("n1", ZONES)
         await fabric_gpu(c)
         async with running_scheduler(api, binding_profiles(), fast_polls()):
-            await claimed_pod(c, "trainer", "fgpu", cpu="2")
-
-            async def pending() -> bool:
-                return any(e["reason"] == "BindingConditionsPending" for e in await c.events("trainer"))
-
-            await c.wait_for(pending, what="BindingConditionsPending")
+            await trainer_waits_for_its_device(c)
             claim = await c.request("GET", f"{CLAIMS}/fgpu")
             allocation = claim["status"]["allocation"]
             result = allocation["devices"]["results"][0]
@@ -615,12 +620,7 @@ async def test_a_binding_failure_gives_the_allocation_up(api: RunningApiServer) 
         await c.add_node("n1", ZONES)
         await fabric_gpu(c)
         async with running_scheduler(api, binding_profiles(), fast_polls()):
-            await claimed_pod(c, "trainer", "fgpu", cpu="2")
-
-            async def pending() -> bool:
-                return any(e["reason"] == "BindingConditionsPending" for e in await c.events("trainer"))
-
-            await c.wait_for(pending, what="BindingConditionsPending")
+            await trainer_waits_for_its_device(c)
             await report(c, ATTACH_FAILED, "NoPath", "no fabric path to n1")
 
             async def failed() -> list[str]:
