@@ -770,3 +770,9 @@ def test_dynamic_resources_args_set_the_binding_timeout_and_are_validated() -> N
         assert message in str(raised.value)
     warned = parse_config(dra_args(filterTimeout="5s"))
     assert len(warned.warnings) == 1 and "filterTimeout" in warned.warnings[0] and "not applied" in warned.warnings[0]
+
+
+def test_check_config_shows_the_dynamic_resources_args() -> None:
+    described = describe_config(parse_config(dra_args(bindingTimeout="5m", filterTimeout="10s")))
+    assert "  DRA args:     bindingTimeout 5m0s; filterTimeout 10s (not applied)" in described.splitlines()
+    assert "DRA args" not in describe_config(parse_config(dra_args()))

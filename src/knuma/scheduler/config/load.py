@@ -55,6 +55,7 @@ from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dynamic_resources import NAME as DRA_PLUGIN
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
+from knuma.scheduler.plugins.dynamic_resources_args import DynamicResourcesArgs
 from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName
@@ -290,6 +291,12 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
             if listed:
                 text += f"; {label} {', '.join(sorted(listed))}"
         lines.append(_row("Fit args", text))
+    dra = profile.dynamic_resources
+    if DRA_PLUGIN in profile.plugins.get("preBind", ()) and dra != DynamicResourcesArgs():
+        text = f"bindingTimeout {format_duration(dra.binding_timeout)}"
+        if dra.filter_timeout is not None:
+            text += f"; filterTimeout {format_duration(dra.filter_timeout)} (not applied)"
+        lines.append(_row("DRA args", text))
     numa = profile.numa
     if not any(NUMA_PLUGIN in names for names in profile.plugins.values()):
         return lines
