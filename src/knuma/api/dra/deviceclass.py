@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from knuma.api.dra.fields import FieldError, FieldErrors, items, mapping, optional_str
+from knuma.api.dra.fields import FieldError, FieldErrors, document, items, mapping, optional_str
 from knuma.api.resources import is_extended_resource_name
 
 __all__ = ["CEL_EXPRESSION_MAX", "DeviceClass", "OpaqueConfig", "parse_opaque_config", "parse_selectors"]
@@ -91,6 +91,7 @@ class DeviceClass:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> DeviceClass:
         errors = FieldErrors()
+        obj = document(obj, errors)
         meta = mapping(obj.get("metadata"), "metadata", errors)
         name = errors.check_name("metadata.name", meta.get("name"))
         spec = mapping(obj.get("spec"), "spec", errors)

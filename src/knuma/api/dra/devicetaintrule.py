@@ -17,7 +17,7 @@ from typing import Any
 
 from knuma.api.dra.device import TAINT_EFFECTS
 from knuma.api.dra.deviceclass import parse_selectors
-from knuma.api.dra.fields import FieldErrors, mapping, optional_str
+from knuma.api.dra.fields import FieldErrors, document, mapping, optional_str
 from knuma.api.dra.resourceslice import check_pool_name
 from knuma.api.taints import Taint
 
@@ -43,6 +43,7 @@ class DeviceTaintRule:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> DeviceTaintRule:
         errors = FieldErrors()
+        obj = document(obj, errors)
         meta = mapping(obj.get("metadata"), "metadata", errors)
         name = errors.check_name("metadata.name", meta.get("name"))
         spec = mapping(obj.get("spec"), "spec", errors)

@@ -38,7 +38,10 @@ def _show(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return json.dumps(value, default=str, sort_keys=True)
+    try:
+        return json.dumps(value, default=str, sort_keys=True)
+    except TypeError:  # keys of mixed types cannot be sorted
+        return json.dumps(value, default=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,14 @@ def mapping(raw: object, path: str, errors: FieldErrors) -> Mapping[str, Any]:
         return {}
     if not isinstance(raw, Mapping):
         errors.invalid(path, raw, "must be an object")
+        return {}
+    return raw
+
+
+def document(raw: object, errors: FieldErrors) -> Mapping[str, Any]:
+    """A whole object: a mapping, or an empty one with an error recorded (a JSON body that is `null` or a list)."""
+    if not isinstance(raw, Mapping):
+        errors.invalid("<object>", raw, "must be an object")
         return {}
     return raw
 

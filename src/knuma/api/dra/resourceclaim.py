@@ -17,7 +17,7 @@ from typing import Any
 
 from knuma.api.dra.device import parse_binding_conditions
 from knuma.api.dra.deviceclass import OpaqueConfig
-from knuma.api.dra.fields import FieldErrors, items, mapping, optional_bool, optional_str
+from knuma.api.dra.fields import FieldErrors, document, items, mapping, optional_bool, optional_str
 from knuma.api.dra.requests import DeviceClaimSpec, parse_device_claim
 from knuma.api.taints import Toleration
 from knuma.quantity import Quantity, QuantityError, parse_quantity
@@ -237,6 +237,7 @@ class ResourceClaim:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any], default_namespace: str = "default") -> ResourceClaim:
         errors = FieldErrors()
+        obj = document(obj, errors)
         meta = mapping(obj.get("metadata"), "metadata", errors)
         name = errors.check_name("metadata.name", meta.get("name"))
         namespace = optional_str(meta, "namespace", "metadata", errors) or default_namespace
@@ -274,6 +275,7 @@ class ResourceClaimTemplate:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any], default_namespace: str = "default") -> ResourceClaimTemplate:
         errors = FieldErrors()
+        obj = document(obj, errors)
         meta = mapping(obj.get("metadata"), "metadata", errors)
         name = errors.check_name("metadata.name", meta.get("name"))
         namespace = optional_str(meta, "namespace", "metadata", errors) or default_namespace

@@ -15,7 +15,7 @@ from typing import Any
 
 from knuma.api.dra.counters import CounterSet, parse_counter_sets
 from knuma.api.dra.device import LIST_TYPES, Device, NodeSelection, parse_device, parse_node_selection
-from knuma.api.dra.fields import FieldErrors, dns_subdomain_error, items, mapping, optional_int
+from knuma.api.dra.fields import FieldErrors, dns_subdomain_error, document, items, mapping, optional_int
 
 __all__ = ["Pool", "ResourceSlice", "check_pool_name"]
 
@@ -52,6 +52,7 @@ class ResourceSlice:
     def from_dict(cls, obj: Mapping[str, Any]) -> ResourceSlice:
         """Parse and validate; raise `ValidationError` listing every invalid field."""
         errors = FieldErrors()
+        obj = document(obj, errors)
         meta = mapping(obj.get("metadata"), "metadata", errors)
         name = errors.check_name("metadata.name", meta.get("name"))
         spec = mapping(obj.get("spec"), "spec", errors)
