@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from knuma.api.dra.deviceclass import DeviceClass
+from knuma.api.dra.devicetaintrule import DeviceTaintRule
 from knuma.api.dra.fields import ValidationError
 from knuma.api.dra.resourceclaim import ResourceClaim
 from knuma.api.dra.resourceslice import ResourceSlice
@@ -140,3 +141,38 @@ def test_mutated_slices_and_claims_parse_and_allocate_or_raise_validation_errors
     # DeviceAllocationError: the claims cannot be allocated anywhere as written (upstream's Allocate error)
     with contextlib.suppress(DeviceAllocationError, InvalidInput):
         allocate(NodeView("n1"), [pending], Inventory([nics], CLASSES, consumed=consumed_capacity(held)))
+
+
+VALID_CLASS: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "nic", "creationTimestamp": "2026-11-29T12:00:00Z"},
+    "spec": {
+        "selectors": [{"cel": {"expression": "device.driver == 'nic.example.com'"}}],
+        "config": [{"opaque": {"driver": "nic.example.com", "parameters": {"mtu": 9000}}}],
+        "extendedResourceName": "example.com/nic",
+    },
+}
+
+VALID_RULE: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1alpha3",
+    "kind": "DeviceTaintRule",
+    "metadata": {"name": "nic-down"},
+    "spec": {
+        "deviceSelector": {"driver": "nic.example.com", "pool": "n1", "device": "nic-0"},
+        "taint": {"key": "example.com/down", "value": "yes", "effect": "NoExecute"},
+    },
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations(VALID_CLASS), mutations(VALID_RULE))
+def test_mutated_classes_and_taint_rules_parse_or_raise_validation_errors(class_doc: Any, rule_doc: Any) -> None:
+    for parse, doc, kind in (
+        (DeviceClass.from_dict, class_doc, "DeviceClass"),
+        (DeviceTaintRule.from_dict, rule_doc, "DeviceTaintRule"),
+    ):
+        try:
+            parse(doc)
+        except ValidationError as err:
+            assert kind in str(err)
