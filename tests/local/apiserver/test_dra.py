@@ -266,3 +266,99 @@ def test_a_selector_that_does_not_compile_is_a_422_naming_the_field(http_client:
         "compilation failed"
         in causes(http_client.post(CLAIMS, in_claim))["spec.devices.requests[0].exactly.selectors[0].cel.expression"]
     )
+
+
+RULES = "/apis/resource.k8s.io/v1alpha3/devicetaintrules"
+
+
+def taint_rule(effect: str = "None") -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1alpha3",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "gpu-0-down"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.example.com", "pool": "node-a", "device": "gpu-0"},
+            "taint": {"key": "example.com/down", "effect": effect},
+        },
+    }
+
+
+def eviction_condition(**changes: Any) -> dict[str, Any]:
+    return {
+        "type": "EvictionInProgress",
+        "status": "False",
+        "reason": "NoEffect",
+        "message": "1 published device selected.",
+        "observedGeneration": 1,
+        "lastTransitionTime": "2026-11-29T12:00:00Z",
+        **changes,
+    }
+
+
+def test_a_device_taint_rule_status_is_written_through_its_subresource_only(http_client: Http) -> None:
+    resources = {r["name"] for r in http_client.get("/apis/resource.k8s.io/v1alpha3").json["resources"]}
+    assert "devicetaintrules/status" in resources
+    # `PrepareForCreate`: status is not the user's to set.
+    sent = {**taint_rule(), "status": {"conditions": [eviction_condition()]}}
+    created = http_client.post(RULES, sent).json
+    assert created["status"] == {} and created["metadata"]["generation"] == 1
+    created["status"] = {"conditions": [eviction_condition()]}
+    written = http_client.put(f"{RULES}/gpu-0-down/status", created)
+    assert written.status == 200, written.json
+    assert written.json["status"]["conditions"] == [eviction_condition()]
+    assert written.json["metadata"]["generation"] == 1  # status is not what generation tracks
+    # The main resource keeps the stored status and bumps generation on a spec change.
+    changed = copy.deepcopy(written.json)
+    changed["spec"]["taint"]["effect"] = "NoExecute"
+    changed["status"] = {}
+    updated = http_client.put(f"{RULES}/gpu-0-down", changed).json
+    assert updated["status"]["conditions"] == [eviction_condition()]
+    assert updated["metadata"]["generation"] == 2
+    # A status write keeps the stored spec.
+    sneaky = copy.deepcopy(updated)
+    sneaky["spec"]["taint"]["effect"] = "NoSchedule"
+    assert http_client.put(f"{RULES}/gpu-0-down/status", sneaky).json["spec"]["taint"]["effect"] == "NoExecute"
+
+
+def test_device_taint_rule_conditions_are_validated_like_kube_apiserver(http_client: Http) -> None:
+    """`ValidateDeviceTaintRuleStatusUpdate`: `metav1validation.ValidateConditions`, at most 8 conditions."""
+    rule = http_client.post(RULES, taint_rule()).json
+
+    def put(*conditions: dict[str, Any]) -> Any:
+        return http_client.put(f"{RULES}/gpu-0-down/status", {**rule, "status": {"conditions": list(conditions)}})
+
+    bad = eviction_condition(status="Maybe", reason="no effect", observedGeneration=-1)
+    del bad["lastTransitionTime"]
+    assert causes(put(bad)) == {
+        "status.conditions[0].status": 'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"',
+        "status.conditions[0].observedGeneration": "Invalid value: -1: must be greater than or equal to zero",
+        "status.conditions[0].lastTransitionTime": "Required value: must be set",
+        "status.conditions[0].reason": 'Invalid value: "no effect": a condition reason must start with alphabetic '
+        "character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an "
+        "alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or "
+        "'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+    }
+    assert causes(put(eviction_condition(), eviction_condition(reason=""))) == {
+        "status.conditions[1].type": 'Duplicate value: "EvictionInProgress"',
+        "status.conditions[1].reason": "Required value: must be set",
+    }
+    assert "status.conditions[0].message" in causes(put(eviction_condition(message="x" * (32 * 1024 + 1))))
+    many = [eviction_condition(type=f"example.com/c{i}") for i in range(9)]
+    assert causes(put(*many)) == {"status.conditions": "Too many: 9: must have at most 8 items"}
+    assert put(*many[:8]).status == 200
+
+
+@pytest.mark.slow
+def test_kubectl_shows_and_waits_for_a_device_taint_rule_condition(kubectl: Kubectl, http_client: Http) -> None:
+    rule = http_client.post(RULES, taint_rule()).json
+    http_client.put(f"{RULES}/gpu-0-down/status", {**rule, "status": {"conditions": [eviction_condition()]}})
+    assert kubectl("get", "devicetaintrules").stdout.split()[:3] == ["NAME", "AGE", "gpu-0-down"]
+    shown = kubectl("get", "devicetaintrule", "gpu-0-down", "-o", "yaml").stdout
+    assert "reason: NoEffect" in shown and "message: 1 published device selected." in shown
+    path = '{.status.conditions[?(@.type=="EvictionInProgress")].message}'
+    assert kubectl("get", "devicetaintrule", "gpu-0-down", "-o", f"jsonpath={path}").stdout == (
+        "1 published device selected."
+    )
+    # The KEP's way of waiting for an eviction to complete.
+    waited = kubectl("wait", "--for=condition=EvictionInProgress=false", "devicetaintrule/gpu-0-down", "--timeout=5s")
+    assert waited.stdout.strip() == "devicetaintrule.resource.k8s.io/gpu-0-down condition met"

@@ -12,7 +12,8 @@ Two kinds of rules live here:
   one-of unions, duplicate names, request references), plus CEL selectors compiled as kube-apiserver does;
 - the rules of an update (`update_causes`): a claim's and a template's spec are immutable
   (`ValidateResourceClaimUpdate`), and the status invariants of `validateResourceClaimStatusUpdate` (`reservedFor`
-  needs an allocation, an allocation is never edited in place, consumers are unique).
+  needs an allocation, an allocation is never edited in place, consumers are unique); a DeviceTaintRule's status
+  holds at most `DEVICE_TAINT_RULE_MAX_CONDITIONS` valid conditions (`ValidateDeviceTaintRuleStatusUpdate`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from knuma.api.dra.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.api.types import JsonObj
 from knuma.devices.cel import CELError, compile_selector
+from knuma.local.apiserver.metadata import qualified_name_causes
 
 Cause = tuple[str, str, str]
 
@@ -38,6 +40,12 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 RESERVED_FOR_MAX = 256
+DEVICE_TAINT_RULE_MAX_CONDITIONS = 8
+"""`resource.DeviceTaintRuleStatusMaxConditions`."""
+CONDITION_STATUSES = ("False", "True", "Unknown")
+CONDITION_REASON_MAX = 1024
+CONDITION_MESSAGE_MAX = 32 * 1024
+_CONDITION_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
 #: `field.Error` type strings -> the `reason` of a `StatusCause` (`k8s.io/apimachinery/pkg/util/validation/field`).
 _REASONS = {
@@ -79,6 +87,15 @@ class _Causes:
 
     def too_many(self, path: str, actual: int, limit: int) -> None:
         self.items.append(("FieldValueTooMany", path, f"Too many: {actual}: must have at most {limit} items"))
+
+    def too_long(self, path: str, limit: int) -> None:
+        self.items.append(("FieldValueTooLong", path, f"Too long: may not be more than {limit} bytes"))
+
+    def unsupported(self, path: str, value: object, allowed: tuple[str, ...]) -> None:
+        listed = ", ".join(_show(a) for a in allowed)
+        self.items.append(
+            ("FieldValueNotSupported", path, f"Unsupported value: {_show(value)}: supported values: {listed}")
+        )
 
     def forbidden(self, path: str, detail: str) -> None:
         self.items.append(("FieldValueForbidden", path, f"Forbidden: {detail}"))
@@ -212,6 +229,44 @@ def _shared_device_id(entry: JsonObj) -> str:
     return "/".join([*parts, share] if share else parts)
 
 
+def _conditions(c: _Causes, conditions: list[Any], path: str) -> None:
+    """`metav1validation.ValidateConditions`: unique types, each a qualified name; a status of True, False or
+    Unknown; `observedGeneration` >= 0; a `lastTransitionTime`; a `reason` in CamelCase-like form of at most 1 KiB;
+    a `message` of at most 32 KiB."""
+    seen: set[str] = set()
+    for i, raw in enumerate(conditions):
+        condition, at = _dict(raw), f"{path}[{i}]"
+        kind = str(condition.get("type") or "")
+        if kind in seen:
+            c.duplicate(f"{at}.type", kind)
+        seen.add(kind)
+        c.items += qualified_name_causes(kind, f"{at}.type")
+        if condition.get("status") not in CONDITION_STATUSES:
+            c.unsupported(f"{at}.status", condition.get("status"), CONDITION_STATUSES)
+        generation = condition.get("observedGeneration")
+        if isinstance(generation, int) and generation < 0:
+            c.invalid(f"{at}.observedGeneration", generation, "must be greater than or equal to zero")
+        if not condition.get("lastTransitionTime"):
+            c.items.append(("FieldValueRequired", f"{at}.lastTransitionTime", "Required value: must be set"))
+        reason = condition.get("reason")
+        if not reason:
+            c.items.append(("FieldValueRequired", f"{at}.reason", "Required value: must be set"))
+        else:
+            if not isinstance(reason, str) or not _CONDITION_REASON.match(reason):
+                c.invalid(
+                    f"{at}.reason",
+                    reason,
+                    "a condition reason must start with alphabetic character, optionally followed by a string of "
+                    "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. "
+                    "'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex "
+                    "used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+                )
+            if len(str(reason)) > CONDITION_REASON_MAX:
+                c.too_long(f"{at}.reason", CONDITION_REASON_MAX)
+        if len(str(condition.get("message") or "")) > CONDITION_MESSAGE_MAX:
+            c.too_long(f"{at}.message", CONDITION_MESSAGE_MAX)
+
+
 def update_causes(kind: str, old: JsonObj, new: JsonObj) -> list[Cause]:
     """What an update may not do to a `resource.k8s.io` object (empty when allowed)."""
     c = _Causes()
@@ -236,4 +291,9 @@ def update_causes(kind: str, old: JsonObj, new: JsonObj) -> list[Cause]:
                     "status.reservedFor",
                     "new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set",
                 )
+    if kind == "DeviceTaintRule":  # `ValidateDeviceTaintRuleStatusUpdate` (a spec write keeps the stored status)
+        conditions = _list(_dict(new.get("status")).get("conditions"))
+        _conditions(c, conditions, "status.conditions")
+        if len(conditions) > DEVICE_TAINT_RULE_MAX_CONDITIONS:
+            c.too_many("status.conditions", len(conditions), DEVICE_TAINT_RULE_MAX_CONDITIONS)
     return c.items

@@ -33,9 +33,23 @@ _JSON_TYPE = {str: "string", bool: "bool", int: "number", float: "number", list:
 _EXPECTED = {"s": "string", "i": "integer", "n": "number", "b": "boolean", "is": "int or string", "q": "quantity"}
 
 
+_STATUS_1_35: dict[str, Any] = {
+    "io.k8s.api.resource.v1alpha3.DeviceTaintRuleStatus": {
+        "p": {"conditions": {"l": {"r": "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"}}}
+    },
+}
+"""Definitions newer than the generated tree's Kubernetes version that the server serves all the same: the status of
+a DeviceTaintRule (1.35, KEP-5055), which the device taint eviction controller writes (`EvictionInProgress`)."""
+
+
 @functools.cache
 def _tree() -> dict[str, Any]:
     tree: dict[str, Any] = json.loads(gzip.decompress(DATA.read_bytes()))
+    defs = tree["defs"]
+    for name, definition in _STATUS_1_35.items():
+        defs.setdefault(name, definition)
+    rule = defs["io.k8s.api.resource.v1alpha3.DeviceTaintRule"]["p"]
+    rule.setdefault("status", {"r": "io.k8s.api.resource.v1alpha3.DeviceTaintRuleStatus"})
     return tree
 
 

@@ -162,7 +162,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
     _rt("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
     # 1.34 serves DeviceTaintRules (KEP-5055) at v1alpha3 behind `DRADeviceTaints`; served here as if it were on
-    _rt("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule", False),
+    _rt("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule", False, sub=["status"]),
     _rt(
         "apiextensions.k8s.io",
         "v1",

@@ -364,7 +364,14 @@ class ObjectService:
         md["generation"] = 1
         if rt.has_status and rt.kind != "Namespace" and rt.custom:
             obj.pop("status", None)
-        elif rt.has_status and rt.kind in ("Pod", "Deployment", "DaemonSet", "StatefulSet", "ResourceClaim"):
+        elif rt.has_status and rt.kind in (
+            "Pod",
+            "Deployment",
+            "DaemonSet",
+            "StatefulSet",
+            "ResourceClaim",
+            "DeviceTaintRule",
+        ):
             obj["status"] = {}
         apply_defaults(rt.kind, obj)
         self._admit(rt, obj, None)
