@@ -1,7 +1,9 @@
 """The device taint eviction controller (KEP-5055): the pure delay (upstream's per-device eviction time with the
 node taint eviction controller's toleration rules), and the controller against a real API server, where a
 DeviceTaintRule with `NoExecute` on a device a running pod's claim holds deletes the pod with the
-`DisruptionTarget` condition, while a pod whose claim tolerates the taint stays."""
+`DisruptionTarget` condition, while a pod whose claim tolerates the taint stays; and the rules' `EvictionInProgress`
+condition (the `None` effect's dry run, then pods pending eviction and evicted) as the controller writes it through
+the status subresource."""
 
 from __future__ import annotations
 
@@ -117,6 +119,96 @@ async def test_a_no_execute_taint_rule_evicts_the_pods_using_the_device(tmp_path
                 assert condition["reason"] == "DeletionByDeviceTaintManager"
             tolerant = (await http.get(f"{NS}/pods/tolerant")).json()
             assert tolerant["metadata"].get("deletionTimestamp") is None
+            assert controller.evicted == 1
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
+
+
+RULES = "/apis/resource.k8s.io/v1alpha3/devicetaintrules"
+DRY_RUN = (
+    "1 published device selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace if the effect "
+    "was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update."
+)
+
+
+async def _gpus(http: Any) -> None:
+    devices = [{"name": "gpu-0"}, {"name": "gpu-1"}]
+    spec = {"driver": GPU[0], "nodeName": "node-1", "pool": {"name": GPU[1], "resourceSliceCount": 1}}
+    body = {"metadata": {"name": "node-1-gpus"}, "spec": {**spec, "devices": devices}}
+    (await http.post("/apis/resource.k8s.io/v1/resourceslices", json=body)).raise_for_status()
+
+
+async def _rule(http: Any, name: str, effect: str) -> None:
+    rule = {
+        "apiVersion": "resource.k8s.io/v1alpha3",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": {
+            "deviceSelector": {"driver": GPU[0], "pool": GPU[1], "device": GPU[2]},
+            "taint": {"key": "example.com/down", "effect": effect},
+        },
+    }
+    (await http.post(RULES, json=rule)).raise_for_status()
+
+
+async def _condition(http: Any, rule: str, reason: str, timeout: float = 10.0) -> dict[str, Any]:
+    async def written() -> Any:
+        conditions = (await http.get(f"{RULES}/{rule}")).json().get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "EvictionInProgress" and c["reason"] == reason), None)
+
+    found: dict[str, Any] = await _wait(written, timeout=timeout)
+    return found
+
+
+async def test_a_none_rule_reports_what_no_execute_would_evict_and_evicts_nothing(tmp_path: Path) -> None:
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http)
+        task = asyncio.create_task(controller.run())
+        try:
+            await _gpus(http)
+            await _pod_with_claim(http, "trainer")
+            await _rule(http, "gpu-0-dry-run", "None")
+            await _rule(http, "gpu-0-no-schedule", "NoSchedule")
+            condition = await _condition(http, "gpu-0-dry-run", "NoEffect")
+            assert (condition["status"], condition["message"], condition["observedGeneration"]) == (
+                "False",
+                DRY_RUN,
+                1,
+            )
+            other = await _condition(http, "gpu-0-no-schedule", "OtherEffect")
+            assert other["message"] == "Eviction only happens for the NoExecute effect."
+            await asyncio.sleep(2.5)  # a dry run: the pod stays
+            pod = (await http.get(f"{NS}/pods/trainer")).json()
+            assert pod["metadata"].get("deletionTimestamp") is None
+            assert controller.evicted == 0
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
+
+
+async def test_a_no_execute_rule_reports_pods_pending_eviction_then_the_evicted_count(tmp_path: Path) -> None:
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http, rule_status_period=1.0)
+        task = asyncio.create_task(controller.run())
+        try:
+            await _gpus(http)
+            patient = [{"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 4}]
+            await _rule(http, "gpu-0-down", "NoExecute")
+            idle = await _condition(http, "gpu-0-down", "NotStarted")  # no pod uses gpu-0 yet
+            assert (idle["status"], idle["message"]) == ("False", "")
+            await _pod_with_claim(http, "trainer", patient)  # waits 4 s, then is evicted
+            pending = await _condition(http, "gpu-0-down", "PodsPendingEviction")
+            assert (pending["status"], pending["message"]) == ("True", "1 pod needs to be evicted in 1 namespace.")
+            assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
+            done = await _condition(http, "gpu-0-down", "Completed", timeout=20)
+            assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
             assert controller.evicted == 1
         finally:
             task.cancel()

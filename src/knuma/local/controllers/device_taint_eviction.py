@@ -8,11 +8,21 @@ gets the `DisruptionTarget` condition (`DeletionByDeviceTaintManager`) and a `De
 first, as `addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
 `evictionDelay` is upstream's per-device computation, with the node taint eviction controller's rules for picking
 the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`).
+
+Each DeviceTaintRule's status gets the `EvictionInProgress` condition (`knuma.local.controllers.taint_rule_status`),
+including the dry run of the `None` effect, written through the `status` subresource (upstream applies it with
+`ApplyStatus`; here a PUT of the rule as the informer holds it, so a concurrent write is a conflict retried at the next
+check). The status is looked at when upstream's work queue gets the rule (`maybeUpdateRuleStatus`'s triggers): when
+the rule appears, when a pod starts waiting for eviction, `RULE_STATUS_PERIOD` after the controller evicted a pod
+because of it, and (not upstream, which only reacts to pods) when its generation changes, so that a rule switched
+from `None` to `NoExecute` says so even when it evicts nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import datetime as dt
 import logging
 import math
 import time
@@ -21,15 +31,17 @@ from typing import Any
 
 import httpx2
 
+from knuma.api.dra.devicetaintrule import DeviceTaintRule
+from knuma.api.dra.fields import ValidationError
 from knuma.api.taints import NO_EXECUTE, Taint
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.devices.pools import DeviceID
 from knuma.kube import rest
-from knuma.kube.errors import KubeApiError, NotFound
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.events import EventRecorder, timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.kube.tasks import cancel_and_wait
-from knuma.local.controllers import nodelifecycle
+from knuma.local.controllers import nodelifecycle, taint_rule_status
 from knuma.local.controllers.claims import pod_claim_names
 from knuma.local.controllers.refs import pod_path, pod_reference
 from knuma.scheduler.daemon.claims import DeviceInformers
@@ -70,7 +82,9 @@ def eviction_delay(
 
 
 class DeviceTaintEvictionController:
-    def __init__(self, http: httpx2.AsyncClient) -> None:
+    def __init__(self, http: httpx2.AsyncClient, *, rule_status_period: float = taint_rule_status.RULE_STATUS_PERIOD):
+        """`rule_status_period`: the shortest time between two status writes of a rule (upstream's constant
+        `ruleStatusPeriod`; tests shorten it)."""
         self.http = http
         self.devices = DeviceState()
         self.devices.memo = None  # nothing is allocated here
@@ -80,6 +94,13 @@ class DeviceTaintEvictionController:
         """Pod key -> when it is deleted (monotonic seconds; infinity once deleted)."""
         self.events = EventRecorder(http, "device-taint-eviction-controller")
         self.evicted = 0
+        self.rule_status_period = rule_status_period
+        self.rule_status_due: dict[str, float] = {}
+        """Rule UID -> when its status is looked at next (monotonic seconds): upstream's work items for rules."""
+        self.rule_generations: dict[str, int] = {}
+        """Rule UID -> the generation last seen (a new UID or generation makes its status due)."""
+        self.evicted_by_rule: dict[str, int] = {}
+        """Rule UID -> pods evicted because of it since the controller started (upstream's `taintRuleStats`)."""
 
     def _taints(self) -> dict[DeviceID, tuple[Taint, ...]]:
         return {
@@ -99,27 +120,42 @@ class DeviceTaintEvictionController:
         finally:
             await cancel_and_wait(informers)
 
+    def _running(self) -> list[JsonObj]:
+        """The pods eviction is about: not being deleted, not finished."""
+        return [
+            pod
+            for pod in list(self.pods.store.values())
+            if not meta_of(pod).get("deletionTimestamp")
+            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+
+    def _claims_of(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        namespace = str(meta_of(pod).get("namespace") or "")
+        claims = self.devices.claims
+        return [c for name in pod_claim_names(pod) if (c := claims.get(f"{namespace}/{name}")) is not None]
+
     async def _check(self) -> None:
+        await self._evict_tainted()
+        await self._update_rule_statuses()
+
+    async def _evict_tainted(self) -> None:
         tainted = self._taints()
         if not tainted:
             self.evictions.clear()
             return
         now = time.monotonic()
         seen: set[str] = set()
-        claims = self.devices.claims
-        for pod in list(self.pods.store.values()):
-            if meta_of(pod).get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in (
-                "Succeeded",
-                "Failed",
-            ):
-                continue
-            namespace = str(meta_of(pod).get("namespace") or "")
-            used = [c for name in pod_claim_names(pod) if (c := claims.get(f"{namespace}/{name}")) is not None]
+        for pod in self._running():
+            used = self._claims_of(pod)
             delay = eviction_delay(used, lambda device: tainted.get(device, ())) if used else None
             if delay is None:
                 continue
             key = object_key(pod)
             seen.add(key)
+            if key not in self.evictions:
+                # A pod starts waiting: upstream's `handlePod` queues the rules that are reasons of it; here every
+                # `NoExecute` rule, whose condition is rewritten only if it changed.
+                self._rules_due(now, self._no_execute_rules())
             deadline = self.evictions.setdefault(key, now + delay)
             if delay == 0 and deadline != math.inf:
                 deadline = now
@@ -154,5 +190,111 @@ class DeviceTaintEvictionController:
             log.warning("device taint eviction: cannot delete pod %s: %s", key, err)
             return False
         self.evicted += 1
+        self._count_eviction(pod, time.monotonic())  # not for a pod already gone: "we didn't do it"
         log.info("device taint eviction: deleted pod %s (a device it uses has a NoExecute taint)", key)
         return True
+
+    # -- rule status (`maybeUpdateRuleStatus`) ----------------------------------------------------------------------
+
+    def _rules(self) -> dict[str, tuple[JsonObj, DeviceTaintRule]]:
+        """Rule UID -> (the object as the informer holds it, parsed); rules that do not parse are left out."""
+        rules: dict[str, tuple[JsonObj, DeviceTaintRule]] = {}
+        for obj in list(self.informers.taint_rules.store.values()):
+            try:
+                rules[str(meta_of(obj).get("uid"))] = (obj, DeviceTaintRule.from_dict(obj))
+            except ValidationError:
+                continue
+        return rules
+
+    def _no_execute_rules(self) -> list[str]:
+        return [uid for uid, (_, rule) in self._rules().items() if rule.taint.effect == NO_EXECUTE]
+
+    def _rules_due(self, when: float, uids: Iterable[str]) -> None:
+        """Queue the rules' status for `when` (an earlier time already queued stays, as in a delaying work queue)."""
+        for uid in uids:
+            self.rule_status_due[uid] = min(self.rule_status_due.get(uid, when), when)
+
+    def _count_eviction(self, pod: JsonObj, now: float) -> None:
+        """Credit the eviction of `pod` to every `NoExecute` rule that is a reason for it (`maybeDeletePod`), and look
+        at their status `rule_status_period` later ("doing this immediately is not useful because it would just race
+        with the informers update")."""
+        used = self._claims_of(pod)
+        for uid, (_, rule) in self._rules().items():
+            if rule.taint.effect != NO_EXECUTE:
+                continue
+            selects = taint_rule_status.rule_selects(
+                rule, taint_rule_status.published_devices(rule, self.devices.slices.values(), self.devices.classes)
+            )
+            if taint_rule_status.pending_pods(rule, selects, [pod], lambda _: used, eviction_delay)[0]:
+                self.evicted_by_rule[uid] = self.evicted_by_rule.get(uid, 0) + 1
+                self._rules_due(now + self.rule_status_period, [uid])
+
+    async def _update_rule_statuses(self) -> None:
+        rules = self._rules()
+        now = time.monotonic()
+        for uid, (obj, _) in rules.items():
+            generation = int(meta_of(obj).get("generation") or 0)
+            if self.rule_generations.get(uid) != generation:
+                self.rule_generations[uid] = generation
+                self._rules_due(now, [uid])
+        for gone in set(self.rule_generations) - set(rules):
+            for known in (self.rule_generations, self.rule_status_due, self.evicted_by_rule):
+                known.pop(gone, None)
+        for uid, when in sorted(self.rule_status_due.items(), key=lambda item: item[1]):
+            if uid not in rules:
+                del self.rule_status_due[uid]  # deleted or replaced: "removing from work queue"
+            elif when <= now:
+                del self.rule_status_due[uid]
+                await self._update_rule_status(*rules[uid], uid)
+
+    async def _update_rule_status(self, obj: JsonObj, rule: DeviceTaintRule, uid: str) -> None:
+        """One work item of upstream's `maybeUpdateRuleStatus`: not before `rule_status_period` since the last change
+        of the condition unless the generation changed; then the counts the effect needs, and a status write when the
+        condition differs."""
+        status = obj.get("status") or {}
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+        existing = next((c for c in conditions if c.get("type") == taint_rule_status.CONDITION_TYPE), None)
+        generation = int(meta_of(obj).get("generation") or 0)
+        now = dt.datetime.now(dt.UTC)
+        wait = taint_rule_status.seconds_until_update(existing, generation, now, self.rule_status_period)
+        if wait > 0:
+            self._rules_due(time.monotonic() + wait, [uid])
+            return
+        counts = self._counts(rule)
+        condition = taint_rule_status.eviction_condition(
+            rule.taint.effect, generation, counts, self.evicted_by_rule.get(uid, 0)
+        )
+        updated = taint_rule_status.with_condition(conditions, condition, timestamp())
+        if updated is None:
+            return
+        body = copy.deepcopy(obj)
+        body["status"] = {**status, "conditions": updated}
+        path = f"{self.informers.taint_rules.path}/{rule.name}/status"
+        try:
+            await rest.put(self.http, path, body)
+        except NotFound:
+            return
+        except Conflict:
+            self._rules_due(time.monotonic() + CHECK_PERIOD, [uid])  # the informer is behind: again with its news
+        except KubeApiError as err:
+            log.warning("device taint eviction: cannot write the status of DeviceTaintRule %s: %s", rule.name, err)
+            self._rules_due(time.monotonic() + self.rule_status_period, [uid])
+        else:
+            log.info(
+                "device taint eviction: DeviceTaintRule %s: %s", rule.name, condition["message"] or condition["reason"]
+            )
+
+    def _counts(self, rule: DeviceTaintRule) -> taint_rule_status.RuleCounts:
+        """`countPendingPods` for `NoExecute`; for `None` also `countTaintedDevices`, and the pods counted as if the
+        effect were `NoExecute` (upstream's simulation); nothing for `NoSchedule`."""
+        if rule.taint.effect not in (NO_EXECUTE, taint_rule_status.NONE_EFFECT):
+            return taint_rule_status.RuleCounts()
+        published = taint_rule_status.published_devices(rule, self.devices.slices.values(), self.devices.classes)
+        selects = taint_rule_status.rule_selects(rule, published)
+        pods, namespaces = taint_rule_status.pending_pods(
+            rule, selects, self._running(), self._claims_of, eviction_delay
+        )
+        if rule.taint.effect == NO_EXECUTE:
+            return taint_rule_status.RuleCounts(pods, namespaces)
+        allocated = taint_rule_status.allocated_devices(rule, published, self.devices.claims.values())
+        return taint_rule_status.RuleCounts(pods, namespaces, len(published), allocated)
