@@ -154,10 +154,17 @@ async def _rule(http: Any, name: str, effect: str) -> None:
     (await http.post(RULES, json=rule)).raise_for_status()
 
 
-async def _condition(http: Any, rule: str, reason: str, timeout: float = 10.0) -> dict[str, Any]:
+async def _condition(
+    http: Any, rule: str, reason: str, timeout: float = 10.0, seen: list[str] | None = None
+) -> dict[str, Any]:
+    """The rule's `EvictionInProgress` condition once it has `reason`; `seen` gets every reason polled on the way."""
+
     async def written() -> Any:
         conditions = (await http.get(f"{RULES}/{rule}")).json().get("status", {}).get("conditions") or []
-        return next((c for c in conditions if c["type"] == "EvictionInProgress" and c["reason"] == reason), None)
+        found = next((c for c in conditions if c["type"] == "EvictionInProgress"), None)
+        if found is not None and seen is not None and (not seen or seen[-1] != found["reason"]):
+            seen.append(found["reason"])
+        return found if found is not None and found["reason"] == reason else None
 
     found: dict[str, Any] = await _wait(written, timeout=timeout)
     return found
@@ -210,6 +217,31 @@ async def test_a_no_execute_rule_reports_pods_pending_eviction_then_the_evicted_
             done = await _condition(http, "gpu-0-down", "Completed", timeout=20)
             assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
             assert controller.evicted == 1
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
+
+
+async def test_a_rule_that_evicts_at_once_ends_completed_with_the_evicted_count(tmp_path: Path) -> None:
+    """The pod is deleted in the check that first sees the rule, before the pods' informer sees the deletion: the
+    condition must not stay at `PodsPendingEviction` (`kubectl wait --for=condition=EvictionInProgress=false`)."""
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http, rule_status_period=1.0)
+        task = asyncio.create_task(controller.run())
+        try:
+            await _gpus(http)
+            await _pod_with_claim(http, "trainer")
+            await _rule(http, "gpu-0-down", "NoExecute")
+            reasons: list[str] = []
+            done = await _condition(http, "gpu-0-down", "Completed", timeout=20, seen=reasons)
+            assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
+            assert reasons == ["Completed"]  # never a deleted pod counted as pending
+            await asyncio.sleep(2.5)  # and it stays so
+            (condition,) = (await http.get(f"{RULES}/gpu-0-down")).json()["status"]["conditions"]
+            assert condition == done
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -15,6 +15,7 @@ from knuma.api.dra.resourceslice import ResourceSlice
 from knuma.local.controllers.device_taint_eviction import eviction_delay
 from knuma.local.controllers.taint_rule_status import (
     RuleCounts,
+    RuleQueue,
     allocated_devices,
     eviction_condition,
     pending_pods,
@@ -210,3 +211,17 @@ def test_pending_pods_are_those_the_taint_as_no_execute_evicts() -> None:
     assert pending_pods(rule, selects, pods, claims_of, eviction_delay) == (3, 2)
     # The effect does not matter: `None` is counted as if it were `NoExecute`.
     assert pending_pods(_rule("NoSchedule", device="gpu-0"), selects, pods, claims_of, eviction_delay) == (3, 2)
+
+
+def test_a_look_queued_for_later_survives_one_done_now() -> None:
+    queue = RuleQueue()
+    queue.add("evicting", 10.0)  # after an eviction: `AddAfter(ruleStatusPeriod)`
+    queue.add("evicting", 0.0)  # and at once, the rule being new
+    queue.add("other", 5.0)
+    assert queue.take(1.0) == ["evicting"]
+    assert queue.take(1.0) == []
+    assert queue.take(10.0) == ["other", "evicting"]  # earliest first, each once
+    assert "evicting" not in queue
+    queue.add("gone", 1.0)
+    queue.drop("gone")
+    assert queue.take(2.0) == []

@@ -95,8 +95,8 @@ class DeviceTaintEvictionController:
         self.events = EventRecorder(http, "device-taint-eviction-controller")
         self.evicted = 0
         self.rule_status_period = rule_status_period
-        self.rule_status_due: dict[str, float] = {}
-        """Rule UID -> when its status is looked at next (monotonic seconds): upstream's work items for rules."""
+        self.rule_status_due = taint_rule_status.RuleQueue()
+        """When each rule's status is looked at (monotonic seconds): upstream's work items for rules."""
         self.rule_generations: dict[str, int] = {}
         """Rule UID -> the generation last seen (a new UID or generation makes its status due)."""
         self.evicted_by_rule: dict[str, int] = {}
@@ -210,9 +210,8 @@ class DeviceTaintEvictionController:
         return [uid for uid, (_, rule) in self._rules().items() if rule.taint.effect == NO_EXECUTE]
 
     def _rules_due(self, when: float, uids: Iterable[str]) -> None:
-        """Queue the rules' status for `when` (an earlier time already queued stays, as in a delaying work queue)."""
         for uid in uids:
-            self.rule_status_due[uid] = min(self.rule_status_due.get(uid, when), when)
+            self.rule_status_due.add(uid, when)
 
     def _count_eviction(self, pod: JsonObj, now: float) -> None:
         """Credit the eviction of `pod` to every `NoExecute` rule that is a reason for it (`maybeDeletePod`), and look
@@ -238,13 +237,11 @@ class DeviceTaintEvictionController:
                 self.rule_generations[uid] = generation
                 self._rules_due(now, [uid])
         for gone in set(self.rule_generations) - set(rules):
-            for known in (self.rule_generations, self.rule_status_due, self.evicted_by_rule):
-                known.pop(gone, None)
-        for uid, when in sorted(self.rule_status_due.items(), key=lambda item: item[1]):
-            if uid not in rules:
-                del self.rule_status_due[uid]  # deleted or replaced: "removing from work queue"
-            elif when <= now:
-                del self.rule_status_due[uid]
+            self.rule_generations.pop(gone, None)
+            self.evicted_by_rule.pop(gone, None)
+            self.rule_status_due.drop(gone)
+        for uid in self.rule_status_due.take(now):
+            if uid in rules:  # else deleted or replaced: "removing from work queue"
                 await self._update_rule_status(*rules[uid], uid)
 
     async def _update_rule_status(self, obj: JsonObj, rule: DeviceTaintRule, uid: str) -> None:
@@ -291,9 +288,9 @@ class DeviceTaintEvictionController:
             return taint_rule_status.RuleCounts()
         published = taint_rule_status.published_devices(rule, self.devices.slices.values(), self.devices.classes)
         selects = taint_rule_status.rule_selects(rule, published)
-        pods, namespaces = taint_rule_status.pending_pods(
-            rule, selects, self._running(), self._claims_of, eviction_delay
-        )
+        # Pods this controller deleted are not pending even while the informer has not seen their deletion yet.
+        pods_left = [p for p in self._running() if self.evictions.get(object_key(p)) != math.inf]
+        pods, namespaces = taint_rule_status.pending_pods(rule, selects, pods_left, self._claims_of, eviction_delay)
         if rule.taint.effect == NO_EXECUTE:
             return taint_rule_status.RuleCounts(pods, namespaces)
         allocated = taint_rule_status.allocated_devices(rule, published, self.devices.claims.values())

@@ -35,6 +35,7 @@ __all__ = [
     "CONDITION_TYPE",
     "RULE_STATUS_PERIOD",
     "RuleCounts",
+    "RuleQueue",
     "allocated_devices",
     "eviction_condition",
     "pending_pods",
@@ -61,6 +62,36 @@ class RuleCounts:
     pending_namespaces: int = 0
     published_devices: int = 0
     allocated_devices: int = 0
+
+
+class RuleQueue:
+    """When each rule's status is looked at: upstream's delaying work queue of rule items, by UID. An item added for
+    now and one added for later are both kept (`AddAfter` adds the item again when its time comes, whatever happened
+    to it meanwhile): the look after an eviction must not be lost to one done at once on stale informer data."""
+
+    def __init__(self) -> None:
+        self._times: dict[str, set[float]] = {}
+
+    def add(self, uid: str, when: float) -> None:
+        self._times.setdefault(uid, set()).add(when)
+
+    def take(self, now: float) -> list[str]:
+        """The rules due by `now`, earliest first, each once; their times up to `now` are consumed."""
+        due: list[tuple[float, str]] = []
+        for uid, times in list(self._times.items()):
+            passed = {t for t in times if t <= now}
+            if passed:
+                due.append((min(passed), uid))
+                times -= passed
+                if not times:
+                    del self._times[uid]
+        return [uid for _, uid in sorted(due)]
+
+    def drop(self, uid: str) -> None:
+        self._times.pop(uid, None)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._times
 
 
 def seconds_until_update(
