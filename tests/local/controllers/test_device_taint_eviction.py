@@ -247,3 +247,26 @@ async def test_a_rule_that_evicts_at_once_ends_completed_with_the_evicted_count(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await http.aclose()
+
+
+async def test_a_changed_effect_shows_in_the_condition_even_without_pods(tmp_path: Path) -> None:
+    """Not upstream, which looks again only for pods: a new generation makes the status due."""
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http)
+        task = asyncio.create_task(controller.run())
+        try:
+            await _gpus(http)
+            await _rule(http, "gpu-0-dry-run", "None")
+            dry = await _condition(http, "gpu-0-dry-run", "NoEffect")
+            assert dry["message"].startswith("1 published device selected. 0 allocated devices selected. 0 pods ")
+            rule = (await http.get(f"{RULES}/gpu-0-dry-run")).json()
+            rule["spec"]["taint"]["effect"] = "NoSchedule"
+            (await http.put(f"{RULES}/gpu-0-dry-run", json=rule)).raise_for_status()
+            other = await _condition(http, "gpu-0-dry-run", "OtherEffect")  # at once, not after the 10 s period
+            assert other["observedGeneration"] == 2
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
