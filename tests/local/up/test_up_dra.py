@@ -115,7 +115,8 @@ def test_an_extended_resource_a_device_class_serves_on_dgx_nodes(start: Callable
 
 def test_a_no_execute_device_taint_rule_evicts_and_keeps_the_gpu_out(start: Callable[..., Up]) -> None:
     """`examples/dra/gpu-down.yaml` after the trainer got gpu-0: the device taint eviction controller deletes the
-    trainer, and the trainer created again gets another GPU."""
+    trainer, and the trainer created again gets another GPU. Before, `gpu-down-dry-run.yaml` (effect `None`) says
+    what it would evict and evicts nothing; after, the rule's condition says it is done (the README's session)."""
     up = start(
         "--nodes", "1", "--shape", "dgx", "--exporters", "in-process", "--load", str(EXAMPLES / "gpu-nic-template.yaml")
     )
@@ -132,7 +133,24 @@ def test_a_no_execute_device_taint_rule_evicts_and_keeps_the_gpu_out(start: Call
 
     assert gpu() == "gpu-0"
     uid = up.get("pod", "trainer")["metadata"]["uid"]
+    up.kubectl("apply", "-f", str(EXAMPLES / "gpu-down-dry-run.yaml"))
+    message = '{.status.conditions[?(@.type=="EvictionInProgress")].message}'
+
+    def dry_run() -> str:
+        return up.kubectl("get", "devicetaintrule", "gpu-down-dry-run", "-o", f"jsonpath={message}")
+
+    eventually(lambda: dry_run() != "")
+    assert dry_run() == (
+        "1 published device selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace if the "
+        "effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger "
+        "an update."
+    )
+    assert phase(up, "trainer") == "Running"
     up.kubectl("apply", "-f", str(EXAMPLES / "gpu-down.yaml"))
+    waited = up.kubectl("wait", "--for=condition=EvictionInProgress=false", "devicetaintrule/gpu-down", "--timeout=25s")
+    assert "condition met" in waited
+    done = up.kubectl("get", "devicetaintrule", "gpu-down", "-o", f"jsonpath={message}")
+    assert done == "1 pod evicted since starting the controller."
 
     def evicted() -> bool:
         pods = up.get("pods")["items"]
