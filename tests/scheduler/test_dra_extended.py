@@ -4,12 +4,17 @@ requests and container mappings of the claim kube-scheduler creates (`createRequ
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
-from knuma.scheduler.framework.interface import CycleState, NodeInfo
+from knuma.scheduler.fast.vectorized import VectorizedScheduler
+from knuma.scheduler.framework.interface import CycleState, NodeInfo, Profile, schedule_one
+from knuma.scheduler.framework.profiles import default_profile
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import (
     ExtendedResourceMap,
@@ -20,6 +25,11 @@ from knuma.scheduler.plugins.dra_extended import (
     split_for_node,
 )
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
+from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
+from knuma.scheduler.sequential import SequentialScheduler
+from tests.scheduler.builders import guaranteed, node_info, nrt, pod
 
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"
@@ -220,3 +230,91 @@ def test_a_node_whose_device_plugin_serves_the_resources_gets_no_extended_claim(
     nothing = plugin.node_claims(CycleState(), alone, plugin_node)
     assert (nothing.claims, nothing.extended, nothing.unfit) == ((), None, "")
     assert plugin.filter(CycleState(), alone, plugin_node).ok
+
+
+# -- a node mid-migration from a device plugin to DRA: its NRT zones still list the resource ----------------------
+
+NIC = "example.com/nic"
+STRATEGIES = [ScoringStrategy(t) for t in StrategyType]
+
+
+def _nic_pod(name: str = "p", cpus: str = "4", nics: str = "1") -> Pod:
+    return pod(guaranteed("app", cpus, "8Gi", limits={NIC: nics}), name=name)
+
+
+def _nic_node(name: str, nics: tuple[tuple[str, str], ...] | None, allocatable_nics: int | None) -> NodeInfo:
+    """Two zones of 16 CPUs; `nics`: each zone's (allocatable, available) NICs in the NRT, None: not listed;
+    `allocatable_nics`: the Node object's allocatable, None: not listed."""
+    zones: dict[int, dict[str, tuple[str, str] | str]] = {}
+    for z in (0, 1):
+        zones[z] = {"cpu": "16", "memory": "64Gi", **({NIC: nics[z]} if nics is not None else {})}
+    info = node_info(nrt(name, zones))
+    allocatable = {k: v for k, v in info.allocatable.items() if k != NIC}
+    allocatable["pods"] = 110
+    if allocatable_nics is not None:
+        allocatable[NIC] = allocatable_nics
+    return replace(info, allocatable=allocatable, manifest={"kind": "Node", "metadata": {"name": name}})
+
+
+def _profile(scoring: ScoringStrategy, mapping: ExtendedResourceMap) -> Profile:
+    profile = default_profile(scoring)
+    for plugin in profile.filters:
+        if isinstance(plugin, NodeResourcesFit | NodeResourceTopologyMatch):
+            plugin.extended = mapping
+    return profile
+
+
+def test_stale_zones_do_not_hold_a_resource_dra_serves() -> None:
+    """The NRT zones still list `example.com/nic` (the exporter has not caught up), the Node's allocatable has none:
+    a DeviceClass serves it there (KEP-5004), and the kubelet does not count it against the zones: its admission
+    drops requests that the pod's extended resource claim maps (`removeMissingExtendedResources`), and the device
+    manager aligns and allocates only device-plugin resources (`isDevicePluginResource`, false once the plugin is
+    gone). So the node admits the pod where a node whose zones never listed the NIC does, the pod's CPUs go where
+    they would there, and its score is the same."""
+    mapping = _map(nics=NIC)
+    numa = NodeResourceTopologyMatch(extended=mapping)
+    stale = _nic_node("stale", (("2", "0"), ("2", "0")), 0)
+    clean = _nic_node("clean", None, None)
+    p = _nic_pod()
+    assert numa.filter(CycleState(), p, clean).ok
+    assert numa.filter(CycleState(), p, stale).ok
+    assert not NodeResourceTopologyMatch().filter(CycleState(), p, stale).ok  # without DRA: the zones have none
+    # half the zone's CPUs taken on NUMA 0: where the NICs are still listed free, a NIC would pull the pod to NUMA 1
+    listed = _nic_node("listed", (("2", "0"), ("2", "2")), 0)
+    state = CycleState()
+    assert numa.filter(state, p, listed).ok
+    placement = numa.admission(state, "listed")
+    assert placement is not None and placement.placement("app") is not None
+    assert placement.placement("app").numa_ids == (0,)  # type: ignore[union-attr]
+    assert placement.node.zones[1].available[NIC] == 2  # nothing taken from the stale zones
+    free = _nic_node("free", (("2", "2"), ("2", "2")), 0)  # the zones' stale NICs would raise its score
+    for scoring in STRATEGIES:
+        scorer = NodeResourceTopologyMatch(scoring, extended=mapping)
+        for node in (listed, free):
+            assert scorer.score(CycleState(), p, node) == scorer.score(CycleState(), p, replace(clean, name=node.name))
+
+
+@pytest.mark.parametrize("scoring", STRATEGIES, ids=lambda s: s.type.value)
+def test_the_fast_path_agrees_where_stale_zones_list_a_resource_dra_serves(scoring: ScoringStrategy) -> None:
+    """Both paths on nodes mid-migration (zones listing the NIC, none or some free, allocatable 0), a DRA node,
+    and a device-plugin node; then again after each placement (Reserve as each path predicts the kubelet)."""
+    mapping = _map(nics=NIC)
+    nodes = [
+        _nic_node("stale-none", (("2", "0"), ("2", "0")), 0),
+        _nic_node("stale-one", (("2", "0"), ("2", "1")), 0),
+        _nic_node("stale-free", (("2", "2"), ("2", "2")), 0),
+        _nic_node("dra", None, None),
+        _nic_node("plugin", (("2", "2"), ("2", "2")), 4),
+    ]
+    pods = [_nic_pod(f"p{i}", cpus) for i, cpus in enumerate(["4", "8", "2", "12", "6", "4", "16", "1"])]
+    fast = VectorizedScheduler(nodes, scoring, fit=NodeResourcesFit(extended=mapping))
+    exact = SequentialScheduler(nodes, scoring)
+    exact.profile = _profile(scoring, mapping)
+    for p in pods:
+        feasible, scores = fast.filter_and_score(p)
+        result = schedule_one(exact.profile, p, exact.nodes, explain=False)
+        assert feasible.tolist() == [r.filter.ok for r in result.nodes], p.name
+        assert scores.tolist() == [r.score or 0 for r in result.nodes], p.name
+        picked, reference = fast.schedule(p), exact.schedule(p)
+        assert (picked.node, picked.score) == (reference.node, reference.score), p.name
+    assert {info.name: info.topology for info in fast._infos} == {n.name: n.topology for n in exact.nodes}

@@ -12,6 +12,7 @@ from knuma.scheduler.fast.vectorized import Decision
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.strategies import ScoringStrategy
 from knuma.topology.kubelet import admit
 
@@ -29,7 +30,9 @@ class SequentialScheduler:
             return Decision(None, None, None)
         row = next(i for i, n in enumerate(self.nodes) if n.name == result.selected)
         node = self.nodes[row]
-        admission = admit(pod, node.topology) if node.topology is not None else None
+        numa = next((p for p in self.profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
+        admitted = numa.kubelet_pod(pod, node) if numa is not None else pod  # as Filter modelled the kubelet
+        admission = admit(admitted, node.topology) if node.topology is not None else None
         self.nodes[row] = assume(node, pod, admission)
         score = next(r.score for r in result.nodes if r.name == result.selected)
         return Decision(result.selected, score, admission)

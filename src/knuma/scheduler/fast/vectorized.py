@@ -308,7 +308,7 @@ class VectorizedScheduler:
     def _reserve_row(self, row: int, pod: Pod) -> Admission | None:
         info = self._infos[row]
         topology = info.numa
-        admission = admit(pod, topology) if topology is not None else None
+        admission = admit(self._numa.kubelet_pod(pod, info), topology) if topology is not None else None
         self._infos[row] = assume(info, pod, admission)
         self._load_row(row, static=False)
         return admission
@@ -709,10 +709,17 @@ class VectorizedScheduler:
         all its exclusive requests; a container takes the lowest such zone, as the kubelet's narrowest hint does
         (`knuma.scheduler.fast.placement`)."""
         columns = shape.exclusive_columns.tolist()
+        dra = set(shape.dra_columns.tolist())
+        # a resource DRA serves on a row (none in its allocatable) is not the zones' there, even where they still
+        # list it: the kubelet admits the pod without it (`NodeResourceTopologyMatch.kubelet_pod`)
+        managed = [
+            self.managed[rows, c] & ~self.none_allocatable[rows, c] if c in dra else self.managed[rows, c]
+            for c in columns
+        ]
         return place(
             self.zone_valid[rows],
             [self.zone_free[c][rows] for c in columns],
-            [self.managed[rows, c] for c in columns],
+            managed,
             self.pod_scope[rows],
             [int(shape.exclusive_total[c]) for c in columns],
             [(positions.tolist(), amounts.tolist()) for positions, amounts in shape.exclusive or ()],
@@ -765,7 +772,10 @@ class VectorizedScheduler:
         per_request = best.astype(np.int64)
         containers = per_request[:, :-1].sum(axis=1) // (per_request.shape[1] - 1)
         scores: Int64Array = np.where(self.pod_scope[rows], per_request[:, -1], containers)
-        for i in np.flatnonzero(~self.float_exact[rows]).tolist():
+        by_plugin = ~self.float_exact[rows]
+        if len(shape.dra_columns):  # rows where DRA serves a resource: the plugin scores the pod without it
+            by_plugin |= self.none_allocatable[rows][:, shape.dra_columns].any(axis=1)
+        for i in np.flatnonzero(by_plugin).tolist():
             scores[i] = self._numa.score(CycleState(), pod, self._infos[int(rows[i])])
         return scores
 

@@ -15,12 +15,15 @@ The pure part of kube-scheduler's DynamicResources for it (`pkg/scheduler/framew
   containers after them, then share the largest request they still need.
 - `extended_claim` is the claim kube-scheduler keeps in memory until PreBind creates it: owned by the pod (controller),
   annotated `resource.kubernetes.io/extended-resource-claim: "true"`, `generateName` `<pod>-extended-resources-`.
+
+And the kubelet's side, for the NUMA plugin's model of it: `served_on_node` names the resources DRA serves on a node,
+`as_admitted` is the pod the kubelet's Topology Manager and device manager see there (without them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from knuma.api.dra.resourceclaim import ResourceClaim
@@ -32,10 +35,12 @@ __all__ = [
     "ExtendedClaim",
     "ExtendedResourceMap",
     "NodeSplit",
+    "as_admitted",
     "dra_requests",
     "extended_claim",
     "owned_extended_claim",
     "requests_and_mappings",
+    "served_on_node",
     "split_for_node",
 ]
 
@@ -134,6 +139,38 @@ def split_for_node(
         elif not listed:
             return NodeSplit(unfit=name)
     return NodeSplit(tuple(dra))
+
+
+def served_on_node(
+    names: Iterable[str], extended: ExtendedResourceMap | None, allocatable: Mapping[str, int]
+) -> tuple[str, ...]:
+    """Which of `names` (a pod's requested resources) DRA serves on a node with `allocatable` (sorted): a class maps
+    them and the node has none (`split_for_node`'s `dra`, without the check that the others fit)."""
+    if not extended:
+        return ()
+    return tuple(sorted(n for n in names if not allocatable.get(n, 0) and extended.maps(n)))
+
+
+def as_admitted(pod: Pod, served: Collection[str]) -> Pod:
+    """`pod` as the kubelet's admission sees it on a node where DRA serves its extended resources `served`: without
+    their requests and limits. The kubelet does not count them against its own resources: the predicate admission
+    drops every request the pod's extended resource claim maps (`removeMissingExtendedResources`'
+    `isResourceBackedByDRA`, `pkg/kubelet/lifecycle/predicate.go`), and the device manager aligns and allocates only
+    device-plugin resources (`isDevicePluginResource` in `GetTopologyHints` and `allocateContainerResources`,
+    `pkg/kubelet/cm/devicemanager`: a plugin registered, or devices it allocated; not a resource whose plugin is gone,
+    which the Node's allocatable shows at 0). The DRA devices are aligned as DRA devices (`Pod.dra_devices`). So
+    NUMA zones that still list the resource (an NRT exporter that has not caught up with a node moving from a device
+    plugin to DRA) hold none of it. QoS reads cpu and memory only: it does not change."""
+    if not served:
+        return pod
+
+    def drop(resources: Mapping[str, int]) -> dict[str, int]:
+        return {name: amount for name, amount in resources.items() if name not in served}
+
+    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+        return tuple(replace(c, requests=drop(c.requests), limits=drop(c.limits)) for c in containers)
+
+    return replace(pod, init_containers=strip(pod.init_containers), containers=strip(pod.containers))
 
 
 def _long_and_short(pod: Pod) -> tuple[list[Container], list[int], list[int]]:

@@ -3,6 +3,11 @@
 Filter asks the kubelet model "would this node admit this pod, given its NRT?" for every Topology Manager policy
 (upstream only filters `single-numa-node` nodes, issue #885) and keeps upstream's messages. Score uses upstream's
 strategies and special cases so that rankings match NodeResourceTopologyMatch.
+
+On a node where a DeviceClass serves some of the pod's extended resources (KEP-5004: the node's allocatable has none
+of them), both ask about the pod as the kubelet admits it there, without those resources (`kubelet_pod`,
+`dra_extended.as_admitted`): NUMA zones that still list them (an NRT exporter behind a node's move from a device
+plugin to DRA) neither refuse the pod nor steer its CPUs, and do not weigh in its score.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.device_stranding import gap_counts
-from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap, as_admitted, served_on_node
 from knuma.scheduler.plugins.dra_zones import has_claims
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import (
@@ -122,7 +127,7 @@ class NodeResourceTopologyMatch:
                     NAME,
                     f"{missing[0]} is not in the node's allocatable",
                 )
-        admission = admit(pod, topology)
+        admission = admit(self._kubelet_pod(state, pod, node), topology)
         state[NAME, node.name] = admission
         if admission.admitted:
             return SUCCESS
@@ -167,21 +172,22 @@ class NodeResourceTopologyMatch:
         topology = node.numa
         if topology is None or not node.nrt_fresh:
             return MIN_NODE_SCORE  # prefer nodes with (fresh) NRT data
+        admitted = self._kubelet_pod(state, pod, node)
         if self.scoring.type is StrategyType.KNUMA_BIN_PACKING:
-            admission = self.admission(state, node.name) or admit(pod, topology)
+            admission = self.admission(state, node.name) or admit(admitted, topology)
             if not admission.admitted:
                 return MIN_NODE_SCORE
             devices = not has_claims(pod) and not self.dra_serves(pod, node)
             gaps = self._gaps(state, pod) if devices and self.demand.devices else None
             return bin_packing_score(topology, admission.node, self.demand, devices=devices, gaps=gaps)
         if self.scoring.type is StrategyType.LEAST_NUMA_NODES:
-            return self._least_numa_nodes(pod, topology)
+            return self._least_numa_nodes(admitted, topology)
         if topology.config.policy is not Policy.SINGLE_NUMA_NODE:
             return MIN_NODE_SCORE
         available = [z.available for z in topology.zones]
         if topology.config.scope is Scope.POD:
-            return self._node_score(pod.effective_request, available)
-        containers = pod.all_containers
+            return self._node_score(admitted.effective_request, available)
+        containers = admitted.all_containers
         total = sum(self._node_score(c.requests, available) for c in containers)
         return total // len(containers)
 
@@ -189,10 +195,20 @@ class NodeResourceTopologyMatch:
         """A DeviceClass serves some of the pod's extended resources on `node`, which has none of them (KEP-5004,
         `dra_extended.split_for_node`): DynamicResources allocates those devices and scores their stranding, as it
         does for a pod with ResourceClaims (`has_claims`)."""
-        extended = self.extended
-        if not extended:
-            return False
-        return any(extended.maps(n) and not node.allocatable.get(n, 0) for n in pod.requested_names)
+        return bool(served_on_node(pod.requested_names, self.extended, node.allocatable))
+
+    def kubelet_pod(self, pod: Pod, node: NodeInfo) -> Pod:
+        """`pod` as the kubelet admits it on `node` (`dra_extended.as_admitted`): without the extended resources DRA
+        serves there; `pod` itself where it serves none. What Filter, Score and every Reserve model the kubelet
+        with."""
+        return as_admitted(pod, served_on_node(pod.requested_names, self.extended, node.allocatable))
+
+    def _kubelet_pod(self, state: CycleState, pod: Pod, node: NodeInfo) -> Pod:
+        """`kubelet_pod`, built once per cycle for each set of resources DRA serves (one per kind of node)."""
+        served = served_on_node(pod.requested_names, self.extended, node.allocatable)
+        if not served:
+            return pod
+        return state.pod_data(f"{NAME}/without/{','.join(served)}", pod, lambda p: as_admitted(p, served))
 
     def _gaps(self, state: CycleState, pod: Pod) -> Mapping[int, int] | None:
         """The cluster's device gap counts before `pod` (`gap_counts` over every node of the cycle's snapshot), once
