@@ -29,7 +29,9 @@ from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
-from tests.scheduler.builders import guaranteed, node_info, nrt, pod
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.topology.node import NodeTopology
+from tests.scheduler.builders import device_state, guaranteed, node_info, nrt, pod
 
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"
@@ -318,3 +320,74 @@ def test_the_fast_path_agrees_where_stale_zones_list_a_resource_dra_serves(scori
         picked, reference = fast.schedule(p), exact.schedule(p)
         assert (picked.node, picked.score) == (reference.node, reference.score), p.name
     assert {info.name: info.topology for info in fast._infos} == {n.name: n.topology for n in exact.nodes}
+
+
+# -- DynamicResources' score: DRA nodes against device-plugin nodes ------------------------------------------------
+
+
+def _nic_state(*dra_nodes: str) -> DeviceState:
+    """The dgx shape's slices on `dra_nodes` (4 NICs per NUMA node, each with its NUMA node and PCIe root), and a
+    class `nics` serving `example.com/nic` with them."""
+    state = device_state(BUILTIN_SHAPES["dgx"], dra_nodes)
+    state.set_class(
+        {
+            "metadata": {"name": "nics", "creationTimestamp": "2026-11-29T10:00:00Z"},
+            "spec": {
+                "selectors": [{"cel": {"expression": "device.driver == 'nic.sim.knuma.io'"}}],
+                "extendedResourceName": NIC,
+            },
+        }
+    )
+    return state
+
+
+def _dgx_node(name: str, nics: tuple[tuple[str, str], ...] | None, policy: str = "single-numa-node") -> NodeInfo:
+    """A dgx node's NRT (55 free CPUs per NUMA node); `nics`: a device plugin's NICs per zone, beside its 4 GPUs
+    (as many devices per NUMA node as the DRA node has), None: DRA's."""
+    zones: dict[int, dict[str, tuple[str, str] | str]] = {}
+    for z in (0, 1):
+        plugins: dict[str, tuple[str, str] | str] = {NIC: nics[z], "example.com/gpu": "4"} if nics is not None else {}
+        zones[z] = {"cpu": "55", "memory": "1020Gi", **plugins}
+    info = node_info(nrt(name, zones, policy=policy))
+    allocatable = {**info.allocatable, "pods": 110}
+    if nics is not None:
+        allocatable[NIC] = sum(int(a) for a, _ in nics)
+    return replace(info, allocatable=allocatable, manifest={"kind": "Node", "metadata": {"name": name}})
+
+
+def _cpus_free(node: NodeInfo, free: dict[int, int]) -> NodeTopology:
+    assert node.topology is not None
+    available = {z.id: {**z.available, "cpu": free[z.id] * 1000} for z in node.topology.zones}
+    return node.topology.with_available(available)
+
+
+def test_a_device_plugin_node_that_aligns_the_device_scores_as_a_dra_node_does() -> None:
+    """A pod asking `example.com/nic: 1` gets its NIC from DRA on one node and from a device plugin on the other.
+    Upstream's DynamicResources scores neither (its Score counts only which `firstAvailable` subrequest was taken,
+    `computeScore`; an `exactly` request adds nothing). knuma's locality ladder is meant to rank DRA placements; it
+    must not prefer a DRA node over a device-plugin node whose NIC the kubelet's Topology Manager aligns with the
+    pod's CPUs just as well (the device manager's hints, `GetTopologyHints`): both score the NUMA node's rung and how
+    full they leave the NUMA node's NICs. A device plugin whose devices carry no NUMA node (the zones do not list
+    them: no topology hints) scores the node's rung, as DRA devices without NUMA information would."""
+    state = _nic_state("dra")
+    plugin = DynamicResources(state)
+    p = _nic_pod(cpus="8")
+    dra = _dgx_node("dra", None)
+    aligned = _dgx_node("dp", (("4", "4"), ("4", "4")))
+    half_full = _dgx_node("dp", (("4", "2"), ("4", "4")))  # NUMA 0's NICs half in use: the pod fills it up
+    unknown = replace(_dgx_node("dp", None), allocatable={**aligned.allocatable})
+    on_dra = plugin.score(CycleState(), p, dra)
+    assert on_dra > 0
+    assert plugin.score(CycleState(), p, aligned) == on_dra
+    assert plugin.score(CycleState(), p, half_full) > on_dra  # packs the partly used NUMA node, as for DRA devices
+    assert 0 < plugin.score(CycleState(), p, unknown) < on_dra
+    # best-effort, the CPUs fit only on NUMA 0 and the free NICs are on NUMA 1: admitted apart, the node's rung
+    apart = _dgx_node("dp", (("4", "0"), ("4", "4")), policy="best-effort")
+    apart = replace(apart, topology=_cpus_free(apart, {0: 55, 1: 4}))
+    assert plugin.score(CycleState(), p, apart) == (3 * 25 + 100 * 1 // 8) // 4  # packing: NUMA 1's 8 devices
+    # the `none` policy aligns nothing: the node's rung
+    unaligned = _dgx_node("dp", (("4", "4"), ("4", "4")), policy="none")
+    assert 0 < plugin.score(CycleState(), p, unaligned) < plugin.score(CycleState(), p, aligned)
+    # two NICs on one NUMA node, on two PCIe roots for DRA: the NUMA node's rung on both
+    two = _nic_pod(cpus="8", nics="2")
+    assert plugin.score(CycleState(), two, aligned) == plugin.score(CycleState(), two, dra) < on_dra

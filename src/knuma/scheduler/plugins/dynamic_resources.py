@@ -14,7 +14,13 @@ points, and what knuma adds:
   the claim, the request and the stage (`cannot allocate all claims: claim default/x, request gpu: ...`), where
   upstream says only `cannot allocate all claims`.
 - **Score** is the locality ladder of the chosen devices (same PCIe root 100, NUMA node 75, socket 50, node 25);
-  upstream scores only which `firstAvailable` entry was taken.
+  upstream scores only which `firstAvailable` entry was taken (`computeScore`: an `exactly` request, such as every
+  request of the claim for DRA-backed extended resources, adds nothing, and a node without an allocation scores 0).
+  For a pod asking for extended resources (KEP-5004), a node where a device plugin serves them is scored on the same
+  ladder, from where the kubelet model puts the plugin's devices (`_device_plugin_score`): the Topology Manager
+  aligns them with the pod's CPUs (the device manager's `GetTopologyHints`), so such a node does not lose to a DRA
+  node for the locality score alone, which upstream's 0 everywhere also avoids; knuma keeps the ladder to rank DRA
+  nodes among themselves and the devices' stranding.
 - **Reserve** holds the chosen allocation in `DeviceState` (in flight) so the next cycle, before the claim is
   written, never hands out the same device; **Unreserve** drops it. **PreBind** is the daemon's: it writes
   `status.allocation` and `reservedFor` (and the `resource.kubernetes.io/delete-protection` finalizer) before the
@@ -24,13 +30,15 @@ points, and what knuma adds:
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knuma.api.dra.fields import ValidationError
 from knuma.api.dra.resourceclaim import AllocationResult, ResourceClaim
+from knuma.api.nrt import Policy
 from knuma.api.pod import Pod
+from knuma.api.resources import CPU
 from knuma.devices.allocator import (
     DeviceAllocationError,
     NodeView,
@@ -42,6 +50,7 @@ from knuma.devices.allocator import (
 from knuma.devices.cel import CELError
 from knuma.devices.demand import resolve
 from knuma.devices.memo import MemoEntry, NodeState
+from knuma.devices.numa import Locality, sockets_from_distances
 from knuma.devices.pools import DeviceID
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -65,7 +74,7 @@ from knuma.scheduler.plugins.dra_extended import (
 from knuma.scheduler.plugins.dynamic_resources_args import DynamicResourcesArgs
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.topology.kubelet import admit
-from knuma.topology.node import NodeTopology
+from knuma.topology.node import NodeTopology, is_device
 
 __all__ = ["NAME", "DynamicResources", "NodeClaims", "PodClaims", "pod_claims"]
 
@@ -404,11 +413,12 @@ class DynamicResources:
         placement is expected to strand (`_stranding_changes`, `stranding_charge`)."""
         claims: NodeClaims | None = None  # a pod with claims: `_remembered` has Filter's entry (no lookup per node)
         if not pod.spec.get("resourceClaims"):
-            if not self._claims(cycle, pod).extended:
+            extended = self._claims(cycle, pod).extended
+            if not extended:
                 return 0
             claims = self.node_claims(cycle, pod, node)
             if not claims.claims:
-                return 0
+                return 0 if claims.unfit else _device_plugin_score(pod, node, extended)
         remembered = self._remembered(cycle, pod, node, claims)
         result = remembered.outcome if remembered is not None else self.outcome(cycle, pod, node)
         if not result.allocatable or result.locality is None:
@@ -567,3 +577,56 @@ class DynamicResources:
         the claims it is for (with the extended resource claim PreBind creates)."""
         cycle = CycleState()
         return self.outcome(cycle, pod, node), self.node_claims(cycle, pod, node)
+
+
+def _device_plugin_score(pod: Pod, node: NodeInfo, resources: Collection[str]) -> int:
+    """`score` for a pod whose extended `resources` a device plugin serves on `node` (no DRA allocation there), on the
+    ladder DRA devices are scored on, from the kubelet model's admission (the NUMA plugin's Filter asked the same
+    question; `admit` remembers it). The Topology Manager aligns device-plugin devices with the container's CPUs
+    (`GetTopologyHints`, `filterByAffinity`) when its policy is not `none`: the devices and the CPUs pinned beside
+    them are rated together as `numa.locality_of` rates DRA devices whose PCIe root is not known (one NUMA node, one
+    socket, the node), except that a lone device on its CPUs' NUMA node, which shares its own root, reaches the top
+    rung as a lone DRA device with a root does. The `none` policy aligns nothing, and devices the zones do not list
+    (no topology, so no hints) have no NUMA node: the node's rung. The packing quarter is `_packing`'s over the
+    zones' device-plugin devices: of those on the NUMA nodes the pod's devices are on, the percentage in use once it
+    is admitted. No stranding charge: KnumaBinPacking's device term covers device-plugin devices."""
+    topology = node.numa
+    if topology is None or not node.nrt_fresh:
+        return 0
+    admission = admit(pod, topology)
+    if not admission.admitted:
+        return 0
+    numas: set[int] = set()
+    count = 0
+    for placement in admission.placements:
+        for name in resources:
+            for numa, amount in placement.allocated.get(name, {}).items():
+                if amount:
+                    numas.add(numa)
+                    count += amount
+    if not numas:
+        return (3 * Locality.NODE) // 4  # the zones do not list them: no NUMA node, as for such DRA devices
+    devices_at = set(numas)
+    for placement in admission.placements:  # the CPUs pinned beside the devices: the NUMA nodes they span together
+        if any(placement.allocated.get(name) for name in resources):
+            numas.update(n for n, amount in placement.allocated.get(CPU, {}).items() if amount)
+    sockets = sockets_from_distances(topology.distances)
+    if topology.config.policy is Policy.NONE:
+        locality = Locality.NODE
+    elif len(numas) == 1:
+        locality = Locality.PCIE_ROOT if count == 1 else Locality.NUMA_NODE
+    elif len({sockets.get(n, n) for n in numas}) == 1:
+        locality = Locality.SOCKET
+    else:
+        locality = Locality.NODE
+    after = {zone.id: zone for zone in admission.node.zones}
+    total = used = 0
+    for zone in topology.zones:
+        if zone.id not in devices_at:
+            continue
+        for name in zone.allocatable or zone.capacity:
+            if is_device(name):
+                total += zone.total(name)
+                used += zone.total(name) - after[zone.id].available.get(name, 0)
+    packing = MAX_NODE_SCORE * used // total if total else 0
+    return min(MAX_NODE_SCORE, (3 * locality + packing) // 4)
