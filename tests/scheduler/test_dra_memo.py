@@ -27,7 +27,9 @@ import pytest
 from knuma.api.pod import Pod
 from knuma.scheduler.algorithm import decide
 from knuma.scheduler.cache.nrt import ClusterCache
+from knuma.scheduler.config.document import read_configuration
 from knuma.scheduler.config.load import build_profiles, default_config
+from knuma.scheduler.config.model import SchedulerConfiguration
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_zones import claimed_devices
@@ -131,9 +133,12 @@ def _pod(index: int, rng: random.Random, specs: list[dict[str, Any]]) -> tuple[P
     return Pod.from_manifest(manifest), claims
 
 
-def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ...]], int, int]:
+def _run(
+    seed: int, memo: bool, exact: bool = False, config: SchedulerConfiguration | None = None
+) -> tuple[list[tuple[Any, ...]], int, int]:
     """The decisions of one random stream (by the fast path, or with `exact` by the exact path); with the memo's hit
-    count and how many outcomes came from a similar node (`AllocationMemo.from_similar`)."""
+    count and how many outcomes came from a similar node (`AllocationMemo.from_similar`). `config`: the scheduler's
+    (default: `default_config`)."""
     rng = random.Random(seed)
     shapes = [BUILTIN_SHAPES["dgx"], BUILTIN_SHAPES["gpu"]]
     cache, devices = ClusterCache(), DeviceState()
@@ -152,7 +157,7 @@ def _run(seed: int, memo: bool, exact: bool = False) -> tuple[list[tuple[Any, ..
         for body in resource_slices(name, shape):
             devices.set_slice(body)
     cache.overlay = devices.with_zone_devices
-    profile = build_profiles(default_config(), devices=devices)[SCHEDULER]
+    profile = build_profiles(config or default_config(), devices=devices)[SCHEDULER]
     fast = FastPath(cache)
     plugin = next(p for p in profile.filters if isinstance(p, DynamicResources))
     numa = next(p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch))
@@ -227,4 +232,40 @@ def test_the_fast_path_decides_claim_pods_as_the_exact_path(seed: int) -> None:
     assert sum(1 for d in fast if d[1] is not None and d[2]) > 10  # pods with claims were placed
     served = [d for d in fast if d[1] is not None and any("<extended-resources of" in key for key in d[2])]
     assert served  # pods whose extended resources DRA served were placed
+    assert fast == exact
+
+
+def _fit_scores_devices() -> SchedulerConfiguration:
+    """NodeResourcesFit scoring the extended resources DRA serves (MostAllocated over cpu, `example.com/nic` and the
+    GPU class's implicit name), beside NodeResourceTopologyMatch."""
+    resources = [{"name": "cpu", "weight": 1}, {"name": EXTENDED_NIC, "weight": 3}, {"name": IMPLICIT_GPU, "weight": 2}]
+    return read_configuration(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": SCHEDULER,
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {"scoringStrategy": {"type": "MostAllocated", "resources": resources}},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fast_path_agrees_when_node_resources_fit_scores_devices_dra_serves(seed: int) -> None:
+    """A scoring strategy that names `example.com/nic` counts the class's NICs on nodes without it
+    (`calculateDRAExtendedResourceAllocatableRequest`): the fast path's NodeResourcesFit reads the same devices,
+    and its cached rows follow their allocation (the DRA zone overlay reloads the rows whose devices changed)."""
+    config = _fit_scores_devices()
+    fast, _, _ = _run(seed, memo=True, config=config)
+    exact, _, _ = _run(seed, memo=True, exact=True, config=config)
+    assert any(d[1] is not None and any("<extended-resources of" in key for key in d[2]) for d in fast)
     assert fast == exact

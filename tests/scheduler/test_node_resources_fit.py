@@ -6,9 +6,11 @@ from typing import Any, NoReturn
 
 import pytest
 
+from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.assume import assume
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_fit import (
     DEFAULT_MEMORY_REQUEST,
@@ -18,7 +20,8 @@ from knuma.scheduler.plugins.node_resources_fit import (
     non_zero_request,
 )
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs, parse_node_resources_fit_args
-from tests.scheduler.builders import container, guaranteed, pod
+from knuma.testbed.shapes import BUILTIN_SHAPES
+from tests.scheduler.builders import container, device_state, guaranteed, pod
 
 GI = 1 << 30
 MI = 1 << 20
@@ -291,3 +294,92 @@ def test_an_extended_resource_a_device_class_serves_is_left_to_dra_where_the_nod
         assert not NodeResourcesFit().filter(CycleState(), wants, node).ok  # without DRA: insufficient
     plugin = NodeInfo("p", allocatable={"cpu": 4000, "example.com/nic": 1}, manifest={"kind": "Node"})
     assert fit.filter(CycleState(), wants, plugin).reason == "Insufficient example.com/nic"
+
+
+def _nic_devices(allocated: int) -> DeviceState:
+    """Node `dra`'s dgx slices (8 NICs, 8 GPUs), `allocated` of the NICs in an allocated claim, and a class `nics`
+    serving `example.com/nic` with them."""
+    state = device_state(BUILTIN_SHAPES["dgx"], ["dra"])
+    state.set_class(
+        {
+            "metadata": {"name": "nics", "creationTimestamp": "2026-11-29T10:00:00Z"},
+            "spec": {
+                "selectors": [{"cel": {"expression": "device.driver == 'nic.sim.knuma.io'"}}],
+                "extendedResourceName": "example.com/nic",
+            },
+        }
+    )
+    pool = next(s.pool.name for s in state.slices.values() if s.driver == "nic.sim.knuma.io")
+    results = [
+        {"request": "r", "driver": "nic.sim.knuma.io", "pool": pool, "device": f"nic-{i}"} for i in range(allocated)
+    ]
+    state.set_claim(
+        {
+            "metadata": {"name": "held", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nics"}}]}},
+            "status": {"allocation": {"devices": {"results": results}}},
+        }
+    )
+    return state
+
+
+def test_a_scoring_strategy_counts_the_devices_of_the_class_that_serves_an_extended_resource() -> None:
+    """`DRAExtendedResource` in `calculateResourceAllocatableRequest`: on a node whose allocatable has none of
+    `example.com/nic`, MostAllocated over it reads the class's devices there (`calculateDRAResourceTotals`: 8 NICs,
+    3 allocated, `IsDeviceAllocated`), plus the pod's; the node scores as a device-plugin node with 8 NICs, 3
+    requested, does. Without the devices, or a pod that does not ask for NICs, the resource is left out: only cpu
+    counts. The class's selector decides which devices count (GPUs do not)."""
+    state = _nic_devices(3)
+    args = _args(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "example.com/nic", "weight": 1}]}}
+    )
+    fit = NodeResourcesFit(args, state.extended, state)
+    wants = pod(guaranteed("app", "2", limits={"example.com/nic": "1"}))
+    dra = NodeInfo("dra", allocatable={"cpu": 8000, "memory": 8 * GI, "pods": 110}, manifest={"kind": "Node"})
+    plugin = NodeInfo(
+        "dp",
+        allocatable={"cpu": 8000, "memory": 8 * GI, "pods": 110, "example.com/nic": 8},
+        requested={"example.com/nic": 3},
+        manifest={"kind": "Node"},
+    )
+    assert state.class_devices("dra", {}, "nics") == (8, 3)
+    assert fit.score(CycleState(), wants, dra) == (3 + 1) * 100 // 8 == fit.score(CycleState(), wants, plugin)
+    assert NodeResourcesFit(args, state.extended).score(CycleState(), wants, dra) == 0  # no devices: left out
+    assert fit.score(CycleState(), pod(guaranteed("app", "2")), dra) == 0  # not requested: left out
+    listed_at_zero = NodeInfo("dra", allocatable={**dra.allocatable, "example.com/nic": 0}, manifest={"kind": "Node"})
+    assert fit.score(CycleState(), wants, listed_at_zero) == 50  # a device plugin with none left: DRA's count
+    # where a device plugin lists some, they are the resource's (`allocatable == 0` alone turns to DRA)
+    listed = NodeInfo("dra", allocatable={**dra.allocatable, "example.com/nic": 4}, manifest={"kind": "Node"})
+    assert fit.score(CycleState(), wants, listed) == 1 * 100 // 4
+    both = _args(
+        {
+            "scoringStrategy": {
+                "type": "MostAllocated",
+                "resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/nic", "weight": 3}],
+            }
+        }
+    )
+    # cpu 2000 / 8000 -> 25, NICs 4 / 8 -> 50: (25 + 3 * 50) / 4
+    assert NodeResourcesFit(both, state.extended, state).score(CycleState(), wants, dra) == (25 + 3 * 50) // 4
+
+
+def test_the_vectorised_path_rescores_when_the_devices_a_strategy_counts_change() -> None:
+    """Rows whose DRA devices change keep their version where the zone overlay does not follow them (devices without
+    a NUMA node, slices not bound to one node): a pod shape whose NodeResourcesFit score counts a class's devices is
+    re-scored on every row once the devices change (`DRADevices.version`), as the plugin scores it afresh."""
+    state = _nic_devices(0)
+    args = _args(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "example.com/nic", "weight": 1}]}}
+    )
+    fit = NodeResourcesFit(args, state.extended, state)
+    nodes = [
+        NodeInfo(name, allocatable={"cpu": 8000, "memory": 8 * GI, "pods": 110}, manifest={"kind": "Node"})
+        for name in ("dra", "other")
+    ]
+    fast = VectorizedScheduler(nodes, numa=False, fit=fit, fit_weight=1, numa_weight=0)
+    wants = pod(guaranteed("app", "2", limits={"example.com/nic": "1"}))
+    assert fast.filter_and_score(wants)[1].tolist() == [1 * 100 // 8, 0]
+    fresh = _nic_devices(4)
+    state.set_claim(fresh.claims["default/held"])
+    assert state.class_devices("dra", {}, "nics") == (8, 4)
+    assert fast.filter_and_score(wants)[1].tolist() == [5 * 100 // 8, 0]

@@ -166,7 +166,7 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
             p.numa.scoring_strategy(), cache=nrt, extended=device_state.extended
         ),
         DRA_PLUGIN: lambda p: DynamicResources(device_state, args=p.dynamic_resources),
-        "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit, device_state.extended),
+        "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit, device_state.extended, device_state),
     }
 
     def plugin(name: str) -> object:

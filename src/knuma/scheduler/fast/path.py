@@ -56,7 +56,7 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
-from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from knuma.scheduler.plugins.node_resources_fit import DRADevices, NodeResourcesFit
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 
@@ -102,9 +102,9 @@ class RelationPlugin(Protocol):
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
-_VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int]
+_VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int, int]
 """(id of the NUMA plugin or 0, its weight, NodeResourcesFit's weight, its args, id of the DeviceClasses' extended
-resource map or 0): what the arrays depend on; profiles with equal keys share them."""
+resource map or 0, id of its DRA devices or 0): what the arrays depend on; profiles with equal keys share them."""
 
 
 @dataclass
@@ -140,6 +140,9 @@ class _Plan:
     fit_extended: ExtendedResourceMap | None = None
     """The DeviceClasses' extended resources NodeResourcesFit leaves to DynamicResources on nodes without them: part
     of the arrays' key too."""
+    fit_devices: DRADevices | None = None
+    """The DRA devices NodeResourcesFit's scoring strategy counts for such a resource (`NodeResourcesFit.devices`):
+    part of the arrays' key too."""
 
 
 class FastPath:
@@ -154,6 +157,7 @@ class FastPath:
         self._row: dict[str, int] = {}
         self._numa_by_key: dict[_VectorKey, NodeResourceTopologyMatch | None] = {}
         self._extended_by_key: dict[_VectorKey, ExtendedResourceMap | None] = {}
+        self._devices_by_key: dict[_VectorKey, DRADevices | None] = {}
         self._manifests: dict[str, int | None] = {}
         self._concerned: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
         """`concerned_by` answers per (plugin, namespace, labels), valid while `_relations_version` is the cache's."""
@@ -202,7 +206,7 @@ class FastPath:
 
     def _new_vector(self, key: _VectorKey, infos: Sequence[NodeInfo]) -> VectorizedScheduler:
         numa = self._numa_by_key[key]
-        fit = NodeResourcesFit(key[3], self._extended_by_key[key])
+        fit = NodeResourcesFit(key[3], self._extended_by_key[key], self._devices_by_key[key])
         if numa is None:
             return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False, fit=fit)
         return VectorizedScheduler(
@@ -391,11 +395,13 @@ class FastPath:
             plan.fit_weight,
             plan.fit_args,
             id(plan.fit_extended) if plan.fit_extended is not None else 0,
+            id(plan.fit_devices) if plan.fit_devices is not None else 0,
         )
         vector = self._vectors.get(key)
         if vector is None:
             self._numa_by_key[key] = plan.numa
             self._extended_by_key[key] = plan.fit_extended
+            self._devices_by_key[key] = plan.fit_devices
             infos = [i for i in (self.cache.node_info(n) for n in self._names) if i is not None]
             vector = self._vectors[key] = self._new_vector(key, infos)
         return vector
@@ -457,6 +463,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
     fit = False
     fit_args = NodeResourcesFitArgs()
     fit_extended: ExtendedResourceMap | None = None
+    fit_devices: DRADevices | None = None
     local_filters: list[FilterPlugin] = []
     row_filters: list[RowFilter] = []
     selective: list[SelectivePlugin] = []
@@ -472,7 +479,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
         elif kind is FastPathKind.NODE_RESOURCES:
             fit = True
             if isinstance(plugin, NodeResourcesFit):
-                fit_args, fit_extended = plugin.args, plugin.extended
+                fit_args, fit_extended, fit_devices = plugin.args, plugin.extended, plugin.devices
         elif kind is FastPathKind.NODE_LOCAL:
             local_filters.append(plugin)
         elif kind is FastPathKind.FEASIBLE_ROWS and isinstance(plugin, RowFilter):
@@ -525,6 +532,7 @@ def _make_plan(profile: Profile) -> _Plan | None:
         fit_weight,
         fit_args,
         fit_extended,
+        fit_devices,
     )
 
 

@@ -159,6 +159,11 @@ class _Shape:
     either (`NodeResourceTopologyMatch.dra_serves`)."""
     dra_everywhere: bool = False
     """Such a resource no row lists: DRA serves it on every row."""
+    dra_scored: bool = False
+    """NodeResourcesFit's scoring strategy names a resource the pod requests that a DeviceClass serves: its score
+    counts the class's devices on nodes without the resource (`NodeResourcesFit.devices`)."""
+    devices_version: int = -1
+    """The DRA devices' version (`DRADevices.version`) the cached rows were computed with, when `dra_scored`."""
     gaps: dict[int, int] | None = None
     """The cluster's device gap counts its cached scores were computed with (`gap_penalty`), for a pinned pod
     that takes devices under KnumaBinPacking; None: its scores do not depend on them."""
@@ -334,6 +339,12 @@ class VectorizedScheduler:
             if counts != shape.gaps:  # a device zone's gap changed: every cached score is off
                 shape.gaps = counts
                 shape.seen = np.full(len(shape.seen), -1, dtype=np.int64)
+        devices = self._fit.devices
+        if shape.dra_scored and devices is not None and devices.version != shape.devices_version:
+            # NodeResourcesFit's score reads the DRA devices in use, which a row's version does not follow on every
+            # node (the zone overlay reloads rows only for devices with a NUMA node): every cached row is off
+            shape.devices_version = devices.version
+            shape.seen = np.full(len(shape.seen), -1, dtype=np.int64)
         if not len(shape.seen) and candidates is None:  # a new shape: every row, nothing to compare
             shape.ranked = self._evaluate(pod, shape, slice(0, n))
             shape.seen = self.version.copy()
@@ -416,6 +427,9 @@ class VectorizedScheduler:
                 sorted(self.index[n] for n in dra if n in self.index and n in requested), dtype=np.intp
             ),
             dra_everywhere=any(n not in self.index for n in dra if n in requested),
+            dra_scored=self._fit.devices is not None
+            and not self._fit.default_scoring
+            and any(name in dra and name in requested for name, _ in self._fit.args.strategy.resources),
         )
 
     def _exclusive(self, pod: Pod) -> list[Int64Array] | None:

@@ -26,11 +26,12 @@ from knuma.devices.allocator import (
     allocation_shares,
 )
 from knuma.devices.capacity import Consumption, has_room
+from knuma.devices.cel import CELError, compile_selector
 from knuma.devices.counters import physical_devices
 from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import AllocationMemo
 from knuma.devices.numa import placement_of
-from knuma.devices.pools import DeviceID
+from knuma.devices.pools import Candidate, DeviceID
 from knuma.devices.taintrules import with_taint_rules
 from knuma.scheduler.framework.interface import (
     NodeInfo,
@@ -134,6 +135,8 @@ class DeviceState:
     """Pod uid -> the key of the extended resource claim it owns (`owned_extended_claim`)."""
     taint_rules: dict[str, DeviceTaintRule] = field(default_factory=dict)
     """DeviceTaintRules by name: `slices` carry their taints (`knuma.devices.taintrules`)."""
+    _class_totals: tuple[int, dict[tuple[str, str], tuple[int, int]]] = field(default=(-1, {}), repr=False)
+    """(`version`, (node, class) -> `class_devices`)."""
     _published: dict[str, ResourceSlice] = field(default_factory=dict, repr=False)
     """Slice name -> the slice as its driver published it (`slices`: with the DeviceTaintRules' taints)."""
 
@@ -424,6 +427,46 @@ class DeviceState:
             shared = _consumption_items(inventory, ids)
             known = states[node] = (self.slices_version, self.classes_version, busy, shared)
         return known
+
+    def class_devices(self, node: str, labels: Mapping[str, str], class_name: str) -> tuple[int, int]:
+        """How many devices of the class `class_name` `node` has, and how many of them are allocated (to an
+        allocated claim or an allocation in flight, or, for a device that allows multiple allocations, with any share
+        taken): NodeResourcesFit's allocatable and requested for an extended resource the class serves
+        (`calculateDRAResourceTotals` in `noderesources/resource_allocation.go`: the devices of the slices that
+        reach the node, per-device node selection applied, that match the class's selectors, and
+        `structured.IsDeviceAllocated`). (0, 0) without the class, or when a selector fails (upstream logs the error
+        and leaves the resource out of the score). Cached per `version`."""
+        version, known = self._class_totals
+        if version != self.version:
+            known = {}
+            self._class_totals = (self.version, known)
+        found = known.get((node, class_name))
+        if found is not None:
+            return found
+        cls = self.classes.get(class_name)
+        total = allocated = 0
+        if cls is not None:
+            inventory = self.inventory()
+            try:
+                selectors = [
+                    compile_selector(e, f"class {cls.name}: selector #{i}") for i, e in enumerate(cls.selectors)
+                ]
+                for slice_ in self._slices_of(node)[0]:
+                    scope = slice_.node
+                    for device in slice_.devices:
+                        if scope.per_device:
+                            if device.node is None or not device.node.matches(node, labels):
+                                continue
+                        elif not scope.matches(node, labels):
+                            continue
+                        candidate = Candidate((slice_.driver, slice_.pool.name, device.name), device, slice_)
+                        if all(self.cache.matches(sel, candidate, f"class {cls.name}") for sel in selectors):
+                            total += 1
+                            allocated += candidate.id in inventory.in_use or candidate.id in inventory.consumed
+            except CELError:
+                total = allocated = 0
+        known[node, class_name] = (total, allocated)
+        return total, allocated
 
     def forget_node(self, node: str) -> None:
         """A Node was deleted: drop what is remembered per node for it (device state, class, the memo's outcomes),

@@ -8,16 +8,19 @@ kube-scheduler's default is `LeastAllocated` over cpu and memory, weight 1 each)
 requests for cpu and memory: a container that requests no cpu (memory) counts as 100m (200Mi), on the node and for
 the pod, so that pods without requests still spread instead of piling on the first node. The filter skips the
 extended resources the args ignore, and those a DeviceClass serves on a node whose allocatable has none of them
-(KEP-5004: DynamicResources allocates them, `knuma.scheduler.plugins.dra_extended`), as 1.34's `fitsRequest`.
+(KEP-5004: DynamicResources allocates them, `knuma.scheduler.plugins.dra_extended`), as 1.34's `fitsRequest`. A
+scoring strategy that names such a resource scores it on such a node from the class's devices there, as upstream's
+`calculateResourceAllocatableRequest` does with `DRAExtendedResource` (`DRADevices`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Protocol
 
 from knuma.api.pod import Container, Pod, long_running_request
-from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, add
+from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, add, is_dra_extended_resource_name
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -42,6 +45,7 @@ __all__ = [
     "DEFAULT_MILLI_CPU_REQUEST",
     "NAME",
     "SCORED_RESOURCES",
+    "DRADevices",
     "NodeResourcesFit",
     "least_allocated",
     "non_zero_request",
@@ -88,14 +92,33 @@ def least_allocated(allocatable: Mapping[str, int], requested: Mapping[str, int]
     )
 
 
+class DRADevices(Protocol):
+    """The DRA devices NodeResourcesFit scores an extended resource by (`DeviceState`)."""
+
+    version: int
+    """Changes whenever a device, class or allocation may have (the vectorised path re-scores its cached rows)."""
+
+    def class_devices(self, node: str, labels: Mapping[str, str], class_name: str) -> tuple[int, int]:
+        """The devices of the class on the node, and how many of them are allocated."""
+        ...
+
+
 class NodeResourcesFit:
     name = NAME
     fast_path = FastPathKind.NODE_RESOURCES
 
-    def __init__(self, args: NodeResourcesFitArgs | None = None, extended: ExtendedResourceMap | None = None) -> None:
+    def __init__(
+        self,
+        args: NodeResourcesFitArgs | None = None,
+        extended: ExtendedResourceMap | None = None,
+        devices: DRADevices | None = None,
+    ) -> None:
         self.args = args or NodeResourcesFitArgs()
         self.extended = extended
         """The DeviceClasses' extended resources (the daemon's `DeviceState.extended`); None: no DRA."""
+        self.devices = devices
+        """The DRA devices (the daemon's `DeviceState`): a scoring strategy that names an extended resource a class
+        serves counts the class's devices on a node whose allocatable has none. None: not counted."""
         self.default_scoring = self.args.strategy == FitStrategy()
         """kube-scheduler's default strategy: what the vectorised path computes in arrays."""
 
@@ -133,15 +156,37 @@ class NodeResourcesFit:
         non_zero = state.pod_data(f"{NAME}/non-zero", pod, non_zero_request)  # once per cycle, not per node
         if self.default_scoring:
             return least_allocated(node.allocatable, add(_scored(on_node), non_zero))
-        return strategy_score(self.args.strategy, pod, node, non_zero)
+        return strategy_score(self.args.strategy, pod, node, non_zero, self._dra_devices(node))
+
+    def _dra_devices(self, node: NodeInfo) -> Callable[[str], tuple[int, int]] | None:
+        """`strategy_score`'s `dra` on `node`: the devices of the class that serves a resource (`DRADevices`), as
+        `getDRAPreScoredParams` and `calculateDRAExtendedResourceAllocatableRequest` read them; None without DRA."""
+        extended, devices = self.extended, self.devices
+        if not extended or devices is None:
+            return None
+
+        def totals(name: str) -> tuple[int, int]:
+            class_name = extended.class_for(name) if is_dra_extended_resource_name(name) else None
+            return (0, 0) if class_name is None else devices.class_devices(node.name, node.labels, class_name)
+
+        return totals
 
 
-def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo, non_zero: Mapping[str, int] | None = None) -> int:
+def strategy_score(
+    strategy: FitStrategy,
+    pod: Pod,
+    node: NodeInfo,
+    non_zero: Mapping[str, int] | None = None,
+    dra: Callable[[str], tuple[int, int]] | None = None,
+) -> int:
     """`resourceAllocationScorer.score` with the strategy's scorer (`leastResourceScorer`, `mostResourceScorer`,
     `requestedToCapacityRatioScorer`): per resource, the node's allocatable and requested plus the pod's as
     `calculateResourceAllocatableRequest` reads them (cpu and memory non-zero; an extended or hugepages resource the
     pod does not request, or the node does not have, is left out). `non_zero`: `non_zero_request(pod)`, when the
-    caller has it."""
+    caller has it. `dra`: resource -> (devices, allocated devices) of the DeviceClass that serves it on the node
+    (`NodeResourcesFit._dra_devices`): where the node's allocatable has none of a resource the pod requests and the
+    class has devices there, those are its allocatable and the allocated ones plus the pod's its requested
+    (`DRAExtendedResource`, `calculateDRAExtendedResourceAllocatableRequest`)."""
     non_zero = non_zero_request(pod) if non_zero is None else non_zero
     on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
     allocatable: list[int] = []
@@ -149,8 +194,11 @@ def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo, non_zero: Ma
     for name, _ in strategy.resources:
         wanted = non_zero[name] if name in (CPU, MEMORY) else pod.effective_request.get(name, 0)
         capacity = node.allocatable.get(name, 0)
+        devices = (0, 0) if capacity or not wanted or dra is None or name in _NOT_SCALAR else dra(name)
         if name in (CPU, MEMORY):
             used = on_node.get(name, 0) + wanted
+        elif devices[0] > 0:  # none in the allocatable: the class's devices on the node
+            capacity, used = devices[0], devices[1] + wanted
         elif name == EPHEMERAL_STORAGE or (wanted and name in node.allocatable):
             used = node.requested.get(name, 0) + wanted
         else:
@@ -163,6 +211,9 @@ def strategy_score(strategy: FitStrategy, pod: Pod, node: NodeInfo, non_zero: Ma
     if strategy.type == MOST_ALLOCATED:
         return _weighted_mean(allocatable, requested, weights, _most_requested)
     return _requested_to_capacity_ratio(strategy.shape, allocatable, requested, weights)
+
+
+_NOT_SCALAR = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})
 
 
 def _least_requested(requested: int, capacity: int) -> int:
