@@ -651,3 +651,29 @@ async def test_a_device_that_never_gets_ready_times_out(api: RunningApiServer) -
             message = (await c.wait_for(failed, what="FailedScheduling"))[0]
             assert "binding timeout" in message, message
             assert await c.node_of("trainer") == ""
+
+
+async def test_zones_that_still_list_a_resource_dra_serves_hold_none_of_it(api: RunningApiServer) -> None:
+    """A node moving from a device plugin to DRA: its Node lists `example.com/nic` at 0, its NRT zones still list
+    the plugin's NICs, none free. The pod gets its NIC from DRA, and the kubelet leaves the request out
+    (`removeMissingExtendedResources`): the scheduler places it, and its cache predicts the kubelet's zones for it
+    (the assumed pod carries the claim's request mappings, `Pod.dra_backed`): 8 CPUs on NUMA 0 beside the NIC, not
+    8 taken from every zone as for a pod the model would not admit."""
+    async with cluster(api) as c:
+        await classes(c)
+        await c.request("POST", f"{RES}/deviceclasses", NIC_CLASS)
+        allocatable = {"cpu": "110", "memory": "2040Gi", "example.com/nic": "0"}
+        await c.add_node("dgx-0", ZONES, allocatable=allocatable, nrt=False)
+        stale: dict[int, dict[str, tuple[str, str] | str]] = {
+            z: {**ZONES[z], "example.com/nic": ("4", "0")} for z in (0, 1)
+        }
+        await c.publish_nrt("dgx-0", stale)
+        for body in resource_slices("dgx-0", BUILTIN_SHAPES["dgx"]):
+            await c.request("POST", f"{RES}/resourceslices", body)
+        async with running_scheduler(api, daemon_profiles()) as daemon:
+            await nic_pod(c, "nic-user")
+            assert await c.bound("nic-user") == "dgx-0"
+            (info,) = [n for n in daemon.cache.node_infos() if n.name == "dgx-0"]
+            assert info.topology is not None
+            assert {z.id: z.available["cpu"] for z in info.topology.zones} == {0: 47000, 1: 55000}
+            assert {z.id: z.available["example.com/nic"] for z in info.topology.zones} == {0: 0, 1: 0}

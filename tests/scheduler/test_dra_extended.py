@@ -12,6 +12,7 @@ import pytest
 from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
+from knuma.scheduler.cache.reservation import apply_pod
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, Profile, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
@@ -27,12 +28,15 @@ from knuma.scheduler.plugins.dra_extended import (
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
 from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.topology.kubelet import admit, pinned_request
 from knuma.topology.node import NodeTopology
 from tests.scheduler.builders import device_state, guaranteed, node_info, nrt, pod
 
+GI = 1 << 30
 ER = "example.com/gpu"
 INIT = "example.com/gpuinit"
 
@@ -391,3 +395,63 @@ def test_a_device_plugin_node_that_aligns_the_device_scores_as_a_dra_node_does()
     # two NICs on one NUMA node, on two PCIe roots for DRA: the NUMA node's rung on both
     two = _nic_pod(cpus="8", nics="2")
     assert plugin.score(CycleState(), two, aligned) == plugin.score(CycleState(), two, dra) < on_dra
+
+
+def test_a_bound_pod_whose_extended_resource_claim_maps_a_resource_is_admitted_without_it() -> None:
+    """The cache predicts a bound pod's zones with the kubelet model (`reservation.apply_pod`); the pod's
+    `status.extendedResourceClaimStatus` says which containers' resources DRA backs, and the kubelet leaves those
+    requests out (`removeMissingExtendedResources`' `isResourceBackedByDRA`, per container and resource): zones
+    that still list the NIC neither refuse it (which made the cache take its CPUs from every zone) nor give it one.
+    The daemon's assumed pod carries the mappings its PreBind writes (`Pod.dra_backed`)."""
+    manifest = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [guaranteed("app", "4", "8Gi", limits={NIC: "1"})]},
+        "status": {
+            "extendedResourceClaimStatus": {
+                "resourceClaimName": "p-extended-resources-x1",
+                "requestMappings": [
+                    {"containerName": "app", "resourceName": NIC, "requestName": "container-0-request-1"}
+                ],
+            }
+        },
+    }
+    bound = Pod.from_manifest(manifest)
+    assert bound.dra_backed == frozenset({("app", NIC)})
+    stale = _nic_node("stale", (("2", "0"), ("2", "0")), 0).topology
+    assert stale is not None
+    after = apply_pod(bound, stale)
+    assert [z.available["cpu"] for z in after.zones] == [12000, 16000]  # NUMA 0 only, not every zone
+    assert [z.available[NIC] for z in after.zones] == [0, 0]
+    plain = replace(bound, dra_backed=frozenset())
+    assert not admit(plain, stale).admitted  # a device-plugin pod: the zones have no NIC left
+    assert admit(bound, stale).admitted
+    assert pinned_request(bound, stale) == {"cpu": 4000, "memory": 8 * GI}
+    # one the model still refuses (20 CPUs, 16 per zone): its request is taken from every zone, without the NIC
+    free = _nic_node("free", (("2", "2"), ("2", "2")), 0).topology
+    assert free is not None
+    too_big = Pod.from_manifest(
+        {**manifest, "spec": {"containers": [guaranteed("app", "20", "8Gi", limits={NIC: "1"})]}}
+    )
+    assert [z.available[NIC] for z in apply_pod(too_big, free).zones] == [2, 2]
+
+
+def test_dynamic_resources_aligns_and_charges_as_the_kubelet_admits_on_stale_zones() -> None:
+    """DynamicResources on a node whose zones still list the NIC DRA serves there: the allocator aligns the claim
+    with the pod as the kubelet admits it (without the NIC), and the device stranding charge reads the zones after
+    that admission, so the node scores as one whose zones never listed the NIC (the charge is not dropped because
+    the kubelet model, counting the stale NICs, would not admit the pod)."""
+    state = _nic_state("stale")
+    demand = CPUDemand()
+    demand.observe(_nic_pod("seen", cpus="8"), {"nic.sim.knuma.io/devices": 1}, served=(NIC,))
+    plugin = DynamicResources(state, demand)
+    big = _nic_pod("big", cpus="40")  # 15 CPUs left beside 3 NICs: one more 8-CPU NIC pod fits there, not three
+    stale = _dgx_node("stale", None)
+    zones = {z.id: {**z.available, NIC: 0} for z in stale.topology.zones}  # type: ignore[union-attr]
+    listed = replace(stale, topology=stale.topology.with_available(zones))  # type: ignore[union-attr]
+    listed = replace(listed, allocatable={**listed.allocatable, NIC: 0})
+    clean, stale_view = state.with_zone_devices(stale), state.with_zone_devices(listed)
+    assert NIC in stale_view.topology.numa_managed  # type: ignore[union-attr]
+    assert plugin.filter(CycleState(), big, stale_view).ok
+    charged = plugin.score(CycleState(), big, clean)
+    assert charged < DynamicResources(state).score(CycleState(), big, clean)  # the charge is there
+    assert plugin.score(CycleState(), big, stale_view) == charged

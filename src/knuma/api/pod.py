@@ -105,6 +105,10 @@ class Pod:
     dra_devices: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict, repr=False, compare=False)
     """The NUMA nodes of the DRA devices allocated to each container (`DRA_NUMA_ANNOTATION`); what
     `knuma.topology.admit` aligns the container's CPUs and memory with."""
+    dra_backed: frozenset[tuple[str, str]] = field(default=frozenset(), repr=False, compare=False)
+    """(container, extended resource) pairs DRA backs: the request mappings of the pod's extended resource claim
+    (`status.extendedResourceClaimStatus.requestMappings`, KEP-5004), which the kubelet's admission leaves out
+    (`removeMissingExtendedResources`' `isResourceBackedByDRA`; `knuma.topology.kubelet.kubelet_view`)."""
     terminating: bool = field(default=False, compare=False)
     """`metadata.deletionTimestamp` is set: the pod is being deleted (PodTopologySpread no longer counts it)."""
     preempted: bool = field(default=False, compare=False)
@@ -182,7 +186,7 @@ class Pod:
         nodes of its DRA devices), as a hashable: pods with equal keys are admitted alike on equal nodes."""
         containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in self.all_containers)
         devices = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in self.dra_devices.items()))
-        return (self.qos, self.pinned_by_managers, containers, devices)
+        return (self.qos, self.pinned_by_managers, containers, devices, tuple(sorted(self.dra_backed)))
 
     @cached_property
     def affinity_terms(self) -> PodAffinityTerms:
@@ -252,6 +256,7 @@ class Pod:
             annotations=_string_map(metadata.get("annotations"), f"{where}: metadata.annotations"),
             spec=spec,
             dra_devices=_dra_devices((metadata.get("annotations") or {}).get(DRA_NUMA_ANNOTATION)),
+            dra_backed=_dra_backed(manifest.get("status")),
             terminating=bool(metadata.get("deletionTimestamp")),
             preempted=_preempted(manifest.get("status")),
             start_time=_start_time(manifest.get("status")),
@@ -408,6 +413,20 @@ def _qos_class(containers: Iterable[Container]) -> QOSClass:
     if guaranteed and requests == limits:
         return QOSClass.GUARANTEED
     return QOSClass.BURSTABLE
+
+
+def _dra_backed(status: object) -> frozenset[tuple[str, str]]:
+    """`status.extendedResourceClaimStatus.requestMappings` as (container, resource) pairs, read leniently (the
+    API server validates them: `podstatus_validation`)."""
+    claim_status = status.get("extendedResourceClaimStatus") if isinstance(status, Mapping) else None
+    mappings = claim_status.get("requestMappings") if isinstance(claim_status, Mapping) else None
+    if not isinstance(mappings, list):
+        return frozenset()
+    return frozenset(
+        (str(m.get("containerName")), str(m.get("resourceName")))
+        for m in mappings
+        if isinstance(m, Mapping) and m.get("containerName") and m.get("resourceName")
+    )
 
 
 def _dra_devices(raw: object) -> dict[str, dict[str, int | None]]:

@@ -30,6 +30,7 @@ __all__ = [
     "ContainerPlacement",
     "admit",
     "admits",
+    "kubelet_view",
     "pinned_request",
 ]
 
@@ -181,7 +182,33 @@ MEMO_SIZE = 1 << 16
 _MEMO = _Memo(MEMO_SIZE)
 
 
+def kubelet_view(pod: Pod) -> Pod:
+    """`pod` without the requests DRA backs (`Pod.dra_backed`): the kubelet's admission leaves out every request its
+    extended resource claim maps to a container (`removeMissingExtendedResources`' `isResourceBackedByDRA`,
+    `pkg/kubelet/lifecycle/predicate.go`, KEP-5004), and its device manager aligns and allocates only device-plugin
+    resources (`isDevicePluginResource`); the devices themselves are aligned as DRA devices (`Pod.dra_devices`).
+    NUMA zones that still list such a resource (an NRT exporter behind a node's move to DRA) hold none of it."""
+    backed = pod.dra_backed
+    if not backed:
+        return pod
+
+    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+        out = []
+        for c in containers:
+            drop = {resource for name, resource in backed if name == c.name}
+            if drop:
+                kept = {k: v for k, v in c.requests.items() if k not in drop}
+                c = replace(c, requests=kept, limits={k: v for k, v in c.limits.items() if k not in drop})
+            out.append(c)
+        return tuple(out)
+
+    return replace(
+        pod, init_containers=strip(pod.init_containers), containers=strip(pod.containers), dra_backed=frozenset()
+    )
+
+
 def _admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None, trace: list[HintStep] | None) -> Admission:
+    pod = kubelet_view(pod)
     config = node.config
     if config.policy is not Policy.NONE and len(node.zones) > config.max_numa_nodes:
         return Admission(
@@ -325,7 +352,7 @@ def _admit_pod_scope(
 def pinned_request(pod: Pod, node: NodeTopology) -> dict[str, int]:
     """What the pod's exclusive resources take from `node`'s zones in all, in the zones' units (milli-CPU): an upper
     bound for holding a pod whose zones are unknown."""
-    request = _pod_exclusive_request(pod, node)
+    request = _pod_exclusive_request(kubelet_view(pod), node)
     if CPU in request:
         request[CPU] *= 1000
     return request

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from knuma.api.fingerprint import Method, compute
 from knuma.api.pod import Pod
 from knuma.api.resources import CPU, is_numa_affine
-from knuma.topology.kubelet import admit
+from knuma.topology.kubelet import admit, kubelet_view
 from knuma.topology.node import NodeTopology, is_device
 
 __all__ = [
@@ -33,11 +33,12 @@ __all__ = [
 
 def apply_pod(pod: Pod, topology: NodeTopology) -> NodeTopology:
     """The zones after the kubelet admits `pod`; if the model says it would not fit, take its request from every zone
-    that reports the resource (pessimistic: we do not know where the kubelet put it)."""
+    that reports the resource (pessimistic: we do not know where the kubelet put it), without the requests DRA backs
+    (`kubelet_view`)."""
     admission = admit(pod, topology)
     if admission.admitted:
         return admission.node
-    return take_everywhere(pod.effective_request, topology)
+    return take_everywhere(kubelet_view(pod).effective_request, topology)
 
 
 def take_everywhere(request: Mapping[str, int], topology: NodeTopology) -> NodeTopology:

@@ -321,7 +321,10 @@ class Scheduler:
             if claims:
                 # the cache predicts the kubelet's zones with the devices, as the Topology Manager will align them
                 numa = plugin.device_numa(pod, outcome.node, claims, extended)
-                assumed = dataclasses.replace(pod, dra_devices=numa)
+                # and without the requests the extended resource claim maps, as the status PreBind writes says
+                mappings = extended.mappings if extended is not None else ()
+                backed = frozenset((str(m["containerName"]), str(m["resourceName"])) for m in mappings)
+                assumed = dataclasses.replace(pod, dra_devices=numa, dra_backed=backed)
             if problem:
                 self.metrics.attempts.labels("unschedulable", profile.name).inc()
                 log.info("pod %s: Reserve on %s failed: %s", pod.key, outcome.node, problem)

@@ -67,6 +67,7 @@ from knuma.scheduler.plugins.device_stranding import ZoneChange, stranding_charg
 from knuma.scheduler.plugins.dra_extended import (
     ExtendedClaim,
     NodeSplit,
+    as_admitted,
     dra_requests,
     extended_claim,
     split_for_node,
@@ -282,6 +283,9 @@ class DynamicResources:
         if cached is not None and cached[0] is pod:
             return cached[1]  # type: ignore[no-any-return]
         found = self.node_claims(cycle, pod, node)
+        # the allocator aligns the devices with the pod as the kubelet admits it: without the extended resources
+        # DRA serves here (NUMA zones that still list them hold none of them, `dra_extended.as_admitted`)
+        admitted = as_admitted(pod, found.extended.resources) if found.extended is not None else pod
         freed = self.state.held_only_by(node.evicted) if node.evicted else frozenset()
         shares = self.state.shares_held_only_by(node.evicted) if node.evicted else {}
         blocked = self.state.held_against(pod)
@@ -297,12 +301,12 @@ class DynamicResources:
                 result = shared[0]
                 memo.put(node.name, shape, keys, state, result, derived=shared[1])
             else:
-                result = self._allocate(pod, node, found.claims, freed, blocked, shares)
+                result = self._allocate(admitted, node, found.claims, freed, blocked, shares)
                 entry = memo.put(node.name, shape, keys, state, result)
                 if similar is not None:
                     memo.share(similar[0], shape, node.name, similar[1], entry)
         elif result is None:
-            result = self._allocate(pod, node, found.claims, freed, blocked, shares)
+            result = self._allocate(admitted, node, found.claims, freed, blocked, shares)
         cycle[NAME, node.name] = (pod, result)
         return result
 
@@ -487,7 +491,8 @@ class DynamicResources:
             return ()
         allocations = {c.claim: c.allocation for c in result.results}
         dra = self.device_numa(pod, node.name, allocations, extended)
-        return self._zone_changes(pod, node.name, topology, allocations, dra, names)
+        admitted = as_admitted(pod, extended.resources) if extended is not None else pod  # as `outcome` aligned it
+        return self._zone_changes(admitted, node.name, topology, allocations, dra, names)
 
     def _zone_changes(
         self,
