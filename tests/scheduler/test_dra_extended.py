@@ -13,6 +13,7 @@ from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.reservation import apply_pod
+from knuma.scheduler.explain import explain
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, Profile, schedule_one
 from knuma.scheduler.framework.profiles import default_profile
@@ -455,3 +456,13 @@ def test_dynamic_resources_aligns_and_charges_as_the_kubelet_admits_on_stale_zon
     charged = plugin.score(CycleState(), big, clean)
     assert charged < DynamicResources(state).score(CycleState(), big, clean)  # the charge is there
     assert plugin.score(CycleState(), big, stale_view) == charged
+
+
+def test_the_hint_trace_shows_the_pod_the_numa_plugin_asked_about() -> None:
+    """`knuma schedule --hints` traces the kubelet model with the pod NodeResourceTopologyMatch asked about: on zones
+    that still list the NIC DRA serves, no device manager hints for it, and admitted, as Filter found."""
+    stale = _nic_node("stale", (("2", "0"), ("2", "0")), 0)
+    doc = explain(_profile(ScoringStrategy(), _map(nics=NIC)), _nic_pod(), [stale], hints=True)
+    (entry,) = doc["nodes"]
+    assert entry["hints"]["result"]["admitted"] is True
+    assert [p["resource"] for s in entry["hints"]["steps"] for p in s["providers"]] == ["cpu", "memory"]

@@ -39,10 +39,12 @@ def explain(profile: Profile, pod: Pod, nodes: list[NodeInfo], *, hints: bool = 
     doc = explain_result(profile, result, nodes)
     if hints:
         by_name = {n.name: n for n in nodes}
+        numa = next((p for p in profile.filters if isinstance(p, NodeResourceTopologyMatch)), None)
         for entry in doc["nodes"]:
-            topology = by_name[entry["name"]].numa
-            if topology is not None:
-                entry["hints"] = hint_trace(pod, topology)
+            node = by_name[entry["name"]]
+            topology = node.numa
+            if topology is not None:  # the pod as the NUMA plugin asked about it (`kubelet_pod`)
+                entry["hints"] = hint_trace(numa.kubelet_pod(pod, node) if numa is not None else pod, topology)
     return doc
 
 
