@@ -4,6 +4,7 @@ requests and container mappings of the claim kube-scheduler creates (`createRequ
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from knuma.api.dra.fields import FieldErrors
 from knuma.api.dra.resourceclaim import AllocationResult
 from knuma.api.pod import Pod
 from knuma.scheduler.cache.reservation import apply_pod
+from knuma.scheduler.config.load import build_nrt_cache, build_profiles, default_config
 from knuma.scheduler.explain import explain
 from knuma.scheduler.fast.vectorized import VectorizedScheduler
 from knuma.scheduler.framework.interface import CycleState, NodeInfo, Profile, schedule_one
@@ -29,6 +31,7 @@ from knuma.scheduler.plugins.dra_extended import (
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
+from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
 from knuma.scheduler.plugins.stranding import CPUDemand
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.scheduler.sequential import SequentialScheduler
@@ -466,3 +469,34 @@ def test_the_hint_trace_shows_the_pod_the_numa_plugin_asked_about() -> None:
     (entry,) = doc["nodes"]
     assert entry["hints"]["result"]["admitted"] is True
     assert [p["resource"] for s in entry["hints"]["steps"] for p in s["providers"]] == ["cpu", "memory"]
+
+
+class _Releases:
+    """One pod's release, leaving the zones as `after`, on a node whose zones are known."""
+
+    def __init__(self, after: NodeTopology) -> None:
+        self.after = after
+
+    def single_releases(self, node: str) -> Iterator[tuple[str, NodeTopology]]:
+        yield "default/gone", self.after
+
+    def exact(self, node: str) -> bool:
+        return True
+
+
+def test_stable_under_release_checks_the_pod_as_the_kubelet_admits_it() -> None:
+    """StableUnderRelease asks whether the pod would still be admitted after a release, of the pod as the kubelet
+    admits it: without the NIC DRA serves on a node whose zones still list it (none free), as the NUMA plugin's
+    Filter asks."""
+    stale = _nic_node("stale", (("2", "0"), ("2", "0")), 0)
+    assert stale.topology is not None
+    init = guaranteed("init", "2", "1Gi", limits={NIC: "1"})
+    p = pod(guaranteed("app", "4", "8Gi", limits={NIC: "1"}), init=(init,), name="p")
+    releases = _Releases(stale.topology)
+    assert StableUnderRelease(releases, _map(nics=NIC)).filter(CycleState(), p, stale).ok
+    assert not StableUnderRelease(releases).filter(CycleState(), p, stale).ok  # without DRA: no NIC left
+    # the daemon's profile (knuma's cache) gives it the DeviceClasses' extended resources
+    config, devices = default_config(), DeviceState()
+    profile = build_profiles(config, build_nrt_cache(config), devices)["topology-aware-scheduler"]
+    (plugin,) = [f for f in profile.filters if isinstance(f, StableUnderRelease)]
+    assert plugin.extended is devices.extended

@@ -176,7 +176,7 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
 
     filters = [p for n in profile.filters if n in factories and isinstance(p := plugin(n), FilterPlugin)]
     if profile.topology_aware:
-        filters.extend(cache_filters(nrt))
+        filters.extend(cache_filters(nrt, device_state.extended))
     scorers = [(p, w) for n, w in profile.scorers if n in factories and isinstance(p := plugin(n), ScorePlugin)]
     gates = [
         p

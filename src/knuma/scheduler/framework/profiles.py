@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from knuma.scheduler.cache.interface import NRTCache
 from knuma.scheduler.framework.interface import FilterPlugin, Profile
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stable_under_release import ReleaseScenarios, StableUnderRelease
@@ -43,9 +44,9 @@ def default_profile(
     return Profile(name=name, filters=filters, scorers=((numa, NUMA_WEIGHT), (fit, FIT_WEIGHT)))
 
 
-def cache_filters(cache: NRTCache | None) -> tuple[FilterPlugin, ...]:
+def cache_filters(cache: NRTCache | None, extended: ExtendedResourceMap | None = None) -> tuple[FilterPlugin, ...]:
     """Filters the NRT cache makes possible, after NodeResourceTopologyMatch: StableUnderRelease with knuma's cache
-    (it needs to know which pod holds which zones)."""
+    (it needs to know which pod holds which zones). `extended`: the DeviceClasses' extended resources (DRA)."""
     if isinstance(cache, ReleaseScenarios):
-        return (StableUnderRelease(cache),)
+        return (StableUnderRelease(cache, extended),)
     return ()

@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from knuma.api.nrt import Scope
 from knuma.api.pod import ContainerKind, Pod
 from knuma.scheduler.framework.interface import SUCCESS, Code, CycleState, FastPathKind, NodeInfo, Status
+from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap, as_admitted, served_on_node
 from knuma.scheduler.plugins.numa import CANNOT_ALIGN_INIT_CONTAINER
 from knuma.topology.kubelet import admits
 from knuma.topology.node import NodeTopology
@@ -51,8 +52,11 @@ class StableUnderRelease:
     """Preemption's dry run skips it: the releases it checks are those of the node with its victims, and the
     preemptor's own cycle, after they are gone, checks the node as it then is."""
 
-    def __init__(self, cache: ReleaseScenarios) -> None:
+    def __init__(self, cache: ReleaseScenarios, extended: ExtendedResourceMap | None = None) -> None:
         self.cache = cache
+        self.extended = extended
+        """The DeviceClasses' extended resources: the pod is checked as the kubelet admits it on the node, without
+        those DRA serves there (`NodeResourceTopologyMatch.kubelet_pod`); None: no DRA."""
         self.rejected = 0
 
     def applies_to(self, pod: Pod) -> bool:
@@ -70,8 +74,9 @@ class StableUnderRelease:
             return Status(
                 Code.UNSCHEDULABLE, CANNOT_ALIGN_INIT_CONTAINER, NAME, "the node's zones are not known exactly yet"
             )
+        admitted = as_admitted(pod, served_on_node(pod.requested_names, self.extended, node.allocatable))
         for released, after in self.cache.single_releases(node.name):
-            if not admits(pod, after):
+            if not admits(admitted, after):
                 self.rejected += 1
                 return Status(
                     Code.UNSCHEDULABLE,
