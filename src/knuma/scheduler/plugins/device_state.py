@@ -135,7 +135,9 @@ class DeviceState:
     """Pod uid -> the key of the extended resource claim it owns (`owned_extended_claim`)."""
     taint_rules: dict[str, DeviceTaintRule] = field(default_factory=dict)
     """DeviceTaintRules by name: `slices` carry their taints (`knuma.devices.taintrules`)."""
-    _class_totals: tuple[int, dict[tuple[str, str], tuple[int, int]]] = field(default=(-1, {}), repr=False)
+    _class_totals: tuple[int, dict[tuple[str, str], tuple[int, int]]] = field(
+        default_factory=lambda: (-1, {}), repr=False
+    )
     """(`version`, (node, class) -> `class_devices`)."""
     _published: dict[str, ResourceSlice] = field(default_factory=dict, repr=False)
     """Slice name -> the slice as its driver published it (`slices`: with the DeviceTaintRules' taints)."""
