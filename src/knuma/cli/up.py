@@ -125,6 +125,20 @@ def up(
         metavar="SHARE",
         help="Share of a zone's nodes (more than 2) not Ready that slows its evictions to the secondary rate.",
     ),
+    fabric_gpus: int = typer.Option(
+        0,
+        "--fabric-gpus",
+        metavar="N",
+        help="Run a simulated fabric DRA driver (fabric.sim.knuma.io) with N GPUs every node reaches, each attached to "
+        "the node it is allocated for before its pod is bound (binding conditions, KEP-5007).",
+    ),
+    fabric_attach_delay: str | None = typer.Option(
+        None,
+        "--fabric-attach-delay",
+        metavar="DURATION",
+        help="How long attaching a fabric GPU takes (default 3s). A claim annotated sim.knuma.io/fabric-attach=fail "
+        "fails to attach.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs."),
     log_level: str | None = log_level_option(),
 ) -> None:
@@ -146,6 +160,7 @@ def up(
         UpError,
         UpOptions,
         eviction_rates,
+        fabric_options,
         grace_period_seconds,
         monitor_period_seconds,
         nrt_period_seconds,
@@ -153,6 +168,7 @@ def up(
     )
     from knuma.local.up.stack import LocalCluster, run
     from knuma.local.up.summary import line
+    from knuma.testbed.fabric import DRIVER as FABRIC_DRIVER
 
     options = UpOptions(
         nodes=nodes,
@@ -174,6 +190,7 @@ def up(
     if nrt_period is not None:
         options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
     grace = grace_period_seconds(node_monitor_grace_period, lease_renew_interval)
+    fabric, attach_delay = fabric_options(fabric_gpus, fabric_attach_delay)
     rates = eviction_rates(
         node_eviction_rate, secondary_node_eviction_rate, large_cluster_size_threshold, unhealthy_zone_threshold
     )
@@ -185,6 +202,8 @@ def up(
             node_startup_grace_period, lease_renew_interval, "--node-startup-grace-period"
         ),
         eviction_rates=rates,
+        fabric_gpus=fabric,
+        fabric_attach_delay=attach_delay,
     )
     if exporters not in ("auto", "process", "in-process"):
         raise UpError(f"--exporters must be auto, process or in-process, got {exporters!r}")
@@ -218,6 +237,11 @@ def up(
         profiles = ", ".join(local.scheduler_profiles) or "none (--no-scheduler)"
         typer.echo(f"knuma up: {count} node{'s' if count != 1 else ''} ({spec.describe()}); API server {local.url}")
         typer.echo(f"  exporters: {exporter}; scheduler profiles: {profiles}")
+        if options.fabric_gpus:
+            typer.echo(
+                f"  fabric: {options.fabric_gpus} GPU{'s' if options.fabric_gpus != 1 else ''} (DeviceClass "
+                f"{FABRIC_DRIVER}), attached {format_duration(options.fabric_attach_delay)} after allocation"
+            )
         typer.echo(f"  kubeconfig: {local.kubeconfig}")
         typer.echo(f"  logs: {local.logs}")
         typer.echo(f"  try: kubectl --kubeconfig {local.kubeconfig} get nodes,noderesourcetopologies")

@@ -233,6 +233,16 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--node-eviction-rate must be a number, got nan" in result.output
     result = up("--unhealthy-zone-threshold", "55")
     assert result.exit_code == 2 and "above 0 and at most 1, got 55" in result.output
+    result = up("--fabric-gpus", "129")
+    assert result.exit_code == 2 and "--fabric-gpus must be 0 to 128" in result.output
+    result = up("--fabric-gpus", "-1")
+    assert result.exit_code == 2 and "--fabric-gpus must be 0 to 128" in result.output
+    result = up("--fabric-attach-delay", "5s")
+    assert result.exit_code == 2 and "--fabric-attach-delay needs --fabric-gpus" in result.output
+    result = up("--fabric-gpus", "2", "--fabric-attach-delay", "-1s")
+    assert result.exit_code == 2 and "--fabric-attach-delay must be 0 or more" in result.output
+    result = up("--fabric-gpus", "2", "--fabric-attach-delay", "soon")
+    assert result.exit_code == 2 and "--fabric-attach-delay:" in result.output
     data = tmp_path / "d"
     data.mkdir()
     (data / "cluster.yaml").write_text(yaml.safe_dump({"pools": [{"name": "worker", "shape": "small", "count": 1}]}))

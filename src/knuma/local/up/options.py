@@ -20,10 +20,21 @@ from knuma.api.nrt import Policy, Scope
 from knuma.duration import DurationError, format_duration, parse_duration
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.local.controllers.evictionzones import EvictionRates
+from knuma.local.controllers.fabric_attach import DEFAULT_ATTACH_DELAY
 from knuma.testbed.cluster import ClusterSpec, SpecError, cluster_from_dict, load_yaml
+from knuma.testbed.fabric import MAX_DEVICES
 from knuma.testbed.shapes import BUILTIN_SHAPES
 
-__all__ = ["DEFAULT_NODES", "DEFAULT_SHAPE", "UpError", "UpFailed", "UpOptions", "resolve_cluster", "save_cluster"]
+__all__ = [
+    "DEFAULT_NODES",
+    "DEFAULT_SHAPE",
+    "UpError",
+    "UpFailed",
+    "UpOptions",
+    "fabric_options",
+    "resolve_cluster",
+    "save_cluster",
+]
 
 DEFAULT_NODES = 3
 DEFAULT_SHAPE = "two-socket"
@@ -67,6 +78,11 @@ class UpOptions:
     eviction_rates: EvictionRates = field(default_factory=EvictionRates)
     """How fast failed nodes are tainted NoExecute per zone, and when that stops
     (`knuma.local.controllers.evictionzones`)."""
+    fabric_gpus: int = 0
+    """GPUs of the simulated fabric driver, reachable from every node and attached to one once allocated
+    (`knuma.local.controllers.fabric_attach`); 0: no fabric driver runs."""
+    fabric_attach_delay: float = DEFAULT_ATTACH_DELAY
+    """Seconds from a fabric device's allocation to its driver reporting it attached."""
 
     @property
     def describes_cluster(self) -> bool:
@@ -211,3 +227,18 @@ def nrt_period_seconds(raw: str) -> float:
     if seconds < 1:
         raise UpError(f"--nrt-period must be at least 1s, got {raw!r}")
     return seconds
+
+
+def fabric_options(gpus: int, attach_delay: str | None) -> tuple[int, float]:
+    """`--fabric-gpus` (0 to the 128 devices one ResourceSlice holds) and `--fabric-attach-delay` (a Go duration of 0
+    or more, which means nothing without fabric GPUs)."""
+    if not 0 <= gpus <= MAX_DEVICES:
+        raise UpError(f"--fabric-gpus must be 0 to {MAX_DEVICES} (the devices one ResourceSlice holds), got {gpus}")
+    if attach_delay is None:
+        return gpus, DEFAULT_ATTACH_DELAY
+    if not gpus:
+        raise UpError("--fabric-attach-delay needs --fabric-gpus")
+    seconds = _seconds(attach_delay, "--fabric-attach-delay")
+    if seconds < 0:
+        raise UpError(f"--fabric-attach-delay must be 0 or more, got {attach_delay!r}")
+    return gpus, seconds

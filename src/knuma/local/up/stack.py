@@ -1,7 +1,8 @@
 """`knuma up`: the whole stack on one machine, in one process tree.
 
     knuma up (this process)         API server (in-process), node proxy `configz` of every node,
-    │                               Deployment, ReplicaSet, DaemonSet and ResourceClaim controllers, live summary
+    │                               Deployment, ReplicaSet, DaemonSet and ResourceClaim controllers, live summary,
+    │                               the simulated fabric driver's attach controller (`--fabric-gpus`)
     ├── python -m knuma.local.nodes every simulated node: kubelet model, heartbeats, PodResources, (NRT in-process)
     ├── knuma exporter x N          one per node, reading the node's sysfs tree and PodResources socket
     └── knuma scheduler             profiles topology-aware-scheduler and default-scheduler (topology-unaware)
@@ -38,6 +39,7 @@ from knuma.kube.errors import Conflict, KubeApiError
 from knuma.kube.informer import Callbacks, Informer
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
+from knuma.local.controllers import fabric_attach
 from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.device_taint_eviction import DeviceTaintEvictionController
 from knuma.local.controllers.manager import WorkloadControllers
@@ -152,6 +154,8 @@ class LocalCluster:
         self._claim_controller_task: asyncio.Task[None] | None = None
         self.device_taint_eviction: DeviceTaintEvictionController | None = None
         self._device_taint_eviction_task: asyncio.Task[None] | None = None
+        self.fabric: fabric_attach.FabricAttachController | None = None
+        self._fabric_task: asyncio.Task[None] | None = None
         self.node_process: Child | None = None
         self.exporters: list[Child] = []
         self.scheduler: Child | None = None
@@ -199,6 +203,7 @@ class LocalCluster:
         self._claim_controller_task = asyncio.create_task(self.claim_controller.run())
         self.device_taint_eviction = DeviceTaintEvictionController(self.http)
         self._device_taint_eviction_task = asyncio.create_task(self.device_taint_eviction.run())
+        await self._start_fabric(progress)
         progress(f"starting {len(self.nodes)} simulated nodes")
         await self._start_nodes(cluster_file)
         if self.exporter_mode == "process":
@@ -225,6 +230,25 @@ class LocalCluster:
                 on_error=log.debug,
             )
             self._silent_nodes_task = asyncio.create_task(nodes.run())
+
+    async def _start_fabric(self, progress: Callable[[str], None]) -> None:
+        """The simulated fabric driver (`--fabric-gpus`): its ResourceSlice and DeviceClass, and its fabric manager
+        attaching what the scheduler allocates. Without the flag, what an earlier run on the data directory left of
+        it goes."""
+        assert self.http is not None
+        if not self.options.fabric_gpus:
+            if self.persistent:
+                await fabric_attach.withdraw(self.http)
+            return
+        self.fabric = fabric_attach.FabricAttachController(
+            self.http, self.options.fabric_gpus, self.options.fabric_attach_delay
+        )
+        try:
+            await self.fabric.publish()
+        except KubeApiError as err:
+            raise UpFailed(f"cannot publish the fabric driver's ResourceSlice: {err}") from err
+        progress(f"fabric driver: {self.options.fabric_gpus} GPUs published")
+        self._fabric_task = asyncio.create_task(self.fabric.run())
 
     def _node_seen(self, node: dict[str, Any]) -> None:
         name = str((node.get("metadata") or {}).get("name") or "")
@@ -428,6 +452,7 @@ class LocalCluster:
             self._controller_task,
             self._claim_controller_task,
             self._device_taint_eviction_task,
+            self._fabric_task,
         ):
             if task is not None:
                 task.cancel()
