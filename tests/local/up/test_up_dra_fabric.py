@@ -3,7 +3,8 @@
 manager reports an allocated GPU attached to the node its allocation is pinned to a few seconds later.
 `examples/dra/fabric-gpu.yaml`'s pod waits in PreBind (`BindingConditionsPending`), is bound only after the attach,
 on the allocation's node, and runs. `examples/dra/fabric-gpu-broken.yaml`'s claim asks for a failed attach: the pod
-stays Pending with FailedScheduling saying why, its claim deallocated and allocated afresh on every retry."""
+stays Pending with FailedScheduling saying why, its claim deallocated and allocated afresh on every retry. The cluster
+resumed without the flag offers no fabric GPUs."""
 
 from __future__ import annotations
 
@@ -116,3 +117,9 @@ def test_a_fabric_gpu_is_bound_once_attached_and_a_failed_attach_is_retried(star
 
     eventually(released, timeout=60)
     assert up.stop() == 0
+
+    # resumed without --fabric-gpus: no fabric manager runs, so its devices are not offered any more
+    again = start()
+    assert [s["metadata"]["name"] for s in again.get("resourceslices")["items"]] == []
+    assert DRIVER not in again.kubectl("get", "deviceclasses", "-o", "name")
+    assert again.stop() == 0
