@@ -247,7 +247,8 @@ class LocalCluster:
             await self.fabric.publish()
         except KubeApiError as err:
             raise UpFailed(f"cannot publish the fabric driver's ResourceSlice: {err}") from err
-        progress(f"fabric driver: {self.options.fabric_gpus} GPUs published")
+        count = self.options.fabric_gpus
+        progress(f"fabric driver: {count} GPU{'s' if count != 1 else ''} published")
         self._fabric_task = asyncio.create_task(self.fabric.run())
 
     def _node_seen(self, node: dict[str, Any]) -> None:
