@@ -319,3 +319,23 @@ def test_cordon_and_drain(kubectl: Kubectl, http_client: Http) -> None:
     assert "node/n1 drained" in out
     assert http_client.get("/api/v1/nodes/n1").json["spec"]["unschedulable"] is True
     assert [p["metadata"]["name"] for p in http_client.get(pods).json["items"]] == ["elsewhere"]
+
+
+def test_get_events_shows_when_an_event_was_last_seen(kubectl: Kubectl, http_client: Http) -> None:
+    """LAST SEEN is the event's `lastTimestamp` (`printEvent`), not the age of the Event object: one recorded by a
+    component that kept it (created just now here) but last seen years ago shows years."""
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "p.2", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"},
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "message": "retried",
+        "count": 5,
+        "firstTimestamp": "2020-01-01T00:00:00Z",
+        "lastTimestamp": "2021-01-01T00:00:00Z",
+    }
+    http_client.post("/api/v1/namespaces/default/events", event)
+    row = next(line for line in kubectl("get", "events").stdout.splitlines() if "retried" in line)
+    assert "y" in row.split()[0], row  # years ago, not the seconds since the object was created

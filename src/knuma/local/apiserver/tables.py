@@ -49,12 +49,30 @@ def human_duration(seconds: float) -> str:
     return f"{h // 24 // 365}y"
 
 
-def _age(obj: JsonObj) -> str:
-    ts = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not ts:
+def _since(ts: object) -> str:
+    """`translateTimestampSince` / `translateMicroTimestampSince`: how long ago, "<unknown>" when unset."""
+    if not isinstance(ts, str) or not ts:
         return "<unknown>"
-    created = datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return human_duration((datetime.now(UTC) - created).total_seconds())
+    try:
+        then = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return human_duration((datetime.now(UTC) - then).total_seconds())
+
+
+def _age(obj: JsonObj) -> str:
+    return _since((obj.get("metadata") or {}).get("creationTimestamp"))
+
+
+def _event_last_seen(obj: JsonObj) -> str:
+    """`printEvent`'s LAST SEEN: the series' last observation, else `lastTimestamp`, else `firstTimestamp`, else
+    `eventTime` (what a repeated event updates, not when it was first created)."""
+    series = obj.get("series") or {}
+    if series.get("lastObservedTime"):
+        return _since(series["lastObservedTime"])
+    return _since(obj.get("lastTimestamp") or obj.get("firstTimestamp") or obj.get("eventTime"))
 
 
 def _get(obj: Any, *path: str | int) -> Any:
@@ -317,7 +335,7 @@ COLUMNS: dict[str, list[Column]] = {
         AGE,
     ],
     "Event": [
-        ("Last Seen", "string", 0, "Last seen", _age),
+        ("Last Seen", "string", 0, "Last seen", _event_last_seen),
         ("Type", "string", 0, "Type", lambda o: o.get("type", "")),
         ("Reason", "string", 0, "Reason", lambda o: o.get("reason", "")),
         ("Object", "string", 0, "Object", _involved),
