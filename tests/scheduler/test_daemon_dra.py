@@ -677,3 +677,21 @@ async def test_zones_that_still_list_a_resource_dra_serves_hold_none_of_it(api: 
             assert info.topology is not None
             assert {z.id: z.available["cpu"] for z in info.topology.zones} == {0: 47000, 1: 55000}
             assert {z.id: z.available["example.com/nic"] for z in info.topology.zones} == {0: 0, 1: 0}
+
+
+async def test_a_pod_deleted_while_waiting_for_its_device_gives_the_allocation_back(api: RunningApiServer) -> None:
+    """PreBind stops waiting for binding conditions once the pod is gone: the claim is deallocated at once (not after
+    `bindingTimeout`), its status left without `reservedFor` (absent, not null, as kube-apiserver stores it)."""
+    async with cluster(api) as c:
+        await c.add_node("n1", ZONES)
+        await fabric_gpu(c)
+        async with running_scheduler(api, binding_profiles(), fast_polls()):
+            await trainer_waits_for_its_device(c)
+            await c.request("DELETE", "/api/v1/namespaces/default/pods/trainer?gracePeriodSeconds=0")
+
+            async def given_back() -> tuple[dict[str, Any]] | None:
+                status = (await c.request("GET", f"{CLAIMS}/fgpu")).get("status") or {}
+                return (status,) if "allocation" not in status else None
+
+            (status,) = await c.wait_for(given_back, what="the claim deallocated")
+            assert "reservedFor" not in status, status

@@ -142,10 +142,11 @@ async def unreserve_claims(http: httpx2.AsyncClient, pod: Pod, keys: list[str]) 
             reserved = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
             if reserved == list(status.get("reservedFor") or []):
                 continue
-            status["reservedFor"] = reserved or None
-            if not reserved:  # what drivers reported of the devices goes with them (it must name allocated ones)
-                status.pop("allocation", None)
-                status.pop("devices", None)
+            if reserved:
+                status["reservedFor"] = reserved
+            else:  # the allocation goes, and what drivers reported of its devices (it must name allocated ones)
+                for name in ("reservedFor", "allocation", "devices"):
+                    status.pop(name, None)
             await rest.put(http, f"{path}/status", claim)
         except KubeApiError as err:
             log.warning("unreserving %s for %s: %s", key, pod.key, err)

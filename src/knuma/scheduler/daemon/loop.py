@@ -544,7 +544,15 @@ class Scheduler:
         allocates afresh (upstream deallocates them in the next attempt's PostFilter)."""
 
         def state() -> BindingState:
-            claims = [c for key in keys if (c := self.devices.parsed_claim(key)) is not None]
+            current = self.pods.store.get(pod.key)
+            if current is None or (current.get("metadata") or {}).get("uid") != pod.uid:
+                return BindingState(Binding.FAILED, "the pod was deleted while its devices were being made ready")
+            claims = []
+            for key in keys:
+                claim = self.devices.parsed_claim(key)
+                if claim is None or claim.allocation is None:  # deleted, or deallocated by someone else
+                    return BindingState(Binding.FAILED, f"resourceclaim {key} is not allocated any more")
+                claims.append(claim)
             return pods_binding_state(claims, timeout)
 
         found = state()
