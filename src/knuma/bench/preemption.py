@@ -91,7 +91,7 @@ def run(nodes: int = 5000, pods_per_node: int = 4, attempts: int = 20) -> list[P
         for slot in range(pods_per_node):
             cache.upsert_pod(_pod(f"running-{index}-{slot}", 7, 0, name))
     gc.collect()
-    gc.freeze()  # as the daemon does once its caches are synced (`_FrozenHeap`)
+    gc.freeze()  # as the daemon does once its caches are synced (`knuma.scheduler.daemon.heap`)
     fast = FastPath(cache)
     assert fast.decide(profile, Pod.from_manifest(_pod("warm-up", 1, 0))).node is not None  # arrays built
     assert fast.decide(profile, Pod.from_manifest(_pod("warm-up-2", 99, 0))).node is None  # node data read once

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
+from knuma.scheduler.daemon.heap import frozen_heap
 from knuma.scheduler.fast.vectorized import Decision, VectorizedScheduler
 from knuma.scheduler.framework.interface import NodeInfo
 from knuma.scheduler.sequential import SequentialScheduler
@@ -156,21 +157,24 @@ def new_shape_workload(pods: int, seed: int = 13) -> list[Pod]:
 
 
 def measure(schedule: Callable[[Pod], Decision], pods: Sequence[Pod]) -> Throughput:
+    """Time `schedule` over `pods`, with the heap built so far frozen for the cycle collector, as the daemon freezes
+    it once its caches are synced (`knuma.scheduler.daemon.heap`)."""
     latencies = []
     scheduled = 0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    window_start, window_count, windows = start, 0, []
-    for pod in pods:
-        t0 = time.perf_counter()
-        decision = schedule(pod)
-        t1 = time.perf_counter()
-        latencies.append(t1 - t0)
-        scheduled += decision.node is not None
-        window_count += 1
-        if t1 - window_start >= 1.0:
-            windows.append(window_count / (t1 - window_start))
-            window_start, window_count = t1, 0
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    with frozen_heap():
+        start, cpu_start = time.perf_counter(), time.process_time()
+        window_start, window_count, windows = start, 0, []
+        for pod in pods:
+            t0 = time.perf_counter()
+            decision = schedule(pod)
+            t1 = time.perf_counter()
+            latencies.append(t1 - t0)
+            scheduled += decision.node is not None
+            window_count += 1
+            if t1 - window_start >= 1.0:
+                windows.append(window_count / (t1 - window_start))
+                window_start, window_count = t1, 0
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     average = len(pods) / elapsed if elapsed else 0.0
     if not windows:
         windows = [average]

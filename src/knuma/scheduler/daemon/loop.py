@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import json
 import logging
 import os
@@ -53,6 +52,7 @@ from knuma.scheduler.daemon.claims import (
     record_extended_claim,
     unreserve_claims,
 )
+from knuma.scheduler.daemon.heap import FROZEN_HEAP
 from knuma.scheduler.daemon.metrics import SchedulerMetrics
 from knuma.scheduler.daemon.queue import QueuedPod, SchedulingQueue
 from knuma.scheduler.daemon.unsupported import unsupported_constraints
@@ -202,7 +202,7 @@ class Scheduler:
                 return
             log.info("caches synced: %d nodes, %d pods", len(self.nodes.store), len(self.pods.store))
             self.cache.nrt.informers_synced()
-            _FROZEN_HEAP.freeze()
+            FROZEN_HEAP.freeze()
             froze = True
             if self.elector is not None:
                 acquire = asyncio.create_task(self.elector.acquire())
@@ -232,7 +232,7 @@ class Scheduler:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await self.events.flush()
             if froze:
-                _FROZEN_HEAP.thaw()
+                FROZEN_HEAP.thaw()
             if self.elector is not None:
                 await self.elector.release()
 
@@ -735,32 +735,6 @@ class Scheduler:
         self.devices.delete_pod(obj)
         self.queue.delete(key)
         self.queue.move_all()
-
-
-class _FrozenHeap:
-    """`gc.freeze()` once the caches have synced, for as long as a scheduler runs in the process.
-
-    The initial lists (every Node, NRT and Pod, and the cache built from them) are most of the heap and live as long
-    as the scheduler; CPython's full collections traverse all of it each time (at 5000 nodes and 10,000 pods,
-    about 0.3 s of CPU per collection, about 10% of the scheduler's CPU through a burst of bindings). Frozen
-    objects are skipped by the cycle collector and still freed by reference counting when an informer replaces
-    them (JSON objects form no cycles). Counted, so that the last scheduler to stop in a process (tests run
-    several) unfreezes."""
-
-    def __init__(self) -> None:
-        self.holders = 0
-
-    def freeze(self) -> None:
-        self.holders += 1
-        gc.freeze()
-
-    def thaw(self) -> None:
-        self.holders -= 1
-        if self.holders == 0:
-            gc.unfreeze()
-
-
-_FROZEN_HEAP = _FrozenHeap()
 
 
 class LeadershipLost(OperationFailed):
