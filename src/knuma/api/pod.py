@@ -16,8 +16,8 @@ from __future__ import annotations
 import difflib
 import enum
 import json
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "default_pod_resources",
     "is_pod_ready",
     "long_running_request",
+    "without_requests",
 ]
 
 DRA_NUMA_ANNOTATION = "scheduling.knuma.io/dra-numa"
@@ -287,6 +288,26 @@ def is_pod_ready(manifest: Mapping[str, Any]) -> bool:
 def _start_time(status: Any) -> str:
     started = status.get("startTime") if isinstance(status, Mapping) else None
     return started if isinstance(started, str) else ""
+
+
+def without_requests(pod: Pod, dropped: Callable[[Container], Collection[str]]) -> Pod:
+    """`pod` with each container's requests and limits of the resources `dropped(container)` names left out (the
+    pod as a kubelet that does not count those resources sees it); `pod` itself when nothing is dropped."""
+
+    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+        out = []
+        for c in containers:
+            drop = dropped(c)
+            if drop:
+                kept = {k: v for k, v in c.requests.items() if k not in drop}
+                c = replace(c, requests=kept, limits={k: v for k, v in c.limits.items() if k not in drop})
+            out.append(c)
+        return tuple(out)
+
+    init, apps = strip(pod.init_containers), strip(pod.containers)
+    if init == pod.init_containers and apps == pod.containers:
+        return pod
+    return replace(pod, init_containers=init, containers=apps)
 
 
 def long_running_request(init: Iterable[Container], apps: Iterable[Container]) -> dict[str, int]:

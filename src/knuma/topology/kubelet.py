@@ -12,7 +12,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knuma.api.nrt import Policy, Scope
-from knuma.api.pod import Container, ContainerKind, Pod, long_running_request
+from knuma.api.pod import Container, ContainerKind, Pod, long_running_request, without_requests
 from knuma.api.resources import CPU
 from knuma.errors import KnumaError
 from knuma.topology.hints import Hint, HintLists, bits, iterate_masks, mask_of, merge, normalise
@@ -191,20 +191,8 @@ def kubelet_view(pod: Pod) -> Pod:
     backed = pod.dra_backed
     if not backed:
         return pod
-
-    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
-        out = []
-        for c in containers:
-            drop = {resource for name, resource in backed if name == c.name}
-            if drop:
-                kept = {k: v for k, v in c.requests.items() if k not in drop}
-                c = replace(c, requests=kept, limits={k: v for k, v in c.limits.items() if k not in drop})
-            out.append(c)
-        return tuple(out)
-
-    return replace(
-        pod, init_containers=strip(pod.init_containers), containers=strip(pod.containers), dra_backed=frozenset()
-    )
+    stripped = without_requests(pod, lambda c: {resource for name, resource in backed if name == c.name})
+    return replace(stripped, dra_backed=frozenset())
 
 
 def _admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None, trace: list[HintStep] | None) -> Admission:

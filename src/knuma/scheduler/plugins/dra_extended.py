@@ -23,11 +23,11 @@ And the kubelet's side, for the NUMA plugin's model of it: `served_on_node` name
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from knuma.api.dra.resourceclaim import ResourceClaim
-from knuma.api.pod import Container, ContainerKind, Pod
+from knuma.api.pod import Container, ContainerKind, Pod, without_requests
 from knuma.api.resources import DEVICE_CLASS_RESOURCE_PREFIX, is_dra_extended_resource_name
 
 __all__ = [
@@ -163,14 +163,7 @@ def as_admitted(pod: Pod, served: Collection[str]) -> Pod:
     plugin to DRA) hold none of it. QoS reads cpu and memory only: it does not change."""
     if not served:
         return pod
-
-    def drop(resources: Mapping[str, int]) -> dict[str, int]:
-        return {name: amount for name, amount in resources.items() if name not in served}
-
-    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
-        return tuple(replace(c, requests=drop(c.requests), limits=drop(c.limits)) for c in containers)
-
-    return replace(pod, init_containers=strip(pod.init_containers), containers=strip(pod.containers))
+    return without_requests(pod, lambda _: served)
 
 
 def _long_and_short(pod: Pod) -> tuple[list[Container], list[int], list[int]]:
