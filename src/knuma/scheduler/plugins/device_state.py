@@ -31,7 +31,7 @@ from knuma.devices.counters import physical_devices
 from knuma.devices.filtering import SelectorCache
 from knuma.devices.memo import AllocationMemo
 from knuma.devices.numa import placement_of
-from knuma.devices.pools import Candidate, DeviceID
+from knuma.devices.pools import DeviceID, gather_pools
 from knuma.devices.taintrules import with_taint_rules
 from knuma.scheduler.framework.interface import (
     NodeInfo,
@@ -453,15 +453,8 @@ class DeviceState:
                 selectors = [
                     compile_selector(e, f"class {cls.name}: selector #{i}") for i, e in enumerate(cls.selectors)
                 ]
-                for slice_ in self._slices_of(node)[0]:
-                    scope = slice_.node
-                    for device in slice_.devices:
-                        if scope.per_device:
-                            if device.node is None or not device.node.matches(node, labels):
-                                continue
-                        elif not scope.matches(node, labels):
-                            continue
-                        candidate = Candidate((slice_.driver, slice_.pool.name, device.name), device, slice_)
+                for pool in gather_pools(self._slices_of(node)[0], node, labels):  # what reaches the node
+                    for candidate in pool.candidates(node, labels):
                         if all(self.cache.matches(sel, candidate, f"class {cls.name}") for sel in selectors):
                             total += 1
                             allocated += candidate.id in inventory.in_use or candidate.id in inventory.consumed
