@@ -22,7 +22,7 @@ from knuma.kube import rest
 from knuma.kube.errors import KubeApiError, NotFound
 from knuma.kube.ratelimit import TokenBucket
 
-__all__ = ["EventRecorder", "ObjectReference", "timestamp"]
+__all__ = ["EventRecorder", "ObjectReference", "parse_timestamp", "timestamp"]
 
 log = logging.getLogger("knuma.kube.events")
 
@@ -147,3 +147,15 @@ def _event(
 def timestamp() -> str:
     """Now, as Kubernetes writes times in objects (RFC 3339, UTC, seconds)."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(value: object) -> dt.datetime | None:
+    """A time as objects carry it (`metav1.Time` / `MicroTime`: RFC 3339, `Z` or an offset, seconds or fractions),
+    timezone-aware; None when it is absent or not such a time (objects written before validation, or by hand)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from knuma.api.types import JsonObj
+from knuma.kube.events import parse_timestamp
 from knuma.local.apiserver.resources import ResourceType
 
 Column = tuple[str, str, int, str, Callable[[JsonObj], Any]]  # name, type, priority, description, getter
@@ -51,14 +52,9 @@ def human_duration(seconds: float) -> str:
 
 def _since(ts: object) -> str:
     """`translateTimestampSince` / `translateMicroTimestampSince`: how long ago, "<unknown>" when unset."""
-    if not isinstance(ts, str) or not ts:
+    then = parse_timestamp(ts)
+    if then is None:
         return "<unknown>"
-    try:
-        then = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
     return human_duration((datetime.now(UTC) - then).total_seconds())
 
 

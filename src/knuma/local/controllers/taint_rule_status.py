@@ -30,6 +30,7 @@ from knuma.api.taints import NO_EXECUTE, Taint
 from knuma.api.types import JsonObj, meta_of
 from knuma.devices.pools import DeviceID
 from knuma.devices.taintrules import with_taint_rules
+from knuma.kube.events import parse_timestamp
 
 __all__ = [
     "CONDITION_TYPE",
@@ -102,7 +103,7 @@ def seconds_until_update(
     an older generation, or without a readable `lastTransitionTime`, is due at once."""
     if condition is None or condition.get("observedGeneration") != generation:
         return 0.0
-    since = _parse_time(condition.get("lastTransitionTime"))
+    since = parse_timestamp(condition.get("lastTransitionTime"))
     if since is None:
         return 0.0
     return max(0.0, period - (now - since).total_seconds())
@@ -268,13 +269,3 @@ def _allocated(claim: Mapping[str, Any]) -> list[DeviceID]:
 
 def _count(n: int, one: str, many: str) -> str:
     return one if n == 1 else f"{n} {many}"
-
-
-def _parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)

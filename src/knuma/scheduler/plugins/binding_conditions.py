@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from knuma.api.dra.resourceclaim import ResourceClaim
+from knuma.kube.events import parse_timestamp
 
 __all__ = ["Binding", "BindingState", "binding_state", "pods_binding_state"]
 
@@ -35,16 +36,6 @@ class BindingState:
     state: Binding
     reason: str = ""
     """For FAILED and TIMED_OUT: what to tell the user (upstream's error text)."""
-
-
-def _allocated_at(claim: ResourceClaim) -> datetime | None:
-    stamp = claim.allocation.allocation_timestamp if claim.allocation is not None else ""
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def binding_state(claim: ResourceClaim, timeout: float, now: datetime | None = None) -> BindingState:
@@ -72,7 +63,7 @@ def binding_state(claim: ResourceClaim, timeout: float, now: datetime | None = N
                 (c := status.condition(kind)) is not None and c.status == "True" for kind in result.binding_conditions
             )
         if not ready:
-            since = _allocated_at(claim)
+            since = parse_timestamp(allocation.allocation_timestamp)
             if since is not None and (now or datetime.now(UTC)).timestamp() > since.timestamp() + timeout:
                 return BindingState(Binding.TIMED_OUT, f"claim {claim.name} binding timeout")
             return BindingState(Binding.WAITING)
