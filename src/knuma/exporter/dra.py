@@ -108,13 +108,12 @@ def zone_devices(
                 continue
             key = (str(driver), str(pool), str(device.get("name")))
             multiple = device.get("allowMultipleAllocations") is True
+            # a share of a device that does not allow multiple allocations is no state the scheduler writes: counted
+            # as held, the safe side
+            allocated = key in taken or key in consumed
             if multiple:
-                allocated = key in taken or key in consumed
                 free = key not in taken and _room(device, consumed.get(key, {}))
             else:
-                # a share of a device that does not allow multiple allocations is no state the scheduler writes:
-                # counted as held, the safe side
-                allocated = key in taken or key in consumed
                 free = not allocated and (counters is None or counters.fits((key,)))
             cut = hardware.get(key)
             out.setdefault(numa, []).append(
