@@ -25,6 +25,16 @@ def test_devices_are_grouped_by_numa_node_and_allocated_ones_are_not_free() -> N
     assert zone_devices(SLICES, [], "another-node") == {}
 
 
+def test_an_admin_access_result_does_not_hold_its_device() -> None:
+    """A monitoring claim with `adminAccess` sees a GPU another claim may hold; upstream's `foreachAllocatedDevice`
+    skips such results, so the GPU stays free for an ordinary claim (it was counted as used)."""
+    monitor = allocated(("gpu.sim.knuma.io", "gpu-5"))
+    monitor["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True  # type: ignore[index]
+    zones = zone_devices(SLICES, [monitor], "dgx-0")
+    assert ZoneDevice("gpu.sim.knuma.io", "gpu-5", True) in zones[1]
+    assert all(d.free and not d.allocated for d in zones[0] + zones[1])
+
+
 def test_the_nrt_gets_resources_and_an_attribute_per_zone() -> None:
     cpu = ResourceInfo("cpu", 56000, 55000, 55000)
     nrt = NodeResourceTopology("dgx-0", (Zone("node-0", resources=(cpu,)), Zone("node-1", resources=(cpu,))))

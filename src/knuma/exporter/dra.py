@@ -23,7 +23,8 @@ count uses too). The allocator decides whether a given request fits (`CmpRequest
 `knuma.devices.capacity.consumption`); this says only that the device is not used up. Results are
 split as the scheduler's allocated-device tracking splits them (`foreachAllocatedDevice`,
 `pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go`): one with a `shareID` is a share, adding its
-consumed capacity to the device; one without holds the device alone. Upstream publishes no per-NUMA view of DRA devices
+consumed capacity to the device; one without holds the device alone; one with `adminAccess` (a monitoring tool's view
+of a device other claims may hold) is no allocation at all. Upstream publishes no per-NUMA view of DRA devices
 at all (the NRT CRD does not know them); this follows the scheduler's notion of a device still available. A shared
 device that also draws on shared counters (partitionable) draws once while any share is allocated, as the allocator
 counts it.
@@ -135,12 +136,15 @@ DeviceKey = tuple[str, str, str]
 
 def _allocated(claims: Iterable[Mapping[str, Any]]) -> tuple[set[DeviceKey], dict[DeviceKey, dict[str, int]]]:
     """Devices held alone, and per shared device what its shares consume (capacity name -> nanos), from the claims'
-    allocation results (`foreachAllocatedDevice`: a result with a `shareID` is a share)."""
+    allocation results (`foreachAllocatedDevice`: a result with a `shareID` is a share, one with `adminAccess` is
+    skipped)."""
     taken: set[DeviceKey] = set()
     consumed: dict[DeviceKey, dict[str, int]] = {}
     for claim in claims:
         results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
         for result in results:
+            if result.get("adminAccess") is True:
+                continue  # monitoring access to a device others hold: not an allocation (`foreachAllocatedDevice`)
             key = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
             if not result.get("shareID"):
                 taken.add(key)
