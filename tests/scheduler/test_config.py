@@ -192,14 +192,17 @@ def test_no_file_is_one_topology_aware_profile_with_kube_scheduler_defaults() ->
 def test_empty_profiles_and_profile_without_name_default_to_topology_aware_scheduler() -> None:
     (from_file,) = parse_config(doc(profiles=[])).profiles
     (built_in,) = default_config().profiles
-    assert (from_file.scheduler_name, from_file.plugins, from_file.score_weights) == (
-        built_in.scheduler_name,
-        built_in.plugins,
-        built_in.score_weights,
-    )
-    # A file is read as upstream reads it; without a file knuma scores with its own default strategy.
+    assert (from_file.scheduler_name, from_file.score_weights) == (built_in.scheduler_name, built_in.score_weights)
+    assert {point: names for point, names in from_file.plugins.items() if point != "score"} == {
+        point: names for point, names in built_in.plugins.items() if point != "score"
+    }
+    # A file is read as upstream reads it; without a file knuma scores with its own default strategy, without the
+    # default score that works against it.
     assert from_file.numa.scoring_strategy().type is StrategyType.LEAST_ALLOCATED
     assert built_in.numa.scoring_strategy().type is StrategyType.KNUMA_BIN_PACKING
+    assert [n for n in from_file.plugins["score"] if n not in built_in.plugins["score"]] == [
+        "NodeResourcesBalancedAllocation"
+    ]
     (profile,) = parse_config(doc(profiles=[{}])).profiles
     assert profile.scheduler_name == "topology-aware-scheduler"
     assert not profile.topology_aware  # upstream semantics: a profile only has the NUMA plugin if it enables it
@@ -436,7 +439,7 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         'profiles[0].plugins.filter.enabled[0].name: plugin "Coscheduling" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
         f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources, "
-        "DefaultPreemption)",
+        "DefaultPreemption, NodeResourcesBalancedAllocation)",
     ),
     (
         with_profile(plugins={"filter": {"enabled": [{"name": "PrioritySort"}]}}),
@@ -480,7 +483,23 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         'profiles[0].pluginConfig[0].name: plugin "NodeResourceTopology" is not available in knuma (it runs '
         "SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, "
         f"NodeResourcesFit, {NRT}, DefaultBinder, PodTopologySpread, InterPodAffinity, DynamicResources, "
-        "DefaultPreemption)",
+        "DefaultPreemption, NodeResourcesBalancedAllocation)",
+    ),
+    (
+        with_profile(
+            pluginConfig=[
+                {"name": "NodeResourcesBalancedAllocation", "args": {"resources": [{"name": "cpu"}, {"name": "cpu"}]}}
+            ]
+        ),
+        'profiles[0].pluginConfig[0].args.resources[1].name: Duplicate value: "cpu"',
+    ),
+    (
+        with_profile(
+            pluginConfig=[
+                {"name": "NodeResourcesBalancedAllocation", "args": {"resources": [{"name": "cpu", "weight": 2}]}}
+            ]
+        ),
+        "profiles[0].pluginConfig[0].args.resources[0].weight: Invalid value: 2: must be 1",
     ),
     (
         with_profile(pluginConfig=[{"name": NRT, "args": "x"}]),

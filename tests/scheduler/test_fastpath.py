@@ -119,10 +119,12 @@ def test_fast_path_decides_as_the_exact_path(seed: int, profile_name: str) -> No
     assert placed > 0
 
 
-def _fit_profile(args: dict[str, Any], *, numa: bool) -> Any:
+def _fit_profile(args: dict[str, Any], *, numa: bool, balanced: dict[str, Any] | None = None) -> Any:
     """A profile with NodeResourcesFitArgs `args`, with or without NodeResourceTopologyMatch (which, as upstream's
-    filter, rejects a pod asking for a resource the node does not list, ignored or not)."""
+    filter, rejects a pod asking for a resource the node does not list, ignored or not), and with
+    NodeResourcesBalancedAllocationArgs `balanced` (kube-scheduler's default plugins run it in every profile here)."""
     plugins = {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}} if numa else {}
+    extra = [{"name": "NodeResourcesBalancedAllocation", "args": balanced}] if balanced else []
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -130,7 +132,7 @@ def _fit_profile(args: dict[str, Any], *, numa: bool) -> Any:
             {
                 "schedulerName": "topology-aware-scheduler",
                 "plugins": plugins,
-                "pluginConfig": [{"name": "NodeResourcesFit", "args": args}],
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": args}, *extra],
             }
         ],
     }
@@ -154,6 +156,9 @@ FIT_PROFILES = {
     "most-allocated-without-numa": _fit_profile(MOST_ALLOCATED, numa=False),
     "requested-to-capacity-ratio": _fit_profile(RATIO, numa=False),
     "least-allocated-ignoring": _fit_profile({"ignoredResources": ["example.com/foo"]}, numa=False),
+    "balanced-with-an-extended-resource": _fit_profile(
+        {}, numa=True, balanced={"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": "example.com/foo"}]}
+    ),
 }
 
 
@@ -188,7 +193,7 @@ def test_fast_path_decides_as_the_exact_path_with_node_resources_fit_args(seed: 
             placed += 1
             extended += "example.com/foo" in candidate.effective_request
     assert placed > 0
-    assert extended > 0 or profile_name == "most-allocated"
+    assert extended > 0 or profile_name in ("most-allocated", "balanced-with-an-extended-resource")
 
 
 @pytest.mark.parametrize("mode", ["overreserve", "discardreserved", "passthrough", "knuma"])

@@ -376,7 +376,7 @@ def test_the_vectorised_path_rescores_when_the_devices_a_strategy_counts_change(
         NodeInfo(name, allocatable={"cpu": 8000, "memory": 8 * GI, "pods": 110}, manifest={"kind": "Node"})
         for name in ("dra", "other")
     ]
-    fast = VectorizedScheduler(nodes, numa=False, fit=fit, fit_weight=1, numa_weight=0)
+    fast = VectorizedScheduler(nodes, numa=False, fit=fit, fit_weight=1, numa_weight=0, balanced_weight=0)
     wants = pod(guaranteed("app", "2", limits={"example.com/nic": "1"}))
     assert fast.filter_and_score(wants)[1].tolist() == [1 * 100 // 8, 0]
     fresh = _nic_devices(4)

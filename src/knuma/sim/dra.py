@@ -6,11 +6,11 @@ The cluster is `nodes` DGX-like nodes (`knuma.testbed.shapes` `dgx`: 2 NUMA node
 another one). Pods arrive one by one (seeded mix of templates) and never leave, so the question is purely how many
 fit and how many the kubelet rejects:
 
-- **knuma**: the scheduler daemon's plugins (NodeResourcesFit, NodeResourceTopologyMatch, DynamicResources on
-  `knuma.devices`) decide the node and the devices with the node's true NUMA state (no exporter lag: this scenario
-  isolates the device choice);
-- **upstream**: kube-scheduler without NUMA awareness (NodeResourcesFit LeastAllocated) and DRA's allocator as
-  upstream runs it: the first solution of a depth-first search over the devices in slice order, no topology
+- **knuma**: the scheduler daemon's plugins (NodeResourcesFit, NodeResourcesBalancedAllocation,
+  NodeResourceTopologyMatch, DynamicResources on `knuma.devices`) decide the node and the devices with the node's
+  true NUMA state (no exporter lag: this scenario isolates the device choice);
+- **upstream**: kube-scheduler without NUMA awareness (NodeResourcesFit LeastAllocated, BalancedAllocation) and DRA's
+  allocator as upstream runs it: the first solution of a depth-first search over the devices in slice order, no topology
   (`dynamic-resource-allocation/structured/allocator.go`);
 - **optimal**: CP-SAT, every pod's devices, CPUs and memory on one NUMA node, as many pods as possible (it knows
   all pods in advance: an upper bound, not a scheduler).
@@ -31,11 +31,10 @@ from typing import Any
 from knuma.api.nrt import Policy, Scope
 from knuma.api.pod import Pod
 from knuma.scheduler.framework.interface import Code, CycleState, NodeInfo, Profile, Status, schedule_one
-from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.framework.profiles import default_profile, node_level_profile
 from knuma.scheduler.plugins.device_state import DeviceState
 from knuma.scheduler.plugins.dra_zones import claimed_devices
 from knuma.scheduler.plugins.dynamic_resources import DynamicResources
-from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.testbed.dra import SimDevice, device_classes, devices_of, resource_slices
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape
@@ -270,8 +269,7 @@ def run_upstream(scenario: DraScenario, seed: int) -> DraRun:
     cluster = _Cluster(scenario)
     arrivals = pods_of(scenario, seed)
     devices = _FirstFitDevices(cluster, {p.name: t for p, t, _ in arrivals})
-    fit = NodeResourcesFit()
-    profile = Profile("upstream", (fit, devices), ((fit, 1),))  # kube-scheduler's NodeResourcesFit score
+    profile = node_level_profile("upstream", (devices,))  # kube-scheduler's resource scores
     run = DraRun("upstream")
     for pod, template, _ in arrivals:
         result = schedule_one(profile, pod, cluster.infos(), explain=False)

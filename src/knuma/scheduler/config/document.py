@@ -38,6 +38,11 @@ from knuma.scheduler.plugins.inter_pod_affinity_args import (
     InterPodAffinityArgs,
     parse_inter_pod_affinity_args,
 )
+from knuma.scheduler.plugins.node_resources_balanced_allocation_args import (
+    NODE_RESOURCES_BALANCED_ALLOCATION,
+    NodeResourcesBalancedAllocationArgs,
+    parse_node_resources_balanced_allocation_args,
+)
 from knuma.scheduler.plugins.node_resources_fit_args import (
     NODE_RESOURCES_FIT,
     NodeResourcesFitArgs,
@@ -339,6 +344,7 @@ class _Reader:
         pts = typed.get(POD_TOPOLOGY_SPREAD)
         preemption = typed.get(DEFAULT_PREEMPTION)
         fit = typed.get(NODE_RESOURCES_FIT)
+        balanced = typed.get(NODE_RESOURCES_BALANCED_ALLOCATION)
         dra = typed.get(DYNAMIC_RESOURCES)
         profile = ProfileConfig(
             scheduler_name=name,
@@ -350,6 +356,9 @@ class _Reader:
             pod_topology_spread=pts if isinstance(pts, PodTopologySpreadArgs) else PodTopologySpreadArgs(),
             default_preemption=preemption if isinstance(preemption, DefaultPreemptionArgs) else DefaultPreemptionArgs(),
             node_resources_fit=fit if isinstance(fit, NodeResourcesFitArgs) else NodeResourcesFitArgs(),
+            balanced_allocation=balanced
+            if isinstance(balanced, NodeResourcesBalancedAllocationArgs)
+            else NodeResourcesBalancedAllocationArgs(),
             dynamic_resources=dra if isinstance(dra, DynamicResourcesArgs) else DynamicResourcesArgs(),
             percentage_of_nodes_to_score=self.percentage(
                 raw.get("percentageOfNodesToScore"), _join(path, "percentageOfNodesToScore")
@@ -449,6 +458,8 @@ class _Reader:
                     )
             elif name == NODE_RESOURCES_FIT:
                 typed[name] = parse_node_resources_fit_args(args, args_path, self.fail)
+            elif name == NODE_RESOURCES_BALANCED_ALLOCATION:
+                typed[name] = parse_node_resources_balanced_allocation_args(args, args_path, self.fail)
             elif name == DYNAMIC_RESOURCES:
                 dra = typed[name] = parse_dynamic_resources_args(args, args_path, self.fail)
                 if dra.filter_timeout is not None:

@@ -11,12 +11,12 @@ load unchanged.
 - Profiles' `plugins` merge into kube-scheduler's default plugins exactly as kube-scheduler does (enabled/disabled per
   extension point, `*`, `multiPoint` expansion and overrides, weights); `build_profiles` builds them into framework
   profiles.
-- Accepted but not run, with a warning naming them: plugins kube-scheduler has and knuma does not (`InterPodAffinity`,
-  volume plugins, ...), args of such plugins, `NodeResourcesFitArgs`, `enableProfiling`,
-  `enableContentionProfiling`, `delayCacheUntilActive`, `clientConnection.contentType`. Rejected: `extenders` (they
-  decide placement), `healthzBindAddress` / `metricsBindAddress` other than empty or port 0 (as upstream; knuma's
-  endpoints are command-line flags), leader-election locks other than `leases`, plugins neither knuma nor
-  kube-scheduler has (`Coscheduling`, ...).
+- Accepted but not run, with a warning naming them: plugins kube-scheduler has and knuma does not (the volume
+  plugins, `ImageLocality`), args of such plugins, `enableProfiling`, `enableContentionProfiling`,
+  `delayCacheUntilActive`, `clientConnection.contentType`. Rejected: `extenders` (they decide placement),
+  `healthzBindAddress` / `metricsBindAddress` other than empty or port 0 (as upstream; knuma's endpoints are
+  command-line flags), leader-election locks other than `leases`, plugins neither knuma nor kube-scheduler has
+  (`Coscheduling`, ...).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from knuma.scheduler.config.model import (
     num_feasible_nodes_to_find,
 )
 from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
-from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, cache_filters
+from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, KNUMA_DISABLED_SCORES, cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
 from knuma.scheduler.plugins.default_preemption import DefaultPreemption
 from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION
@@ -60,6 +60,7 @@ from knuma.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from knuma.scheduler.plugins.node_affinity import NodeAffinity
 from knuma.scheduler.plugins.node_name import NodeName
 from knuma.scheduler.plugins.node_ports import NodePorts
+from knuma.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
@@ -119,8 +120,9 @@ def parse_config(document: Mapping[str, Any], source: str = "") -> SchedulerConf
 def default_config() -> SchedulerConfiguration:
     """No file: one profile `topology-aware-scheduler` with kube-scheduler's default plugins plus
     NodeResourceTopologyMatch (filter, score, reserve), as the upstream deployer renders it, scoring with knuma's
-    default strategy (`profiles.DEFAULT_STRATEGY`, KnumaBinPacking). A file is read as upstream reads it: without a
-    `scoringStrategy` it gets upstream's LeastAllocated."""
+    default strategy (`profiles.DEFAULT_STRATEGY`, KnumaBinPacking) and without the scores that work against it
+    (`profiles.KNUMA_DISABLED_SCORES`: NodeResourcesBalancedAllocation). A file is read as upstream reads it: without a
+    `scoringStrategy` it gets upstream's LeastAllocated, and the default plugins it does not disable."""
     strategy = {"scoringStrategy": {"type": DEFAULT_STRATEGY.value}}
     return read_configuration(
         {
@@ -129,7 +131,10 @@ def default_config() -> SchedulerConfiguration:
             "profiles": [
                 {
                     "schedulerName": DEFAULT_SCHEDULER_NAME,
-                    "plugins": {"multiPoint": {"enabled": [{"name": NUMA_PLUGIN}]}},
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": NUMA_PLUGIN}]},
+                        "score": {"disabled": [{"name": name} for name in KNUMA_DISABLED_SCORES]},
+                    },
                     "pluginConfig": [{"name": NUMA_PLUGIN, "args": strategy}],
                 }
             ],
@@ -167,6 +172,9 @@ def build_profile(profile: ProfileConfig, nrt: NRTCache | None = None, devices: 
         ),
         DRA_PLUGIN: lambda p: DynamicResources(device_state, args=p.dynamic_resources),
         "NodeResourcesFit": lambda p: NodeResourcesFit(p.node_resources_fit, device_state.extended, device_state),
+        "NodeResourcesBalancedAllocation": lambda p: NodeResourcesBalancedAllocation(
+            p.balanced_allocation, device_state.extended, device_state
+        ),
     }
 
     def plugin(name: str) -> object:
@@ -291,6 +299,9 @@ def _describe_profile(profile: ProfileConfig) -> list[str]:
             if listed:
                 text += f"; {label} {', '.join(sorted(listed))}"
         lines.append(_row("Fit args", text))
+    balanced = profile.balanced_allocation
+    if not balanced.is_default:
+        lines.append(_row("Balanced args", "resources " + ", ".join(name for name, _ in balanced.resources)))
     dra = profile.dynamic_resources
     if DRA_PLUGIN in profile.plugins.get("preBind", ()) and dra != DynamicResourcesArgs():
         text = f"bindingTimeout {format_duration(dra.binding_timeout)}"

@@ -14,6 +14,7 @@ from knuma.scheduler.framework.registry import EXTENSION_POINTS, PLUGINS
 from knuma.scheduler.plugins.default_preemption_args import DefaultPreemptionArgs
 from knuma.scheduler.plugins.dynamic_resources_args import DynamicResourcesArgs
 from knuma.scheduler.plugins.inter_pod_affinity_args import InterPodAffinityArgs
+from knuma.scheduler.plugins.node_resources_balanced_allocation_args import NodeResourcesBalancedAllocationArgs
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa_args import NUMA_PLUGIN, NumaArgs
 from knuma.scheduler.plugins.pod_topology_spread_args import PodTopologySpreadArgs
@@ -99,6 +100,9 @@ class ProfileConfig:
     pod_topology_spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
     default_preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     node_resources_fit: NodeResourcesFitArgs = field(default_factory=NodeResourcesFitArgs)
+    balanced_allocation: NodeResourcesBalancedAllocationArgs = field(
+        default_factory=NodeResourcesBalancedAllocationArgs
+    )
     dynamic_resources: DynamicResourcesArgs = field(default_factory=DynamicResourcesArgs)
     percentage_of_nodes_to_score: int | None = None
     """The profile's own `percentageOfNodesToScore` (v1), overriding the global one."""

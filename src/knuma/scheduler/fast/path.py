@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -56,6 +56,8 @@ from knuma.scheduler.framework.interface import (
     Status,
 )
 from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
+from knuma.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from knuma.scheduler.plugins.node_resources_balanced_allocation_args import NodeResourcesBalancedAllocationArgs
 from knuma.scheduler.plugins.node_resources_fit import DRADevices, NodeResourcesFit
 from knuma.scheduler.plugins.node_resources_fit_args import NodeResourcesFitArgs
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
@@ -102,9 +104,10 @@ class RelationPlugin(Protocol):
 _PLACEMENT_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
-_VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int, int]
+_VectorKey = tuple[int, int, int, NodeResourcesFitArgs, int, int, int, NodeResourcesBalancedAllocationArgs]
 """(id of the NUMA plugin or 0, its weight, NodeResourcesFit's weight, its args, id of the DeviceClasses' extended
-resource map or 0, id of its DRA devices or 0): what the arrays depend on; profiles with equal keys share them."""
+resource map or 0, id of its DRA devices or 0, NodeResourcesBalancedAllocation's weight, its args): what the arrays
+depend on; profiles with equal keys share them."""
 
 
 @dataclass
@@ -143,6 +146,9 @@ class _Plan:
     fit_devices: DRADevices | None = None
     """The DRA devices NodeResourcesFit's scoring strategy counts for such a resource (`NodeResourcesFit.devices`):
     part of the arrays' key too."""
+    balanced_weight: int = 0
+    balanced_args: NodeResourcesBalancedAllocationArgs = field(default_factory=NodeResourcesBalancedAllocationArgs)
+    """NodeResourcesBalancedAllocation's weight (0: not in the profile) and arguments: part of the arrays' key."""
 
 
 class FastPath:
@@ -206,11 +212,19 @@ class FastPath:
 
     def _new_vector(self, key: _VectorKey, infos: Sequence[NodeInfo]) -> VectorizedScheduler:
         numa = self._numa_by_key[key]
-        fit = NodeResourcesFit(key[3], self._extended_by_key[key], self._devices_by_key[key])
-        if numa is None:
-            return VectorizedScheduler(infos, numa_weight=0, fit_weight=key[2], numa=False, fit=fit)
+        extended, devices = self._extended_by_key[key], self._devices_by_key[key]
+        fit = NodeResourcesFit(key[3], extended, devices)
+        balanced = NodeResourcesBalancedAllocation(key[7], extended, devices)
         return VectorizedScheduler(
-            infos, numa.scoring, numa_weight=key[1], fit_weight=key[2], demand=numa.demand, fit=fit
+            infos,
+            numa.scoring if numa is not None else None,
+            numa_weight=key[1] if numa is not None else 0,
+            fit_weight=key[2],
+            demand=numa.demand if numa is not None else None,
+            numa=numa is not None,
+            fit=fit,
+            balanced_weight=key[6],
+            balanced=balanced,
         )
 
     # -- one decision ----------------------------------------------------------------------------------------
@@ -396,6 +410,8 @@ class FastPath:
             plan.fit_args,
             id(plan.fit_extended) if plan.fit_extended is not None else 0,
             id(plan.fit_devices) if plan.fit_devices is not None else 0,
+            plan.balanced_weight,
+            plan.balanced_args,
         )
         vector = self._vectors.get(key)
         if vector is None:
@@ -496,7 +512,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
     if not fit:
         _slow(profile, "NodeResourcesFit", "filter (absent)")
         return None
-    numa_weight = fit_weight = 0
+    numa_weight = fit_weight = balanced_weight = 0
+    balanced_args = NodeResourcesBalancedAllocationArgs()
     local_scorers: list[tuple[ScorePlugin, int]] = []
     for scorer, weight in profile.scorers:
         kind = getattr(scorer, "fast_path", None)
@@ -504,6 +521,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
             numa_weight = weight
         elif kind is FastPathKind.NODE_RESOURCES:
             fit_weight = weight
+        elif kind is FastPathKind.NODE_BALANCE and isinstance(scorer, NodeResourcesBalancedAllocation):
+            balanced_weight, balanced_args = weight, scorer.args
         elif kind is FastPathKind.NODE_LOCAL:
             local_scorers.append((scorer, weight))
         elif kind is FastPathKind.NODE_BY_NODE_WHEN_APPLIES and isinstance(scorer, SelectivePlugin):
@@ -533,6 +552,8 @@ def _make_plan(profile: Profile) -> _Plan | None:
         fit_args,
         fit_extended,
         fit_devices,
+        balanced_weight,
+        balanced_args,
     )
 
 

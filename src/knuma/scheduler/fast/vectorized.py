@@ -5,7 +5,8 @@ check that on random clusters with every strategy, and after random node updates
 ## API (what the scheduler daemon drives)
 
 - `VectorizedScheduler(nodes: Sequence[NodeInfo] = (), scoring: ScoringStrategy | None = None, *,
-  cache_shapes: int = CACHE_SHAPES, numa_weight: int = NUMA_WEIGHT, fit_weight: int = FIT_WEIGHT)`: `scoring` None
+  cache_shapes: int = CACHE_SHAPES, numa_weight: int = NUMA_WEIGHT, fit_weight: int = FIT_WEIGHT,
+  balanced_weight: int = 0)`: `scoring` None
   is knuma's default (`profiles.default_scoring()`), and the weights default to `default_profile`'s (a profile's
   `score` weights; 0 leaves that plugin's score out).
 - `upsert_node(info: NodeInfo) -> None`: add a node (a new last row) or replace its row in place, e.g. after a fresh
@@ -33,7 +34,8 @@ node's row. Results are cached per shape, and every row has a version that chang
 re-evaluates only the rows that changed since the last pod of the same shape (typically the few reserved on since).
 A cold shape is evaluated on every row at once:
 
-- NodeResourcesFit is a comparison of `[nodes, resources]` arrays, and its LeastAllocated score a few more.
+- NodeResourcesFit is a comparison of `[nodes, resources]` arrays, and its LeastAllocated score a few more;
+  NodeResourcesBalancedAllocation's score (cpu and memory, its default) is a few more again.
 - For pods and nodes where the kubelet's decision reduces to "some NUMA zone holds every exclusive request"
   (single-numa-node nodes; Guaranteed or device-requesting pods without init containers; the CPU manager's
   `full-pcpus-only` checks are two more comparisons), NodeResourceTopologyMatch's
@@ -66,6 +68,7 @@ from knuma.scheduler.framework.interface import CycleState, NodeInfo
 from knuma.scheduler.framework.profiles import FIT_WEIGHT, NUMA_WEIGHT, default_scoring
 from knuma.scheduler.plugins.device_stranding import DEVICE_STRANDING_WEIGHT, GAP_WEIGHT, zone_device_total
 from knuma.scheduler.plugins.dra_zones import has_claims
+from knuma.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from knuma.scheduler.plugins.node_resources_fit import SCORED_RESOURCES, NodeResourcesFit, non_zero_request
 from knuma.scheduler.plugins.numa import NodeResourceTopologyMatch
 from knuma.scheduler.plugins.stranding import STRANDING_WEIGHT, CPUDemand, zone_strands_cpus
@@ -138,6 +141,8 @@ class _Shape:
     unlisted_unknown: bool
     """Such a resource no node lists at all."""
     non_zero: Int64Array
+    requested: Int64Array
+    """Its actual cpu and memory requests (`SCORED_RESOURCES`), as NodeResourcesBalancedAllocation reads them."""
     exclusive: list[tuple[IntpArray, Int64Array]] | None
     """Per container, when the array filter applies (single-numa-node rows), else None: the positions within
     `exclusive_columns` it requests exclusively, and the amounts."""
@@ -188,6 +193,8 @@ class VectorizedScheduler:
         demand: CPUDemand | None = None,
         numa: bool = True,
         fit: NodeResourcesFit | None = None,
+        balanced_weight: int = 0,
+        balanced: NodeResourcesBalancedAllocation | None = None,
     ) -> None:
         self.numa_enabled = numa
         """False: a profile without NodeResourceTopologyMatch (NodeResourcesFit alone; NUMA data is not read)."""
@@ -197,13 +204,17 @@ class VectorizedScheduler:
         self._demand_version = self.demand.version
         self.numa_weight = numa_weight
         self.fit_weight = fit_weight
-        """Score weights of NodeResourceTopologyMatch and NodeResourcesFit (a profile's `score` weights; 0 = not
-        scored); the defaults are `default_profile`'s."""
+        self.balanced_weight = balanced_weight
+        """Score weights of NodeResourceTopologyMatch, NodeResourcesFit and NodeResourcesBalancedAllocation (a
+        profile's `score` weights; 0 = not scored); the defaults are `default_profile`'s."""
         self.cache_shapes = cache_shapes
         """Pod shapes whose results are kept; 0 evaluates every row for every pod (the benchmark's baseline)."""
         self._fit = fit or NodeResourcesFit()
         """The profile's NodeResourcesFit: its ignored resources leave the filter's columns, and a strategy other than
         the default is scored by the plugin row by row (`_fit_scores`)."""
+        self._balanced = balanced or NodeResourcesBalancedAllocation()
+        """The profile's NodeResourcesBalancedAllocation: with resources other than its default (cpu and memory) it
+        scores row by row (`_balanced_scores`)."""
         self._numa = NodeResourceTopologyMatch(self.scoring, self.demand, extended=self._fit.extended)
         self._extended_version = -1
         """`ExtendedResourceMap.version` the cached pod shapes were planned with."""
@@ -413,6 +424,7 @@ class VectorizedScheduler:
             unlisted_columns=np.array([self.index[name] for name in ignored if name in self.index], dtype=np.intp),
             unlisted_unknown=any(name not in self.index for name in ignored),
             non_zero=np.array([non_zero[name] for name, _ in SCORED_RESOURCES], dtype=np.int64),
+            requested=np.array([pod.effective_request.get(name, 0) for name, _ in SCORED_RESOURCES], dtype=np.int64),
             exclusive=exclusive,
             exclusive_columns=columns,
             exclusive_total=total,
@@ -428,9 +440,15 @@ class VectorizedScheduler:
             ),
             dra_everywhere=any(n not in self.index for n in dra if n in requested),
             dra_scored=self._fit.devices is not None
-            and not self._fit.default_scoring
-            and any(name in dra and name in requested for name, _ in self._fit.args.strategy.resources),
+            and any(name in dra and name in requested for name in self._scored_names()),
         )
+
+    def _scored_names(self) -> set[str]:
+        """Resources a node-level score reads beyond cpu and memory (a DeviceClass may serve them)."""
+        names = set() if self._fit.default_scoring else {name for name, _ in self._fit.args.strategy.resources}
+        if self.balanced_weight and not self._balanced.args.is_default:
+            names |= {name for name, _ in self._balanced.args.resources}
+        return names
 
     def _exclusive(self, pod: Pod) -> list[Int64Array] | None:
         """Per-container exclusive requests when the array filter applies, else None (the plugin decides)."""
@@ -475,8 +493,8 @@ class VectorizedScheduler:
         """The profile on `rows`: total score where feasible, -1 where not."""
         feasible = self._node_fit(shape, rows)
         if not self.numa_enabled:
-            fit_only = self._fit_scores(shape, rows) * self.fit_weight
-            return np.where(feasible, fit_only, -1)
+            node_level = self._node_level_scores(shape, rows)
+            return np.where(feasible, node_level, -1)
         if not shape.numa_exempt:
             feasible &= self.nrt_fresh[rows]
         numa: Int64Array | int = 0 if shape.pinned else 100
@@ -507,9 +525,7 @@ class VectorizedScheduler:
                         numa[i] = self._numa.score(state, pod, info)
                     else:
                         feasible[i] = False
-        total = numa * self.numa_weight
-        if self.fit_weight:
-            total = total + self._fit_scores(shape, rows) * self.fit_weight
+        total = numa * self.numa_weight + self._node_level_scores(shape, rows)
         return np.where(feasible, total, -1)
 
     def numa_rejected(self, pod: Pod, feasible: BoolArray, candidates: BoolArray) -> BoolArray:
@@ -538,6 +554,35 @@ class VectorizedScheduler:
             for column in shape.unlisted_columns.tolist():
                 ok = ok & (self.node_known[rows, column] | ~checked)
         return ok.copy() if ok.base is not None else ok
+
+    def _node_level_scores(self, shape: _Shape, rows: Rows) -> Int64Array | int:
+        """NodeResourcesFit's and NodeResourcesBalancedAllocation's scores, weighted."""
+        total: Int64Array | int = 0
+        if self.fit_weight:
+            total = self._fit_scores(shape, rows) * self.fit_weight
+        if self.balanced_weight:
+            total = total + self._balanced_scores(shape, rows) * self.balanced_weight
+        return total
+
+    def _balanced_scores(self, shape: _Shape, rows: Rows) -> Int64Array | int:
+        """NodeResourcesBalancedAllocation over cpu and memory: each used fraction capped at 1, `(1 - |f1 - f2| / 2)
+        * 100` truncated where the node has both (100 where it has one or none), in float64 as the plugin and Go
+        compute it; 0 for a pod that requests neither. Other resources (its args) are the plugin's on every row."""
+        if not self._balanced.args.is_default:
+            state = CycleState()
+            return np.array(
+                [self._balanced.score(state, shape.pod, self._infos[r]) for r in np.arange(len(self._infos))[rows]],
+                dtype=np.int64,
+            )
+        if not shape.requested.any():
+            return 0  # `isBestEffortPod`: the plugin is skipped for the pod
+        allocatable = self.scored_allocatable[rows]
+        present = allocatable > 0
+        used = (self.requested[rows] + shape.requested).astype(np.float64)
+        fractions = np.minimum(used / np.where(present, allocatable, 1).astype(np.float64), 1.0)
+        std = np.where(present.all(axis=1), np.abs((fractions[:, 0] - fractions[:, 1]) / 2), 0.0)
+        scores: Int64Array = ((1 - std) * 100.0).astype(np.int64)
+        return scores
 
     def _fit_scores(self, shape: _Shape, rows: Rows) -> Int64Array:
         """NodeResourcesFit's LeastAllocated score over the non-zero requests (divisions in float64, exact for the
@@ -829,6 +874,7 @@ class VectorizedScheduler:
             "has_room": ((), np.bool_),
             "scored_allocatable": ((s,), np.int64),
             "scored_requested": ((s,), np.int64),
+            "requested": ((s,), np.int64),
             "scored_free": ((s,), np.int64),
             "scored_scale": ((s,), np.float64),
             "fit_divisor": ((), np.float64),
@@ -894,6 +940,8 @@ class VectorizedScheduler:
         """Fewer pods than the node's `pods` allocatable."""
         self.scored_allocatable: Int64Array = b["scored_allocatable"][:n]  # type: ignore[assignment]
         self.scored_requested: Int64Array = b["scored_requested"][:n]  # type: ignore[assignment]
+        self.requested: Int64Array = b["requested"][:n]  # type: ignore[assignment]
+        """The actual requests of `SCORED_RESOURCES` (cpu, memory), as NodeResourcesBalancedAllocation reads them."""
         self.scored_free: Int64Array = b["scored_free"][:n]  # type: ignore[assignment]
         """`scored_allocatable - scored_requested`: what NodeResourcesFit's score subtracts the pod's requests from."""
         self.scored_scale: Float64Array = b["scored_scale"][:n]  # type: ignore[assignment]
@@ -981,6 +1029,7 @@ class VectorizedScheduler:
         )
         scored_requested = [on_node.get(name, 0) for name, _ in SCORED_RESOURCES]
         self.scored_requested[row] = scored_requested
+        self.requested[row] = [info.requested.get(name, 0) for name, _ in SCORED_RESOURCES]
         self.scored_free[row] = [a - r for a, r in zip(scored_allocatable, scored_requested, strict=True)]
         self.pod_counts[row] = info.pod_count
         self.has_room[row] = self.max_pods[row] > info.pod_count

@@ -210,6 +210,8 @@ class FastPathKind(enum.StrEnum):
     the Node object and the host ports in use: results are cached per placement signature."""
     NODE_RESOURCES = "node-resources"
     """NodeResourcesFit: node-level requests against allocatable, in arrays."""
+    NODE_BALANCE = "node-balance"
+    """NodeResourcesBalancedAllocation: the spread of the node-level requested fractions, in arrays."""
     NUMA = "numa"
     """NodeResourceTopologyMatch: NUMA zones in arrays, the kubelet model where arrays do not reach."""
     NODE_BY_NODE_WHEN_APPLIES = "node-by-node-when-applies"

@@ -83,7 +83,7 @@ PLUGINS: dict[str, PluginInfo] = {
             "resource claims (DRA), allocated NUMA-aligned",
         ),
         _info("DefaultPreemption", "postFilter", True, "preemption, NUMA-aware with knuma's NRT cache"),
-        _info("NodeResourcesBalancedAllocation", "preScore score", False, "balanced node-level allocation"),
+        _info("NodeResourcesBalancedAllocation", "preScore score", True, "balanced node-level allocation"),
         _info("ImageLocality", "score", False, "images already on the node"),
         _info("KNIDebug", "filter", False, "numaresources-operator debug logging"),
     )

@@ -15,7 +15,7 @@ scoring strategy that names such a resource scores it on such a node from the cl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -47,6 +47,8 @@ __all__ = [
     "SCORED_RESOURCES",
     "DRADevices",
     "NodeResourcesFit",
+    "allocatable_and_requested",
+    "dra_devices_on",
     "least_allocated",
     "non_zero_request",
     "strategy_score",
@@ -156,20 +158,25 @@ class NodeResourcesFit:
         non_zero = state.pod_data(f"{NAME}/non-zero", pod, non_zero_request)  # once per cycle, not per node
         if self.default_scoring:
             return least_allocated(node.allocatable, add(_scored(on_node), non_zero))
-        return strategy_score(self.args.strategy, pod, node, non_zero, self._dra_devices(node))
+        return strategy_score(
+            self.args.strategy, pod, node, non_zero, dra_devices_on(node, self.extended, self.devices)
+        )
 
-    def _dra_devices(self, node: NodeInfo) -> Callable[[str], tuple[int, int]] | None:
-        """`strategy_score`'s `dra` on `node`: the devices of the class that serves a resource (`DRADevices`), as
-        `getDRAPreScoredParams` and `calculateDRAExtendedResourceAllocatableRequest` read them; None without DRA."""
-        extended, devices = self.extended, self.devices
-        if not extended or devices is None:
-            return None
 
-        def totals(name: str) -> tuple[int, int]:
-            class_name = extended.class_for(name) if is_dra_extended_resource_name(name) else None
-            return (0, 0) if class_name is None else devices.class_devices(node.name, node.labels, class_name)
+def dra_devices_on(
+    node: NodeInfo, extended: ExtendedResourceMap | None, devices: DRADevices | None
+) -> Callable[[str], tuple[int, int]] | None:
+    """`allocatable_and_requested`'s `dra` on `node`: the devices of the class that serves a resource (`DRADevices`),
+    as `getDRAPreScoredParams` and `calculateDRAExtendedResourceAllocatableRequest` read them; None without DRA."""
+    if not extended or devices is None:
+        return None
+    serving, counted = extended, devices
 
-        return totals
+    def totals(name: str) -> tuple[int, int]:
+        class_name = serving.class_for(name) if is_dra_extended_resource_name(name) else None
+        return (0, 0) if class_name is None else counted.class_devices(node.name, node.labels, class_name)
+
+    return totals
 
 
 def strategy_score(
@@ -180,19 +187,44 @@ def strategy_score(
     dra: Callable[[str], tuple[int, int]] | None = None,
 ) -> int:
     """`resourceAllocationScorer.score` with the strategy's scorer (`leastResourceScorer`, `mostResourceScorer`,
-    `requestedToCapacityRatioScorer`): per resource, the node's allocatable and requested plus the pod's as
-    `calculateResourceAllocatableRequest` reads them (cpu and memory non-zero; an extended or hugepages resource the
-    pod does not request, or the node does not have, is left out). `non_zero`: `non_zero_request(pod)`, when the
-    caller has it. `dra`: resource -> (devices, allocated devices) of the DeviceClass that serves it on the node
-    (`NodeResourcesFit._dra_devices`): where the node's allocatable has none of a resource the pod requests and the
+    `requestedToCapacityRatioScorer`) over `allocatable_and_requested` with the non-zero requests for cpu and memory.
+    `non_zero`: `non_zero_request(pod)`, when the caller has it."""
+    non_zero = non_zero_request(pod) if non_zero is None else non_zero
+    allocatable, requested = allocatable_and_requested(strategy.resources, pod, node, non_zero, dra)
+    weights = [weight for _, weight in strategy.resources]
+    if strategy.type == LEAST_ALLOCATED:
+        return _weighted_mean(allocatable, requested, weights, _least_requested)
+    if strategy.type == MOST_ALLOCATED:
+        return _weighted_mean(allocatable, requested, weights, _most_requested)
+    return _requested_to_capacity_ratio(strategy.shape, allocatable, requested, weights)
+
+
+def allocatable_and_requested(
+    resources: Sequence[tuple[str, int]],
+    pod: Pod,
+    node: NodeInfo,
+    non_zero: Mapping[str, int] | None,
+    dra: Callable[[str], tuple[int, int]] | None = None,
+) -> tuple[list[int], list[int]]:
+    """Per resource, the node's allocatable and requested plus the pod's as `calculateResourceAllocatableRequest`
+    reads them (an extended or hugepages resource the pod does not request, or the node does not have, is (0, 0)).
+    `non_zero`: the pod's non-zero cpu and memory requests, counted against the node's non-zero requested
+    (NodeResourcesFit); None: the pod's and the node's actual requests (`useRequested`, BalancedAllocation). `dra`:
+    resource -> (devices, allocated devices) of the DeviceClass that serves it on the node
+    (`dra_devices_on`): where the node's allocatable has none of a resource the pod requests and the
     class has devices there, those are its allocatable and the allocated ones plus the pod's its requested
     (`DRAExtendedResource`, `calculateDRAExtendedResourceAllocatableRequest`)."""
-    non_zero = non_zero_request(pod) if non_zero is None else non_zero
-    on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
+    if non_zero is None:
+        on_node: Mapping[str, int] = node.requested
+    else:
+        on_node = node.non_zero_requested if node.non_zero_requested is not None else node.requested
     allocatable: list[int] = []
     requested: list[int] = []
-    for name, _ in strategy.resources:
-        wanted = non_zero[name] if name in (CPU, MEMORY) else pod.effective_request.get(name, 0)
+    for name, _ in resources:
+        if non_zero is not None and name in (CPU, MEMORY):
+            wanted = non_zero[name]
+        else:
+            wanted = pod.effective_request.get(name, 0)
         capacity = node.allocatable.get(name, 0)
         devices = (0, 0) if capacity or not wanted or dra is None or name in _NOT_SCALAR else dra(name)
         if name in (CPU, MEMORY):
@@ -205,12 +237,7 @@ def strategy_score(
             capacity = used = 0  # not requested (a scalar resource), or not on the node
         allocatable.append(capacity)
         requested.append(used)
-    weights = [weight for _, weight in strategy.resources]
-    if strategy.type == LEAST_ALLOCATED:
-        return _weighted_mean(allocatable, requested, weights, _least_requested)
-    if strategy.type == MOST_ALLOCATED:
-        return _weighted_mean(allocatable, requested, weights, _most_requested)
-    return _requested_to_capacity_ratio(strategy.shape, allocatable, requested, weights)
+    return allocatable, requested
 
 
 _NOT_SCALAR = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})

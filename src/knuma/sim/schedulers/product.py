@@ -29,9 +29,8 @@ from knuma.scheduler.cache.select import make_nrt_cache
 from knuma.scheduler.cycle import SchedulingCycle
 from knuma.scheduler.fast.path import FastPath
 from knuma.scheduler.framework.interface import Profile
-from knuma.scheduler.framework.profiles import default_profile
+from knuma.scheduler.framework.profiles import default_profile, node_level_profile
 from knuma.scheduler.plugins.default_preemption import DefaultPreemption
-from knuma.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from knuma.scheduler.plugins.stable_under_release import StableUnderRelease
 from knuma.scheduler.plugins.strategies import ScoringStrategy, StrategyType
 from knuma.sim.exporter import NRTSnapshot
@@ -205,8 +204,7 @@ def product_scheduler(
     drawn from a fixed seed so that runs repeat)."""
     preemption = (DefaultPreemption(rng=random.Random(0)),)
     if name == "default":
-        fit = NodeResourcesFit()
-        profile = Profile("default-scheduler", (fit,), ((fit, 1),), post_filter=preemption)
+        profile = node_level_profile(post_filter=preemption)
         return ProductScheduler(
             name, nodes, profile, make_nrt_cache("passthrough"), uses_nrt=False, pods=pods, nominated=nominated
         )
@@ -214,5 +212,10 @@ def product_scheduler(
     nrt = make_nrt_cache(mode, resync_period=resync_period, profile_names={name}, wait_for_sync=True)
     if scoring is None and name != "knuma":
         scoring = ScoringStrategy(UPSTREAM_STRATEGY)
-    profile = dataclasses.replace(default_profile(scoring, name=name, cache=nrt), post_filter=preemption)
+    # upstream's deployments run kube-scheduler's default scores, NodeResourcesBalancedAllocation among them; knuma's
+    # default configuration takes it out (`profiles.KNUMA_DISABLED_SCORES`)
+    upstream = name != "knuma"
+    profile = dataclasses.replace(
+        default_profile(scoring, name=name, cache=nrt, balanced_allocation=upstream), post_filter=preemption
+    )
     return ProductScheduler(name, nodes, profile, nrt, uses_nrt=True, pods=pods, nominated=nominated)
