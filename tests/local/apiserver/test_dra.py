@@ -4,11 +4,13 @@ status subresource, field selectors and kubectl's columns."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from knuma.kube.events import parse_timestamp
 from tests.local.apiserver.conftest import Http, Kubectl
 
 V1 = "/apis/resource.k8s.io/v1"
@@ -318,6 +320,34 @@ def test_a_device_taint_rule_status_is_written_through_its_subresource_only(http
     sneaky = copy.deepcopy(updated)
     sneaky["spec"]["taint"]["effect"] = "NoSchedule"
     assert http_client.put(f"{RULES}/gpu-0-down/status", sneaky).json["spec"]["taint"]["effect"] == "NoExecute"
+
+
+def test_a_device_taints_time_added_is_defaulted_and_follows_an_effect_change(http_client: Http) -> None:
+    """`SetDefaults_DeviceTaint` (`timeAdded` now, when the writer gives none) and `deviceTaintRuleStrategy`'s
+    `PrepareForUpdate` (a new effect with the old `timeAdded` gets the current time): `tolerationSeconds` count from
+    when the effect was added, not from when the rule was created."""
+    merge = "application/merge-patch+json"
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    created = http_client.post(RULES, taint_rule()).json
+    stamped = parse_timestamp(created["spec"]["taint"]["timeAdded"])
+    assert stamped is not None and before <= stamped <= dt.datetime.now(dt.UTC)
+    old = "2026-01-01T00:00:00Z"
+    kept = http_client.patch(f"{RULES}/gpu-0-down", {"spec": {"taint": {"timeAdded": old}}}, merge).json
+    assert kept["spec"]["taint"]["timeAdded"] == old and kept["metadata"]["generation"] == 2
+    # the effect changes and the client leaves timeAdded alone: the server stamps it
+    switched = http_client.patch(f"{RULES}/gpu-0-down", {"spec": {"taint": {"effect": "NoExecute"}}}, merge).json
+    assert switched["spec"]["taint"]["effect"] == "NoExecute"
+    bumped = parse_timestamp(switched["spec"]["taint"]["timeAdded"])
+    assert bumped is not None and bumped >= before and switched["metadata"]["generation"] == 3
+    # ... unless the client sets it along with the effect
+    chosen = {"spec": {"taint": {"effect": "NoSchedule", "timeAdded": old}}}
+    assert http_client.patch(f"{RULES}/gpu-0-down", chosen, merge).json["spec"]["taint"]["timeAdded"] == old
+    # a device's own taints in a ResourceSlice are defaulted too
+    body = resource_slice(devices=["gpu-0"])
+    body["spec"]["devices"][0]["taints"] = [{"key": "example.com/down", "effect": "NoSchedule"}]
+    published = http_client.post(SLICES, body)
+    assert published.status == 201, published.json
+    assert parse_timestamp(published.json["spec"]["devices"][0]["taints"][0]["timeAdded"]) is not None
 
 
 def test_device_taint_rule_conditions_are_validated_like_kube_apiserver(http_client: Http) -> None:

@@ -12,6 +12,7 @@ from knuma.api.pod import Pod, PodError
 from knuma.api.podresource_validation import is_supported_pod_level_resource
 from knuma.api.resources import CPU, MEMORY, format_amount, is_hugepages
 from knuma.api.types import JsonObj
+from knuma.kube.events import timestamp
 
 
 def _write_pod_resources(spec: JsonObj, pod: Pod) -> None:
@@ -201,10 +202,15 @@ def _default_exact_request(request: Any) -> None:
 
 
 def apply_dra_defaults(kind: str, obj: JsonObj) -> None:
-    """`pkg/apis/resource/v1/defaults.go`: a device request is `ExactCount` of 1 unless it says otherwise.
+    """`pkg/apis/resource/v1/defaults.go`: a device request is `ExactCount` of 1 unless it says otherwise; a device
+    taint (a DeviceTaintRule's, a ResourceSlice device's) without `timeAdded` gets the current time
+    (`SetDefaults_DeviceTaint`, whole seconds), which `tolerationSeconds` count from.
 
     Applied on every write (not only on create), like a decoder defaulting the body: a re-applied claim that omits
     the defaults then compares equal to the stored one, which matters because a claim's spec is immutable."""
+    if kind in ("DeviceTaintRule", "ResourceSlice"):
+        _default_taint_times(kind, obj)
+        return
     if kind == "ResourceClaim":
         spec = obj.get("spec")
     elif kind == "ResourceClaimTemplate":
@@ -220,3 +226,32 @@ def apply_dra_defaults(kind: str, obj: JsonObj) -> None:
         _default_exact_request(request.get("exactly"))
         for sub in request.get("firstAvailable") or []:
             _default_exact_request(sub)
+
+
+def _default_taint_times(kind: str, obj: JsonObj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if kind == "DeviceTaintRule":
+        taints = [spec.get("taint")]
+    else:
+        taints = [t for d in spec.get("devices") or [] if isinstance(d, dict) for t in d.get("taints") or []]
+    for taint in taints:
+        if isinstance(taint, dict) and taint.get("timeAdded") is None:
+            taint["timeAdded"] = timestamp()
+
+
+def prepare_dra_update(kind: str, old: JsonObj, new: JsonObj) -> None:
+    """`deviceTaintRuleStrategy.PrepareForUpdate`: a DeviceTaintRule whose effect changes while the client left
+    `timeAdded` as it was gets the current time, so that `timeAdded` says when the *effect* was added (a rule switched
+    from `None` to `NoExecute` counts its tolerations' seconds from the switch, not from its creation)."""
+    if kind != "DeviceTaintRule":
+        return
+    before, after = (o.get("spec") if isinstance(o, dict) else None for o in (old, new))
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return
+    was, taint = before.get("taint"), after.get("taint")
+    if not isinstance(was, dict) or not isinstance(taint, dict):
+        return
+    if taint.get("effect") != was.get("effect") and taint.get("timeAdded") == was.get("timeAdded"):
+        taint["timeAdded"] = timestamp()

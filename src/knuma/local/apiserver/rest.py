@@ -34,7 +34,12 @@ from knuma.local.apiserver import (
 )
 from knuma.local.apiserver import crd as crds
 from knuma.local.apiserver.default_tolerations import add_default_tolerations
-from knuma.local.apiserver.defaults import apply_defaults, apply_dra_defaults, apply_update_defaults
+from knuma.local.apiserver.defaults import (
+    apply_defaults,
+    apply_dra_defaults,
+    apply_update_defaults,
+    prepare_dra_update,
+)
 from knuma.local.apiserver.gc import POD_GR, GarbageCollector
 from knuma.local.apiserver.graceful import before_delete
 from knuma.local.apiserver.resources import BUILTIN_RESOURCES, Registry, ResourceType
@@ -465,6 +470,8 @@ class ObjectService:
                         )
                     ],
                 )
+        if subresource != "status" and rt.group == "resource.k8s.io" and not rt.custom:
+            prepare_dra_update(rt.kind, existing, new)
         md["generation"] = old_md.get("generation", 1) + (1 if _content(new) != _content(existing) else 0)
         if not md.get("labels"):
             md.pop("labels", None)
