@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 from knuma.api.taints import Taint
 from knuma.kube.client import async_http
-from knuma.local.controllers.device_taint_eviction import DeviceTaintEvictionController, eviction_delay
+from knuma.local.controllers.device_taint_eviction import (
+    DeviceTaintEvictionController,
+    eviction_delay,
+    eviction_time,
+)
 from knuma.testing.apiserver import apiserver_in_thread
 
 from .test_resourceclaim import MERGE, NS, RES, _wait
@@ -42,6 +47,25 @@ def test_the_delay_follows_the_tolerations_of_the_allocated_request() -> None:
     other = {"key": "example.com/other", "operator": "Exists"}
     assert eviction_delay([_claim("c", [other])], taints) == 0
     assert eviction_delay([{"metadata": {"name": "pending"}}], taints) is None  # not allocated: nothing to evict
+
+
+def test_the_eviction_time_counts_from_each_taints_time_added() -> None:
+    """`Controller.evictionTime`: per taint, when it was added plus the seconds its toleration allows; the earliest."""
+    late = Taint("example.com/late", "", "NoExecute")
+    added = {DOWN: 1000.0, late: 1010.0}
+
+    def taints(device: Any) -> list[Taint]:
+        return [DOWN, late] if device == GPU else []
+
+    def added_at(device: Any, taint: Taint) -> float:
+        return added[taint]
+
+    patient = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    forever = {"key": "example.com/late", "operator": "Exists", "effect": "NoExecute"}
+    assert eviction_time([_claim("c")], taints, added_at) == 1000  # not tolerated: from the earlier taint
+    assert eviction_time([_claim("c", [patient])], taints, added_at) == 1010  # the later one is not tolerated
+    assert eviction_time([_claim("c", [patient, forever])], taints, added_at) == 1030
+    assert eviction_time([_claim("c", [forever])], lambda _: [late], added_at) is None
 
 
 async def _pod_with_claim(http: Any, name: str, tolerations: list[dict[str, Any]] | None = None) -> None:
@@ -141,15 +165,13 @@ async def _gpus(http: Any) -> None:
     (await http.post("/apis/resource.k8s.io/v1/resourceslices", json=body)).raise_for_status()
 
 
-async def _rule(http: Any, name: str, effect: str) -> None:
+async def _rule(http: Any, name: str, effect: str, added: str | None = None) -> None:
+    taint = {"key": "example.com/down", "effect": effect, **({"timeAdded": added} if added else {})}
     rule = {
         "apiVersion": "resource.k8s.io/v1alpha3",
         "kind": "DeviceTaintRule",
         "metadata": {"name": name},
-        "spec": {
-            "deviceSelector": {"driver": GPU[0], "pool": GPU[1], "device": GPU[2]},
-            "taint": {"key": "example.com/down", "effect": effect},
-        },
+        "spec": {"deviceSelector": {"driver": GPU[0], "pool": GPU[1], "device": GPU[2]}, "taint": taint},
     }
     (await http.post(RULES, json=rule)).raise_for_status()
 
@@ -206,11 +228,11 @@ async def test_a_no_execute_rule_reports_pods_pending_eviction_then_the_evicted_
         task = asyncio.create_task(controller.run())
         try:
             await _gpus(http)
-            patient = [{"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 4}]
+            patient = [{"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
             await _rule(http, "gpu-0-down", "NoExecute")
             idle = await _condition(http, "gpu-0-down", "NotStarted")  # no pod uses gpu-0 yet
             assert (idle["status"], idle["message"]) == ("False", "")
-            await _pod_with_claim(http, "trainer", patient)  # waits 4 s, then is evicted
+            await _pod_with_claim(http, "trainer", patient)  # evicted 8 s after the rule's timeAdded
             pending = await _condition(http, "gpu-0-down", "PodsPendingEviction")
             assert (pending["status"], pending["message"]) == ("True", "1 pod needs to be evicted in 1 namespace.")
             assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
@@ -265,6 +287,35 @@ async def test_a_changed_effect_shows_in_the_condition_even_without_pods(tmp_pat
             (await http.put(f"{RULES}/gpu-0-dry-run", json=rule)).raise_for_status()
             other = await _condition(http, "gpu-0-dry-run", "OtherEffect")  # at once, not after the 10 s period
             assert other["observedGeneration"] == 2
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await http.aclose()
+
+
+async def test_tolerations_count_from_the_taints_time_added_not_from_when_the_controller_saw_it(tmp_path: Path) -> None:
+    """A rule added 100 s ago (as a controller started again finds it): a pod tolerating it for 60 s is deleted at once,
+    one tolerating it for an hour stays."""
+    added = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        try:
+            await _gpus(http)
+            await _rule(http, "gpu-0-down", "NoExecute", added)
+            toleration = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute"}
+            await _pod_with_claim(http, "minute", [{**toleration, "tolerationSeconds": 60}])
+            await _pod_with_claim(http, "hour", [{**toleration, "tolerationSeconds": 3600}])
+            controller = DeviceTaintEvictionController(http)
+            task = asyncio.create_task(controller.run())
+
+            async def evicted() -> Any:
+                pod = (await http.get(f"{NS}/pods/minute")).json()
+                return pod if pod["metadata"].get("deletionTimestamp") or pod.get("code") == 404 else None
+
+            await _wait(evicted, timeout=20)
+            assert (await http.get(f"{NS}/pods/hour")).json()["metadata"].get("deletionTimestamp") is None
+            assert controller.evicted == 1
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,12 +1,14 @@
 """The device taint eviction controller, as kube-controller-manager runs it (`pkg/controller/devicetainteviction`,
 KEP-5055): a pod using an allocated ResourceClaim one of whose devices has a `NoExecute` taint that the claim's
-request does not tolerate is deleted, at once, or after the smallest `tolerationSeconds` of the tolerations it uses
-(counted from when this controller first saw the taint, where upstream counts from the taint's `timeAdded`); never
-when those tolerations have none. The taints are the driver's (in the ResourceSlice) and those of DeviceTaintRules,
-applied as the scheduler applies them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod
+request does not tolerate is deleted, at once, or after the smallest `tolerationSeconds` of the tolerations it uses,
+counted from the taint's `timeAdded` (`Controller.evictionTime`: the API server stamps it when the taint is written
+and when a rule's effect changes; a taint without one counts from when this controller first saw it); never when
+those tolerations have none. A controller started again keeps the deadlines, since they come from the objects.
+The taints are the driver's (in the ResourceSlice) and those of DeviceTaintRules, applied as the scheduler applies
+them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod
 gets the `DisruptionTarget` condition (`DeletionByDeviceTaintManager`) and a `DeviceTaintManagerEviction` event
 first, as `addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
-`evictionDelay` is upstream's per-device computation, with the node taint eviction controller's rules for picking
+`eviction_time` is upstream's per-device computation, with the node taint eviction controller's rules for picking
 the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`).
 
 Each DeviceTaintRule's status gets the `EvictionInProgress` condition (`knuma.local.controllers.taint_rule_status`),
@@ -38,7 +40,7 @@ from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.devices.pools import DeviceID
 from knuma.kube import rest
 from knuma.kube.errors import Conflict, KubeApiError, NotFound
-from knuma.kube.events import EventRecorder, timestamp
+from knuma.kube.events import EventRecorder, parse_timestamp, timestamp
 from knuma.kube.informer import Callbacks, Informer, ignore, object_key
 from knuma.kube.tasks import cancel_and_wait
 from knuma.local.controllers import nodelifecycle, taint_rule_status
@@ -47,7 +49,7 @@ from knuma.local.controllers.refs import pod_path, pod_reference
 from knuma.scheduler.daemon.claims import DeviceInformers
 from knuma.scheduler.plugins.device_state import DeviceState
 
-__all__ = ["CHECK_PERIOD", "DeviceTaintEvictionController", "eviction_delay"]
+__all__ = ["CHECK_PERIOD", "DeviceTaintEvictionController", "eviction_delay", "eviction_time"]
 
 log = logging.getLogger("knuma.local.controllers")
 
@@ -81,6 +83,30 @@ def eviction_delay(
     return min(delays) if delays else None
 
 
+def eviction_time(
+    claims: Iterable[Mapping[str, Any]],
+    taints_of: Callable[[DeviceID], Iterable[Taint]],
+    added_at: Callable[[DeviceID, Taint], float],
+) -> float | None:
+    """When (seconds since the epoch) a pod using `claims` is deleted (`Controller.evictionTime`): for each `NoExecute`
+    taint of an allocated device, `added_at` (its `timeAdded`) plus the `tolerationSeconds` of the toleration used
+    (nothing: at once); the earliest; None when every such taint is tolerated for ever, or there is none."""
+    times: list[float] = []
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            device = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+            tolerations = {"tolerations": result.get("tolerations") or []}
+            for taint in taints_of(device):
+                if taint.effect != NO_EXECUTE:
+                    continue
+                raw = {"key": taint.key, "value": taint.value, "effect": taint.effect}
+                delay = nodelifecycle.eviction_delay(tolerations, [raw])
+                if delay is not None:
+                    times.append(added_at(device, taint) + delay)
+    return min(times) if times else None
+
+
 class DeviceTaintEvictionController:
     def __init__(self, http: httpx2.AsyncClient, *, rule_status_period: float = taint_rule_status.RULE_STATUS_PERIOD):
         """`rule_status_period`: the shortest time between two status writes of a rule (upstream's constant
@@ -91,6 +117,8 @@ class DeviceTaintEvictionController:
         self.informers = DeviceInformers(http, self.devices, lambda: None)
         self.pods = Informer(http, "/api/v1/pods", Callbacks(ignore, ignore, ignore))
         self.evictions: dict[str, float] = {}
+        self.first_seen: dict[tuple[DeviceID, Taint], float] = {}
+        """When this controller first saw a device taint that has no `timeAdded` (seconds since the epoch)."""
         """Pod key -> when it is deleted (monotonic seconds; infinity once deleted)."""
         self.events = EventRecorder(http, "device-taint-eviction-controller")
         self.evicted = 0
@@ -120,6 +148,39 @@ class DeviceTaintEvictionController:
         finally:
             await cancel_and_wait(informers)
 
+    def _taint_times(self, wall: float) -> Callable[[DeviceID, Taint], float]:
+        """When each device taint was added: the `timeAdded` of the device's own taint in its ResourceSlice, or of
+        the `NoExecute` DeviceTaintRules with that taint that select the device (the earliest), else when this
+        controller first saw it."""
+        own: dict[tuple[DeviceID, Taint], float] = {}
+        for body in list(self.informers.slices.store.values()):
+            spec = body.get("spec") or {}
+            driver, pool = str(spec.get("driver")), str((spec.get("pool") or {}).get("name"))
+            for device in spec.get("devices") or []:
+                for raw in device.get("taints") or []:
+                    added = parse_timestamp(raw.get("timeAdded"))
+                    if added is None:
+                        continue
+                    taint = Taint(str(raw.get("key") or ""), str(raw.get("value") or ""), str(raw.get("effect") or ""))
+                    mark = (driver, pool, str(device.get("name")))
+                    own[mark, taint] = min(own.get((mark, taint), math.inf), added.timestamp())
+        rules = []
+        for obj, rule in self._rules().values():
+            added = parse_timestamp(((obj.get("spec") or {}).get("taint") or {}).get("timeAdded"))
+            if rule.taint.effect == NO_EXECUTE and added is not None:
+                published = taint_rule_status.published_devices(
+                    rule, self.devices.slices.values(), self.devices.classes
+                )
+                rules.append((rule.taint, taint_rule_status.rule_selects(rule, published), added.timestamp()))
+
+        def added_at(device: DeviceID, taint: Taint) -> float:
+            times = [own.get((device, taint), math.inf)]
+            times += [added for ruled, selects, added in rules if ruled == taint and selects(device)]
+            known = min(times)
+            return known if known != math.inf else self.first_seen.setdefault((device, taint), wall)
+
+        return added_at
+
     def _running(self) -> list[JsonObj]:
         """The pods eviction is about: not being deleted, not finished."""
         return [
@@ -142,13 +203,15 @@ class DeviceTaintEvictionController:
         tainted = self._taints()
         if not tainted:
             self.evictions.clear()
+            self.first_seen.clear()
             return
-        now = time.monotonic()
+        now, wall = time.monotonic(), time.time()
+        added_at = self._taint_times(wall)
         seen: set[str] = set()
         for pod in self._running():
             used = self._claims_of(pod)
-            delay = eviction_delay(used, lambda device: tainted.get(device, ())) if used else None
-            if delay is None:
+            deadline = eviction_time(used, lambda device: tainted.get(device, ()), added_at) if used else None
+            if deadline is None:
                 continue
             key = object_key(pod)
             seen.add(key)
@@ -156,10 +219,10 @@ class DeviceTaintEvictionController:
                 # A pod starts waiting: upstream's `handlePod` queues the rules that are reasons of it; here every
                 # `NoExecute` rule, whose condition is rewritten only if it changed.
                 self._rules_due(now, self._no_execute_rules())
-            deadline = self.evictions.setdefault(key, now + delay)
-            if delay == 0 and deadline != math.inf:
-                deadline = now
-            if now >= deadline and await self._evict(pod):
+            if self.evictions.get(key) == math.inf:
+                continue  # deleted already; the informer has not heard yet
+            self.evictions[key] = deadline
+            if wall >= deadline and await self._evict(pod):
                 self.evictions[key] = math.inf
         for key in set(self.evictions) - seen:
             del self.evictions[key]
