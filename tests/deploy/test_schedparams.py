@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from knuma.cli.main import app
 from knuma.deploy.scheduler import CONFIG_KEY
 from knuma.scheduler.cache.overreserve import OverReserve
-from knuma.scheduler.config.load import build_nrt_cache, load_config
+from knuma.scheduler.config.load import build_nrt_cache, default_config, load_config
 from knuma.scheduler.config.model import SchedulerConfiguration
 from knuma.testing.apiserver import RunningApiServer
 
@@ -85,8 +85,20 @@ def test_scoring_strategy_without_resources_keeps_the_schedulers_default_weights
     assert numa is not None and (numa.scoring_type.value, numa.resources) == (kind, (("cpu", 1), ("memory", 1)))
 
 
-def test_no_scoring_file_renders_no_scoring_strategy() -> None:
-    assert "scoringStrategy" not in rendered()
+def test_no_scoring_file_renders_knumas_profile_and_upstreams_for_the_upstream_image(tmp_path: Path) -> None:
+    """Without a strategy file the knuma variant deploys the profile `knuma scheduler` runs without a file (and the
+    simulator measures): KnumaBinPacking, NodeResourcesBalancedAllocation not scoring. scheduler-plugins' image
+    knows neither: its variant gets no key, upstream's default."""
+    assert rendered()["scoringStrategy"] == {"type": "KnumaBinPacking"}
+    (profile,) = loaded(tmp_path).profiles
+    (built_in,) = default_config().profiles
+    assert (profile.numa.scoring_type, profile.numa.resources) == (built_in.numa.scoring_type, built_in.numa.resources)
+    assert "NodeResourcesBalancedAllocation" not in profile.plugins["score"]
+    assert [n for n, _ in profile.scorers] == [n for n, _ in built_in.scorers]
+    assert "scoringStrategy" not in rendered("--scheduler", "upstream")
+    scoring = write(tmp_path, "scoring.yaml", "type: LeastAllocated\n")
+    chosen = loaded(tmp_path, SCORING, scoring).profiles[0]
+    assert "NodeResourcesBalancedAllocation" in chosen.plugins["score"]  # a chosen strategy gets upstream's scores
 
 
 def test_cache_params_file_becomes_the_cache_args_of_the_overreserve_cache(tmp_path: Path) -> None:

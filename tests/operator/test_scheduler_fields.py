@@ -44,9 +44,10 @@ def test_every_field_reaches_the_scheduler() -> None:
     assert numa.cache_resync_period_seconds == 7
 
 
-def test_defaults_are_upstreams() -> None:
+def test_defaults_are_upstreams_but_the_scoring_is_knumas() -> None:
     args, numa = loaded({})
-    assert "scoringStrategy" not in args and "preemptionMode" not in args
+    # no scoringStrategy in the CR: knuma's own profile (upstream's CR defaults to LeastAllocated)
+    assert args["scoringStrategy"] == {"type": "KnumaBinPacking"} and "preemptionMode" not in args
     assert args["cache"] == {
         "foreignPodsDetect": "OnlyExclusiveResources",
         "informerMode": "Dedicated",

@@ -1,9 +1,11 @@
 """The `scheduler` component, knuma variant: `knuma scheduler` as a secondary scheduler with a
 NodeResourceTopologyMatch profile, with only the permissions it uses.
 
-The configuration is a `KubeSchedulerConfiguration` that upstream scheduler-plugins would accept as well (profile
-`topology-aware-scheduler`, `cacheResyncPeriodSeconds`, `cache`), so that switching between the two schedulers is a
-change of image, not of configuration.
+The configuration is a `KubeSchedulerConfiguration` in upstream's shape (profile `topology-aware-scheduler`,
+`cacheResyncPeriodSeconds`, `cache`). Without `--sched-scoring-strat-config-file` it is knuma's own profile, the one
+the simulator and the benchmarks measure (`knuma.scheduler.config.own_profile`): `scoringStrategy`
+KnumaBinPacking and NodeResourcesBalancedAllocation disabled at `score`. With a strategy file, or for the `upstream`
+variant (scheduler-plugins' image, which knows neither), the profile is upstream's.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from knuma.deploy.objects import (
     security_context,
     service_account,
 )
-from knuma.deploy.options import DeployOptions
+from knuma.deploy.options import DeployOptions, SchedulerVariant
 from knuma.scheduler.cache.resyncdebug import DUMP_ENV as RESYNC_DUMP_ENV
+from knuma.scheduler.config.own_profile import knuma_profile
 
 __all__ = [
     "CONFIG_KEY",
@@ -82,12 +85,17 @@ def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.c
     args: dict[str, Any] = {"cache": cache}
     if options.effective_resync_period > 0:
         args["cacheResyncPeriodSeconds"] = max(1, round(options.effective_resync_period))
+    plugins: dict[str, Any] = {point: {"enabled": [{"name": PLUGIN}]} for point in ("filter", "reserve", "score")}
     if options.scoring_strategy is not None:
         kind, resources = options.scoring_strategy
         strategy: dict[str, Any] = {"type": kind}
         if resources:
             strategy["resources"] = [{"name": name, "weight": weight} for name, weight in resources]
         args["scoringStrategy"] = strategy
+    elif options.scheduler is SchedulerVariant.KNUMA:
+        own = knuma_profile()
+        args["scoringStrategy"] = own["pluginConfig"][0]["args"]["scoringStrategy"]
+        plugins["score"]["disabled"] = own["plugins"]["score"]["disabled"]
     if options.preemption_mode is not None:
         args["preemptionMode"] = options.preemption_mode
     leader: dict[str, Any] = {"leaderElect": options.leader_elect}
@@ -101,7 +109,7 @@ def scheduler_config(options: DeployOptions, api_version: str = "kubescheduler.c
         "profiles": [
             {
                 "schedulerName": options.profile_name,
-                "plugins": {point: {"enabled": [{"name": PLUGIN}]} for point in ("filter", "reserve", "score")},
+                "plugins": plugins,
                 "pluginConfig": [{"name": PLUGIN, "args": args}],
             }
         ],

@@ -14,7 +14,7 @@ from knuma.local.nodes.spec import NodeSpec, nodes_of
 from knuma.local.up.options import UpError, UpOptions, resolve_cluster, save_cluster
 from knuma.local.up.stack import AWARE_PROFILE, UNAWARE_PROFILE, scheduler_configuration
 from knuma.local.up.summary import COLUMNS, line, summarize, table_rows
-from knuma.scheduler.config.load import build_profiles, parse_config
+from knuma.scheduler.config.load import build_profiles, default_config, parse_config
 from knuma.testbed.shapes import BUILTIN_SHAPES
 from tests.local.nodes.builders import guaranteed
 
@@ -60,6 +60,12 @@ def test_scheduler_profiles_one_numa_aware_one_not() -> None:
     filters = {name: [type(f).__name__ for f in p.filters] for name, p in profiles.items()}
     assert "NodeResourceTopologyMatch" in filters[AWARE_PROFILE]
     assert "NodeResourceTopologyMatch" not in filters[UNAWARE_PROFILE]
+    # the NUMA-aware profile is knuma's own, as `knuma scheduler` runs it without a file and the simulator measures
+    # it; the other is kube-scheduler's
+    scores = {name: [p.name for p, _ in built.scorers] for name, built in profiles.items()}
+    (own,) = build_profiles(default_config()).values()
+    assert scores[AWARE_PROFILE] == [p.name for p, _ in own.scorers]
+    assert "NodeResourcesBalancedAllocation" in scores[UNAWARE_PROFILE]
 
 
 def test_summary_counts_outcomes_and_free_cpus_per_zone() -> None:

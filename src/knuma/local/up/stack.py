@@ -52,6 +52,7 @@ from knuma.local.up.lock import DataDirInUse, DataDirLock
 from knuma.local.up.options import UpError, UpFailed, UpOptions, save_cluster
 from knuma.local.up.summary import ClusterSummary, summarize
 from knuma.local.up.supervisor import Supervisor
+from knuma.scheduler.config.own_profile import knuma_profile
 from knuma.testbed.cluster import ClusterSpec
 from knuma.testbed.dra import device_classes
 
@@ -66,21 +67,15 @@ NRT_GR = ("topology.node.k8s.io", "noderesourcetopologies")
 
 
 def scheduler_configuration() -> dict[str, Any]:
-    """Two profiles: knuma's NUMA-aware one (the default plugins and NodeResourceTopologyMatch), and
-    `default-scheduler` without NodeResourceTopologyMatch (what a cluster's stock kube-scheduler does), so the same
-    workload can be scheduled both ways."""
+    """Two profiles: knuma's NUMA-aware one (`knuma_profile`: the default plugins and NodeResourceTopologyMatch, as
+    `knuma scheduler` runs without a file), and `default-scheduler` without NodeResourceTopologyMatch (what a cluster's
+    stock kube-scheduler does), so the same workload can be scheduled both ways."""
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
         "profiles": [
-            {
-                "schedulerName": AWARE_PROFILE,
-                "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
-                "pluginConfig": [
-                    {"name": "NodeResourceTopologyMatch", "args": {"scoringStrategy": {"type": "KnumaBinPacking"}}}
-                ],
-            },
+            knuma_profile(AWARE_PROFILE),
             {
                 "schedulerName": UNAWARE_PROFILE,
                 "plugins": {"multiPoint": {"disabled": [{"name": "NodeResourceTopologyMatch"}]}},

@@ -47,8 +47,9 @@ from knuma.scheduler.config.model import (
     SchedulerConfiguration,
     num_feasible_nodes_to_find,
 )
+from knuma.scheduler.config.own_profile import knuma_profile
 from knuma.scheduler.framework.interface import FilterPlugin, PreEnqueuePlugin, Profile, ScorePlugin
-from knuma.scheduler.framework.profiles import DEFAULT_STRATEGY, KNUMA_DISABLED_SCORES, cache_filters
+from knuma.scheduler.framework.profiles import cache_filters
 from knuma.scheduler.framework.registry import PLUGINS
 from knuma.scheduler.plugins.default_preemption import DefaultPreemption
 from knuma.scheduler.plugins.default_preemption_args import DEFAULT_PREEMPTION
@@ -118,28 +119,11 @@ def parse_config(document: Mapping[str, Any], source: str = "") -> SchedulerConf
 
 
 def default_config() -> SchedulerConfiguration:
-    """No file: one profile `topology-aware-scheduler` with kube-scheduler's default plugins plus
-    NodeResourceTopologyMatch (filter, score, reserve), as the upstream deployer renders it, scoring with knuma's
-    default strategy (`profiles.DEFAULT_STRATEGY`, KnumaBinPacking) and without the scores that work against it
-    (`profiles.KNUMA_DISABLED_SCORES`: NodeResourcesBalancedAllocation). A file is read as upstream reads it: without a
-    `scoringStrategy` it gets upstream's LeastAllocated, and the default plugins it does not disable."""
-    strategy = {"scoringStrategy": {"type": DEFAULT_STRATEGY.value}}
-    return read_configuration(
-        {
-            "apiVersion": SUPPORTED_API_VERSIONS[0],
-            "kind": KIND,
-            "profiles": [
-                {
-                    "schedulerName": DEFAULT_SCHEDULER_NAME,
-                    "plugins": {
-                        "multiPoint": {"enabled": [{"name": NUMA_PLUGIN}]},
-                        "score": {"disabled": [{"name": name} for name in KNUMA_DISABLED_SCORES]},
-                    },
-                    "pluginConfig": [{"name": NUMA_PLUGIN, "args": strategy}],
-                }
-            ],
-        }
-    )
+    """No file: one profile `topology-aware-scheduler`, knuma's (`own_profile.knuma_profile`). A file is read as
+    upstream reads it: without a `scoringStrategy` it gets upstream's LeastAllocated, and the default plugins it does
+    not disable."""
+    profile = knuma_profile(DEFAULT_SCHEDULER_NAME)
+    return read_configuration({"apiVersion": SUPPORTED_API_VERSIONS[0], "kind": KIND, "profiles": [profile]})
 
 
 # -- framework profiles ----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from knuma.scheduler.cache.interface import NRTCache
+from knuma.scheduler.config.own_profile import KNUMA_STRATEGY
 from knuma.scheduler.framework.interface import FilterPlugin, PostFilterPlugin, Profile, ScorePlugin
 from knuma.scheduler.plugins.dra_extended import ExtendedResourceMap
 from knuma.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
@@ -18,13 +19,11 @@ FIT_WEIGHT = 1
 """NodeResourcesFit's score weight in kube-scheduler's default profile."""
 BALANCED_WEIGHT = 1
 """NodeResourcesBalancedAllocation's score weight in kube-scheduler's default profile."""
-KNUMA_DISABLED_SCORES = ("NodeResourcesBalancedAllocation",)
-"""Default plugins knuma's default configuration takes out of its profile's `score` (see `default_profile`)."""
 NUMA_WEIGHT = 1
 """NodeResourceTopologyMatch's score weight (scheduler-plugins' example profiles leave the default, 1)."""
 
 
-DEFAULT_STRATEGY = StrategyType.KNUMA_BIN_PACKING
+DEFAULT_STRATEGY = StrategyType(KNUMA_STRATEGY)
 """knuma's default `scoringStrategy.type` (upstream's is LeastAllocated, which every profile can still choose)."""
 
 
@@ -47,9 +46,9 @@ def default_profile(
     pass one to share it, e.g. with a `VectorizedScheduler`). `cache`: the NRT cache the NUMA plugin reports to.
 
     `balanced_allocation`: NodeResourcesBalancedAllocation scores too, as in upstream's deployments (kube-scheduler's
-    default plugins). knuma's default configuration disables it (`KNUMA_DISABLED_SCORES`): it pulls pods towards nodes
-    whose cpu and memory stay in proportion, against KnumaBinPacking's packing, and knuma placed fewer pods with it
-    (`default` seeds 0-4: 365 / 366 / 367 / 371 / 360 against 372 / 374 / 369 / 377 / 373; `fragmented`
+    default plugins). knuma's own profile disables it (`own_profile.KNUMA_DISABLED_SCORES`): it pulls pods towards
+    nodes whose cpu and memory stay in proportion, against KnumaBinPacking's packing, and knuma placed fewer pods
+    with it (`default` seeds 0-4: 365 / 366 / 367 / 371 / 360 against 372 / 374 / 369 / 377 / 373; `fragmented`
     233 / 236 / 238 / 237 / 237 against 238 / 238 / 237 / 237 / 239; docs/placement.md)."""
     fit = NodeResourcesFit()
     numa = NodeResourceTopologyMatch(scoring or default_scoring(), demand, cache)

@@ -213,7 +213,7 @@ def product_scheduler(
     if scoring is None and name != "knuma":
         scoring = ScoringStrategy(UPSTREAM_STRATEGY)
     # upstream's deployments run kube-scheduler's default scores, NodeResourcesBalancedAllocation among them; knuma's
-    # default configuration takes it out (`profiles.KNUMA_DISABLED_SCORES`)
+    # default configuration takes it out (`own_profile.KNUMA_DISABLED_SCORES`)
     upstream = name != "knuma"
     profile = dataclasses.replace(
         default_profile(scoring, name=name, cache=nrt, balanced_allocation=upstream), post_filter=preemption
