@@ -133,11 +133,7 @@ async def test_a_no_execute_taint_rule_evicts_the_pods_using_the_device(tmp_path
             }
             (await http.post("/apis/resource.k8s.io/v1alpha3/devicetaintrules", json=rule)).raise_for_status()
 
-            async def evicted() -> Any:
-                pod = (await http.get(f"{NS}/pods/trainer")).json()
-                return pod if pod["metadata"].get("deletionTimestamp") or pod.get("code") == 404 else None
-
-            pod = await _wait(evicted, timeout=20)
+            pod = await _evicted(http, "trainer")
             if pod.get("status"):
                 (condition,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
                 assert condition["reason"] == "DeletionByDeviceTaintManager"
@@ -149,6 +145,17 @@ async def test_a_no_execute_taint_rule_evicts_the_pods_using_the_device(tmp_path
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await http.aclose()
+
+
+async def _evicted(http: Any, name: str) -> dict[str, Any]:
+    """The pod once it is being deleted (or gone)."""
+
+    async def deleted() -> Any:
+        pod = (await http.get(f"{NS}/pods/{name}")).json()
+        return pod if pod["metadata"].get("deletionTimestamp") or pod.get("code") == 404 else None
+
+    found: dict[str, Any] = await _wait(deleted, timeout=20)
+    return found
 
 
 RULES = "/apis/resource.k8s.io/v1alpha3/devicetaintrules"
@@ -300,20 +307,15 @@ async def test_tolerations_count_from_the_taints_time_added_not_from_when_the_co
     added = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
     with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
         http = async_http(api.kubeconfig)
+        await _gpus(http)
+        await _rule(http, "gpu-0-down", "NoExecute", added)
+        toleration = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute"}
+        await _pod_with_claim(http, "minute", [{**toleration, "tolerationSeconds": 60}])
+        await _pod_with_claim(http, "hour", [{**toleration, "tolerationSeconds": 3600}])
+        controller = DeviceTaintEvictionController(http)
+        task = asyncio.create_task(controller.run())
         try:
-            await _gpus(http)
-            await _rule(http, "gpu-0-down", "NoExecute", added)
-            toleration = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute"}
-            await _pod_with_claim(http, "minute", [{**toleration, "tolerationSeconds": 60}])
-            await _pod_with_claim(http, "hour", [{**toleration, "tolerationSeconds": 3600}])
-            controller = DeviceTaintEvictionController(http)
-            task = asyncio.create_task(controller.run())
-
-            async def evicted() -> Any:
-                pod = (await http.get(f"{NS}/pods/minute")).json()
-                return pod if pod["metadata"].get("deletionTimestamp") or pod.get("code") == 404 else None
-
-            await _wait(evicted, timeout=20)
+            await _evicted(http, "minute")
             assert (await http.get(f"{NS}/pods/hour")).json()["metadata"].get("deletionTimestamp") is None
             assert controller.evicted == 1
         finally:
