@@ -8,8 +8,11 @@ The taints are the driver's (in the ResourceSlice) and those of DeviceTaintRules
 them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod
 gets the `DisruptionTarget` condition (`DeletionByDeviceTaintManager`) and a `DeviceTaintManagerEviction` event
 first, as `addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
-`eviction_time` is upstream's per-device computation, with the node taint eviction controller's rules for picking
-the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`).
+`eviction_time` is upstream's per-device computation (`claimEvictionTime`), with the node taint eviction
+controller's rules for picking the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`). One
+difference: upstream's controller counts only tolerations whose effect is `NoExecute`, so a claim tolerating a taint
+with no effect (which the allocator, the documentation and the node taint controller read as every effect) is
+allocated the tainted device and then evicted at once; here it stays, as it was allocated.
 
 Each DeviceTaintRule's status gets the `EvictionInProgress` condition (`knuma.local.controllers.taint_rule_status`),
 including the dry run of the `None` effect, written through the `status` subresource (upstream applies it with
