@@ -19,6 +19,7 @@ from knuma.local.controllers.device_taint_eviction import (
     DeviceTaintEvictionController,
     eviction_delay,
     eviction_time,
+    taint_delay,
 )
 from knuma.testing.apiserver import apiserver_in_thread
 
@@ -66,6 +67,17 @@ def test_the_eviction_time_counts_from_each_taints_time_added() -> None:
     assert eviction_time([_claim("c", [patient])], taints, added_at) == 1010  # the later one is not tolerated
     assert eviction_time([_claim("c", [patient, forever])], taints, added_at) == 1030
     assert eviction_time([_claim("c", [forever])], lambda _: [late], added_at) is None
+
+
+def test_every_matching_toleration_counts_for_a_device_taint() -> None:
+    """`claimEvictionTime`: the smallest `tolerationSeconds` of all the tolerations that match (the node taint manager
+    uses the first), one without `tolerationSeconds` tolerates for ever, a negative one is 0."""
+    key = {"key": "example.com/down", "operator": "Exists"}
+    assert taint_delay([{**key, "tolerationSeconds": 60}, {**key, "tolerationSeconds": 20}], DOWN) == 20
+    assert taint_delay([{**key, "tolerationSeconds": 60}, key], DOWN) is None
+    assert taint_delay([{**key, "tolerationSeconds": -5}], DOWN) == 0
+    assert taint_delay([{**key, "effect": "NoSchedule"}], DOWN) == 0  # matches another effect only
+    assert taint_delay([], DOWN) == 0
 
 
 async def _pod_with_claim(http: Any, name: str, tolerations: list[dict[str, Any]] | None = None) -> None:

@@ -8,11 +8,10 @@ The taints are the driver's (in the ResourceSlice) and those of DeviceTaintRules
 them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod
 gets the `DisruptionTarget` condition (`DeletionByDeviceTaintManager`) and a `DeviceTaintManagerEviction` event
 first, as `addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
-`eviction_time` is upstream's per-device computation (`claimEvictionTime`), with the node taint eviction
-controller's rules for picking the tolerations (`knuma.local.controllers.nodelifecycle.eviction_delay`). One
-difference: upstream's controller counts only tolerations whose effect is `NoExecute`, so a claim tolerating a taint
-with no effect (which the allocator, the documentation and the node taint controller read as every effect) is
-allocated the tainted device and then evicted at once; here it stays, as it was allocated.
+`eviction_time` is upstream's per-device computation (`claimEvictionTime`), every matching toleration counting
+(`taint_delay`). One difference: upstream's controller counts only tolerations whose effect is `NoExecute`, so a
+claim tolerating a taint with no effect (which the allocator, the documentation and the node taint controller read
+as every effect) is allocated the tainted device and then evicted at once; here it stays, as it was allocated.
 
 Each DeviceTaintRule's status gets the `EvictionInProgress` condition (`knuma.local.controllers.taint_rule_status`),
 including the dry run of the `None` effect, written through the `status` subresource (upstream applies it with
@@ -31,14 +30,14 @@ import datetime as dt
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import httpx2
 
 from knuma.api.dra.devicetaintrule import DeviceTaintRule
 from knuma.api.dra.fields import ValidationError
-from knuma.api.taints import NO_EXECUTE, Taint
+from knuma.api.taints import NO_EXECUTE, Taint, tolerations_of
 from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonObj, meta_of
 from knuma.devices.pools import DeviceID
 from knuma.kube import rest
@@ -52,7 +51,7 @@ from knuma.local.controllers.refs import pod_path, pod_reference
 from knuma.scheduler.daemon.claims import DeviceInformers
 from knuma.scheduler.plugins.device_state import DeviceState
 
-__all__ = ["CHECK_PERIOD", "DeviceTaintEvictionController", "eviction_delay", "eviction_time"]
+__all__ = ["CHECK_PERIOD", "DeviceTaintEvictionController", "eviction_delay", "eviction_time", "taint_delay"]
 
 log = logging.getLogger("knuma.local.controllers")
 
@@ -65,25 +64,10 @@ MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
 def eviction_delay(
     claims: Iterable[Mapping[str, Any]], taints_of: Callable[[DeviceID], Iterable[Taint]]
 ) -> float | None:
-    """Seconds until a pod using `claims` is deleted: 0 when a device of an allocated claim has a `NoExecute` taint
-    its request result's tolerations do not tolerate, the smallest `tolerationSeconds` of the tolerations used when
-    all are tolerated, None when none is `NoExecute` or the tolerations used have no `tolerationSeconds`."""
-    delays: list[float] = []
-    for claim in claims:
-        allocation = (claim.get("status") or {}).get("allocation") or {}
-        for result in (allocation.get("devices") or {}).get("results") or []:
-            device = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
-            taints = [
-                {"key": t.key, "value": t.value, "effect": t.effect}
-                for t in taints_of(device)
-                if t.effect == NO_EXECUTE
-            ]
-            if not taints:
-                continue
-            delay = nodelifecycle.eviction_delay({"tolerations": result.get("tolerations") or []}, taints)
-            if delay is not None:
-                delays.append(delay)
-    return min(delays) if delays else None
+    """Seconds until a pod using `claims` is deleted, counted from when its taints were added: 0 when a device of an
+    allocated claim has a `NoExecute` taint its request result's tolerations do not tolerate, else the smallest
+    `tolerationSeconds` (`taint_delay`); None when none is `NoExecute` or every one is tolerated for ever."""
+    return eviction_time(claims, taints_of, lambda device, taint: 0.0)
 
 
 def eviction_time(
@@ -91,23 +75,37 @@ def eviction_time(
     taints_of: Callable[[DeviceID], Iterable[Taint]],
     added_at: Callable[[DeviceID, Taint], float],
 ) -> float | None:
-    """When (seconds since the epoch) a pod using `claims` is deleted (`Controller.evictionTime`): for each `NoExecute`
-    taint of an allocated device, `added_at` (its `timeAdded`) plus the `tolerationSeconds` of the toleration used
-    (nothing: at once); the earliest; None when every such taint is tolerated for ever, or there is none."""
+    """When (seconds since the epoch) a pod using `claims` is deleted (`claimEvictionTime`): for each `NoExecute`
+    taint of an allocated device, `added_at` (its `timeAdded`) plus `taint_delay`; the earliest; None when every
+    such taint is tolerated for ever, or there is none."""
     times: list[float] = []
     for claim in claims:
         allocation = (claim.get("status") or {}).get("allocation") or {}
         for result in (allocation.get("devices") or {}).get("results") or []:
             device = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
-            tolerations = {"tolerations": result.get("tolerations") or []}
+            raw = [t for t in result.get("tolerations") or [] if isinstance(t, Mapping)]
             for taint in taints_of(device):
                 if taint.effect != NO_EXECUTE:
                     continue
-                raw = {"key": taint.key, "value": taint.value, "effect": taint.effect}
-                delay = nodelifecycle.eviction_delay(tolerations, [raw])
+                delay = taint_delay(raw, taint)
                 if delay is not None:
                     times.append(added_at(device, taint) + delay)
     return min(times) if times else None
+
+
+def taint_delay(tolerations: Sequence[Mapping[str, Any]], taint: Taint) -> float | None:
+    """Seconds a `NoExecute` device taint is tolerated by a result's `tolerations` (`claimEvictionTime`): 0 when none
+    tolerates it; None (for ever) when one that does has no `tolerationSeconds`; else the smallest of theirs, 0 at
+    least. Every matching toleration counts, not only the first (the node taint manager's rule)."""
+    seconds: list[float] = []
+    for toleration, raw in zip(tolerations_of({"tolerations": tolerations}), tolerations, strict=True):
+        if not toleration.tolerates(taint):
+            continue
+        limit = raw.get("tolerationSeconds")
+        if not isinstance(limit, int | float) or isinstance(limit, bool):
+            return None
+        seconds.append(max(0.0, float(limit)))
+    return min(seconds) if seconds else 0.0
 
 
 class DeviceTaintEvictionController:
