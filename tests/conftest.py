@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,22 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # every table a test reads; tests that want a width set it themselves.
 for _variable in ("COLUMNS", "LINES"):
     os.environ.pop(_variable, None)
+
+
+@pytest.fixture(autouse=True)
+def _no_logging_to_closed_streams() -> Iterator[None]:
+    """A command a test runs in-process (typer's runner) configures logging (`basicConfig`, the exporter's JSON
+    handler) on the stream the runner substitutes for stderr, which it closes when the command returns. Left in
+    place, such a handler fails every later record (`--- Logging error ---` in the suite's output, from an API server
+    thread of another test): it goes when its test ends."""
+    yield
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        if not isinstance(logger, logging.Logger):
+            continue  # a placeholder for a dotted name's parent: no handlers
+        for handler in list(logger.handlers):
+            if getattr(getattr(handler, "stream", None), "closed", False):
+                logger.removeHandler(handler)
 
 
 @pytest.fixture
