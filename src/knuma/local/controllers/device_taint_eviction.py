@@ -5,9 +5,9 @@ counted from the taint's `timeAdded` (`Controller.evictionTime`: the API server 
 and when a rule's effect changes; a taint without one counts from when this controller first saw it); never when
 those tolerations have none. A controller started again keeps the deadlines, since they come from the objects.
 The taints are the driver's (in the ResourceSlice) and those of DeviceTaintRules, applied as the scheduler applies
-them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod
-gets the `DisruptionTarget` condition (`DeletionByDeviceTaintManager`) and a `DeviceTaintManagerEviction` event
-first, as `addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
+them (`knuma.devices.taintrules`, through the scheduler's `DeviceState`). The pod gets the `DisruptionTarget`
+condition (`DeletionByDeviceTaintManager`) and a `DeviceTaintManagerEviction` event first, as
+`addConditionAndDeletePod` gives them; a deletion still waiting is cancelled when the taint goes.
 `eviction_time` is upstream's per-device computation (`claimEvictionTime`), every matching toleration counting
 (`taint_delay`). One difference: upstream's controller counts only tolerations whose effect is `NoExecute`, so a
 claim tolerating a taint with no effect (which the allocator, the documentation and the node taint controller read
@@ -118,9 +118,9 @@ class DeviceTaintEvictionController:
         self.informers = DeviceInformers(http, self.devices, lambda: None)
         self.pods = Informer(http, "/api/v1/pods", Callbacks(ignore, ignore, ignore))
         self.evictions: dict[str, float] = {}
+        """Pod key -> when it is deleted (seconds since the epoch; infinity once deleted)."""
         self.first_seen: dict[tuple[DeviceID, Taint], float] = {}
         """When this controller first saw a device taint that has no `timeAdded` (seconds since the epoch)."""
-        """Pod key -> when it is deleted (monotonic seconds; infinity once deleted)."""
         self.events = EventRecorder(http, "device-taint-eviction-controller")
         self.evicted = 0
         self.rule_status_period = rule_status_period
@@ -207,6 +207,7 @@ class DeviceTaintEvictionController:
             self.first_seen.clear()
             return
         now, wall = time.monotonic(), time.time()
+        self.first_seen = {k: t for k, t in self.first_seen.items() if k[1] in tainted.get(k[0], ())}
         added_at = self._taint_times(wall)
         seen: set[str] = set()
         for pod in self._running():
