@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from knuma.api.taints import Taint
 from knuma.kube.client import async_http
+from knuma.kube.tasks import cancel_and_wait
 from knuma.local.controllers.device_taint_eviction import (
     DeviceTaintEvictionController,
     eviction_delay,
@@ -80,6 +82,20 @@ def test_every_matching_toleration_counts_for_a_device_taint() -> None:
     assert taint_delay([], DOWN) == 0
 
 
+@contextlib.asynccontextmanager
+async def _controller(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[Any, DeviceTaintEvictionController]]:
+    """A client of a fresh API server, and the controller running against it until the block ends."""
+    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
+        http = async_http(api.kubeconfig)
+        controller = DeviceTaintEvictionController(http, **options)
+        task = asyncio.create_task(controller.run())
+        try:
+            yield http, controller
+        finally:
+            await cancel_and_wait([task])
+            await http.aclose()
+
+
 async def _pod_with_claim(http: Any, name: str, tolerations: list[dict[str, Any]] | None = None) -> None:
     pod = {
         "apiVersion": "v1",
@@ -120,43 +136,21 @@ async def _pod_with_claim(http: Any, name: str, tolerations: list[dict[str, Any]
 
 
 async def test_a_no_execute_taint_rule_evicts_the_pods_using_the_device(tmp_path: Path) -> None:
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
-        controller = DeviceTaintEvictionController(http)
-        task = asyncio.create_task(controller.run())
-        try:
-            devices = [{"name": "gpu-0"}, {"name": "gpu-1"}]
-            spec = {"driver": GPU[0], "nodeName": "node-1", "pool": {"name": GPU[1], "resourceSliceCount": 1}}
-            body = {"metadata": {"name": "node-1-gpus"}, "spec": {**spec, "devices": devices}}
-            (await http.post("/apis/resource.k8s.io/v1/resourceslices", json=body)).raise_for_status()
-            tolerate = [{"key": "example.com/down", "operator": "Exists"}]
-            await _pod_with_claim(http, "trainer")
-            await _pod_with_claim(http, "tolerant", tolerate)
-            await asyncio.sleep(1.5)  # no taint yet: nothing happens
-            assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
-            rule = {
-                "apiVersion": "resource.k8s.io/v1alpha3",
-                "kind": "DeviceTaintRule",
-                "metadata": {"name": "gpu-0-down"},
-                "spec": {
-                    "deviceSelector": {"driver": GPU[0], "pool": GPU[1], "device": GPU[2]},
-                    "taint": {"key": "example.com/down", "effect": "NoExecute"},
-                },
-            }
-            (await http.post("/apis/resource.k8s.io/v1alpha3/devicetaintrules", json=rule)).raise_for_status()
-
-            pod = await _evicted(http, "trainer")
-            if pod.get("status"):
-                (condition,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
-                assert condition["reason"] == "DeletionByDeviceTaintManager"
-            tolerant = (await http.get(f"{NS}/pods/tolerant")).json()
-            assert tolerant["metadata"].get("deletionTimestamp") is None
-            assert controller.evicted == 1
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+    async with _controller(tmp_path) as (http, controller):
+        await _gpus(http)
+        tolerate = [{"key": "example.com/down", "operator": "Exists"}]
+        await _pod_with_claim(http, "trainer")
+        await _pod_with_claim(http, "tolerant", tolerate)
+        await asyncio.sleep(1.5)  # no taint yet: nothing happens
+        assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
+        await _rule(http, "gpu-0-down", "NoExecute")
+        pod = await _evicted(http, "trainer")
+        if pod.get("status"):
+            (condition,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+            assert condition["reason"] == "DeletionByDeviceTaintManager"
+        tolerant = (await http.get(f"{NS}/pods/tolerant")).json()
+        assert tolerant["metadata"].get("deletionTimestamp") is None
+        assert controller.evicted == 1
 
 
 async def _evicted(http: Any, name: str) -> dict[str, Any]:
@@ -212,126 +206,81 @@ async def _condition(
 
 
 async def test_a_none_rule_reports_what_no_execute_would_evict_and_evicts_nothing(tmp_path: Path) -> None:
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
-        controller = DeviceTaintEvictionController(http)
-        task = asyncio.create_task(controller.run())
-        try:
-            await _gpus(http)
-            await _pod_with_claim(http, "trainer")
-            await _rule(http, "gpu-0-dry-run", "None")
-            await _rule(http, "gpu-0-no-schedule", "NoSchedule")
-            condition = await _condition(http, "gpu-0-dry-run", "NoEffect")
-            assert (condition["status"], condition["message"], condition["observedGeneration"]) == (
-                "False",
-                DRY_RUN,
-                1,
-            )
-            other = await _condition(http, "gpu-0-no-schedule", "OtherEffect")
-            assert other["message"] == "Eviction only happens for the NoExecute effect."
-            await asyncio.sleep(2.5)  # a dry run: the pod stays
-            pod = (await http.get(f"{NS}/pods/trainer")).json()
-            assert pod["metadata"].get("deletionTimestamp") is None
-            assert controller.evicted == 0
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+    async with _controller(tmp_path) as (http, controller):
+        await _gpus(http)
+        await _pod_with_claim(http, "trainer")
+        await _rule(http, "gpu-0-dry-run", "None")
+        await _rule(http, "gpu-0-no-schedule", "NoSchedule")
+        condition = await _condition(http, "gpu-0-dry-run", "NoEffect")
+        assert (condition["status"], condition["message"], condition["observedGeneration"]) == (
+            "False",
+            DRY_RUN,
+            1,
+        )
+        other = await _condition(http, "gpu-0-no-schedule", "OtherEffect")
+        assert other["message"] == "Eviction only happens for the NoExecute effect."
+        await asyncio.sleep(2.5)  # a dry run: the pod stays
+        pod = (await http.get(f"{NS}/pods/trainer")).json()
+        assert pod["metadata"].get("deletionTimestamp") is None
+        assert controller.evicted == 0
 
 
 async def test_a_no_execute_rule_reports_pods_pending_eviction_then_the_evicted_count(tmp_path: Path) -> None:
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
-        controller = DeviceTaintEvictionController(http, rule_status_period=1.0)
-        task = asyncio.create_task(controller.run())
-        try:
-            await _gpus(http)
-            patient = [{"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
-            await _rule(http, "gpu-0-down", "NoExecute")
-            idle = await _condition(http, "gpu-0-down", "NotStarted")  # no pod uses gpu-0 yet
-            assert (idle["status"], idle["message"]) == ("False", "")
-            await _pod_with_claim(http, "trainer", patient)  # evicted 8 s after the rule's timeAdded
-            pending = await _condition(http, "gpu-0-down", "PodsPendingEviction")
-            assert (pending["status"], pending["message"]) == ("True", "1 pod needs to be evicted in 1 namespace.")
-            assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
-            done = await _condition(http, "gpu-0-down", "Completed", timeout=20)
-            assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
-            assert controller.evicted == 1
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+    async with _controller(tmp_path, rule_status_period=1.0) as (http, controller):
+        await _gpus(http)
+        patient = [{"key": "example.com/down", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
+        await _rule(http, "gpu-0-down", "NoExecute")
+        idle = await _condition(http, "gpu-0-down", "NotStarted")  # no pod uses gpu-0 yet
+        assert (idle["status"], idle["message"]) == ("False", "")
+        await _pod_with_claim(http, "trainer", patient)  # evicted 8 s after the rule's timeAdded
+        pending = await _condition(http, "gpu-0-down", "PodsPendingEviction")
+        assert (pending["status"], pending["message"]) == ("True", "1 pod needs to be evicted in 1 namespace.")
+        assert (await http.get(f"{NS}/pods/trainer")).json()["metadata"].get("deletionTimestamp") is None
+        done = await _condition(http, "gpu-0-down", "Completed", timeout=20)
+        assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
+        assert controller.evicted == 1
 
 
 async def test_a_rule_that_evicts_at_once_ends_completed_with_the_evicted_count(tmp_path: Path) -> None:
     """The pod is deleted in the check that first sees the rule, before the pods' informer sees the deletion: the
     condition must not stay at `PodsPendingEviction` (`kubectl wait --for=condition=EvictionInProgress=false`)."""
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
-        controller = DeviceTaintEvictionController(http, rule_status_period=1.0)
-        task = asyncio.create_task(controller.run())
-        try:
-            await _gpus(http)
-            await _pod_with_claim(http, "trainer")
-            await _rule(http, "gpu-0-down", "NoExecute")
-            reasons: list[str] = []
-            done = await _condition(http, "gpu-0-down", "Completed", timeout=20, seen=reasons)
-            assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
-            assert reasons == ["Completed"]  # never a deleted pod counted as pending
-            await asyncio.sleep(2.5)  # and it stays so
-            (condition,) = (await http.get(f"{RULES}/gpu-0-down")).json()["status"]["conditions"]
-            assert condition == done
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+    async with _controller(tmp_path, rule_status_period=1.0) as (http, _):
+        await _gpus(http)
+        await _pod_with_claim(http, "trainer")
+        await _rule(http, "gpu-0-down", "NoExecute")
+        reasons: list[str] = []
+        done = await _condition(http, "gpu-0-down", "Completed", timeout=20, seen=reasons)
+        assert (done["status"], done["message"]) == ("False", "1 pod evicted since starting the controller.")
+        assert reasons == ["Completed"]  # never a deleted pod counted as pending
+        await asyncio.sleep(2.5)  # and it stays so
+        (condition,) = (await http.get(f"{RULES}/gpu-0-down")).json()["status"]["conditions"]
+        assert condition == done
 
 
 async def test_a_changed_effect_shows_in_the_condition_even_without_pods(tmp_path: Path) -> None:
     """Not upstream, which looks again only for pods: a new generation makes the status due."""
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
-        controller = DeviceTaintEvictionController(http)
-        task = asyncio.create_task(controller.run())
-        try:
-            await _gpus(http)
-            await _rule(http, "gpu-0-dry-run", "None")
-            dry = await _condition(http, "gpu-0-dry-run", "NoEffect")
-            assert dry["message"].startswith("1 published device selected. 0 allocated devices selected. 0 pods ")
-            rule = (await http.get(f"{RULES}/gpu-0-dry-run")).json()
-            rule["spec"]["taint"]["effect"] = "NoSchedule"
-            (await http.put(f"{RULES}/gpu-0-dry-run", json=rule)).raise_for_status()
-            other = await _condition(http, "gpu-0-dry-run", "OtherEffect")  # at once, not after the 10 s period
-            assert other["observedGeneration"] == 2
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+    async with _controller(tmp_path) as (http, _):
+        await _gpus(http)
+        await _rule(http, "gpu-0-dry-run", "None")
+        dry = await _condition(http, "gpu-0-dry-run", "NoEffect")
+        assert dry["message"].startswith("1 published device selected. 0 allocated devices selected. 0 pods ")
+        rule = (await http.get(f"{RULES}/gpu-0-dry-run")).json()
+        rule["spec"]["taint"]["effect"] = "NoSchedule"
+        (await http.put(f"{RULES}/gpu-0-dry-run", json=rule)).raise_for_status()
+        other = await _condition(http, "gpu-0-dry-run", "OtherEffect")  # at once, not after the 10 s period
+        assert other["observedGeneration"] == 2
 
 
 async def test_tolerations_count_from_the_taints_time_added_not_from_when_the_controller_saw_it(tmp_path: Path) -> None:
     """A rule added 100 s ago (as a controller started again finds it): a pod tolerating it for 60 s is deleted at once,
     one tolerating it for an hour stays."""
     added = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with apiserver_in_thread(tmp_path, bookmark_interval=0.2) as api:
-        http = async_http(api.kubeconfig)
+    async with _controller(tmp_path) as (http, controller):
         await _gpus(http)
         await _rule(http, "gpu-0-down", "NoExecute", added)
         toleration = {"key": "example.com/down", "operator": "Exists", "effect": "NoExecute"}
         await _pod_with_claim(http, "minute", [{**toleration, "tolerationSeconds": 60}])
         await _pod_with_claim(http, "hour", [{**toleration, "tolerationSeconds": 3600}])
-        controller = DeviceTaintEvictionController(http)
-        task = asyncio.create_task(controller.run())
-        try:
-            await _evicted(http, "minute")
-            assert (await http.get(f"{NS}/pods/hour")).json()["metadata"].get("deletionTimestamp") is None
-            assert controller.evicted == 1
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await http.aclose()
+        await _evicted(http, "minute")
+        assert (await http.get(f"{NS}/pods/hour")).json()["metadata"].get("deletionTimestamp") is None
+        assert controller.evicted == 1
