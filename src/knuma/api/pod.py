@@ -9,6 +9,13 @@ from them (`ComputePodQOS`), its request for CPU, memory and hugepages is theirs
 (`resourcehelper.PodRequests`), and the static CPU and memory managers leave such a pod alone: no hints, no exclusive
 CPUs, no pinned memory (`staticPolicy.GetTopologyHints` / `Allocate` in both managers return early when
 `IsPodLevelResourcesSet`), so it is never NUMA-aligned nor rejected for alignment (`Pod.pinned_by_managers`).
+
+In-place resize (KEP-1287, on by default since 1.33, GA in 1.35): a running pod's container requests can change in
+its spec before the kubelet accepts them. The kubelet reports what it allocated (`allocatedResources`) and what the
+runtime applies (`resources`) in the container statuses, and marks a resize it will not make `PodResizePending` /
+`Infeasible` (a Guaranteed pod's CPUs under the static CPU manager, its memory under the static memory manager).
+The scheduler counts the largest of spec, allocated and actuated (`Pod.aggregate_requests`, the spec left out when
+infeasible); the kubelet's admission sees the allocation (`Pod.as_allocated`).
 """
 
 from __future__ import annotations
@@ -124,6 +131,14 @@ class Pod:
     """Pod-level limits (`spec.resources.limits`)."""
     has_pod_resources: bool = False
     """`spec.resources` is there (even empty): the QoS class is then computed from it alone."""
+    allocated: Mapping[str, ResourceList] = field(default_factory=dict)
+    """Container name -> the requests the kubelet allocated it (`status.containerStatuses[].allocatedResources`, and
+    of init containers): what the node holds for it while a resize of its spec is pending."""
+    actuated: Mapping[str, ResourceList] = field(default_factory=dict)
+    """Container name -> the requests the runtime applies (`status.containerStatuses[].resources.requests`)."""
+    resize_infeasible: bool = False
+    """`PodResizePending` with reason `Infeasible` (`IsPodResizeInfeasible`): the kubelet will not make the resize,
+    so the spec's requests count for nothing until the spec is changed back."""
 
     @property
     def key(self) -> str:
@@ -167,11 +182,80 @@ class Pod:
 
     @cached_property
     def effective_request(self) -> dict[str, int]:
-        """What the scheduler reserves for the pod (`resourcehelper.PodRequests`): the larger of init and
-        long-running needs, the pod-level request instead for CPU, memory and hugepages it names, plus overhead."""
-        return add(
-            self.with_pod_level_requests(long_running_request(self.init_containers, self.containers)), self.overhead
-        )
+        """What the scheduler reserves for the pod (`resourcehelper.PodRequests` with `UseStatusResources`): the
+        larger of init and long-running needs (of spec, allocation and actuation, `aggregate_requests`), the
+        pod-level request instead for CPU, memory and hugepages it names, plus overhead."""
+        return add(self.with_pod_level_requests(self.aggregate_requests()), self.overhead)
+
+    @property
+    def resizing(self) -> bool:
+        """The kubelet reported resources for the pod's containers, or refused a resize of them."""
+        return bool(self.allocated or self.actuated or self.resize_infeasible)
+
+    def aggregate_requests(self, adjust: Callable[[ResourceList], ResourceList] | None = None) -> dict[str, int]:
+        """`AggregateContainerRequests` with `UseStatusResources` (kube-scheduler's `PodInfo` and NodeResourcesFit
+        set it while InPlacePodVerticalScaling is on): the KEP-753 aggregate (`long_running_request`) of the spec's
+        requests, of the allocated ones (`containerAllocatedRequests`) and of the actuated ones
+        (`containerActuatedRequests`), the largest of the three per resource, the spec's left out when the resize is
+        infeasible. `adjust` rewrites each container's list first (`NonMissingContainerRequests`)."""
+
+        def aggregate(requests_of: Callable[[Container], ResourceList]) -> dict[str, int]:
+            def rewritten(containers: tuple[Container, ...]) -> list[Container]:
+                return [replace(c, requests=adjust(requests_of(c)) if adjust else requests_of(c)) for c in containers]
+
+            return long_running_request(rewritten(self.init_containers), rewritten(self.containers))
+
+        if not self.resizing:
+            if adjust is None:
+                return long_running_request(self.init_containers, self.containers)
+            return aggregate(lambda c: c.requests)
+        infeasible = self.resize_infeasible
+
+        def allocated(c: Container) -> ResourceList:
+            if c.name in self.allocated:
+                return self.allocated[c.name]
+            return {} if infeasible else c.requests
+
+        def actuated(c: Container) -> ResourceList:
+            return self.actuated[c.name] if c.name in self.actuated else allocated(c)
+
+        totals = [aggregate(actuated), aggregate(allocated)]
+        if not infeasible:
+            totals.append(aggregate(lambda c: c.requests))
+        out: dict[str, int] = {}
+        for total in totals:
+            for name, amount in total.items():
+                out[name] = max(out.get(name, amount), amount)
+        return out
+
+    @cached_property
+    def as_allocated(self) -> Pod:
+        """The pod as its kubelet admits and runs it (`UpdatePodFromAllocation`): each container's requests the
+        ones it was allocated; the pod itself when no allocation differs from its spec. The status reports requests
+        only; a resize never changes the QoS class (`ValidatePodResize`), so a Guaranteed pod's cpu and memory limits
+        are its allocated requests and the class stays the pod's."""
+        if not self.allocated:
+            return self
+        guaranteed = self.is_guaranteed
+
+        def allocated(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+            out = []
+            for c in containers:
+                requests = self.allocated.get(c.name)
+                if requests is not None and requests != c.requests:
+                    limits = dict(c.limits)
+                    if guaranteed:
+                        limits.update((name, requests[name]) for name in (CPU, MEMORY) if name in requests)
+                    c = replace(c, requests=dict(requests), limits=limits)
+                out.append(c)
+            return tuple(out)
+
+        init, apps = allocated(self.init_containers), allocated(self.containers)
+        if init == self.init_containers and apps == self.containers:
+            return self
+        view = replace(self, init_containers=init, containers=apps)
+        view.__dict__["qos"] = self.qos  # a cached property, pinned: the class is the pod's, whatever the status says
+        return view
 
     def with_pod_level_requests(self, containers: Mapping[str, int]) -> dict[str, int]:
         """`PodRequests`' second step: the containers' aggregate request with the pod-level request instead for
@@ -183,9 +267,10 @@ class Pod:
 
     @cached_property
     def admission_key(self) -> Hashable:
-        """What the kubelet's admission reads of the pod (QoS, each container's name, kind and requests, the NUMA
-        nodes of its DRA devices), as a hashable: pods with equal keys are admitted alike on equal nodes."""
-        containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in self.all_containers)
+        """What the kubelet's admission reads of the pod (QoS, each container's name, kind and allocated requests,
+        the NUMA nodes of its DRA devices), as a hashable: pods with equal keys are admitted alike on equal nodes."""
+        allocated = self.as_allocated
+        containers = tuple((c.name, c.kind, tuple(sorted(c.requests.items()))) for c in allocated.all_containers)
         devices = tuple(sorted((name, tuple(sorted(d.items()))) for name, d in self.dra_devices.items()))
         return (self.qos, self.pinned_by_managers, containers, devices, tuple(sorted(self.dra_backed)))
 
@@ -264,6 +349,9 @@ class Pod:
             pod_requests=pod_requests,
             pod_limits=pod_limits,
             has_pod_resources=pod_resources is not None,
+            allocated=_status_requests(manifest.get("status"), "allocatedResources"),
+            actuated=_status_requests(manifest.get("status"), "resources"),
+            resize_infeasible=_resize_infeasible(manifest.get("status")),
         )
 
 
@@ -273,6 +361,38 @@ def _preempted(status: Any) -> bool:
     for condition in conditions if isinstance(conditions, list) else ():
         if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
             return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+    return False
+
+
+def _status_requests(status: Any, key: str) -> dict[str, dict[str, int]]:
+    """Container name -> the requests its status reports under `key` (`allocatedResources`, or `resources` whose
+    `requests` are read), app and init containers alike (`findContainerStatus`). Read leniently: the kubelet writes
+    them and the API server validates their quantities, so an entry this cannot read is no information."""
+    out: dict[str, dict[str, int]] = {}
+    if not isinstance(status, Mapping):
+        return out
+    for statuses in (status.get("initContainerStatuses"), status.get("containerStatuses")):
+        for entry in statuses if isinstance(statuses, list) else ():
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                continue
+            raw = entry.get(key)
+            if key == "resources":
+                raw = raw.get("requests") if isinstance(raw, Mapping) else None
+            if raw is None:
+                continue
+            try:
+                out[entry["name"]] = parse_resource_list(raw, key)
+            except ValueError:
+                continue
+    return out
+
+
+def _resize_infeasible(status: Any) -> bool:
+    """`IsPodResizeInfeasible`: the first `PodResizePending` condition has reason `Infeasible`."""
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
     return False
 
 

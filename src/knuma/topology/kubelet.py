@@ -187,7 +187,10 @@ def kubelet_view(pod: Pod) -> Pod:
     extended resource claim maps to a container (`removeMissingExtendedResources`' `isResourceBackedByDRA`,
     `pkg/kubelet/lifecycle/predicate.go`, KEP-5004), and its device manager aligns and allocates only device-plugin
     resources (`isDevicePluginResource`); the devices themselves are aligned as DRA devices (`Pod.dra_devices`).
-    NUMA zones that still list such a resource (an NRT exporter behind a node's move to DRA) hold none of it."""
+    NUMA zones that still list such a resource (an NRT exporter behind a node's move to DRA) hold none of it.
+    Each container's requests are those the kubelet allocated it (`Pod.as_allocated`, the allocation manager's
+    `UpdatePodFromAllocation`): a resize it has not accepted does not move what a running pod holds."""
+    pod = pod.as_allocated
     backed = pod.dra_backed
     if not backed:
         return pod

@@ -16,11 +16,18 @@ scoring strategy that names such a resource scores it on such a node from the cl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Protocol
 
-from knuma.api.pod import Container, Pod, long_running_request
-from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, add, is_dra_extended_resource_name
+from knuma.api.pod import Pod
+from knuma.api.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    ResourceList,
+    add,
+    is_dra_extended_resource_name,
+)
 from knuma.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -70,16 +77,14 @@ _DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 def non_zero_request(pod: Pod) -> dict[str, int]:
     """The pod's cpu and memory as scoring counts them (`PodRequests` with `NonMissingContainerRequests`): every
     container (init and sidecar included) that has no cpu (memory) request key counts the default, then the
-    KEP-753 aggregation, the pod-level requests over it and the overhead, as for the effective request."""
+    KEP-753 aggregation (of spec, allocation and actuation while a resize is pending, each container defaulted), the
+    pod-level requests over it and the overhead, as for the effective request."""
 
-    def defaulted(container: Container) -> Container:
-        missing = {name: amount for name, amount in _DEFAULTS.items() if name not in container.requests}
-        return replace(container, requests={**container.requests, **missing}) if missing else container
+    def defaulted(requests: ResourceList) -> ResourceList:
+        missing = {name: amount for name, amount in _DEFAULTS.items() if name not in requests}
+        return {**requests, **missing} if missing else requests
 
-    containers = long_running_request(
-        [defaulted(c) for c in pod.init_containers], [defaulted(c) for c in pod.containers]
-    )
-    total = add(pod.with_pod_level_requests(containers), pod.overhead)
+    total = add(pod.with_pod_level_requests(pod.aggregate_requests(defaulted)), pod.overhead)
     return {name: total.get(name, 0) for name in _DEFAULTS}
 
 
