@@ -148,9 +148,7 @@ def test_the_scheduler_cache_counts_a_resize_the_kubelet_reports() -> None:
     assert cache.take_dirty()[0] == {"n"}
     info = cache.node_info("n")
     assert info is not None and info.requested["cpu"] == 6000
-    refused = _manifest(
-        "6", _status(allocated={"app": {"cpu": "2", "memory": "2Gi"}}, pending="Infeasible"), node="n"
-    )
+    refused = _manifest("6", _status(allocated={"app": {"cpu": "2", "memory": "2Gi"}}, pending="Infeasible"), node="n")
     cache.upsert_pod(refused)
     assert cache.take_dirty()[0] == {"n"}
     info = cache.node_info("n")
