@@ -299,7 +299,7 @@ class Handlers:
             return _json(answer, code)
         if target.subresource == "scale":
             return await self.scale(request, target)
-        sub = target.subresource if target.subresource in ("status",) else ""
+        sub = target.subresource if target.subresource in ("status", "resize") else ""
         if method == "GET":
             obj = service.get(rt, ns, name)
             if not sub and tables.wants_table(request.headers.get("Accept", "")):

@@ -136,7 +136,7 @@ def _rt(
 BUILTIN: tuple[ResourceType, ...] = (
     _rt("", "v1", "namespaces", "Namespace", False, ["ns"], ["status", "finalize"]),
     _rt("", "v1", "nodes", "Node", False, ["no"], ["status", "proxy"]),
-    _rt("", "v1", "pods", "Pod", True, ["po"], ["status", "binding", "eviction"], ["all"]),
+    _rt("", "v1", "pods", "Pod", True, ["po"], ["status", "binding", "eviction", "resize"], ["all"]),
     _rt("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
     _rt("", "v1", "secrets", "Secret", True),
     _rt("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),

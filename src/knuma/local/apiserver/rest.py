@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from knuma.api.podresize import resize_update
 from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
 from knuma.local.apiserver import (
     bodies,
@@ -433,6 +434,8 @@ class ObjectService:
         operation: str,
     ) -> JsonObj:
         old_md = existing["metadata"]
+        if subresource == "resize":
+            new = resize_update(existing, new)
         if subresource == "status":
             status = new.get("status")
             applied_fields = copy.deepcopy(_meta(new).get("managedFields"))
@@ -485,8 +488,11 @@ class ObjectService:
         if subresource != "status":
             apply_update_defaults(rt.kind, new)
             self._admit(rt, new, existing)
+        if subresource == "resize":  # `ValidatePodResize` answers a pod it cannot resize with that reason alone
+            validate_update(rt, existing, new, subresource)
         new = self._validate(rt, new, opts, existing, status=subresource == "status")
-        validate_update(rt, existing, new)
+        if subresource != "resize":
+            validate_update(rt, existing, new, subresource)
         md = new["metadata"]
         if operation == "Update":
             md["managedFields"] = copy.deepcopy(old_md.get("managedFields") or [])

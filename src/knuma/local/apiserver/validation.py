@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from knuma.api.podresize import container_resources_update_errors, pod_resize_errors
 from knuma.api.podresource_validation import (
     pod_resources_errors,
     pod_resources_update_errors,
@@ -196,8 +197,9 @@ def validate_object(rt: ResourceType, obj: JsonObj, *, spec: bool = True) -> Non
         raise invalid(rt.kind, rt.group, name, causes)
 
 
-def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
-    """Raise a 422 Invalid error when an update breaks a rule that depends on the stored object (immutability)."""
+def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj, subresource: str = "") -> None:
+    """Raise a 422 Invalid error when an update breaks a rule that depends on the stored object (immutability; a
+    pod's resources change through `resize` only, and only as `ValidatePodResize` allows)."""
     causes: list[Cause] = []
     if rt.group == dra_validation.GROUP and not rt.custom:
         causes = dra_validation.update_causes(rt.kind, old, new)
@@ -205,8 +207,13 @@ def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj) -> None:
         causes = priority.priority_class_update_causes(old, new)
     elif rt.kind == "StatefulSet" and not rt.custom:
         causes = statefulsets.statefulset_update_causes(old, new)
+    elif rt.kind == "Pod" and not rt.custom and subresource == "resize":
+        causes = _causes(pod_resize_errors(old, new))
     elif rt.kind == "Pod" and not rt.custom:
-        causes = _causes(pod_resources_update_errors(old.get("spec") or {}, new.get("spec") or {}))
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        causes = _causes(
+            pod_resources_update_errors(old_spec, new_spec) or container_resources_update_errors(old_spec, new_spec)
+        )
     elif rt.kind == "ControllerRevision" and not rt.custom and old.get("data") != new.get("data"):
         causes = [("FieldValueInvalid", "data", "Invalid value: the revision's data: field is immutable")]
     if causes:
