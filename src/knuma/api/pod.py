@@ -231,9 +231,9 @@ class Pod:
     @cached_property
     def as_allocated(self) -> Pod:
         """The pod as its kubelet admits and runs it (`UpdatePodFromAllocation`): each container's requests the
-        ones it was allocated; the pod itself when no allocation differs from its spec. The status reports requests
-        only; a resize never changes the QoS class (`ValidatePodResize`), so a Guaranteed pod's cpu and memory limits
-        are its allocated requests and the class stays the pod's."""
+        ones it was allocated, and no resize left to count; the pod itself when no allocation differs from its spec.
+        The status reports requests only; a resize never changes the QoS class (`ValidatePodResize`), so a
+        Guaranteed pod's cpu and memory limits are its allocated requests and the class stays the pod's."""
         if not self.allocated:
             return self
         guaranteed = self.is_guaranteed
@@ -253,7 +253,7 @@ class Pod:
         init, apps = allocated(self.init_containers), allocated(self.containers)
         if init == self.init_containers and apps == self.containers:
             return self
-        view = replace(self, init_containers=init, containers=apps)
+        view = replace(self, init_containers=init, containers=apps, allocated={}, actuated={}, resize_infeasible=False)
         view.__dict__["qos"] = self.qos  # a cached property, pinned: the class is the pod's, whatever the status says
         return view
 

@@ -10,14 +10,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from knuma.api.pod import Pod
-from knuma.api.resources import CPU, PODS, is_native
+from knuma.api.pod import ContainerKind, Pod
+from knuma.api.resources import CPU, MEMORY, PODS, is_native
 from knuma.errors import KnumaError
 from knuma.topology.allocations import Allocations, RunningPod, freed
 from knuma.topology.kubelet import Admission, ContainerPlacement, DeviceNUMA, admit
 from knuma.topology.node import NodeTopology
 
-__all__ = ["AdmissionResult", "ConservationError", "RunningPod", "SimKubelet", "freed"]
+__all__ = [
+    "RESIZE_DEFERRED",
+    "RESIZE_INFEASIBLE",
+    "AdmissionResult",
+    "ConservationError",
+    "RunningPod",
+    "SimKubelet",
+    "freed",
+]
+
+RESIZE_INFEASIBLE = "Infeasible"
+"""`v1.PodReasonInfeasible`: the kubelet will not make the resize (until the spec changes again)."""
+RESIZE_DEFERRED = "Deferred"
+"""`v1.PodReasonDeferred`: the resize does not fit now; the kubelet retries it when pods leave."""
 
 
 class ConservationError(KnumaError, AssertionError):
@@ -84,6 +97,45 @@ class SimKubelet(Allocations):
         self.generation += 1
         return AdmissionResult(True)
 
+    def resize(self, pod: Pod) -> AdmissionResult:
+        """Allocate a running pod's resized spec (`pod`, its allocation not yet changed), as the kubelet's
+        `handlePodResourcesResize` does, or say why not. This kubelet runs the static CPU and memory managers, so a
+        Guaranteed pod's cpu or memory cannot change (`podResizesAdmitHandler`: infeasible unless the alpha
+        `InPlacePodVerticalScalingExclusiveCPUs` / `...ExclusiveMemory` gates are on); a pod asking more memory or cpu
+        than the node has is infeasible (`Node didn't have enough capacity`), more than is free now deferred (the
+        admit handlers' `Node didn't have enough resource`). An accepted resize changes the node-level requests
+        only: what a pod may resize holds no exclusive resources."""
+        running = self.running[pod.key]
+        held = running.pod
+        if held.is_guaranteed:
+            for name, manager in ((CPU, 'CPU Manager policy "static"'), (MEMORY, 'Memory Manager policy "Static"')):
+                if _resized(held, pod, name):
+                    message = f"Resize is infeasible for Guaranteed Pods alongside {manager}"
+                    return AdmissionResult(False, RESIZE_INFEASIBLE, message)
+        wanted = pod.effective_request
+        for name in (MEMORY, CPU):
+            if wanted.get(name, 0) > self.allocatable.get(name, 0):
+                message = (
+                    f"Node didn't have enough capacity: {name}, requested: {wanted[name]}, "
+                    f"capacity: {self.allocatable.get(name, 0)}"
+                )
+                return AdmissionResult(False, RESIZE_INFEASIBLE, message)
+        others = {name: amount - held.effective_request.get(name, 0) for name, amount in self.requested.items()}
+        for name, amount in sorted(wanted.items()):
+            if not is_native(name) and name not in self.allocatable:
+                continue
+            capacity = self.allocatable.get(name, 0)
+            if amount and amount > capacity - others.get(name, 0):
+                message = (
+                    f"Node didn't have enough resource: {name}, requested: {amount}, used: "
+                    f"{others.get(name, 0)}, capacity: {capacity}"
+                )
+                return AdmissionResult(False, RESIZE_DEFERRED, message)
+        self.requested = {name: others.get(name, 0) + wanted.get(name, 0) for name in {*others, *wanted}}
+        self.running[pod.key] = RunningPod(pod, running.placements)
+        self.generation += 1
+        return AdmissionResult(True)
+
     def restore(self, pod: Pod, placements: tuple[ContainerPlacement, ...]) -> None:
         """Take back a pod admitted before a restart with the placements it held (the kubelet reading its CPU and
         memory manager checkpoints), without deciding admission again."""
@@ -124,3 +176,13 @@ class SimKubelet(Allocations):
             (z.allocatable.get(CPU, 0) - z.available.get(CPU, 0), z.allocatable.get(CPU, 0))
             for z in self.topology.zones
         ]
+
+
+def _resized(held: Pod, wanted: Pod, name: str) -> bool:
+    """`guaranteedPodResourceResizeRequired`: a resizable container (app or sidecar) asks another amount of `name`."""
+    before = {c.name: c.requests.get(name, 0) for c in held.all_containers if c.kind is not ContainerKind.INIT}
+    return any(
+        c.requests.get(name, 0) != before.get(c.name, 0)
+        for c in wanted.all_containers
+        if c.kind is not ContainerKind.INIT
+    )

@@ -26,6 +26,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ import httpx2
 import yaml
 from lightkube import AsyncClient
 
-from knuma.api.pod import Pod, PodError
+from knuma.api.pod import ContainerKind, Pod, PodError
 from knuma.api.types import JsonObj
 from knuma.exporter.dra import with_dra_devices, zone_devices
 from knuma.exporter.objectwatch import watch_for_deletion
@@ -55,13 +56,21 @@ from knuma.local.nodes.heartbeats import Heartbeats
 from knuma.local.nodes.kubeletconfig import KUBELET_VERSION, kubelet_configuration
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.nrt import build_options, node_resource_topology
-from knuma.local.nodes.podstatus import lifetime_of, rejected_status, running_status, shutdown_of, succeeded_status
+from knuma.local.nodes.podstatus import (
+    lifetime_of,
+    rejected_status,
+    resize_status,
+    running_status,
+    shutdown_of,
+    succeeded_status,
+)
 from knuma.local.nodes.settings import FleetSettings, FleetStats
 from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
 from knuma.local.nodes.spec import NodeSpec
 from knuma.local.nodes.sysfs import render
 from knuma.podresources.server import PodResourcesServer
 from knuma.testbed.dra import devices_of, resource_slices
+from knuma.testbed.simkubelet import RESIZE_DEFERRED
 
 __all__ = ["Fleet", "FleetSettings", "FleetStats"]
 
@@ -174,6 +183,8 @@ class Fleet:
         to the pod of that uid only."""
         self._held_deletes: dict[str, list[tuple[str, str]]] = {}
         """Node -> final deletes (pod key, uid) of pods whose containers stopped while it was silent."""
+        self._deferred: dict[str, set[str]] = {}
+        """Node -> keys of running pods whose resize is deferred until room frees up (`_resize`)."""
 
     # -- run -------------------------------------------------------------------------------------------------------
 
@@ -275,7 +286,7 @@ class Fleet:
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             try:
-                pod = Pod.from_manifest(without_dra_backed(obj))
+                pod = Pod.from_manifest(without_dra_backed(obj)).as_allocated  # what it holds, not a resize pending
             except PodError:
                 continue
             if kubelet.restore(pod, checkpoint):
@@ -359,6 +370,9 @@ class Fleet:
             self._release(kubelet, key, uid)
             return
         if uid in self._decided:
+            held = kubelet.held.get(key)
+            if phase == "Running" and held is not None and held.uid == uid:
+                self._resize(obj, kubelet, key)
             return
         try:
             pod = Pod.from_manifest(without_dra_backed(obj))  # DRA-backed extended resources are the claim's
@@ -402,6 +416,53 @@ class Fleet:
             self._events.record(ref, "Warning", result.reason, result.message)
             log.info("node %s rejected %s: %s: %s", node, key, result.reason, result.message)
         self._write(node, key, uid, [*writes, ("status", {"status": status})])
+
+    def _resize(self, obj: JsonObj, kubelet: SimulatedKubelet, key: str) -> None:
+        """A running pod whose spec asks other resources than it was allocated (in-place resize, `kubectl patch pod
+        --subresource resize`): the kubelet's `handlePodResourcesResize` allocates them, or marks the resize
+        `PodResizePending` as infeasible or deferred (retried when a pod on the node leaves, `_retry_resizes`); a
+        spec changed back clears the condition. Writes only what changes, so its own status write ends here."""
+        try:
+            desired = Pod.from_manifest(without_dra_backed(obj))
+        except PodError:
+            return
+        desired = replace(desired, allocated={}, actuated={}, resize_infeasible=False)  # the spec alone
+        node = kubelet.name
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        pending = next((c for c in conditions if c.get("type") == "PodResizePending"), None)
+        if _requests(desired) == _requests(kubelet.model.running[key].pod):
+            self._deferred.get(node, set()).discard(key)
+            if pending is not None:
+                self._write(node, key, desired.uid, [("status", {"status": resize_status(obj, "", "", _now())})])
+            return
+        result = kubelet.model.resize(desired)
+        if result.admitted:
+            self._deferred.get(node, set()).discard(key)
+            self._mark(node)
+            log.info("node %s resized %s", node, key)
+            self._write(node, key, desired.uid, [("status", {"status": resize_status(obj, "", "", _now())})])
+            return
+        if result.reason == RESIZE_DEFERRED:
+            self._deferred.setdefault(node, set()).add(key)
+        if pending is not None and (pending.get("reason"), pending.get("message")) == (result.reason, result.message):
+            return
+        ref = ObjectReference("Pod", desired.namespace, desired.name, desired.uid)
+        self._events.record(ref, "Warning", f"Resize{result.reason}", f"Pod resize {result.reason}: {result.message}")
+        log.info("node %s: resize of %s %s: %s", node, key, result.reason, result.message)
+        status = resize_status(obj, result.reason, result.message, _now())
+        self._write(node, key, desired.uid, [("status", {"status": status})])
+
+    def _retry_resizes(self, node: str) -> None:
+        """A pod left `node`: its deferred resizes are tried again (the allocation manager's `RetryPendingResizes`
+        on `pods_removed`)."""
+        kubelet = self.kubelets[node]
+        for key in sorted(self._deferred.get(node, ())):
+            obj = self.informer.store.get(key)
+            held = kubelet.held.get(key)
+            if obj is None or held is None or held.uid != (obj.get("metadata") or {}).get("uid"):
+                self._deferred[node].discard(key)
+                continue
+            self._resize(obj, kubelet, key)
 
     def claim_changed(self, claim: JsonObj) -> None:
         """A ResourceClaim changed: pods of its namespace waiting for their claims are looked at again; the NRT of
@@ -521,6 +582,7 @@ class Fleet:
         if held is not None and held.uid == uid and kubelet.release(key):
             self.stats.released += 1
             self._mark(kubelet.name)
+            self._retry_resizes(kubelet.name)
 
     def _schedule_completion(self, obj: JsonObj, pod: Pod, node: str, started: datetime | None = None) -> None:
         try:
@@ -546,6 +608,7 @@ class Fleet:
         kubelet.release(pod.key)
         self.stats.completed += 1
         self._mark(node)
+        self._retry_resizes(node)
         current = self.informer.store.get(pod.key) or obj  # the latest copy carries the startTime we wrote
         self._write(node, pod.key, pod.uid, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})])
 
@@ -648,6 +711,15 @@ class Fleet:
             self.stats.nrt_failures += 1
             self._dirty.add(name)  # try again next round
             log.warning("%s", err)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _requests(pod: Pod) -> list[tuple[str, dict[str, int]]]:
+    """The requests of a pod's resizable containers (app and sidecar) by name: what a resize changes."""
+    return sorted((c.name, dict(c.requests)) for c in pod.all_containers if c.kind is not ContainerKind.INIT)
 
 
 def _parse_time(text: str) -> datetime:

@@ -108,7 +108,7 @@ def _image_id(image: str) -> str:
 
 def _status_entry(raw: Mapping[str, Any], pod_uid: str, state: JsonObj, *, ready: bool, started: bool) -> JsonObj:
     image = str(raw.get("image") or "")
-    return {
+    entry: JsonObj = {
         "name": raw.get("name"),
         "image": image,
         "imageID": _image_id(image),
@@ -119,6 +119,64 @@ def _status_entry(raw: Mapping[str, Any], pod_uid: str, state: JsonObj, *, ready
         "state": state,
         "lastState": {},
     }
+    if "running" in state:
+        entry.update(container_resources(raw))
+    return entry
+
+
+def container_resources(raw: Mapping[str, Any]) -> JsonObj:
+    """What a 1.34 kubelet reports of a running container's resources (InPlacePodVerticalScaling): the requests it
+    allocated (`allocatedResources`) and what the runtime applies (`resources`, requests and limits; present even
+    when empty, which tells the API server this node supports resize: `isPodResizeRequestSupported`). The
+    simulated runtime applies an allocation at once."""
+    resources = raw.get("resources") if isinstance(raw.get("resources"), Mapping) else {}
+    requests = dict((resources or {}).get("requests") or {})
+    limits = dict((resources or {}).get("limits") or {})
+    out: JsonObj = {"resources": {key: value for key, value in (("limits", limits), ("requests", requests)) if value}}
+    if requests:
+        out["allocatedResources"] = requests
+    return out
+
+
+RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
+
+
+def resize_status(manifest: Mapping[str, Any], reason: str, message: str, now: datetime) -> JsonObj:
+    """The status patch of a resize the kubelet decided on: accepted (`reason` empty: the running containers report
+    the spec's resources as allocated and applied, no resize condition left) or pending (`PodResizePending` with
+    `Infeasible` or `Deferred` and why, its transition time kept while the reason stays)."""
+    status = manifest.get("status") or {}
+    spec = manifest.get("spec") or {}
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") not in RESIZE_CONDITIONS]
+    out: JsonObj = {}
+    if reason:
+        previous: JsonObj = next((c for c in status.get("conditions") or [] if c.get("type") == "PodResizePending"), {})
+        since = previous.get("lastTransitionTime") if previous.get("reason") == reason else None
+        conditions.append(
+            {
+                "type": "PodResizePending",
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": since or timestamp(now),
+                "observedGeneration": (manifest.get("metadata") or {}).get("generation", 1),
+            }
+        )
+    else:
+        for key, containers in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+            by_name = {c.get("name"): c for c in spec.get(containers) or []}
+            entries = []
+            for entry in status.get(key) or []:
+                entry = dict(entry)
+                if "running" in (entry.get("state") or {}) and entry.get("name") in by_name:
+                    entry.pop("allocatedResources", None)
+                    entry.update(container_resources(by_name[entry["name"]]))
+                entries.append(entry)
+            if entries:
+                out[key] = entries
+    out["conditions"] = conditions
+    return out
 
 
 def running_status(manifest: Mapping[str, Any], pod: Pod, host_ip: str, pod_ip: str, now: datetime) -> JsonObj:
