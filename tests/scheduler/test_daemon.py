@@ -499,3 +499,56 @@ async def test_full_pcpus_only_node_gets_no_pod_with_cpus_that_are_not_whole_cor
             await c.create_pod("even", "4", "1Gi")
             assert await c.bound("even") == "smt"
             assert await c.node_of("odd") == ""
+
+
+async def test_a_resize_the_kubelet_made_wakes_a_pod_waiting_for_its_room(api: RunningApiServer) -> None:
+    """A node of 4 CPUs without an NRT, a Burstable pod on it holding 3 (its kubelet reported that allocation) and a
+    pod of 2 waiting. The first pod's spec shrunk to 1 counts 3 while the kubelet still holds 3 (`PodRequests` with
+    `UseStatusResources`), so nothing is bound into room the node has not given back; once the kubelet reports the
+    new allocation, the waiting pod is tried again at once (`UpdatePodScaleDown`), and the unschedulable one shows the
+    `PodScheduled` condition kube-scheduler writes (`Unschedulable`, with the attempt's message)."""
+    async with cluster(api) as c:
+        await c.add_node("n1", {0: {"cpu": "4", "memory": "8Gi"}}, nrt=False)
+        async with running_scheduler(api) as daemon:
+            await c.create_pod("first", "3", "1Gi", guaranteed=False)
+            await c.bound("first")
+            status = {
+                "phase": "Running",
+                "startTime": "2026-11-29T00:00:00Z",
+                "containerStatuses": [
+                    {
+                        "name": "c",
+                        "image": "busybox",
+                        "imageID": "",
+                        "ready": True,
+                        "restartCount": 0,
+                        "state": {"running": {}},
+                        "allocatedResources": {"cpu": "3", "memory": "1Gi"},
+                        "resources": {"requests": {"cpu": "3", "memory": "1Gi"}},
+                    }
+                ],
+            }
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/first/status", {"status": status})
+            await c.create_pod("second", "2", "1Gi", guaranteed=False)
+
+            async def parked() -> dict[str, object] | None:
+                conditions = (await c.pod("second"))["status"].get("conditions") or []
+                return next((x for x in conditions if x["type"] == "PodScheduled"), None)
+
+            condition = await c.wait_for(parked, what="second's PodScheduled condition")
+            assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+            assert condition["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+            assert daemon.queue.counts()["unschedulable"] == 1
+
+            resize = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/first/resize", resize)
+            await asyncio.sleep(1.0)
+            assert await c.node_of("second") == ""  # the kubelet still holds 3
+            status["containerStatuses"][0]["allocatedResources"] = {"cpu": "1", "memory": "1Gi"}  # type: ignore[index]
+            status["containerStatuses"][0]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}  # type: ignore[index]
+            await c.request("PATCH", "/api/v1/namespaces/default/pods/first/status", {"status": status})
+            assert await c.bound("second", timeout=5.0) == "n1"
+            conditions = (await c.pod("second"))["status"]["conditions"]
+            assert [(x["type"], x["status"]) for x in conditions if x["type"] == "PodScheduled"] == [
+                ("PodScheduled", "True")
+            ]

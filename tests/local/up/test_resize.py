@@ -7,6 +7,7 @@ the shrunk spec of the pinned pod, it would think the first zone free."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,7 @@ def _running(up: Up, name: str) -> bool:
 def test_the_scheduler_counts_what_the_kubelet_holds_after_refused_resizes(start: Callable[..., Up]) -> None:
     up = start("--nodes", "1", "--shape", "small")
     eventually(lambda: len(up.get("noderesourcetopologies")["items"]) == 1, timeout=60)
-    burstable = {
+    burstable: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "elastic"},
@@ -73,6 +74,25 @@ def test_the_scheduler_counts_what_the_kubelet_holds_after_refused_resizes(start
         for name in ("pinned", "after")
     }
     assert numa["pinned"] != numa["after"]  # the kubelet put it on the zone the 6 pinned CPUs leave free
+
+    # the node is full at node level (6 + 6 + 2 of 16) for a Burstable pod of 3 CPUs; the elastic pod shrunk to 1
+    # frees the room, and the scheduler retries at once (`UpdatePodScaleDown`), not after its 5-minute flush
+    late = copy.deepcopy(burstable)
+    late["metadata"]["name"] = "late"
+    late["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    up.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(late))
+    eventually(lambda: _unschedulable(up, "late"), timeout=60)
+    _resize(up, "elastic", {"cpu": "1", "memory": "1Gi"})
+    eventually(lambda: _running(up, "late"), timeout=60)
+    elastic_status = up.get("pod", "elastic")["status"]
+    assert elastic_status["containerStatuses"][0]["allocatedResources"]["cpu"] == "1"
+    assert _resize_pending(up, "elastic") is None
+
     rejected = [p["metadata"]["name"] for p in up.get("pods")["items"] if p["status"].get("phase") == "Failed"]
     assert rejected == []
     assert up.stop() == 0
+
+
+def _unschedulable(up: Up, name: str) -> bool:
+    conditions = up.get("pod", name)["status"].get("conditions") or []
+    return any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)

@@ -209,8 +209,9 @@ class ClusterCache:
 
     # -- pods ----------------------------------------------------------------------------------------------
 
-    def upsert_pod(self, obj: JsonView) -> None:
-        """A pod event: assigned, non-terminal pods are accounted on their node; terminal ones release it."""
+    def upsert_pod(self, obj: JsonView) -> bool:
+        """A pod event: assigned, non-terminal pods are accounted on their node; terminal ones release it. True when
+        a placed pod's requests went down (`pod_bound`)."""
         key = pod_key(obj)
         spec = obj.get("spec") or {}
         node_name = spec.get("nodeName") or ""
@@ -220,7 +221,7 @@ class ClusterCache:
         if not node_name:
             if is_terminal:
                 self.remove_pod(key)
-            return  # not bound (yet): the queue's business, unless we assumed it
+            return False  # not bound (yet): the queue's business, unless we assumed it
         pod: Pod | None = None
         try:
             pod = Pod.from_manifest(obj)
@@ -238,10 +239,12 @@ class ClusterCache:
             spec.get("schedulerName") or "default-scheduler",
             pod,
         )
-        self.pod_bound(bound)
+        return self.pod_bound(bound)
 
-    def pod_bound(self, bound: BoundPod) -> None:
-        """A pod the informer shows with `spec.nodeName` (typed form of `upsert_pod`)."""
+    def pod_bound(self, bound: BoundPod) -> bool:
+        """A pod the informer shows with `spec.nodeName` (typed form of `upsert_pod`). True when the pod was placed
+        before and now requests less of some resource (an in-place resize made or refused: kube-scheduler's
+        `UpdatePodScaleDown`, `extractPodScaleDown`), which can make a pending pod fit."""
         key = bound.key
         entry = self.pods.get(key)
         if entry is not None and entry.nominated:
@@ -253,27 +256,29 @@ class ClusterCache:
         self.nrt.pod_updated(bound)
         if bound.terminal or bound.pod is None:
             self._release(key)
-            return
+            return False
         if entry is None:
             self._add(key, _PodEntry(bound.pod, bound.node, assumed=False))
-        else:
-            if _same_demand(entry.pod, bound.pod):
-                # The binding the scheduler assumed, coming back from the informer (kube-scheduler's `AddPod` of an
-                # assumed pod on the same node): the node's sums stay, so its NodeInfo and the fast path's rows do
-                # not need rebuilding, unless what the pod-relation plugins read of it changed.
-                related = _same_relations(entry.pod, bound.pod)
-                entry.pod, entry.assumed = bound.pod, False
-                if not related:
-                    self._index_affinity(key, bound.pod)
-                    self._touch(bound.node)
-                return
-            updated = _PodEntry(bound.pod, bound.node, assumed=False)
-            node = self._node(bound.node)
-            node.account(entry, -1)
-            node.account(updated, +1)
-            entry.pod, entry.assumed, entry.non_zero, entry.ports = bound.pod, False, updated.non_zero, updated.ports
-            self._index_affinity(key, bound.pod)
-            self._touch(bound.node)
+            return False
+        if _same_demand(entry.pod, bound.pod):
+            # The binding the scheduler assumed, coming back from the informer (kube-scheduler's `AddPod` of an
+            # assumed pod on the same node): the node's sums stay, so its NodeInfo and the fast path's rows do
+            # not need rebuilding, unless what the pod-relation plugins read of it changed.
+            related = _same_relations(entry.pod, bound.pod)
+            entry.pod, entry.assumed = bound.pod, False
+            if not related:
+                self._index_affinity(key, bound.pod)
+                self._touch(bound.node)
+            return False
+        updated = _PodEntry(bound.pod, bound.node, assumed=False)
+        node = self._node(bound.node)
+        node.account(entry, -1)
+        node.account(updated, +1)
+        before, after = entry.pod.effective_request, bound.pod.effective_request
+        entry.pod, entry.assumed, entry.non_zero, entry.ports = bound.pod, False, updated.non_zero, updated.ports
+        self._index_affinity(key, bound.pod)
+        self._touch(bound.node)
+        return any(name not in after or after[name] < amount for name, amount in before.items())
 
     def delete_pod(self, obj: JsonView) -> None:
         key = pod_key(obj)

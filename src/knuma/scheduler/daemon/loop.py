@@ -289,6 +289,7 @@ class Scheduler:
             self.metrics.attempts.labels("error", profile.name).inc()
             self.queue.error(queued)
             self._event(pod, "Warning", "FailedScheduling", f"internal error: {err}")
+            self._not_scheduled(pod, current, "SchedulerError", str(err))
             return None
         elapsed = time.perf_counter() - start
         outcome = cycle.outcome
@@ -305,6 +306,7 @@ class Scheduler:
             log.info("pod %s is unschedulable: %s", pod.key, outcome.message)
             self.queue.unschedulable(queued)
             self._event(pod, "Warning", "FailedScheduling", outcome.message)
+            self._not_scheduled(pod, current, "Unschedulable", outcome.message)
             if annotations:
                 self._spawn(self._annotate(pod, annotations))
             dra = _dra_plugin(profile)
@@ -366,6 +368,39 @@ class Scheduler:
         self.cache.unnominate(pod.key)
         if (current.get("status") or {}).get("nominatedNodeName"):
             self._spawn(self._patch_status(pod, {"nominatedNodeName": None}))
+
+    def _not_scheduled(self, pod: Pod, current: JsonView, reason: str, message: str) -> None:
+        """`handleSchedulingFailure`'s `updatePod`: the pod's `PodScheduled` condition `False` with the reason
+        (`Unschedulable`, or `SchedulerError` for an error of the scheduler's own) and the attempt's message, written
+        only when one of them changed (`UpdatePodCondition`; its transition time kept while it stays `False`). What
+        `kubectl describe pod` shows under Conditions, and what cluster-autoscaler looks for before adding a node."""
+        status = current.get("status") or {}
+        old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None) or {}
+        if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
+            return
+        condition: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == "False" else timestamp(),
+        }
+        generation = (current.get("metadata") or {}).get("generation")
+        if generation:
+            condition["observedGeneration"] = generation
+        self._spawn(self._patch_condition(pod, condition))
+
+    async def _patch_condition(self, pod: Pod, condition: Mapping[str, Any]) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        try:
+            await rest.patch(
+                self.writer, path, {"status": {"conditions": [dict(condition)]}}, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except NotFound:
+            return
+        except KubeApiError as err:
+            log.warning("updating the status of %s: %s", pod.key, err)
 
     async def _patch_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
@@ -650,6 +685,8 @@ class Scheduler:
         self._pod_changed(obj)
 
     def _pod_updated(self, old: JsonView, new: JsonView) -> None:
+        if not (new.get("spec") or {}).get("nodeName") and not terminal(new) and not _pending_pod_changed(old, new):
+            return  # e.g. the PodScheduled condition this scheduler wrote: no reason to try it again
         self._pod_changed(new)
         if terminal(new) and not terminal(old):
             self.queue.move_all()  # a pod finished: its resources are free
@@ -660,8 +697,8 @@ class Scheduler:
         if spec.get("resourceClaims") and self.devices.set_pod(obj):
             self.queue.move_all()  # its generated claims are known now
         if spec.get("nodeName") or terminal(obj):
-            if not self.cache.is_assumed(key) or spec.get("nodeName"):
-                self.cache.upsert_pod(obj)
+            if (not self.cache.is_assumed(key) or spec.get("nodeName")) and self.cache.upsert_pod(obj):
+                self.queue.move_all()  # a placed pod asks less now (`UpdatePodScaleDown`): room for pending pods
             if key in self.queue and not self.cache.is_assumed(key):
                 self.queue.delete(key)
             return
@@ -739,6 +776,24 @@ class Scheduler:
 
 class LeadershipLost(OperationFailed):
     """This replica lost the lease; it stops (its supervisor restarts it as a standby)."""
+
+
+def _pending_pod_changed(old: JsonView, new: JsonView) -> bool:
+    """`isPodUpdated` (kube-scheduler's `updatePodInSchedulingQueue`): whether an update of a pending pod changed more
+    than its resourceVersion, generation, managed fields, finalizers and status, the status's claim statuses and
+    nomination excepted (DRA and preemption read those)."""
+
+    def stripped(obj: JsonView) -> tuple[Any, ...]:
+        metadata = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        ignored = ("resourceVersion", "generation", "managedFields", "finalizers")
+        return (
+            {k: v for k, v in metadata.items() if k not in ignored},
+            obj.get("spec"),
+            [status.get(k) for k in ("resourceClaimStatuses", "extendedResourceClaimStatus", "nominatedNodeName")],
+        )
+
+    return stripped(old) != stripped(new)
 
 
 def _schedulable_changed(old: JsonView, new: JsonView) -> bool:
