@@ -91,6 +91,32 @@ def needs_resource_defaults(spec: JsonObj) -> bool:
     return any(n not in requests and is_supported_pod_level_resource(n) for n in limits)
 
 
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def _scheduling_gated(spec: JsonObj, status: JsonObj) -> None:
+    """`applySchedulingGatedCondition` (pod strategy's `PrepareForCreate`): a pod created with scheduling gates and no
+    `PodScheduled` condition gets one, `False` with reason `SchedulingGated` (what `kubectl get pods` shows as its
+    status until a scheduler writes another or binds it)."""
+    if not spec.get("schedulingGates"):
+        return
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        conditions = status["conditions"] = []
+    if any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions):
+        return
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": None,
+            "reason": "SchedulingGated",
+            "message": SCHEDULING_GATED_MESSAGE,
+        }
+    )
+
+
 def apply_defaults(kind: str, obj: JsonObj) -> None:
     """Fill in defaults in place on a new object."""
     if kind == "Pod":
@@ -107,6 +133,7 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
                 )
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
+        _scheduling_gated(spec, status)
         # Malformed containers or resources are reported by validation; the QoS class is only informative.
         pod = default_pod_spec_resources(obj)
         if pod is not None:

@@ -98,13 +98,19 @@ def _pod_ready(obj: JsonObj) -> str:
 
 
 def _pod_status(obj: JsonObj) -> str:
+    """`printPod`'s STATUS: the phase or the status's reason, `SchedulingGated` while the pod carries that
+    `PodScheduled` condition, a container's waiting or terminated reason over both, `Terminating` over all."""
     if _get(obj, "metadata", "deletionTimestamp"):
         return "Terminating"
+    reason = str(_get(obj, "status", "reason") or _get(obj, "status", "phase") or "Unknown")
+    for condition in _get(obj, "status", "conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
     for cs in _get(obj, "status", "containerStatuses") or []:
         waiting = _get(cs, "state", "waiting", "reason") or _get(cs, "state", "terminated", "reason")
         if waiting:
             return str(waiting)
-    return str(_get(obj, "status", "reason") or _get(obj, "status", "phase") or "Unknown")
+    return reason
 
 
 def _restarts(obj: JsonObj) -> int:
