@@ -62,6 +62,15 @@ def test_a_pod_the_kubelet_has_not_reported_on_counts_its_spec() -> None:
     assert pod.as_allocated is pod
 
 
+def test_a_pod_running_as_specified_counts_its_spec_and_keys_as_one_without_status() -> None:
+    """What a 1.33+ kubelet reports for nearly every pod (allocated and applied = spec, `1000m` written `1`) is no
+    resize: the same request and admission key as the pod without status, and the cluster cache keeps the node."""
+    reported = _pod("1", _status(allocated={"app": {"cpu": "1000m", "memory": "2Gi"}}, actuated={"app": {"cpu": "1"}}))
+    plain = _pod("1")
+    assert not reported.resizing and reported.resize_state == ()
+    assert reported.effective_request == plain.effective_request and reported.admission_key == plain.admission_key
+
+
 def test_a_pending_resize_counts_the_larger_of_spec_and_allocation() -> None:
     """Down from 6 to 2 CPUs, not yet accepted: the node still holds 6 for it. Up from 2 to 6: 6 is reserved at
     once, so nothing else is placed into room the resize is about to take."""

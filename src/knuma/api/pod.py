@@ -187,10 +187,32 @@ class Pod:
         pod-level request instead for CPU, memory and hugepages it names, plus overhead."""
         return add(self.with_pod_level_requests(self.aggregate_requests()), self.overhead)
 
+    @cached_property
+    def resize_state(self) -> tuple[Any, ...]:
+        """What of the kubelet's report can make the pod count more than its spec, as a hashable: an infeasible resize
+        (the spec then counts for nothing) with every container's report, or else each container reporting an
+        allocated or applied amount above its spec's. Empty for a pod whose reports stay within its spec (what a 1.33+
+        kubelet reports for nearly every pod): the largest of the three is then the spec's, counted alone."""
+
+        def reported(source: Mapping[str, ResourceList], c: Container) -> tuple[tuple[str, int], ...] | None:
+            requests = source.get(c.name)
+            if requests is None:
+                return None
+            if self.resize_infeasible or any(amount > c.requests.get(name, 0) for name, amount in requests.items()):
+                return tuple(sorted(requests.items()))
+            return None
+
+        differs = []
+        for c in self.all_containers:
+            allocated, actuated = reported(self.allocated, c), reported(self.actuated, c)
+            if allocated is not None or actuated is not None:
+                differs.append((c.name, allocated, actuated))
+        return (self.resize_infeasible, tuple(differs)) if self.resize_infeasible or differs else ()
+
     @property
     def resizing(self) -> bool:
-        """The kubelet reported resources for the pod's containers, or refused a resize of them."""
-        return bool(self.allocated or self.actuated or self.resize_infeasible)
+        """The kubelet holds or applies more than the spec asks, or refused a resize (`resize_state`)."""
+        return bool(self.resize_state)
 
     def aggregate_requests(self, adjust: Callable[[ResourceList], ResourceList] | None = None) -> dict[str, int]:
         """`AggregateContainerRequests` with `UseStatusResources` (kube-scheduler's `PodInfo` and NodeResourcesFit

@@ -58,8 +58,9 @@ def _same_relations(old: Pod, new: Pod) -> bool:
 def _same_demand(old: Pod, new: Pod) -> bool:
     """Whether two versions of a pod take the same from a node (requests, non-zero requests, host ports): all three
     derive from the containers, init containers and overhead, and from what the kubelet reports of a resize."""
-    return all(old.spec.get(key) == new.spec.get(key) for key in ("containers", "initContainers", "overhead")) and (
-        (old.allocated, old.actuated, old.resize_infeasible) == (new.allocated, new.actuated, new.resize_infeasible)
+    return (
+        all(old.spec.get(key) == new.spec.get(key) for key in ("containers", "initContainers", "overhead"))
+        and old.resize_state == new.resize_state
     )
 
 
