@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from knuma.api.pod import Pod
 from knuma.api.types import STRATEGIC_MERGE_PATCH
 from knuma.kube.client import async_http
+from knuma.local.nodes import fleet as fleet_module
 from knuma.testing.apiserver import RunningApiServer
 from knuma.testing.polling import eventually_async
 
@@ -128,3 +130,33 @@ async def _get_path(http: httpx2.AsyncClient, path: str) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+async def test_a_deferred_resize_is_retried_periodically(
+    api: RunningApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room freed by another pod's resize (no pod leaves): the deferred resize is made by the periodic retry (the
+    allocation manager's ticker; 30 s in the kubelet, shortened here)."""
+    monkeypatch.setattr(fleet_module, "RESIZE_RETRY_FIRST", 0.5)
+    http = async_http(api.kubeconfig)
+    try:
+        async with running_fleet(api, tmp_path / "state"):
+            await create_bound(http, _burstable("big", "8"), "sim-0")
+            await create_bound(http, _burstable("small", "4"), "sim-0")
+            await _running(http, "big")
+            await _running(http, "small")
+            await _resize(http, "small", {"requests": {"cpu": "10"}})
+
+            async def deferred() -> bool:
+                condition = await _pending_resize(http, "small")
+                return condition is not None and condition["reason"] == "Deferred"
+
+            await eventually_async(deferred)
+            await _resize(http, "big", {"requests": {"cpu": "2"}})
+
+            async def made() -> bool:
+                return await _allocated_cpu(http, "small") == "10" and await _allocated_cpu(http, "big") == "2"
+
+            await eventually_async(made)
+    finally:
+        await http.aclose()

@@ -74,6 +74,11 @@ from knuma.testbed.simkubelet import RESIZE_DEFERRED
 
 __all__ = ["Fleet", "FleetSettings", "FleetStats"]
 
+RESIZE_RETRY_FIRST = 30.0
+"""`initialRetryDelay` of the kubelet's allocation manager: the first periodic retry of deferred resizes."""
+RESIZE_RETRY_PERIOD = 180.0
+"""`retryDelay`: the later periodic retries."""
+
 log = logging.getLogger("knuma.local.nodes")
 
 TERMINAL = ("Succeeded", "Failed")
@@ -205,6 +210,7 @@ class Fleet:
                 self.informer.run(),
                 self.claims.run(),
                 self.nodes.run(),
+                self._retry_resizes_periodically(),
             ]
             if self.settings.nrt == "in-process":
                 assert self.client is not None
@@ -452,9 +458,20 @@ class Fleet:
         status = resize_status(obj, result.reason, result.message, _now())
         self._write(node, key, desired.uid, [("status", {"status": status})])
 
+    async def _retry_resizes_periodically(self) -> None:
+        """The allocation manager's ticker (`Run`): deferred resizes are tried again 30 s after start, then every
+        3 minutes, whatever happened meanwhile."""
+        delay = RESIZE_RETRY_FIRST
+        while True:
+            await asyncio.sleep(delay)
+            delay = RESIZE_RETRY_PERIOD
+            for node in sorted(self._deferred):
+                if node not in self.heartbeats.stopped:
+                    self._retry_resizes(node)
+
     def _retry_resizes(self, node: str) -> None:
-        """A pod left `node`: its deferred resizes are tried again (the allocation manager's `RetryPendingResizes`
-        on `pods_removed`)."""
+        """`node`'s deferred resizes tried again: a pod left it (the allocation manager's `RetryPendingResizes` on
+        `pods_removed`), or the periodic retry is due."""
         kubelet = self.kubelets[node]
         for key in sorted(self._deferred.get(node, ())):
             obj = self.informer.store.get(key)
