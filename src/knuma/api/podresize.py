@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
-from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS
+from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS, semantic_resources
 from knuma.api.podvalidation import FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FieldError
 from knuma.api.resources import CPU, MEMORY
 from knuma.quantity import QuantityError, parse_quantity
@@ -206,21 +206,15 @@ def _container_resize_errors(new: Mapping[str, Any], old: Mapping[str, Any], pat
 
 
 def _semantic_container(container: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A container as `apiequality.Semantic.DeepEqual` compares it: quantities by value, everything else as is."""
+    """A container as `apiequality.Semantic.DeepEqual` compares it: its resources by value (a container's
+    requirements are a struct, so absent and empty alike), everything else as is."""
     rest = {k: v for k, v in container.items() if k != "resources"}
-    return (
-        json.dumps(rest, sort_keys=True, default=str),
-        tuple(sorted(_requirements(container, "requests").items())),
-        tuple(sorted(_requirements(container, "limits").items())),
-        json.dumps((container.get("resources") or {}).get("claims"), sort_keys=True, default=str)
-        if isinstance(container.get("resources"), Mapping)
-        else "null",
-    )
+    return json.dumps(rest, sort_keys=True, default=str), semantic_resources(container.get("resources") or {})
 
 
 def _resize_fields(container: Mapping[str, Any]) -> tuple[Any, ...]:
     """What only a resize may change of a container: its resources (quantities by value) and resize policy."""
-    return (*_semantic_container({"resources": container.get("resources")}), json.dumps(container.get("resizePolicy")))
+    return semantic_resources(container.get("resources") or {}), json.dumps(container.get("resizePolicy"))
 
 
 def _same_but_cpu_memory(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:

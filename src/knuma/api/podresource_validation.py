@@ -32,6 +32,7 @@ __all__ = [
     "pod_resources_errors",
     "pod_resources_update_errors",
     "resource_requirement_errors",
+    "semantic_resources",
 ]
 
 SUPPORTED_POD_LEVEL_RESOURCES = (CPU, HUGEPAGES_PREFIX, MEMORY)
@@ -315,9 +316,9 @@ def pod_resources_errors(spec: Mapping[str, Any], path: str = "spec", *, consist
     return errors
 
 
-def _semantic(resources: Any) -> tuple[Any, ...]:
-    """Pod-level resources as `apiequality.Semantic.DeepEqual` sees them: quantities by value (`1` equals `1000m`),
-    absent and empty lists alike."""
+def semantic_resources(resources: Any) -> tuple[Any, ...]:
+    """Resource requirements (pod-level or a container's) as `apiequality.Semantic.DeepEqual` sees them: quantities
+    by value (`1` equals `1000m`), absent and empty lists alike; `None` (no requirements at all) apart."""
     if not isinstance(resources, Mapping):
         return (None,)
     return (
@@ -333,7 +334,7 @@ def pod_resources_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[s
     1.34 `resize` subresource refuses pods with pod-level resources). kube-apiserver's message ends with a `cmp.Diff`
     of the two Go specs; knuma's names the old and the new `spec.resources` instead."""
     old, new = old_spec.get("resources"), new_spec.get("resources")
-    if _semantic(old) == _semantic(new):
+    if semantic_resources(old) == semantic_resources(new):
         return []
     message = (
         f"Forbidden: pod updates may not change fields other than {','.join(UPDATABLE_POD_SPEC_FIELDS)}\n"
