@@ -30,7 +30,7 @@ import httpx2
 from knuma.api.disruption import DisruptionBudget
 from knuma.api.nrt import GROUP
 from knuma.api.pod import DRA_NUMA_ANNOTATION, Pod, PodError
-from knuma.api.types import STRATEGIC_MERGE_PATCH, JsonView
+from knuma.api.types import MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonView
 from knuma.devices.allocator import with_new_share_ids
 from knuma.errors import InvalidInput, OperationFailed
 from knuma.kube import rest
@@ -389,23 +389,16 @@ class Scheduler:
         generation = (current.get("metadata") or {}).get("generation")
         if generation:
             condition["observedGeneration"] = generation
-        self._spawn(self._patch_condition(pod, condition))
+        self._spawn(self._patch_status(pod, {"conditions": [condition]}, STRATEGIC_MERGE_PATCH))
 
-    async def _patch_condition(self, pod: Pod, condition: Mapping[str, Any]) -> None:
+    async def _patch_status(self, pod: Pod, status: Mapping[str, Any], content_type: str = MERGE_PATCH) -> None:
+        """Patch the pod's status (`STRATEGIC_MERGE_PATCH` to merge a condition into its list by type); a pod deleted
+        meanwhile needs none."""
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         try:
-            await rest.patch(
-                self.writer, path, {"status": {"conditions": [dict(condition)]}}, content_type=STRATEGIC_MERGE_PATCH
-            )
+            await rest.patch(self.writer, path, {"status": dict(status)}, content_type=content_type)
         except NotFound:
             return
-        except KubeApiError as err:
-            log.warning("updating the status of %s: %s", pod.key, err)
-
-    async def _patch_status(self, pod: Pod, status: Mapping[str, Any]) -> None:
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
-        try:
-            await rest.patch(self.writer, path, {"status": dict(status)})
         except KubeApiError as err:
             log.warning("updating the status of %s: %s", pod.key, err)
 
