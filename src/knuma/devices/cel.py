@@ -22,9 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
-
-import cel
+from typing import TYPE_CHECKING, Any
 
 from knuma.api.dra.device import Device
 from knuma.api.dra.deviceclass import CEL_EXPRESSION_MAX
@@ -32,10 +30,14 @@ from knuma.api.dra.semver import SemVer
 from knuma.devices.quantities import FUNCTIONS, quantity_value, semver_value
 from knuma.errors import InvalidInput
 
+if TYPE_CHECKING:
+    import cel
+
 __all__ = [
     "MAX_COST",
     "CELError",
     "Selector",
+    "cel_program",
     "compile_selector",
     "device_environment",
 ]
@@ -107,6 +109,16 @@ def compile_selector(expression: str, where: str) -> Selector:
         raise CELError(f"{where}: {err}") from None
 
 
+def cel_program(expression: str) -> cel.Program:
+    """The CEL library's `compile` (ValueError or RuntimeError for an expression it cannot parse). The library is
+    imported at the first expression, not with this module: its package imports its interactive shell
+    (prompt_toolkit, rich) with it, a third of a second at the start of every process that loads the allocator (the
+    scheduler, the simulated nodes, the CLI) whether or not it ever meets a CEL expression."""
+    import cel
+
+    return cel.compile(expression)
+
+
 @lru_cache(maxsize=4096)
 def _compile(expression: str) -> Selector:
     if len(expression) > CEL_EXPRESSION_MAX:
@@ -117,7 +129,7 @@ def _compile(expression: str) -> Selector:
             f"compilation failed: estimated cost {cost} exceeds the limit of {MAX_COST} (expression: {expression})"
         )
     try:
-        program = cel.compile(expression)
+        program = cel_program(expression)
     except (ValueError, RuntimeError) as err:
         detail = str(err).replace("\n", " ")
         raise CELError(f"compilation failed: {detail}") from None

@@ -13,7 +13,24 @@ tests. One concept per module:
   `proxy` (node proxy handlers), `bench` (loopback throughput).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from knuma.local.apiserver.proxy import ProxyRequest, ProxyResponse
-from knuma.local.apiserver.server import ApiServer
+
+if TYPE_CHECKING:
+    from knuma.local.apiserver.server import ApiServer
 
 __all__ = ["ApiServer", "ProxyRequest", "ProxyResponse"]
+
+
+def __getattr__(name: str) -> Any:
+    """`ApiServer` is imported when asked for, not with the package: a simulated node imports only `proxy` (to serve
+    its kubelet endpoints), and the server's modules (routing, validation, CEL) took a second of every node process's
+    start."""
+    if name == "ApiServer":
+        from knuma.local.apiserver.server import ApiServer
+
+        return ApiServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import cel
-
 from knuma.api.types import JsonObj
+from knuma.devices.cel import cel_program
 from knuma.devices.quantities import FUNCTIONS as QUANTITY_FUNCTIONS
 from knuma.errors import InvalidInput
 
@@ -125,7 +124,7 @@ class RuleCompileError(InvalidInput):
 @lru_cache(maxsize=2048)
 def _compile(expression: str) -> Any:
     try:
-        program = cel.compile(expression)
+        program = cel_program(expression)
     except (ValueError, RuntimeError) as err:
         raise RuleCompileError(str(err).replace("\n", " ")) from None
     bound = {m.group(1) for m in _BOUND.finditer(expression)}
