@@ -40,9 +40,14 @@ shell: $(VENV)/.installed-run
 	@echo "knuma $$($(BIN)/knuma --version) and the pinned kubectl are on PATH in this shell; 'exit' leaves it."
 	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" exec $${SHELL:-/bin/sh} -i
 
-## test: lint, type-check and the whole test suite (installs chromium for the report's browser test when it can)
+## test: lint, type-check and the whole test suite (installs chromium for the report's browser test when it can).
+## Idle workers take tests queued on a busy one (--dist worksteal): the slow `knuma up` tests are neighbours in the
+## collection order and otherwise ended the run on one worker while the other waited. Bytecode is written even where
+## PYTHONDONTWRITEBYTECODE is set (into __pycache__, ignored by git): the suite starts hundreds of Python processes
+## (each `knuma up` five), and without it each compiled knuma's modules from source again.
 test: $(VENV)/.installed-dev lint chromium
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} PYTHONDONTWRITEBYTECODE= \
+	    $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser test of `knuma simulate --report` (about 20 s, ~100 MB, once).
 ## Free when chromium is there or KNUMA_SKIP_BROWSER=1; without apt-get or root (or passwordless sudo) it says so and
