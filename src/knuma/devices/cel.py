@@ -112,8 +112,8 @@ def compile_selector(expression: str, where: str) -> Selector:
 def cel_program(expression: str) -> cel.Program:
     """The CEL library's `compile` (ValueError or RuntimeError for an expression it cannot parse). The library is
     imported at the first expression, not with this module: its package imports its interactive shell
-    (prompt_toolkit, rich) with it, a third of a second at the start of every process that loads the allocator (the
-    scheduler, the simulated nodes, the CLI) whether or not it ever meets a CEL expression."""
+    (prompt_toolkit, rich) with it, 0.3 to 0.8 s of CPU on a 2-core machine at the start of every process that loads
+    the allocator (the scheduler, the simulated nodes, the CLI) whether or not it ever meets a CEL expression."""
     import cel
 
     return cel.compile(expression)

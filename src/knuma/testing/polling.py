@@ -24,7 +24,7 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_INTERVAL = 0.05
 """The first pause between two checks."""
 MAX_INTERVAL = 0.5
-"""The longest pause between two checks, reached after about 2 seconds of failing ones."""
+"""The longest pause between two checks, reached after about a second of failing ones."""
 BACKOFF = 1.5
 """How much longer each pause is than the one before."""
 
