@@ -46,10 +46,11 @@ shell: $(VENV)/.installed-run
 ## Idle workers take tests queued on a busy one (--dist worksteal): the slow `knuma up` tests are neighbours in the
 ## collection order and otherwise ended the run on one worker while the other waited. Bytecode is written even where
 ## PYTHONDONTWRITEBYTECODE is set (into __pycache__, ignored by git): the suite starts hundreds of Python processes
-## (each `knuma up` five), and without it each compiled knuma's modules from source again.
+## (each `knuma up` five), and without it each compiled knuma's modules from source again. The ten slowest tests
+## are listed at the end, so that a change that slows the suite shows where.
 test: $(VENV)/.installed-dev lint chromium
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} PYTHONDONTWRITEBYTECODE= \
-	    $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	    $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=10 $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser test of `knuma simulate --report` (about 20 s, ~100 MB, once).
 ## Free when chromium is there or KNUMA_SKIP_BROWSER=1; without apt-get or root (or passwordless sudo) it says so and
