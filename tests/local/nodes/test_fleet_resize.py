@@ -47,6 +47,11 @@ async def _pending_resize(http: httpx2.AsyncClient, name: str) -> dict[str, Any]
     return next((c for c in conditions if c["type"] == "PodResizePending"), None)
 
 
+async def _deferred(http: httpx2.AsyncClient, name: str) -> bool:
+    condition = await _pending_resize(http, name)
+    return condition is not None and condition["reason"] == "Deferred"
+
+
 async def _allocated_cpu(http: httpx2.AsyncClient, name: str) -> str:
     return str((await phase(http, name))["containerStatuses"][0]["allocatedResources"]["cpu"])
 
@@ -99,12 +104,7 @@ async def test_resizes_on_a_node_with_static_managers(api: RunningApiServer, tmp
             await create_bound(http, _burstable("filler", "8"), "sim-0")
             await _running(http, "filler")
             await _resize(http, "shared", {"requests": {"cpu": "6"}})
-
-            async def deferred() -> bool:
-                condition = await _pending_resize(http, "shared")
-                return condition is not None and condition["reason"] == "Deferred"
-
-            await eventually_async(deferred)
+            await eventually_async(lambda: _deferred(http, "shared"))
             condition = await _pending_resize(http, "shared")
             assert condition is not None
             assert condition["message"] == (
@@ -146,12 +146,7 @@ async def test_a_deferred_resize_is_retried_periodically(
             await _running(http, "big")
             await _running(http, "small")
             await _resize(http, "small", {"requests": {"cpu": "10"}})
-
-            async def deferred() -> bool:
-                condition = await _pending_resize(http, "small")
-                return condition is not None and condition["reason"] == "Deferred"
-
-            await eventually_async(deferred)
+            await eventually_async(lambda: _deferred(http, "small"))
             await _resize(http, "big", {"requests": {"cpu": "2"}})
 
             async def made() -> bool:
