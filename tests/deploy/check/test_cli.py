@@ -132,3 +132,39 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
     result = knuma_check(kubeconfig, "--stale-grace", "soon")
     assert result.returncode == 2 and "--stale-grace" in result.stderr
     assert knuma_check(tmp_path / "missing").returncode == 2
+
+
+class LeasesForbidden(BaseHTTPRequestHandler):
+    """An API server whose RBAC lets the user list everything `knuma check` lists, but not read Leases in
+    kube-system (where `knuma up` records its processes)."""
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path.startswith("/apis/coordination.k8s.io/"):
+            status, body = 403, {"kind": "Status", "reason": "Forbidden", "code": 403, "message": "leases forbidden"}
+        elif path in ("/api/v1/nodes", "/api/v1/pods", "/api/v1/events", "/apis/apps/v1/deployments"):
+            status, body = 200, {"kind": "List", "items": [], "metadata": {}}
+        else:
+            status, body = 404, {"kind": "Status", "code": 404}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        del format, args
+
+
+def test_leases_the_user_may_not_read_do_not_stop_the_check(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), LeasesForbidden)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = knuma_check(kubeconfig_for(tmp_path, f"http://127.0.0.1:{server.server_address[1]}"), "-o", "json")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1, result.stderr  # checked (no nodes, no CRD), not stopped by the refusal (3)
+    assert {e["component"] for e in json.loads(result.stdout)["errors"]} == {"NodeResourceTopology", "nodes", "profile"}

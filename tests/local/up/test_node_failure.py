@@ -12,6 +12,7 @@ PodGC force-delete the Terminating pods; when the annotation goes, the node is R
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -23,6 +24,7 @@ import pytest
 import yaml
 
 from knuma.testing.polling import eventually
+from tests.local.up.test_daemonsets import knuma
 from tests.local.up.test_up import Up
 
 pytestmark = pytest.mark.slow
@@ -195,6 +197,12 @@ def exporter_process(up: Up, node: str) -> tuple[int, str] | None:
     return None
 
 
+def check_report(up: Up) -> Any:
+    result = knuma(up, "check", "-o", "json", "--stale-grace", "0s")
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
 def test_the_exporter_process_of_a_silent_node_is_paused(start: Callable[..., Up]) -> None:
     """With `--exporters process` each node's `knuma exporter` stands for a pod on that node: while the node is
     silent it is paused (SIGSTOP), so it cannot publish either; it resumes with the node, and a `knuma up` stopped
@@ -205,6 +213,13 @@ def test_the_exporter_process_of_a_silent_node_is_paused(start: Callable[..., Up
     up.kubectl("annotate", "node", "worker-000", "sim.knuma.io/heartbeat=stopped")
     eventually(lambda: exporter_state(up, "worker-000") == "T", timeout=30)
     assert exporter_state(up, "worker-001") not in (None, "T")
+    # knuma check reads knuma up's record of its processes: the paused one is the problem, with what brings it back
+    report = eventually(lambda: (r := check_report(up))["nodes"][0]["exporter"].startswith("paused ") and r, timeout=30)
+    assert report["nodes"][1]["exporter"].startswith("process ")
+    assert {e["node"] for e in report["errors"]} == {"worker-000"}  # and its NRT, if it had none yet
+    [problem] = [e for e in report["errors"] if e["area"] == "exporter"]
+    assert (problem["component"], problem["expected"]) == ("process", "running")
+    assert "kubectl annotate node worker-000 sim.knuma.io/heartbeat-" in problem["fix"]
     up.kubectl("annotate", "node", "worker-000", "sim.knuma.io/heartbeat-")
     eventually(lambda: exporter_state(up, "worker-000") not in (None, "T"), timeout=30)
     up.kubectl("annotate", "node", "worker-001", "sim.knuma.io/heartbeat=stopped")

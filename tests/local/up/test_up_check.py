@@ -1,4 +1,5 @@
-"""End-to-end: `knuma check` on `knuma up` with the stack deployed as a user deploys it (`knuma deploy --wait`).
+"""End-to-end: `knuma check` on `knuma up`, bare (its exporters and scheduler run as processes) and with the stack
+deployed as a user deploys it (`knuma deploy --wait`).
 
 Healthy first (every node's NRT present, fresh and equal to the kubelet's configz, an exporter pod on each node, the
 scheduler Ready with NodeResourceTopologyMatch); then a pod no NUMA zone can hold stays Pending with the scheduler's
@@ -23,6 +24,21 @@ pytestmark = pytest.mark.slow
 
 def test_check_healthy_then_pending_and_rejected_pods(start: Callable[..., Up]) -> None:
     up = start("--nodes", "2", "--shape", "small", "--exporters", "in-process")
+    # before the stack is deployed, knuma up's own processes are what runs (the nodes' process publishes the NRT)
+    bare = eventually(lambda: (r := knuma(up, "check", "-o", "wide")).returncode == 0 and r, timeout=60)
+    rows = [line.split() for line in bare.stdout.splitlines()[1:3]]
+    assert [row[4:] for row in rows] == [["process", rows[0][5], "of", "knuma", "up"]] * 2
+    assert "scheduler topology-aware-scheduler: process " in bare.stdout
+    # a silent node publishes nothing: its exporter is reported paused, with the command that brings it back
+    up.kubectl("annotate", "node", "worker-001", "sim.knuma.io/heartbeat=stopped")
+    silent = eventually(
+        lambda: (r := knuma(up, "check", "-o", "json")).returncode == 1 and json.loads(r.stdout), timeout=30
+    )
+    assert [(e["node"], e["component"], e["detected"].split()[0]) for e in silent["errors"]] == [
+        ("worker-001", "process", "paused")
+    ]
+    up.kubectl("annotate", "node", "worker-001", "sim.knuma.io/heartbeat-")
+    eventually(lambda: knuma(up, "check").returncode == 0, timeout=30)
     deployed = knuma(up, "deploy", "--wait", "-T", "90s")
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
 

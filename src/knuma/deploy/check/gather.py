@@ -1,5 +1,6 @@
 """Reading the cluster for `knuma check`: nodes, NRT objects, each node's `configz`, pods, `FailedScheduling`
-events and the scheduler Deployments with their configuration. Read-only: only `get` and `list`.
+events, the scheduler Deployments with their configuration, and `knuma up`'s record of the processes it runs.
+Read-only: only `get` and `list`.
 
 What a user of a locked-down cluster needs to know when a read is refused is which permission is missing, so a 403
 becomes `CheckAborted` naming the verb and the resource (and the ClusterRole rule that grants it); an API server that
@@ -9,6 +10,7 @@ node (`knuma.deploy.check.nodes`), as nrovalidate would skip it silently.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +20,7 @@ import httpx2
 import yaml
 
 from knuma.api.types import JsonObj
+from knuma.deploy.check.processes import LEASE_PATH, LocalProcesses
 from knuma.deploy.check.state import CheckSettings, ClusterState, SchedulerDeployment
 from knuma.errors import OperationFailed
 from knuma.kube import rest
@@ -25,7 +28,7 @@ from knuma.kube.configz import ConfigzError, read_configz_many
 from knuma.kube.errors import CHECK_CONNECTION, Forbidden, KubeApiError, NotFound, Unauthorized, cannot_reach, server_of
 from knuma.manifests import yaml_problem
 
-__all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods"]
+__all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods", "read_processes"]
 
 NRT_PATH = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 PAGE = 500
@@ -49,25 +52,30 @@ def _request(http: httpx2.Client, path: str, verb: str, resource: str, params: d
         return rest.request_sync(http, "GET", path, params=params)
     except NotFound:
         return None
-    except Unauthorized as err:
-        raise CheckAborted(
+    except KubeApiError as err:
+        raise _aborted(err, path, verb, resource) from err
+
+
+def _aborted(err: KubeApiError, path: str, verb: str, resource: str) -> CheckAborted:
+    """What a refused read means for the user: which credentials, permission or server, and what to do."""
+    if isinstance(err, Unauthorized):
+        return CheckAborted(
             f"the API server refused the credentials (401 Unauthorized) to {verb} {resource}: {err.message}; "
             "refresh the kubeconfig's token or certificate"
-        ) from err
-    except Forbidden as err:
+        )
+    if isinstance(err, Forbidden):
         group = _group_of(path)
-        raise CheckAborted(
+        return CheckAborted(
             f"forbidden: cannot {verb} {resource}"
             + (f" in API group {group!r}" if group else "")
             + f": {err.message}. knuma check needs read access: grant a ClusterRole rule "
             f"{{apiGroups: [{json.dumps(group)}], resources: [{resource}], verbs: [{verb}]}} to this user"
-        ) from err
-    except KubeApiError as err:
-        if err.status is None:
-            raise CheckAborted(f"{cannot_reach(server_of(err.url), err.message)}; {CHECK_CONNECTION}") from err
-        if err.status < 400:
-            raise CheckAborted(f"{verb} {resource}: the API server did not answer JSON: {err.message}") from err
-        raise CheckAborted(f"{verb} {resource}: HTTP {err.status}: {err.message}") from err
+        )
+    if err.status is None:
+        return CheckAborted(f"{cannot_reach(server_of(err.url), err.message)}; {CHECK_CONNECTION}")
+    if err.status < 400:
+        return CheckAborted(f"{verb} {resource}: the API server did not answer JSON: {err.message}")
+    return CheckAborted(f"{verb} {resource}: HTTP {err.status}: {err.message}")
 
 
 def _list(http: httpx2.Client, path: str, resource: str, params: dict[str, str] | None = None) -> list[JsonObj]:
@@ -161,6 +169,18 @@ def read_schedulers(http: httpx2.Client) -> list[SchedulerDeployment]:
     return [_scheduler_config(http, d) for d in deployments if _runs_a_scheduler(d)]
 
 
+def read_processes(http: httpx2.Client) -> LocalProcesses | None:
+    """`knuma up`'s record of the exporters and scheduler it runs as processes; None when there is none or it
+    expired. Optional: a user who may not read Leases in kube-system is checked without it, not stopped."""
+    try:
+        lease = rest.request_sync(http, "GET", LEASE_PATH)
+    except (NotFound, Forbidden):
+        return None
+    except KubeApiError as err:
+        raise _aborted(err, LEASE_PATH, "get", "leases") from err
+    return LocalProcesses.from_lease(lease, dt.datetime.now(dt.UTC))
+
+
 def read_configz(http: httpx2.Client, nodes: list[str]) -> dict[str, JsonObj | str]:
     out: dict[str, JsonObj | str] = {}
     for node, config in read_configz_many(http, nodes).items():
@@ -182,4 +202,5 @@ def gather(http: httpx2.Client, settings: CheckSettings) -> ClusterState:
         events=_failed_scheduling_events(http),
         schedulers=read_schedulers(http),
         exporter_selectors=settings.exporter_selectors,
+        processes=read_processes(http),
     )

@@ -1,5 +1,6 @@
 """Per-node checks of `knuma check`: the node publishes an NRT object, the object is fresh, its Topology Manager
-attributes are the kubelet's, and an exporter pod runs on the node. Pure functions of a `ClusterState`.
+attributes are the kubelet's, and an exporter pod runs on the node (or, on `knuma up`, the exporter process that
+stands for one: `knuma.deploy.check.processes`). Pure functions of a `ClusterState`.
 
 "Fresh" is the pod-set fingerprint test nrovalidate's `schedcache` validator and the scheduler's cache use
 (`nodeTopologyPodsFingerprint`, `knuma.api.fingerprint`): the NRT reflects the node's pods when the fingerprint it
@@ -20,6 +21,7 @@ from knuma.api.fingerprint import Method, compute
 from knuma.api.nrt import ATTR_FINGERPRINT_METHOD, ATTR_POLICY, ATTR_SCOPE, NodeResourceTopology, NRTError
 from knuma.api.pod import Pod, PodError
 from knuma.api.types import JsonObj
+from knuma.deploy.check.processes import RUNNING, Process
 from knuma.deploy.check.state import ClusterState
 from knuma.deploy.validate import Issue
 from knuma.scheduler.cache.reservation import holds_exclusive_resources
@@ -134,10 +136,18 @@ def _kubelet_tm(config: Mapping[str, Any]) -> tuple[str, str]:
     return str(config.get("topologyManagerPolicy") or "none"), str(config.get("topologyManagerScope") or "container")
 
 
-def _exporter_issue(node: str, pods: list[JsonObj]) -> tuple[str, Issue | None]:
+def _exporter_issue(node: str, pods: list[JsonObj], process: Process | None) -> tuple[str, Issue | None]:
+    """The EXPORTER column and what is wrong with the node's exporter. An exporter pod wins over a process of
+    `knuma up` (which stands in for the pods of a stack deployed on it)."""
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
     if running:
         return _ref(running[0]), None
+    if not pods and process is not None:
+        if process.state == RUNNING:
+            return process.describe(), None
+        return process.describe(), Issue(
+            node, "exporter", "process", "state", RUNNING, process.describe(), process.what_to_do()
+        )
     if not pods:
         return "missing", Issue(
             node,
@@ -177,8 +187,12 @@ def _configz_issue(node: str, reason: str) -> Issue:
     return Issue(node, "kubelet", "configuration", "configz", "readable kubelet configuration", reason, fix)
 
 
-def _exporter_hint(pods: list[JsonObj]) -> str:
+def _exporter_hint(pods: list[JsonObj], process: Process | None) -> str:
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    if not running and process is not None and not pods:
+        if process.state != RUNNING:
+            return f"its exporter is a {process.describe()}: {process.what_to_do()}"
+        return f"check the log of its exporter ({process.describe()}): {process.log}"
     if not running:
         return "start an exporter on the node"
     md = running[0]["metadata"]
@@ -189,7 +203,8 @@ def _exporter_hint(pods: list[JsonObj]) -> str:
 
 def _check_node(state: ClusterState, node: str, exporters: list[JsonObj]) -> tuple[NodeRow, list[Issue]]:
     issues: list[Issue] = []
-    exporter, exporter_problem = _exporter_issue(node, exporters)
+    process = state.processes.exporter_of(node) if state.processes is not None else None
+    exporter, exporter_problem = _exporter_issue(node, exporters, process)
     config = state.configz.get(node, "not read")
     kubelet_tm = "?"
     if isinstance(config, str):
@@ -207,7 +222,7 @@ def _check_node(state: ClusterState, node: str, exporters: list[JsonObj]) -> tup
                 "object",
                 "present",
                 "missing",
-                f"no exporter has published the node's NRT: {_exporter_hint(exporters)}",
+                f"no exporter has published the node's NRT: {_exporter_hint(exporters, process)}",
             )
         )
         row = NodeRow(node, "missing", "-", kubelet_tm, exporter)
@@ -221,7 +236,7 @@ def _check_node(state: ClusterState, node: str, exporters: list[JsonObj]) -> tup
                 "valid",
                 "unreadable",
                 f"kubectl get noderesourcetopology {node} -o yaml shows a malformed object: "
-                f"{_exporter_hint(exporters)}",
+                f"{_exporter_hint(exporters, process)}",
             )
         )
         row = NodeRow(node, "invalid", "-", kubelet_tm, exporter)
@@ -240,7 +255,7 @@ def _check_node(state: ClusterState, node: str, exporters: list[JsonObj]) -> tup
                         f"{expected} ({count} pods)",
                         nrt.fingerprint,
                         "the NRT does not reflect the node's pods and the scheduler keeps reserving for them: "
-                        + _exporter_hint(exporters),
+                        + _exporter_hint(exporters, process),
                     )
                 )
         tm_text = kubelet_tm
@@ -260,7 +275,7 @@ def _check_node(state: ClusterState, node: str, exporters: list[JsonObj]) -> tup
                             have or "not published",
                             f"the scheduler models the node with the NRT's {setting}, not the kubelet's: give the "
                             "exporter the kubelet's configuration (--kubelet-config-file, or the config ConfigMap "
-                            f"the operator renders per node group) and {_exporter_hint(exporters)}",
+                            f"the operator renders per node group) and {_exporter_hint(exporters, process)}",
                         )
                     )
         row = NodeRow(node, "present", fresh, tm_text, exporter)

@@ -100,13 +100,14 @@ def render_text(diagnosis: Diagnosis, layout: Layout = NATURAL) -> str:
     )
     lines.append("")
     sched = diagnosis.scheduler
+    plugin = "NodeResourceTopologyMatch enabled" if sched.plugin else "NodeResourceTopologyMatch NOT enabled"
     if sched.deployment:
-        plugin = "NodeResourceTopologyMatch enabled" if sched.plugin else "NodeResourceTopologyMatch NOT enabled"
-        lines += layout.wrap(
-            [f"scheduler {diagnosis.scheduler_name}: Deployment {sched.deployment}, {sched.ready} ready, {plugin}"]
-        )
+        runs = f"Deployment {sched.deployment}, {sched.ready} ready, {plugin}"
+    elif sched.process:
+        runs = f"{sched.process}, {plugin}"
     else:
-        lines += layout.wrap([f"scheduler {diagnosis.scheduler_name}: no Deployment runs this profile"])
+        runs = "no Deployment runs this profile"
+    lines += layout.wrap([f"scheduler {diagnosis.scheduler_name}: {runs}"])
     lines += layout.wrap([f"pending pods of {diagnosis.scheduler_name}: {len(diagnosis.pending)}"])
     if diagnosis.pending_reasons:
         lines += layout.table(

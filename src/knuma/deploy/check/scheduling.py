@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.types import JsonObj
+from knuma.deploy.check.processes import RUNNING, Process
 from knuma.deploy.check.state import ClusterState, SchedulerDeployment
 from knuma.deploy.validate import Issue
 
@@ -45,6 +46,8 @@ class SchedulerStatus:
     """`ready/desired` replicas."""
     plugin: bool
     """Whether the profile enables NodeResourceTopologyMatch."""
+    process: str = ""
+    """`process 1234 of knuma up` when `knuma up`'s scheduler process runs the profile (no Deployment does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +101,58 @@ def _ready(deployment: JsonObj) -> tuple[int, int]:
     return int(status.get("readyReplicas") or 0), int(1 if desired is None else desired)
 
 
+@dataclass(frozen=True, slots=True)
+class _Runner:
+    """Something that runs profile `name`: a scheduler Deployment, or `knuma up`'s scheduler process."""
+
+    deployment: str
+    process: str
+    ready: int
+    desired: int
+    profile: Mapping[str, Any]
+    where: str
+    """`Deployment ns/name` or `knuma up's scheduler process`: where the profile's configuration lives."""
+    not_ready_issue: Issue
+
+
+def _deployment_runner(sched: SchedulerDeployment, profile: Mapping[str, Any]) -> _Runner:
+    ready, desired = _ready(sched.deployment)
+    ns, _, name = sched.ref.partition("/")
+    issue = Issue(
+        "",
+        "scheduler",
+        f"Deployment {sched.ref}",
+        "ready replicas",
+        "at least 1",
+        f"{ready}/{desired}",
+        f"see why: kubectl -n {ns} describe deployment {name}; kubectl -n {ns} logs deployment/{name}",
+    )
+    return _Runner(sched.ref, "", ready, desired, profile, f"Deployment {sched.ref}", issue)
+
+
+def _process_runner(process: Process, profile: Mapping[str, Any]) -> _Runner:
+    running = process.state == RUNNING
+    issue = Issue("", "scheduler", "knuma up", "scheduler process", RUNNING, process.describe(), process.what_to_do())
+    return _Runner("", process.describe(), int(running), 1, profile, "knuma up's scheduler process", issue)
+
+
 def check_scheduler(state: ClusterState, name: str) -> tuple[SchedulerStatus, list[Issue]]:
-    """The Deployment running profile `name`; prefer one that enables the NUMA plugin and is Ready."""
-    candidates: list[tuple[SchedulerDeployment, Mapping[str, Any]]] = []
+    """The Deployment running profile `name` (or, on a bare `knuma up`, its scheduler process); prefer one that
+    enables the NUMA plugin and is Ready, and a Deployment (a stack deployed on `knuma up` is what to check) over the
+    process."""
+    candidates: list[_Runner] = []
     unreadable: list[SchedulerDeployment] = []
     for sched in state.schedulers:
         profile = _profile(sched.config, name)
         if profile is not None:
-            candidates.append((sched, profile))
+            candidates.append(_deployment_runner(sched, profile))
         elif sched.config is None:
             unreadable.append(sched)
+    local = state.processes
+    if local is not None and local.scheduler is not None:
+        profile = _profile(local.scheduler_configuration, name)
+        if profile is not None:
+            candidates.append(_process_runner(local.scheduler, profile))
     if not candidates:
         detail = "; ".join(f"{s.ref}: {s.config_error}" for s in unreadable)
         return SchedulerStatus("", "-", False), [
@@ -122,11 +167,11 @@ def check_scheduler(state: ClusterState, name: str) -> tuple[SchedulerStatus, li
                 "knuma operator), or pass --scheduler-name with the schedulerName your pods use",
             )
         ]
-    candidates.sort(key=lambda c: (not profile_enables(c[1]), _ready(c[0].deployment)[0] < 1, c[0].ref))
-    sched, profile = candidates[0]
-    ready, desired = _ready(sched.deployment)
-    status = SchedulerStatus(sched.ref, f"{ready}/{desired}", profile_enables(profile))
-    ns, _, deployment_name = sched.ref.partition("/")
+    candidates.sort(key=lambda c: (not profile_enables(c.profile), c.ready < 1, bool(c.process), c.deployment))
+    runner = candidates[0]
+    status = SchedulerStatus(
+        runner.deployment, f"{runner.ready}/{runner.desired}", profile_enables(runner.profile), runner.process
+    )
     issues = []
     if not status.plugin:
         issues.append(
@@ -138,22 +183,11 @@ def check_scheduler(state: ClusterState, name: str) -> tuple[SchedulerStatus, li
                 f"{NUMA_PLUGIN} enabled",
                 "not enabled",
                 f"the profile schedules without NUMA zones: enable {NUMA_PLUGIN} in its filter, reserve and score "
-                f"plugins (multiPoint) in the scheduler configuration of Deployment {sched.ref}",
+                f"plugins (multiPoint) in the scheduler configuration of {runner.where}",
             )
         )
-    if ready < 1:
-        issues.append(
-            Issue(
-                "",
-                "scheduler",
-                f"Deployment {sched.ref}",
-                "ready replicas",
-                "at least 1",
-                f"{ready}/{desired}",
-                f"see why: kubectl -n {ns} describe deployment {deployment_name}; "
-                f"kubectl -n {ns} logs deployment/{deployment_name}",
-            )
-        )
+    if runner.ready < 1:
+        issues.append(runner.not_ready_issue)
     return status, issues
 
 

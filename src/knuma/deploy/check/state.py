@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from knuma.api.types import JsonObj
+from knuma.deploy.check.processes import LocalProcesses
 
 __all__ = ["DEFAULT_SCHEDULER", "EXPORTER_SELECTORS", "CheckSettings", "ClusterState", "SchedulerDeployment"]
 
@@ -63,6 +64,8 @@ class ClusterState:
     """`FailedScheduling` events."""
     schedulers: list[SchedulerDeployment] = field(default_factory=list)
     exporter_selectors: tuple[str, ...] = EXPORTER_SELECTORS
+    processes: LocalProcesses | None = None
+    """The exporters and scheduler `knuma up` runs as processes, when its record is current."""
 
     @property
     def node_names(self) -> list[str]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -30,12 +32,21 @@ import httpx2
 import yaml
 
 from knuma.api.crd import NRT_CRD
+from knuma.deploy.check.processes import (
+    LEASE_PATH,
+    PAUSED,
+    RENEW_SECONDS,
+    RUNNING,
+    STOPPED,
+    LocalProcesses,
+    Process,
+)
 from knuma.deploy.exporter import NAME as DEPLOYED_EXPORTER
 from knuma.deploy.scheduler import NAME as DEPLOYED_SCHEDULER
 from knuma.duration import format_duration
 from knuma.kube import rest
 from knuma.kube.client import async_http
-from knuma.kube.errors import Conflict, KubeApiError
+from knuma.kube.errors import Conflict, KubeApiError, NotFound
 from knuma.kube.informer import Callbacks, Informer
 from knuma.local.apiserver.loader import Manifest, read_manifests
 from knuma.local.apiserver.server import ApiServer, generate_token, persistent_token
@@ -43,7 +54,7 @@ from knuma.local.controllers import fabric_attach
 from knuma.local.controllers.claims import ResourceClaimController
 from knuma.local.controllers.device_taint_eviction import DeviceTaintEvictionController
 from knuma.local.controllers.manager import WorkloadControllers
-from knuma.local.nodes.heartbeats import heartbeat_stopped
+from knuma.local.nodes.heartbeats import HEARTBEAT_ANNOTATION, heartbeat_stopped
 from knuma.local.nodes.kubeletconfig import configz_handler
 from knuma.local.nodes.layout import NodeFiles
 from knuma.local.nodes.spec import NodeSpec, nodes_of
@@ -82,6 +93,22 @@ def scheduler_configuration() -> dict[str, Any]:
             },
         ],
     }
+
+
+def _process(child: Child, *nodes: str, silent: bool = False) -> Process:
+    """A child as `knuma check` reads it; `silent`: it stands for an exporter on a node cut off from the API server."""
+    code = child.exited()
+    if code is not None:
+        reason = f"it exited with code {code}; knuma up starts it again (it stops the cluster if it keeps failing)"
+        return Process(STOPPED, child.pid, str(child.log_file), nodes, reason)
+    if silent:
+        node = nodes[0]
+        reason = (
+            f"the simulated node {node} is silent (annotation {HEARTBEAT_ANNOTATION}=stopped): its exporter is cut "
+            f"off with its kubelet; kubectl annotate node {node} {HEARTBEAT_ANNOTATION}- brings both back"
+        )
+        return Process(PAUSED, child.pid, str(child.log_file), nodes, reason)
+    return Process(RUNNING, child.pid, str(child.log_file), nodes)
 
 
 class _DeployedPodDeleted:
@@ -161,6 +188,8 @@ class LocalCluster:
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
         self.lock: DataDirLock | None = None
+        self._processes_published = ""
+        self._processes_renewed = 0.0
 
     # -- start -------------------------------------------------------------------------------------------------------
 
@@ -216,7 +245,7 @@ class LocalCluster:
                 on_error=log.debug,
             )
             self._deployed_pods_task = asyncio.create_task(pods.run())
-        if self.exporters:
+        if self.exporters or self.exporter_mode == "in-process":  # silent nodes: exporters paused, or not publishing
             nodes = Informer(
                 self.http,
                 "/api/v1/nodes",
@@ -225,6 +254,7 @@ class LocalCluster:
                 on_error=log.debug,
             )
             self._silent_nodes_task = asyncio.create_task(nodes.run())
+        await self.publish_processes()
 
     async def _start_fabric(self, progress: Callable[[str], None]) -> None:
         """The simulated fabric driver (`--fabric-gpus`): its ResourceSlice and DeviceClass, and its fabric manager
@@ -413,6 +443,49 @@ class LocalCluster:
 
     # -- running -----------------------------------------------------------------------------------------------------
 
+    def processes(self) -> LocalProcesses:
+        """What runs as processes here in place of the stack's pods, for `knuma check` to find
+        (`knuma.deploy.check.processes`)."""
+        exporters: list[Process] = []
+        if self.exporter_mode == "process":
+            for node in self.nodes:
+                child = self.exporter_of(node.name)
+                if child is not None:
+                    exporters.append(_process(child, node.name, silent=child.paused))
+        elif self.node_process is not None:  # the nodes' process publishes every NRT but a silent node's
+            publishing = tuple(n.name for n in self.nodes if n.name not in self._silent)
+            if publishing:
+                exporters.append(_process(self.node_process, *publishing))
+            silent = [n.name for n in self.nodes if n.name in self._silent]
+            exporters += [_process(self.node_process, name, silent=True) for name in silent]
+        scheduler = _process(self.scheduler) if self.scheduler is not None else None
+        return LocalProcesses(
+            f"knuma-up@{socket.gethostname()}/{os.getpid()}",
+            tuple(exporters),
+            scheduler,
+            scheduler_configuration() if scheduler is not None else None,
+        )
+
+    async def publish_processes(self) -> None:
+        """Write `processes()` to its Lease when it changed, and renew it every `RENEW_SECONDS` otherwise. A failed
+        write is retried on the next call (the run loop's next second)."""
+        assert self.http is not None
+        record = self.processes()
+        annotation = record.annotation()
+        now = asyncio.get_running_loop().time()
+        if annotation == self._processes_published and now - self._processes_renewed < RENEW_SECONDS:
+            return
+        lease = record.lease(dt.datetime.now(dt.UTC))
+        try:
+            try:
+                await rest.patch(self.http, LEASE_PATH, {"metadata": lease["metadata"], "spec": lease["spec"]})
+            except NotFound:
+                await rest.post(self.http, LEASE_PATH.rsplit("/", 1)[0], lease)
+        except KubeApiError as err:
+            log.debug("cannot record the processes for knuma check: %s", err)
+            return
+        self._processes_published, self._processes_renewed = annotation, now
+
     def children(self) -> list[Child]:
         return [c for c in (self.scheduler, *self.exporters, self.node_process) if c is not None]
 
@@ -507,6 +580,7 @@ async def run(
                 )
                 code = 1
                 break
+            await local.publish_processes()
             show(local.summary())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), refresh)
