@@ -528,6 +528,9 @@ class LocalCluster:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         if self.http is not None:
+            if self._processes_published:  # none of them runs any more; a resumed cluster records its own
+                with contextlib.suppress(KubeApiError):
+                    await rest.delete(self.http, LEASE_PATH)
             await self.http.aclose()
         if self.server is not None:
             await self.server.stop()
