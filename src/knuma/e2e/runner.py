@@ -21,7 +21,12 @@ class ClusterUnreachable(OperationFailed):
     exits 3, as for a stack that is not usable."""
 
 
-_INI = "[pytest]\naddopts = -ra\nconsole_output_style = classic\nasyncio_default_fixture_loop_scope = function\n"
+_INI = (
+    "[pytest]\naddopts = -ra\nconsole_output_style = classic\nasyncio_default_fixture_loop_scope = function\n"
+    # pytest marks every installed plugin's package for assertion rewriting; knuma, running pytest in-process, has
+    # imported some of them already (anyio), which pytest warned about at every run. The suite's modules are rewritten.
+    "filterwarnings =\n    ignore::pytest.PytestAssertRewriteWarning\n"
+)
 
 
 def run_suite(

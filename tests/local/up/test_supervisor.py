@@ -74,3 +74,27 @@ def test_failures_far_apart_never_give_up(tmp_path: Path) -> None:
         clock.now += 61
         supervisor.check([child])
     assert supervisor.restarts == {"rare": 4}
+
+
+def test_restarts_asked_for_are_not_failures(tmp_path: Path) -> None:
+    """A deployed pod's deletion restarts the child it stands for (`knuma e2e`'s restart tests): as often as asked,
+    each after the first delay, and never a reason to stop the cluster."""
+    clock = Clock()
+    supervisor = Supervisor(RestartPolicy(max_failures=3, window=60), clock=clock)
+    child = Child("scheduler", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log").start()
+    for restart in range(1, 6):
+        pid = child.pid
+        supervisor.restart(child)
+        _wait_exit(child)
+        assert supervisor.check([child]) is None and child.pid == pid  # due after the first delay, not before
+        clock.now += 1.0
+        assert supervisor.check([child]) is None
+        assert child.pid != pid and supervisor.restarts == {"scheduler": restart}
+    # a crash afterwards is the first failure: the first delay again
+    child.signal()
+    _wait_exit(child)
+    pid = child.pid
+    assert supervisor.check([child]) is None
+    clock.now += 1.0
+    assert supervisor.check([child]) is None and child.pid != pid
+    child.stop()

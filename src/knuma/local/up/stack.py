@@ -148,7 +148,7 @@ class _DeployedPodDeleted:
             stands_for,
             child.pid,
         )
-        child.signal(signal.SIGTERM)
+        self.cluster.supervisor.restart(child)
 
 
 class LocalCluster:
