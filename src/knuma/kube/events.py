@@ -13,7 +13,6 @@ import contextlib
 import datetime as dt
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +71,7 @@ class EventRecorder:
         self.dedupe_window = dedupe_window
         self.clock = clock
         self._limit = TokenBucket(qps, burst, clock())
+        self._last_ns = 0
         self._recorded: dict[tuple[ObjectReference, str, str], _Recorded] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.dropped = 0
@@ -109,7 +109,7 @@ class EventRecorder:
                 with contextlib.suppress(NotFound):  # expired meanwhile: record a new one
                     await rest.patch(self.http, f"{path}/{previous.name}", patch)
                     return
-            name = f"{ref.name}.{uuid.uuid4().hex[:16]}"
+            name = self._event_name(ref)
             body = _event(name, ref, event_type, reason, message, component, stamp)
             await rest.post(self.http, path, body)
             self._recorded[key] = _Recorded(name, 1, now)
@@ -117,6 +117,13 @@ class EventRecorder:
                 self._expire(now)
         except KubeApiError as err:
             log.warning("could not record event %s for %s/%s: %s", reason, ref.namespace, ref.name, err)
+
+    def _event_name(self, ref: ObjectReference) -> str:
+        """client-go's `makeEvent`: the object's name and the time in nanoseconds in hex, so that `kubectl get
+        events` (sorted by name) lists an object's events in the order they happened. Strictly increasing here, so
+        two events of one recorder in the same nanosecond do not collide."""
+        self._last_ns = max(time.time_ns(), self._last_ns + 1)
+        return f"{ref.name}.{self._last_ns:x}"
 
     def _expire(self, now: float) -> None:
         for key in [k for k, v in self._recorded.items() if now - v.last >= self.dedupe_window]:

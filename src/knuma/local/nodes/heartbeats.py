@@ -82,9 +82,8 @@ class Heartbeats:
                 "annotation); its heartbeats go on"
             )
             log.warning("node %s: %s", name, message)
-            if self.events is not None:
-                uid = str((node.get("metadata") or {}).get("uid") or "")
-                self.events.record(ObjectReference("Node", "", name, uid), "Warning", "UnknownHeartbeatValue", message)
+            if self.events is not None:  # the kubelet's node reference: its UID is the node's name (`kl.nodeRef`)
+                self.events.record(ObjectReference("Node", "", name, name), "Warning", "UnknownHeartbeatValue", message)
         self._refused[name] = value
         if value == HEARTBEAT_STOPPED:
             if name not in self.stopped:
