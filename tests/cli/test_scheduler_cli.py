@@ -34,6 +34,14 @@ def test_check_config_rejects_an_invalid_value_naming_the_key(tmp_path: Path) ->
     assert "Foo" in done.stderr
 
 
+def test_check_config_also_checks_the_flags_a_start_would_refuse() -> None:
+    config = str(CONFIGS / "scheduler-plugins-cache.yaml")
+    done = knuma("--config", config, "--tls-cipher-suites", "TLS_NOT_A_SUITE", "--check-config")
+    assert done.returncode == 2 and "TLS_NOT_A_SUITE" in done.stderr, done.stdout + done.stderr
+    done = knuma("--config", config, "--tls-cert-file", "cert.pem", "--check-config")
+    assert done.returncode == 2 and "--tls-private-key-file" in done.stderr, done.stdout + done.stderr
+
+
 def test_unknown_key_fails_fast_at_start(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofilez: []\n")

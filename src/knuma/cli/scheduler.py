@@ -144,9 +144,6 @@ def scheduler(
         configuration = load_config(config, log_warnings=not check_config)
     except SchedulerConfigError as err:
         fail(f"invalid scheduler configuration: {err}")
-    if check_config:
-        typer.echo(describe_config(configuration), nl=False)
-        raise typer.Exit(0)
     from knuma.duration import DurationError, parse_interval
     from knuma.scheduler.daemon.secure import SecureServing
 
@@ -174,6 +171,9 @@ def scheduler(
             "--tls-cert-file and --tls-private-key-file go together: "
             "give both, or neither for a self-signed certificate"
         )
+    if check_config:  # after every flag check: a configuration checked here must also start
+        typer.echo(describe_config(configuration), nl=False)
+        raise typer.Exit(0)
     secure = SecureServing(
         port=secure_port,
         bind_address=bind_address,
