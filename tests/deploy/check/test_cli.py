@@ -3,6 +3,7 @@ messages a user acts on (which permission is missing, which cluster is unreachab
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -66,26 +67,14 @@ def test_nodes_without_configz_access_and_no_nrt_crd(tmp_path: Path) -> None:
     assert errors[("w1", "NodeResourceTopology", "object")]["detected"] == "missing"
 
 
-class Refusing(BaseHTTPRequestHandler):
-    """An API server whose RBAC lets the user list nodes but not pods."""
+class FakeApi(BaseHTTPRequestHandler):
+    """A JSON API server whose answer per path `answer` gives."""
+
+    def answer(self, path: str) -> tuple[int, dict[str, object]]:
+        raise NotImplementedError
 
     def do_GET(self) -> None:
-        if self.path.startswith("/api/v1/pods"):
-            status, body = (
-                403,
-                {
-                    "kind": "Status",
-                    "status": "Failure",
-                    "reason": "Forbidden",
-                    "code": 403,
-                    "message": 'pods is forbidden: User "u" cannot list resource "pods" in API group "" '
-                    "at the cluster scope",
-                },
-            )
-        elif self.path.startswith("/api/v1/nodes?") or self.path == "/api/v1/nodes":
-            status, body = 200, {"kind": "NodeList", "items": [], "metadata": {}}
-        else:
-            status, body = 404, {"kind": "Status", "code": 404}
+        status, body = self.answer(self.path)
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -97,14 +86,40 @@ class Refusing(BaseHTTPRequestHandler):
         del format, args
 
 
-@pytest.fixture
-def refusing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+@contextlib.contextmanager
+def serving(handler: type[FakeApi]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Refusing(FakeApi):
+    """An API server whose RBAC lets the user list nodes but not pods."""
+
+    def answer(self, path: str) -> tuple[int, dict[str, object]]:
+        if path.startswith("/api/v1/pods"):
+            return 403, {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "Forbidden",
+                "code": 403,
+                "message": 'pods is forbidden: User "u" cannot list resource "pods" in API group "" '
+                "at the cluster scope",
+            }
+        if path.startswith("/api/v1/nodes?") or path == "/api/v1/nodes":
+            return 200, {"kind": "NodeList", "items": [], "metadata": {}}
+        return 404, {"kind": "Status", "code": 404}
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    with serving(Refusing) as url:
+        yield url
 
 
 def test_a_missing_permission_names_the_verb_and_the_resource(tmp_path: Path, refusing_server: str) -> None:
@@ -134,37 +149,21 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
     assert knuma_check(tmp_path / "missing").returncode == 2
 
 
-class LeasesForbidden(BaseHTTPRequestHandler):
+class LeasesForbidden(FakeApi):
     """An API server whose RBAC lets the user list everything `knuma check` lists, but not read Leases in
     kube-system (where `knuma up` records its processes)."""
 
-    def do_GET(self) -> None:
-        path = self.path.split("?")[0]
+    def answer(self, path: str) -> tuple[int, dict[str, object]]:
+        path = path.split("?")[0]
         if path.startswith("/apis/coordination.k8s.io/"):
-            status, body = 403, {"kind": "Status", "reason": "Forbidden", "code": 403, "message": "leases forbidden"}
-        elif path in ("/api/v1/nodes", "/api/v1/pods", "/api/v1/events", "/apis/apps/v1/deployments"):
-            status, body = 200, {"kind": "List", "items": [], "metadata": {}}
-        else:
-            status, body = 404, {"kind": "Status", "code": 404}
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        del format, args
+            return 403, {"kind": "Status", "reason": "Forbidden", "code": 403, "message": "leases forbidden"}
+        if path in ("/api/v1/nodes", "/api/v1/pods", "/api/v1/events", "/apis/apps/v1/deployments"):
+            return 200, {"kind": "List", "items": [], "metadata": {}}
+        return 404, {"kind": "Status", "code": 404}
 
 
 def test_leases_the_user_may_not_read_do_not_stop_the_check(tmp_path: Path) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), LeasesForbidden)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        result = knuma_check(kubeconfig_for(tmp_path, f"http://127.0.0.1:{server.server_address[1]}"), "-o", "json")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(LeasesForbidden) as url:
+        result = knuma_check(kubeconfig_for(tmp_path, url), "-o", "json")
     assert result.returncode == 1, result.stderr  # checked (no nodes, no CRD), not stopped by the refusal (3)
     assert {e["component"] for e in json.loads(result.stdout)["errors"]} == {"NodeResourceTopology", "nodes", "profile"}
