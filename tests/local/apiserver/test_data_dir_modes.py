@@ -42,3 +42,20 @@ def test_a_loose_data_dir_from_an_older_version_is_tightened_at_start(tmp_path: 
         assert stat.S_IMODE(data.stat().st_mode) == 0o700
         modes = _modes(data)
         assert modes == dict.fromkeys(modes, 0o600)
+
+
+def test_a_data_dir_with_other_files_keeps_them_as_they_are(tmp_path: Path) -> None:
+    """`--data-dir .` in a checkout: the server makes its own files private and touches nothing else (a recursive
+    chmod once took every exec bit of the directory's tree)."""
+    data = tmp_path / "repo"
+    (data / "sub").mkdir(parents=True)
+    for script in (data / "run.sh", data / "sub" / "tool.sh"):
+        script.write_text("#!/bin/sh\n")
+        os.chmod(script, 0o755)
+    os.chmod(data, 0o755)
+    with apiserver_process(tmp_path / "run", data_dir=data) as api:
+        assert Http(api).get("/api/v1/namespaces").status == 200
+        modes = _modes(data)
+        assert modes["run.sh"] == modes["sub/tool.sh"] == 0o755 and modes["sub"] != 0o700
+        assert stat.S_IMODE(data.stat().st_mode) == 0o755
+        assert modes["knuma-apiserver.sqlite3"] == modes["serving.key"] == 0o600

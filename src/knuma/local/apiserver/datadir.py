@@ -1,4 +1,4 @@
-"""The `--data-dir` is private: the directory 0700, every file in it 0600.
+"""The `--data-dir` is private: the directory 0700, the server's files in it 0600.
 
 Why: it holds every object the server stores, Secrets included (SQLite database and its WAL), the serving key and the
 bearer token. A 0644 database in a 0755 directory lets every local user read them. kube-apiserver's etcd data dir is
@@ -7,22 +7,45 @@ bearer token. A 0644 database in a 0755 directory lets every local user read the
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from pathlib import Path
+
+log = logging.getLogger("knuma.local.apiserver")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+OWN_FILES = ("knuma-apiserver.sqlite3", "knuma-apiserver.sqlite3-wal", "knuma-apiserver.sqlite3-shm", "token")
+OWN_FILES += ("serving.crt", "serving.key")
+"""What the server keeps in its data directory (`durable`, `server.persistent_token`, `tls.load_or_create`)."""
+
+
 def secure(data_dir: Path) -> None:
-    """Create `data_dir` if needed and tighten it and every file under it (SQLite's WAL and shared-memory files
-    inherit the database file's mode, so tightening the database first covers the files it creates later)."""
+    """Create `data_dir` if needed and tighten the server's own files in it (SQLite's WAL and shared-memory files
+    inherit the database file's mode, so tightening the database first covers the files it creates later), and the
+    directory itself when it holds nothing else.
+
+    Only those: `--data-dir .` in a checkout, or `--data-dir ~`, must not lose its files' modes (a recursive chmod
+    took every exec bit of a repository). A directory that also holds other files keeps its mode, with a warning."""
     data_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    os.chmod(data_dir, DIR_MODE)
-    for path in data_dir.rglob("*"):
-        if path.is_symlink():
-            continue
-        os.chmod(path, DIR_MODE if path.is_dir() else FILE_MODE)
+    others = sorted(p.name for p in data_dir.iterdir() if p.name not in OWN_FILES)
+    if others:
+        log.warning(
+            "data dir %s also holds %s: its mode is left as it is (%o), only the server's own files are made private; "
+            "give the server a directory of its own",
+            data_dir,
+            ", ".join(others[:3]) + (", ..." if len(others) > 3 else ""),
+            stat.S_IMODE(data_dir.stat().st_mode),
+        )
+    else:
+        os.chmod(data_dir, DIR_MODE)
+    for name in OWN_FILES:
+        path = data_dir / name
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, FILE_MODE)
 
 
 def create_private(path: Path) -> None:
