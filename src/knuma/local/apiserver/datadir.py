@@ -18,8 +18,10 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-OWN_FILES = ("knuma-apiserver.sqlite3", "knuma-apiserver.sqlite3-wal", "knuma-apiserver.sqlite3-shm", "token")
-OWN_FILES += ("serving.crt", "serving.key")
+OWN_FILES = frozenset(
+    {"knuma-apiserver.sqlite3", "knuma-apiserver.sqlite3-wal", "knuma-apiserver.sqlite3-shm", "token"}
+    | {"serving.crt", "serving.key"}
+)
 """What the server keeps in its data directory (`durable`, `server.persistent_token`, `tls.load_or_create`)."""
 
 
@@ -42,7 +44,7 @@ def secure(data_dir: Path) -> None:
         )
     else:
         os.chmod(data_dir, DIR_MODE)
-    for name in OWN_FILES:
+    for name in sorted(OWN_FILES):
         path = data_dir / name
         if path.is_file() and not path.is_symlink():
             os.chmod(path, FILE_MODE)
