@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knuma.api.nrt import (
+    MAX_ZONE_CPUS,
     NodeResourceTopology,
     NRTError,
     Policy,
@@ -285,6 +286,8 @@ def test_node_topology_from_nrt_maps_costs_to_ids():
         (lambda o: o["zones"][0].update(costs=[{"name": "node-0"}]), "costs"),
         (lambda o: o["zones"][0].pop("name"), "zone without a name"),
         (lambda o: o.update(attributes=[{"value": "x"}]), "name"),
+        # a zone claiming more CPUs than any machine has: the packing score's tables grow with free CPUs
+        (lambda o: o["zones"][0]["resources"][0].update(available="1000000000"), "more than any NUMA zone has"),
     ],
 )
 def test_errors_name_the_field(mutate, message):
@@ -331,7 +334,10 @@ def topologies(draw):
     zones = []
     for numa_id in ids:
         names = draw(st.lists(st.sampled_from(RESOURCE_NAMES), unique=True, max_size=4))
-        resources = tuple(ResourceInfo(n, *draw(st.tuples(*[st.integers(0, 2**40)] * 3))) for n in sorted(names))
+        top = {"cpu": MAX_ZONE_CPUS * 1000}  # millicores; more is refused as no machine's
+        resources = tuple(
+            ResourceInfo(n, *draw(st.tuples(*[st.integers(0, top.get(n, 2**40))] * 3))) for n in sorted(names)
+        )
         costs = {f"node-{other}": draw(st.integers(10, 255)) for other in ids}
         zones.append(Zone(f"node-{numa_id}", "Node", "", costs, {}, resources))
     attrs = draw(

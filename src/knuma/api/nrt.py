@@ -37,6 +37,10 @@ DEFAULT_MAX_NUMA_NODES = 8
 MAX_NUMA_NODES_CAP = 1024
 #: Costs are NUMA distances (10 local, at most 255 in an ACPI SLIT), int64 on the wire: negative or wider is corrupt.
 MAX_COST = 2**63 - 1
+MAX_ZONE_CPUS = 16384
+"""CPUs one NUMA zone may report; the largest machines have a few thousand in all. Beyond it the NRT is invalid:
+the packing score's per-zone tables grow with the free CPUs, and one object claiming 10^9 CPUs stalled the
+scheduler."""
 
 ATTR_POLICY = "topologyManagerPolicy"
 ATTR_SCOPE = "topologyManagerScope"
@@ -321,6 +325,11 @@ def _zone_from_dict(raw: Any, where: str) -> Zone:
             available = _amount(rname, info.get("available"))
         except QuantityError as err:
             raise NRTError(f"{where}: resource {rname}: {err}") from None
+        if rname == "cpu" and max(capacity, allocatable, available) > MAX_ZONE_CPUS * 1000:
+            raise NRTError(
+                f"{where}: resource cpu: {max(capacity, allocatable, available) // 1000} CPUs is more than any NUMA "
+                f"zone has (at most {MAX_ZONE_CPUS}); the exporter that wrote it is wrong"
+            )
         resources.append(ResourceInfo(rname, capacity, allocatable, available))
     return Zone(
         name=str(name),
