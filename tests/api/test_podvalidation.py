@@ -23,6 +23,7 @@ from knuma.api.podvalidation import (
     FIELD_VALUE_REQUIRED,
     FieldError,
     container_name_errors,
+    init_restart_policy_errors,
 )
 from knuma.errors import InvalidInput
 
@@ -280,3 +281,32 @@ def test_pod_level_resources_are_immutable_on_update_by_value():
         "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
     )
     assert pod_resources_update_errors(old, {})[0].field == "spec"  # removing them is a change too
+
+
+def test_an_init_container_restart_policy_must_be_always_as_spelt() -> None:
+    raw = {
+        "initContainers": [
+            {"name": "a", "restartPolicy": "Always"},
+            {"name": "b"},
+            {"name": "c", "restartPolicy": "always"},
+            {"name": "d", "restartPolicy": 1},
+        ]
+    }
+    assert init_restart_policy_errors(raw) == [
+        FieldError(
+            FIELD_VALUE_NOT_SUPPORTED,
+            "spec.initContainers[2].restartPolicy",
+            'Unsupported value: "always": supported values: "Always"',
+        ),
+        FieldError(
+            FIELD_VALUE_NOT_SUPPORTED,
+            "spec.initContainers[3].restartPolicy",
+            'Unsupported value: 1: supported values: "Always"',
+        ),
+    ]
+    manifest = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"initContainers": [raw["initContainers"][2]], "containers": [{"name": "app"}]},
+    }
+    with pytest.raises(InvalidPodError, match="restartPolicy is Always"):
+        Pod.from_manifest(manifest)

@@ -30,7 +30,7 @@ from typing import Any
 
 from knuma.api.podaffinity import PodAffinityTerms, pod_affinity_terms
 from knuma.api.podresource_validation import is_supported_pod_level_resource
-from knuma.api.podvalidation import FieldError, container_name_errors
+from knuma.api.podvalidation import FieldError, container_name_errors, init_restart_policy_errors
 from knuma.api.resources import CPU, MEMORY, ResourceList, add, is_hugepages, parse_resource_list
 from knuma.errors import InvalidInput
 
@@ -64,9 +64,12 @@ class InvalidPodError(PodError):
 
     def __init__(self, where: str, errors: list[FieldError]) -> None:
         listed = "; ".join(str(e) for e in errors)
-        super().__init__(
-            f"{where} is invalid: {listed} (container names must be unique across initContainers and containers)"
-        )
+        hints = []
+        if any(e.field.endswith(".name") for e in errors):
+            hints.append("container names must be unique across initContainers and containers")
+        if any(e.field.endswith(".restartPolicy") for e in errors):
+            hints.append("an init container's restartPolicy is Always (a sidecar) or not set")
+        super().__init__(f"{where} is invalid: {listed} ({'; '.join(hints)})")
         self.errors = errors
 
 
@@ -327,9 +330,9 @@ class Pod:
         raw_containers = _containers(spec.get("containers"), f"{where}: spec.containers")
         if not raw_containers:
             raise PodError(f"{where}: spec.containers is empty; a pod needs at least one container{_misspelt(spec)}")
-        duplicates = container_name_errors(spec)
-        if duplicates:
-            raise InvalidPodError(where, duplicates)
+        invalid = container_name_errors(spec) + init_restart_policy_errors(spec)
+        if invalid:
+            raise InvalidPodError(where, invalid)
         init = tuple(
             _container(c, where, init=True)
             for c in _containers(spec.get("initContainers"), f"{where}: spec.initContainers")

@@ -23,6 +23,7 @@ __all__ = [
     "FIELD_VALUE_REQUIRED",
     "FieldError",
     "container_name_errors",
+    "init_restart_policy_errors",
 ]
 
 FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
@@ -70,4 +71,26 @@ def container_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[F
                 )
             else:
                 seen.add(name)
+    return errors
+
+
+def init_restart_policy_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
+    """An init container's `restartPolicy`, when set, must be `Always` (a sidecar), spelt so: `validateInitContainers`
+    reports any other value as `field.NotSupported`. Knuma tells a sidecar by that exact value, so `always` would be
+    judged as a plain init container (its CPUs reusable by the app containers) where kube-apiserver refuses the pod.
+    """
+    errors: list[FieldError] = []
+    raw = spec.get("initContainers") or []
+    for index, container in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(container, Mapping) or container.get("restartPolicy") in (None, "Always"):
+            continue
+        value = container["restartPolicy"]
+        shown = f'"{value}"' if isinstance(value, str) else str(value)
+        errors.append(
+            FieldError(
+                FIELD_VALUE_NOT_SUPPORTED,
+                f"{path}.initContainers[{index}].restartPolicy",
+                f'Unsupported value: {shown}: supported values: "Always"',
+            )
+        )
     return errors

@@ -57,6 +57,23 @@ def test_errors_carry_real_reasons_and_codes(http_client: Http) -> None:
     }
 
 
+def test_an_init_container_restart_policy_other_than_always_is_422(http_client: Http) -> None:
+    """`validateInitContainers`: `always` is not `Always` (knuma would take the container for a plain init one)."""
+    spec = {
+        "initContainers": [{"name": "proxy", "image": "envoy", "restartPolicy": "always"}],
+        "containers": [{"name": "app", "image": "busybox"}],
+    }
+    response = http_client.post(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lc"}, "spec": spec})
+    assert (response.status, response.json["reason"]) == (422, "Invalid")
+    assert response.json["message"] == (
+        'Pod "lc" is invalid: spec.initContainers[0].restartPolicy: Unsupported value: "always": supported values: '
+        '"Always"'
+    )
+    spec["initContainers"][0]["restartPolicy"] = "Always"
+    sidecar = http_client.post(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ok"}, "spec": spec})
+    assert sidecar.status == 201, sidecar.json
+
+
 def test_pod_with_duplicate_container_names_is_422_like_kube_apiserver(http_client: Http) -> None:
     spec = {
         "initContainers": [{"name": "app", "image": "busybox"}],

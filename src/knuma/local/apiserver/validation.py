@@ -18,7 +18,7 @@ from knuma.api.podresource_validation import (
     resource_requirement_errors,
 )
 from knuma.api.podstatus_validation import extended_resource_claim_status_errors
-from knuma.api.podvalidation import FieldError, container_name_errors
+from knuma.api.podvalidation import FieldError, container_name_errors, init_restart_policy_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
 from knuma.local.apiserver.defaults import default_pod_spec_resources, needs_resource_defaults
@@ -85,7 +85,8 @@ def _pod_spec_errors(spec: JsonObj, path: str, *, consistency: bool = True) -> l
     `spec.template.spec`. `consistency` False: the pod-level defaults could not be computed (a container is
     refused for another reason), so the pod-level amounts are not compared with the containers' (that would report
     a missing default as a request of 0)."""
-    containers = container_name_errors(spec, path) + resource_requirement_errors(spec, path)
+    containers = container_name_errors(spec, path) + init_restart_policy_errors(spec, path)
+    containers += resource_requirement_errors(spec, path)
     return containers + pod_resources_errors(spec, path, consistency=consistency)
 
 
