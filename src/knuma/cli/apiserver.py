@@ -94,6 +94,14 @@ def apiserver(
     except TokenFileError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
+    from knuma.local.apiserver.kubeconfig import KubeconfigInUse, check_writable
+
+    try:
+        if kubeconfig_out is not None:
+            check_writable(kubeconfig_out)  # before the server starts: someone else's kubeconfig is not replaced
+    except KubeconfigInUse as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     if not insecure and token is None:
         token = persistent_token(data_dir) if data_dir is not None else generate_token()
     try:

@@ -187,6 +187,10 @@ def up(
     err = Console(stderr=True)
     # errors reach the one mapping in knuma.cli.errors: bad options and --load files (UpError, LoadError) exit 2
     # before anything starts; a cluster that cannot start (UpFailed) or a data dir in use (DataDirInUse) exit 1
+    if options.kubeconfig_out is not None:
+        from knuma.local.apiserver.kubeconfig import check_writable
+
+        check_writable(options.kubeconfig_out)  # someone else's kubeconfig is not replaced (exit 2)
     if nrt_period is not None:
         options = replace(options, nrt_period=nrt_period_seconds(nrt_period))
     grace = grace_period_seconds(node_monitor_grace_period, lease_renew_interval)

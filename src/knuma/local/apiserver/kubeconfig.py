@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from knuma.api.types import JsonObj
+from knuma.errors import InvalidInput
 
 
 def build(url: str, token: str | None, *, ca_pem: str | None = None, name: str = "knuma") -> JsonObj:
@@ -31,8 +32,47 @@ def render(url: str, token: str | None, *, ca_pem: str | None = None, name: str 
     return yaml.safe_dump(build(url, token, ca_pem=ca_pem, name=name), sort_keys=False)
 
 
+class KubeconfigInUse(InvalidInput):
+    """`--kubeconfig-out` names a file holding someone else's kubeconfig: it is not overwritten."""
+
+
+def check_writable(path: Path, name: str = "knuma") -> None:
+    """Raise `KubeconfigInUse` when `path` holds a kubeconfig with clusters, users or contexts other than the one
+    knuma writes (`name`): `--kubeconfig-out ~/.kube/config` replaced every cluster of it. A file knuma wrote (a
+    resumed `knuma up`, a restarted server) or an empty one is overwritten."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise KubeconfigInUse(f"--kubeconfig-out {path} is a directory; give a file path") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise KubeconfigInUse(f"--kubeconfig-out {path} cannot be read ({err}); give another path") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = "not YAML"
+    if doc is None:
+        return
+    names: set[str] = set()
+    if isinstance(doc, dict):
+        for key in ("clusters", "users", "contexts"):
+            entries = doc.get(key) or []
+            names |= (
+                {str(e.get("name")) for e in entries if isinstance(e, dict)} if isinstance(entries, list) else {"?"}
+            )
+    if not isinstance(doc, dict) or names - {name}:
+        others = ", ".join(sorted(names - {name})) or "not a kubeconfig knuma wrote"
+        raise KubeconfigInUse(
+            f"--kubeconfig-out {path} already holds another kubeconfig ({others}); knuma does not overwrite it: "
+            "give another path, or move that file away first"
+        )
+
+
 def write(path: Path, url: str, token: str | None, *, ca_pem: str | None = None, name: str = "knuma") -> Path:
-    """Write the kubeconfig readable by the owner only (it holds the bearer token)."""
+    """Write the kubeconfig readable by the owner only (it holds the bearer token), never over someone else's
+    (`check_writable`)."""
+    check_writable(path, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
