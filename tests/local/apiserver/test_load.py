@@ -123,3 +123,18 @@ def test_a_manifest_with_a_number_that_is_not_finite_exits_2(tmp_path: Path) -> 
     assert proc.returncode == 2, proc.stderr
     assert f"--load ConfigMap nan ({nan}#1): the object holds nan, which is not a JSON number" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_manifest_that_refers_to_itself_exits_2(tmp_path: Path) -> None:
+    """A recursive YAML alias, refused as a request body is; the check walked it for ever (100% CPU, deaf to Ctrl-C)."""
+    recursive = tmp_path / "rec.yaml"
+    recursive.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rec}\ndata: &x {a: *x}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(recursive)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"--load ConfigMap rec ({recursive}#1): the object refers to itself" in proc.stderr

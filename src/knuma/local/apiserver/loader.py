@@ -23,7 +23,7 @@ import yaml
 
 from knuma.api.types import JsonObj
 from knuma.errors import InvalidInput
-from knuma.local.apiserver.bodies import check_finite
+from knuma.local.apiserver.bodies import check_bounds, check_finite
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
 from knuma.manifests import yaml_problem
@@ -114,7 +114,8 @@ def _strip_server_fields(obj: JsonObj) -> JsonObj:
 
 
 def _load_one(service: ObjectService, manifest: Manifest) -> str:
-    check_finite(manifest.obj, "object")  # what a request body's decoding refuses (`bodies`)
+    check_bounds(manifest.obj, "object")  # what a request body's decoding refuses (`bodies`): a recursive alias,
+    check_finite(manifest.obj, "object")  # a size beyond the limit, a number that is not finite
     obj = _strip_server_fields(manifest.obj)
     rt = service.registry.by_kind(str(obj["apiVersion"]), str(obj["kind"]))
     if rt is None:
