@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from knuma.errors import SpecError
 from knuma.local.nodes.nrt import node_resource_topology
 from knuma.local.nodes.objects import node_manifest
 from knuma.local.nodes.simulated_kubelet import SimulatedKubelet
-from knuma.local.nodes.spec import NodeSpec, nodes_of
+from knuma.local.nodes.spec import MAX_NODES, NodeSpec, nodes_of
 from knuma.local.up.options import UpError, UpOptions, resolve_cluster, save_cluster
 from knuma.local.up.stack import AWARE_PROFILE, UNAWARE_PROFILE, scheduler_configuration
 from knuma.local.up.summary import COLUMNS, line, summarize, table_rows
@@ -28,6 +29,13 @@ def test_flags_spread_nodes_over_shapes() -> None:
     assert [n.name for n in nodes_of(spec)][:2] == ["two-socket-000", "two-socket-001"]
     default, _ = resolve_cluster(UpOptions())
     assert [(p.name, p.shape.name, p.count) for p in default.pools] == [("worker", "two-socket", 3)]
+
+
+def test_more_nodes_than_addresses_is_a_spec_error_not_a_traceback() -> None:
+    spec, _ = resolve_cluster(UpOptions(nodes=MAX_NODES + 1))
+    with pytest.raises(SpecError, match=f"{MAX_NODES + 1} nodes: at most {MAX_NODES} simulated nodes"):
+        nodes_of(spec)  # InvalidInput: the command line's `error:` line and exit 2
+    assert len(nodes_of(resolve_cluster(UpOptions(nodes=MAX_NODES))[0])) == MAX_NODES
 
 
 def test_a_data_dir_resumes_its_cluster_and_refuses_another(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from knuma.api.nrt import Policy, Scope
+from knuma.errors import SpecError
 from knuma.local.nodes.machine import Machine
 from knuma.testbed.cluster import ClusterSpec
 from knuma.testbed.shapes import NodeShape
@@ -55,5 +56,8 @@ def nodes_of(cluster: ClusterSpec) -> list[NodeSpec]:
         for name in pool.node_names():
             specs.append(NodeSpec(name, len(specs), pool.shape, pool.name, pool.policy, pool.scope))
     if len(specs) > MAX_NODES:
-        raise ValueError(f"{len(specs)} nodes: at most {MAX_NODES} simulated nodes are supported")
+        raise SpecError(
+            f"{len(specs)} nodes: at most {MAX_NODES} simulated nodes are supported (each gets a loopback /24 for its "
+            "pods); use fewer, or `knuma simulate` for capacity planning at that size"
+        )
     return specs
