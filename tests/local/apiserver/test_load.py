@@ -109,32 +109,26 @@ def test_a_manifest_the_server_rejects_exits_2(tmp_path: Path) -> None:
     )
 
 
-def test_a_manifest_with_a_number_that_is_not_finite_exits_2(tmp_path: Path) -> None:
-    """What a request body may not hold (`NaN`, `.inf`: kube-apiserver cannot decode them) `--load` refuses too."""
-    nan = tmp_path / "nan.yaml"
-    nan.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nan}\nx: [1, {y: .nan}]\n")
+@pytest.mark.parametrize(
+    ("name", "body", "refusal"),
+    [
+        # what a request body may not hold (`NaN`, `.inf`: kube-apiserver cannot decode them)
+        ("nan", "x: [1, {y: .nan}]", "the object holds nan, which is not a JSON number"),
+        # a recursive YAML alias: the finiteness check walked it for ever (100% CPU, deaf to Ctrl-C)
+        ("rec", "data: &x {a: *x}", "the object refers to itself"),
+    ],
+)
+def test_a_manifest_a_request_body_could_not_hold_exits_2(tmp_path: Path, name: str, body: str, refusal: str) -> None:
+    """`--load` refuses what the API server refuses in a request body, with the manifest's place."""
+    manifest = tmp_path / f"{name}.yaml"
+    manifest.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n{body}\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(nan)],
+        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(manifest)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert proc.returncode == 2, proc.stderr
-    assert f"--load ConfigMap nan ({nan}#1): the object holds nan, which is not a JSON number" in proc.stderr
+    assert f"--load ConfigMap {name} ({manifest}#1): {refusal}" in proc.stderr
     assert "Traceback" not in proc.stderr
-
-
-def test_a_manifest_that_refers_to_itself_exits_2(tmp_path: Path) -> None:
-    """A recursive YAML alias, refused as a request body is; the check walked it for ever (100% CPU, deaf to Ctrl-C)."""
-    recursive = tmp_path / "rec.yaml"
-    recursive.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rec}\ndata: &x {a: *x}\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "knuma", "apiserver", "--insecure", "--load", str(recursive)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert f"--load ConfigMap rec ({recursive}#1): the object refers to itself" in proc.stderr

@@ -187,6 +187,8 @@ class LocalCluster:
         """Nodes annotated `sim.knuma.io/heartbeat=stopped`, as the Node informer last saw them."""
         self.supervisor = Supervisor()
         self.scheduler_profiles: list[str] = []
+        self.scheduler_config = scheduler_configuration()
+        """What the scheduler child runs (its `--config` file) and what the processes' record tells `knuma check`."""
         self.lock: DataDirLock | None = None
         self._processes_published = ""
         self._processes_renewed = 0.0
@@ -436,7 +438,7 @@ class LocalCluster:
             "0",
         ]
         config = self.work_dir / "scheduler-config.yaml"
-        config.write_text(yaml.safe_dump(scheduler_configuration(), sort_keys=False))
+        config.write_text(yaml.safe_dump(self.scheduler_config, sort_keys=False))
         args += ["--config", str(config)]
         self.scheduler_profiles = [AWARE_PROFILE, UNAWARE_PROFILE]
         self.scheduler = Child("scheduler", args, self.logs / "scheduler.log").start()
@@ -463,7 +465,7 @@ class LocalCluster:
             f"knuma-up@{socket.gethostname()}/{os.getpid()}",
             tuple(exporters),
             scheduler,
-            scheduler_configuration() if scheduler is not None else None,
+            self.scheduler_config if scheduler is not None else None,
         )
 
     async def publish_processes(self) -> None:
