@@ -167,6 +167,20 @@ def test_numbers_that_are_not_finite_are_400_as_kube_apiserver_cannot_decode_the
     assert http_client.get(f"{BLOBS}/nan").json["spec"] == {"x": 1e300, "y": 0.1, "z": -0.0}
 
 
+def test_an_integer_of_thousands_of_digits_is_400_saying_so(http_client: Http) -> None:
+    """Python cannot convert more than 4300 digits to an int; the answer says the number is out of range, not how to
+    raise Python's limit. A number of 4300 digits still decodes (and is refused for what it is: no Go integer type
+    holds it, see test_fieldschema)."""
+    _blob_crd(http_client)
+    head = b'{"apiVersion":"example.knuma.io/v1","kind":"Blob","metadata":{"name":"digits"},"spec":{"x":'
+    reply = http_client.post(BLOBS, head + b"-" + b"9" * 4301 + b"}}")
+    assert reply.status == 400
+    assert reply.json["message"] == (
+        "error decoding request body as JSON: a number of 4301 digits is out of range (at most int64, 19 digits)"
+    )
+    assert http_client.post(BLOBS, head + b"9" * 4300 + b"}}").status == 201
+
+
 def test_watch_lines_decode_to_what_get_returns(http_client: Http) -> None:
     """Watch events are encoded by msgspec, GET and LIST answers by `json`: the spelling may differ (exponents,
     escapes), the decoded objects may not."""

@@ -95,6 +95,70 @@ def test_quantities_are_checked_where_upstream_has_none() -> None:
     assert errors == [f'{fieldschema.QUANTITY_MESSAGE} (spec.containers[0].resources.limits.cpu: "2x")']
 
 
+@pytest.mark.parametrize(
+    ("kind_path", "value", "width"),
+    [
+        ("spec.replicas", 2**40, "int32"),
+        ("spec.replicas", 2**31, "int32"),
+        ("spec.replicas", -(2**31) - 1, "int32"),
+        ("spec.template.spec.activeDeadlineSeconds", 2**63, "int64"),
+        ("spec.template.spec.containers[0].ports[0].containerPort", 2**40, "int32"),
+    ],
+)
+def test_integers_beyond_their_go_type_are_refused(kind_path: str, value: int, width: str) -> None:
+    """kube-apiserver decodes into Go integers: 2^40 replicas do not fit an int32 (stored, the ReplicaSet controller
+    would create pods without end); the largest value that fits is accepted."""
+    deployment = _deployment()
+    _set(deployment, kind_path, value)
+    expected = f"json: cannot unmarshal number {value} into field {kind_path} of type {width}"
+    assert decode(deployment).errors == [expected]
+    bits = 32 if width == "int32" else 64
+    _set(deployment, kind_path, 2 ** (bits - 1) - 1)
+    assert decode(deployment).errors == []
+
+
+def _deployment() -> dict[str, Any]:
+    template = pod("web")
+    template["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+
+
+def _set(obj: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.replace("[0]", ".0").split(".")
+    cur: Any = obj
+    for part in parts[:-1]:
+        cur = cur[int(part)] if part.isdigit() else cur[part]
+    cur[parts[-1]] = value
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [
+        ("", None),
+        ("aGVsbG8=", None),
+        ("aGVs\nbG8=", None),
+        ("YQ==", None),
+        ("dGhpcyBpcyBhI@HRlc3Qgc3RyaW5nLg==", 13),  # Go's CorruptInputError example
+        ("aGVsb?8=", 5),  # decodeQuantum's own example of a corrupt quantum
+        ("not base64!", 3),
+        ("abc", 0),  # a quantum cut short without padding
+        ("YQ=", 3),  # "==" expected, input ended
+        ("YQ==x", 4),  # garbage after the padding
+        ("Y===", 1),
+    ],
+)
+def test_base64_is_decoded_as_gos_standard_encoding(text: str, offset: int | None) -> None:
+    assert fieldschema.base64_error_offset(text) == offset
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"key": text}}
+    expected = [] if offset is None else [f"illegal base64 data at input byte {offset} (data.key)"]
+    assert decode(secret).errors == expected
+
+
 def test_kubectl_sees_kube_apiservers_answers(kubectl: Kubectl, http_client: Http) -> None:
     bad_quantity = pod("bad-quantity")
     bad_quantity["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2x"}}
@@ -136,6 +200,20 @@ def test_kubectl_sees_kube_apiservers_answers(kubectl: Kubectl, http_client: Htt
     )
     assert 'spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0' in (
         invalid.stderr
+    )
+    huge = _deployment()
+    huge["spec"]["replicas"] = 2**40
+    refused_replicas = kubectl("apply", "-f", "-", stdin=json.dumps(huge), check=False)
+    assert refused_replicas.returncode == 1
+    assert (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number 1099511627776 '
+        "into field spec.replicas of type int32" in refused_replicas.stderr
+    )
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "hunter2!"}}
+    not_base64 = http_client.post("/api/v1/namespaces/default/secrets", secret)
+    assert not_base64.status == 400
+    assert not_base64.json["message"] == (
+        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 7 (data.password)'
     )
     gpu = pod("gpu")
     gpu["spec"]["containers"][0]["resources"] = {"requests": {"example.com/gpu": "1"}}

@@ -147,10 +147,23 @@ def check_finite(value: Any, what: str) -> None:
             raise not_finite(what, item)
 
 
+MAX_INTEGER_DIGITS = 4300
+"""Python's own limit on converting digits to an int (`sys.get_int_max_str_digits`); no Go integer type comes near
+(int64 has 19 digits), so the message says what is wrong instead of Python's advice to raise the limit."""
+
+
+def _bounded_int(text: str) -> int:
+    """`json.loads`' hook for an integer."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise ValueError(f"a number of {digits} digits is out of range (at most int64, 19 digits)")
+    return int(text)
+
+
 def decode_json(raw: bytes, what: str = "request body") -> Any:
     """JSON within bounds; a syntax error or too deep a document is a 400 naming `what`."""
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except RecursionError:
         raise too_deep(what) from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -3,8 +3,10 @@
 kube-apiserver decodes a request body into its Go types before validating it. What does not fit those types never
 reaches validation:
 
-- a value of the wrong JSON type (`replicas: "3"`) or a malformed `resource.Quantity` (`cpu: 2x`) is a 400
-  BadRequest, `<Kind> in version "<v>" cannot be handled as a <Kind>: ...`;
+- a value of the wrong JSON type (`replicas: "3"`), an integer beyond its Go type (`replicas: 1099511627776` for an
+  int32, anything beyond int64), a `[]byte` that is not base64 (a Secret's `data`) or a malformed `resource.Quantity`
+  (`cpu: 2x`) is a 400 BadRequest, `<Kind> in version "<v>" cannot be handled as a <Kind>: ...`; stored, such a value
+  would break every Go client that reads the object (and a Deployment's 2^40 replicas would be honoured);
 - an unknown field (`resource:` for `resources:`) is dropped, and reported according to the request's
   `fieldValidation`: `Strict` (what kubectl sends by default) fails the request with 400 `strict decoding error:
   unknown field "spec.containers[0].resource"`, `Warn` (the default when the parameter is absent) answers with one
@@ -25,12 +27,25 @@ from typing import Any
 
 from knuma.quantity import QuantityError, parse_quantity
 
-__all__ = ["QUANTITY_MESSAGE", "Decoded", "decode", "has_schema"]
+__all__ = ["QUANTITY_MESSAGE", "Decoded", "base64_error_offset", "decode", "has_schema"]
 
 DATA = Path(__file__).with_name("fieldschema.json.gz")
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _JSON_TYPE = {str: "string", bool: "bool", int: "number", float: "number", list: "array", dict: "object"}
-_EXPECTED = {"s": "string", "i": "integer", "n": "number", "b": "boolean", "is": "int or string", "q": "quantity"}
+_EXPECTED = {
+    "s": "string",
+    "y": "string",
+    "i": "integer",
+    "i32": "integer",
+    "i64": "integer",
+    "n": "number",
+    "b": "boolean",
+    "is": "int or string",
+    "q": "quantity",
+}
+_INT_BITS = {"i": 64, "i32": 32, "i64": 64}
+"""Go's `int` is 64 bits wide on every platform kube-apiserver is built for."""
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 
 _STATUS_1_35: dict[str, Any] = {
@@ -82,15 +97,55 @@ def _type_error(value: Any, expected: str, path: str) -> str:
     return f"json: cannot unmarshal {got} into field {path or '(root)'} of type {expected}"
 
 
+def base64_error_offset(text: str) -> int | None:
+    """Where Go's `base64.StdEncoding.Decode` (what `encoding/json` decodes a `[]byte` field with) finds `text`
+    corrupt, or None when it decodes. A port of `decodeQuantum` (src/encoding/base64/base64.go): quanta of four
+    alphabet characters, carriage returns and newlines skipped anywhere, `=` padding only as the third and fourth
+    (`xx==`) or the fourth (`xxx=`) character of the last quantum, nothing but newlines after it. Python's
+    `b64decode` is laxer (it accepts missing padding with `validate=False`) and reports no offset."""
+    src = text.encode("utf-8", "surrogatepass")
+    si = 0
+    while si < len(src):
+        j = 0
+        while j < 4:
+            if si == len(src):
+                return None if j == 0 else si - j
+            char = src[si]
+            si += 1
+            if char in _BASE64:
+                j += 1
+                continue
+            if char in b"\r\n":
+                continue
+            if char != ord("=") or j in (0, 1):
+                return si - 1
+            if j == 2:  # "==" expected: the first "=" is consumed
+                while si < len(src) and src[si] in b"\r\n":
+                    si += 1
+                if si == len(src):
+                    return len(src)
+                if src[si] != ord("="):
+                    return si - 1
+                si += 1
+            while si < len(src) and src[si] in b"\r\n":
+                si += 1
+            return si if si < len(src) else None
+    return None
+
+
 def _walk(defs: dict[str, Any], node: Any, value: Any, path: str, out: Decoded, *, in_metadata: bool = False) -> Any:
     if value is None or node == "x":
         return value
     if isinstance(node, str):
         if in_metadata:
             return value
+        integer = isinstance(value, int) and not isinstance(value, bool)
         ok = {
             "s": isinstance(value, str),
-            "i": isinstance(value, int) and not isinstance(value, bool),
+            "y": isinstance(value, str),
+            "i": integer,
+            "i32": integer,
+            "i64": integer,
             "n": isinstance(value, int | float) and not isinstance(value, bool),
             "b": isinstance(value, bool),
             "is": isinstance(value, int | str) and not isinstance(value, bool),
@@ -103,6 +158,11 @@ def _walk(defs: dict[str, Any], node: Any, value: Any, path: str, out: Decoded, 
                 parse_quantity(value)
             except (QuantityError, ValueError):
                 out.errors.append(f"{QUANTITY_MESSAGE} ({path}: {json.dumps(value)})")
+        elif node in _INT_BITS and not -(2 ** (_INT_BITS[node] - 1)) <= value < 2 ** (_INT_BITS[node] - 1):
+            width = "int64" if node == "i" else f"int{_INT_BITS[node]}"
+            out.errors.append(f"json: cannot unmarshal number {value} into field {path} of type {width}")
+        elif node == "y" and (corrupt := base64_error_offset(value)) is not None:
+            out.errors.append(f"illegal base64 data at input byte {corrupt} ({path})")
         return value
     if "r" in node:
         return _walk(defs, defs[node["r"]], value, path, out, in_metadata=in_metadata)

@@ -3,10 +3,11 @@ OpenAPI definitions that `kubernetes-validate` (a dev dependency) ships:
 
     python -m knuma.local.apiserver.fieldschema_gen
 
-The file keeps, per definition reachable from a served kind, its property names and each property's JSON type, list
-or map element, `$ref`, and whether it is a `resource.Quantity`, an `IntOrString` or a free-form value: what is
-needed to find unknown fields and the values kube-apiserver's decoder rejects, a small fraction of the 4.5 MB of
-definitions. `tests/local/apiserver/test_fieldschema.py` checks the committed file is what this produces.
+The file keeps, per definition reachable from a served kind, its property names and each property's JSON type (for an
+integer, its Go width; for a string, whether it is base64 `[]byte`), list or map element, `$ref`, and whether it is a
+`resource.Quantity`, an `IntOrString` or a free-form value: what is needed to find unknown fields and the values
+kube-apiserver's decoder rejects, a small fraction of the 4.5 MB of definitions.
+`tests/local/apiserver/test_fieldschema.py` checks the committed file is what this produces.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ FREE_FORM = (
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
 )
+INTEGER_FORMATS = {"int32": "i32", "int64": "i64"}
+"""The Go type behind an OpenAPI integer: what decoding a larger value fails on (`replicas` is an int32)."""
 SKIPPED_KINDS = frozenset({"CustomResourceDefinition"})
 """CRDs have their own structural validation (`knuma.local.apiserver.crd`)."""
 
@@ -67,9 +70,9 @@ def _node(schema: dict[str, Any], wanted: set[str]) -> Node:
         extra = schema.get("additionalProperties")
         return {"m": _node(extra, wanted)} if isinstance(extra, dict) else "x"
     if types == ["string"]:
-        return "s"
+        return "y" if schema.get("format") == "byte" else "s"
     if types == ["integer"]:
-        return "i"
+        return INTEGER_FORMATS.get(str(schema.get("format")), "i")
     if types == ["number"]:
         return "n"
     if types == ["boolean"]:
