@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from knuma.api.names import qualified_name_errors
 from knuma.api.podvalidation import (
     FIELD_VALUE_FORBIDDEN,
     FIELD_VALUE_INVALID,
@@ -20,7 +21,7 @@ from knuma.api.podvalidation import (
     FIELD_VALUE_REQUIRED,
     FieldError,
 )
-from knuma.api.resources import CPU, HUGEPAGES_PREFIX, MEMORY, is_hugepages, is_native
+from knuma.api.resources import CPU, HUGEPAGES_PREFIX, MEMORY, is_extended_resource_name, is_hugepages, is_native
 from knuma.quantity import Quantity, QuantityError, parse_quantity
 
 __all__ = [
@@ -63,6 +64,8 @@ STANDARD_RESOURCES = frozenset(
     }
 )
 """`helper.IsStandardResourceName`'s set (`pkg/apis/core/helper/helpers.go`); hugepages sizes are standard too."""
+STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+"""`helper.IsStandardContainerResourceName`'s set, hugepages sizes besides."""
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",
@@ -100,7 +103,7 @@ def _requirements_errors(resources: Mapping[str, Any], base: str, name_errors: N
     each limit (its name, a non-negative quantity, a whole number of pages for hugepages), then each request (the
     same, and at most its limit, equal to it for resources that cannot be overcommitted, which also need a limit),
     then `HugePages require cpu or memory`. `name_errors` is the `resourceNameFn` (`validatePodResourceName` at pod
-    level; containers' `validateContainerResourceName` is not reproduced)."""
+    level, `validateContainerResourceName` for a container)."""
     errors: list[FieldError] = []
     limits = _quantities(resources.get("limits"))
     requests = _quantities(resources.get("requests"))
@@ -175,8 +178,33 @@ def resource_requirement_errors(spec: Mapping[str, Any], path: str = "spec") -> 
         for index, container in enumerate(raw):
             resources = container.get("resources") if isinstance(container, Mapping) else None
             if isinstance(resources, Mapping):
-                errors += _requirements_errors(resources, f"{path}.{key}[{index}].resources", None)
+                errors += _requirements_errors(
+                    resources, f"{path}.{key}[{index}].resources", _container_resource_name_errors
+                )
     return errors
+
+
+def _resource_name_messages(name: str) -> list[str]:
+    """`validateResourceName`: a qualified name (`IsQualifiedName`), and without a domain a standard one."""
+    messages = qualified_name_errors(name)
+    if not messages and "/" not in name and name not in STANDARD_RESOURCES and not _quota_hugepages(name):
+        messages.append("must be a standard resource type or fully qualified")
+    return messages
+
+
+def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
+    """`validateContainerResourceName`: `validateResourceName`, then without a domain one of `cpu`, `memory`,
+    `ephemeral-storage` or a hugepages size (`IsStandardContainerResourceName`: `requests.cpu` is a quota's name, not a
+    container's), with one an extended resource name unless it is a `kubernetes.io/` one. A misspelt `cpuu` would
+    otherwise be an unknown extended resource no node has: the pod would stay Pending for ever."""
+    messages = _resource_name_messages(name)
+    if "/" not in name:
+        if name not in STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
+            messages.append("must be a standard resource for containers")
+    elif not is_native(name) and not is_extended_resource_name(name):
+        messages.append("doesn't follow extended resource name standard")
+    shown = json.dumps(name, ensure_ascii=False)
+    return [FieldError(FIELD_VALUE_INVALID, path, f"Invalid value: {shown}: {message}") for message in messages]
 
 
 def is_supported_pod_level_resource(name: str) -> bool:
@@ -185,21 +213,16 @@ def is_supported_pod_level_resource(name: str) -> bool:
 
 
 def _pod_resource_name_errors(name: str, path: str) -> list[FieldError]:
-    """`validatePodResourceName`: a standard resource name or a fully qualified one (`validateResourceName`), then one
-    pod-level resources support. (`IsQualifiedName`'s syntax messages are not reproduced: a malformed name gets the
-    `standard resource` or `Unsupported value` message instead, and is refused all the same.)"""
-    if "/" not in name and name not in STANDARD_RESOURCES and not _quota_hugepages(name):
-        return [
-            FieldError(
-                FIELD_VALUE_INVALID,
-                path,
-                f'Invalid value: "{name}": must be a standard resource type or fully qualified',
-            )
-        ]
+    """`validatePodResourceName`: a valid resource name (`validateResourceName`), then one pod-level resources
+    support."""
+    shown = json.dumps(name, ensure_ascii=False)
+    invalid = _resource_name_messages(name)
+    if invalid:
+        return [FieldError(FIELD_VALUE_INVALID, path, f"Invalid value: {shown}: {message}") for message in invalid]
     if is_supported_pod_level_resource(name):
         return []
     listed = ", ".join(f'"{n}"' for n in SUPPORTED_POD_LEVEL_RESOURCES)
-    return [FieldError(FIELD_VALUE_NOT_SUPPORTED, path, f'Unsupported value: "{name}": supported values: {listed}')]
+    return [FieldError(FIELD_VALUE_NOT_SUPPORTED, path, f"Unsupported value: {shown}: supported values: {listed}")]
 
 
 def _quota_hugepages(name: str) -> bool:

@@ -11,9 +11,12 @@ Pure: works on the raw spec mapping, before any other parsing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from knuma.api.names import dns1123_label_errors, dns1123_subdomain_errors
 
 __all__ = [
     "FIELD_VALUE_DUPLICATE",
@@ -24,6 +27,7 @@ __all__ = [
     "FieldError",
     "container_name_errors",
     "init_restart_policy_errors",
+    "node_name_errors",
 ]
 
 FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
@@ -47,7 +51,10 @@ class FieldError:
 
 
 def container_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
-    """Duplicate container names, in kube-apiserver's order and words.
+    """Container names that are not DNS labels, and duplicates, in kube-apiserver's order and words.
+
+    `validateContainerCommon` checks each name with `ValidateDNS1123Label` (the kubelet and the runtime use it in
+    paths and cgroup names): `spec.containers[0].name: Invalid value: "App_1": a lowercase RFC 1123 label must ...`.
 
     `pkg/apis/core/validation/validation.go`: `ValidatePodSpec` runs `validateContainers` on `spec.containers` first
     (a name already used by an earlier regular container is `field.Duplicate`), then `validateInitContainers`, whose
@@ -65,6 +72,14 @@ def container_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[F
             name = container.get("name") if isinstance(container, Mapping) else None
             if not isinstance(name, str) or not name:
                 continue
+            errors += [
+                FieldError(
+                    FIELD_VALUE_INVALID,
+                    f"{path}.{key}[{index}].name",
+                    f"Invalid value: {json.dumps(name, ensure_ascii=False)}: {m}",
+                )
+                for m in dns1123_label_errors(name)
+            ]
             if name in seen:
                 errors.append(
                     FieldError(FIELD_VALUE_DUPLICATE, f"{path}.{key}[{index}].name", f'Duplicate value: "{name}"')
@@ -94,3 +109,17 @@ def init_restart_policy_errors(spec: Mapping[str, Any], path: str = "spec") -> l
             )
         )
     return errors
+
+
+def node_name_errors(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
+    """`ValidatePodSpec`: a `nodeName`, when set, is a node's name (`ValidateNodeName`, a DNS subdomain); a pod bound
+    to `Bad Node!` would never run and could never be scheduled elsewhere."""
+    name = spec.get("nodeName")
+    if not isinstance(name, str) or not name:
+        return []
+    return [
+        FieldError(
+            FIELD_VALUE_INVALID, f"{path}.nodeName", f"Invalid value: {json.dumps(name, ensure_ascii=False)}: {message}"
+        )
+        for message in dns1123_subdomain_errors(name)
+    ]

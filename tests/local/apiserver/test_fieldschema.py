@@ -250,3 +250,29 @@ def test_dra_objects_are_decoded_with_the_v1_field_tree() -> None:
     }
     assert decode(claim).unknown == ["spec.devices.requests[0].exactly.deviceClasName"]
     assert upstream_rejects(claim)
+
+
+def test_names_kube_apiserver_refuses_are_422_and_nothing_is_stored(http_client: Http) -> None:
+    """Container names (DNS labels), `nodeName` (a DNS subdomain), container resource names and Secret keys, checked
+    as `ValidatePodSpec` / `ValidateSecret` check them; a Deployment's template is a pod spec too."""
+    cases = {
+        "spec.containers[0].name": pod("upper", containers=[{"name": "App_1", "image": "x"}]),
+        "spec.nodeName": pod("bad-node", nodeName="Bad Node!"),
+        "spec.containers[0].resources.requests[cpuu]": pod(
+            "typo", containers=[{"name": "app", "image": "x", "resources": {"requests": {"cpuu": "1"}}}]
+        ),
+    }
+    for field, body in cases.items():
+        reply = http_client.post("/api/v1/namespaces/default/pods", body)
+        assert reply.status == 422, (field, reply.body[:300])
+        assert reply.json["details"]["causes"][0]["field"] == field
+        assert http_client.get(f"/api/v1/namespaces/default/pods/{body['metadata']['name']}").status == 404
+    template = _deployment()
+    template["spec"]["template"]["spec"]["containers"][0]["name"] = "Web"
+    refused = http_client.post("/apis/apps/v1/namespaces/default/deployments", template)
+    assert refused.status == 422
+    assert refused.json["details"]["causes"][0]["field"] == "spec.template.spec.containers[0].name"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "keys"}, "stringData": {"bogus key!": "x"}}
+    bad_key = http_client.post("/api/v1/namespaces/default/secrets", secret)
+    assert bad_key.status == 422
+    assert bad_key.json["details"]["causes"][0]["field"] == "data[bogus key!]"

@@ -7,10 +7,12 @@ users paste them into search engines.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from knuma.api.names import config_map_key_errors
 from knuma.api.podresize import container_resources_update_errors, pod_resize_errors
 from knuma.api.podresource_validation import (
     pod_resources_errors,
@@ -18,7 +20,7 @@ from knuma.api.podresource_validation import (
     resource_requirement_errors,
 )
 from knuma.api.podstatus_validation import extended_resource_claim_status_errors
-from knuma.api.podvalidation import FieldError, container_name_errors, init_restart_policy_errors
+from knuma.api.podvalidation import FieldError, container_name_errors, init_restart_policy_errors, node_name_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
 from knuma.local.apiserver.defaults import default_pod_spec_resources, needs_resource_defaults
@@ -86,7 +88,7 @@ def _pod_spec_errors(spec: JsonObj, path: str, *, consistency: bool = True) -> l
     refused for another reason), so the pod-level amounts are not compared with the containers' (that would report
     a missing default as a request of 0)."""
     containers = container_name_errors(spec, path) + init_restart_policy_errors(spec, path)
-    containers += resource_requirement_errors(spec, path)
+    containers += resource_requirement_errors(spec, path) + node_name_errors(spec, path)
     return containers + pod_resources_errors(spec, path, consistency=consistency)
 
 
@@ -143,6 +145,21 @@ def _kind_causes(kind: str, obj: JsonObj) -> list[Cause]:
         causes += disruption_budgets.budget_causes(obj)
     elif kind in ("RoleBinding", "ClusterRoleBinding"):
         causes += _required(obj, "roleRef.name")
+    elif kind in ("Secret", "ConfigMap"):
+        causes += _data_key_causes(obj)
+    return causes
+
+
+def _data_key_causes(obj: JsonObj) -> list[Cause]:
+    """`ValidateSecret` / `ValidateConfigMap`: every key of `data` (a Secret's `stringData` is merged into it on
+    decoding, a ConfigMap's `binaryData` is checked alike) is a file name in a volume (`IsConfigMapKey`)."""
+    causes: list[Cause] = []
+    for field in ("data", "stringData", "binaryData"):
+        values = obj.get(field)
+        for key in values if isinstance(values, dict) else ():
+            path = f"{'binaryData' if field == 'binaryData' else 'data'}[{key}]"
+            shown = json.dumps(key, ensure_ascii=False)
+            causes += [("FieldValueInvalid", path, f"Invalid value: {shown}: {m}") for m in config_map_key_errors(key)]
     return causes
 
 
