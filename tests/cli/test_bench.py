@@ -42,3 +42,15 @@ def test_bad_zones_are_a_usage_error() -> None:
     result = runner.invoke(app, ["bench", "--zones", "two"])
     assert result.exit_code == 2
     assert "invalid --zones" in result.stderr
+
+
+def test_sizes_beyond_the_limits_are_usage_errors_before_anything_is_built() -> None:
+    """`--nodes 10^20` grew memory without bound; 65 NUMA zones is beyond what a node reports."""
+    too_many = runner.invoke(app, ["bench", "--nodes", str(10**20)])
+    assert too_many.exit_code == 2
+    assert "Invalid value for '--nodes'" in too_many.stderr and "50000" in too_many.stderr
+    zones = runner.invoke(app, ["bench", "--zones", "2,65"])
+    assert zones.exit_code == 2
+    assert (
+        zones.stderr.strip() == "error: invalid --zones '2,65'; expected NUMA zone counts from 1 to 64, such as 2,4,8"
+    )

@@ -14,6 +14,10 @@ if TYPE_CHECKING:  # numpy and the scheduler only when the command runs
     from knuma.bench.throughput import BenchResult
 
 OUTPUTS = ("table", "wide", "json")
+MAX_NODES = 50_000
+"""Ten times Kubernetes' largest supported cluster (5000 nodes): beyond it the run only fills memory (10^20 nodes
+grew without bound)."""
+MAX_PODS = 1_000_000
 
 
 def register(app: typer.Typer) -> None:
@@ -21,17 +25,26 @@ def register(app: typer.Typer) -> None:
 
 
 def bench(
-    nodes: int = typer.Option(5000, "--nodes", min=1, help="Simulated single-numa-node worker nodes."),
-    pods: int = typer.Option(10000, "--pods", min=1, help="Pods to schedule, one at a time, with reservation."),
+    nodes: int = typer.Option(5000, "--nodes", min=1, max=MAX_NODES, help="Simulated single-numa-node worker nodes."),
+    pods: int = typer.Option(
+        10000, "--pods", min=1, max=MAX_PODS, help="Pods to schedule, one at a time, with reservation."
+    ),
     zones: str = typer.Option("2,4,8", "--zones", help="NUMA zones per node, cycled over the nodes."),
-    reference_pods: int = typer.Option(20, "--reference-pods", min=1, help="Pods timed on the reference scheduler."),
+    reference_pods: int = typer.Option(
+        20, "--reference-pods", min=1, max=MAX_PODS, help="Pods timed on the reference scheduler."
+    ),
     uncached_pods: int = typer.Option(
-        2000, "--uncached-pods", min=0, help="Pods timed on the vectorised path without its cache (0: skip)."
+        2000,
+        "--uncached-pods",
+        min=0,
+        max=MAX_PODS,
+        help="Pods timed on the vectorised path without its cache (0: skip).",
     ),
     new_shape_pods: int = typer.Option(
         2000,
         "--new-shape-pods",
         min=0,
+        max=MAX_PODS,
         help="Pods timed in the worst case, every pod a shape never seen before, on a fresh cluster (0: skip).",
     ),
     output: str = typer.Option(
@@ -54,7 +67,7 @@ def bench(
         if not zone_counts or any(z < 1 or z > 64 for z in zone_counts):
             raise ValueError
     except ValueError:
-        typer.echo(f"error: invalid --zones {zones!r}; expected NUMA zone counts such as 2,4,8", err=True)
+        typer.echo(f"error: invalid --zones {zones!r}; expected NUMA zone counts from 1 to 64, such as 2,4,8", err=True)
         raise typer.Exit(2) from None
     from knuma.bench.throughput import run  # numpy and the scheduler only when the command runs
 
