@@ -210,7 +210,7 @@ def test_wait_for_condition_on_pod(kubectl: Kubectl, http_client: Http) -> None:
 def test_get_prints_server_side_tables(kubectl: Kubectl, http_client: Http) -> None:
     pods = "/api/v1/namespaces/default/pods"
     http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    http_client.post(f"{pods}/p/binding", {"target": {"kind": "Node", "name": "node-a"}})
+    http_client.post(f"{pods}/p/binding", {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "node-a"}})
     node = {
         "metadata": {"name": "node-a", "labels": {"node-role.kubernetes.io/worker": ""}},
         "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.33.0"}},
@@ -312,7 +312,7 @@ def test_cordon_and_drain(kubectl: Kubectl, http_client: Http) -> None:
     )
     pods = "/api/v1/namespaces/default/pods"
     http_client.post(pods, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    http_client.post(f"{pods}/p/binding", {"target": {"kind": "Node", "name": "n1"}})
+    http_client.post(f"{pods}/p/binding", {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}})
     http_client.post(pods, {"metadata": {"name": "elsewhere"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
     # no kubelet runs here to stop the pod and delete it for good, so the eviction asks for no grace period
     out = kubectl("drain", "n1", "--force", "--grace-period=0", "--timeout=10s").stdout

@@ -160,8 +160,27 @@ def test_binding_sets_node_name_once(http_client: Http) -> None:
     second = http_client.post(f"{PODS}/p/binding", {**binding, "target": {"kind": "Node", "name": "n2"}})
     assert (second.status, second.json["reason"]) == (409, "Conflict")
     assert 'already assigned to node "n1"' in second.json["message"]
-    missing = http_client.post(f"{PODS}/ghost/binding", binding)
+    missing = http_client.post(f"{PODS}/ghost/binding", {**binding, "metadata": {"name": "ghost"}})
     assert missing.status == 404
+
+
+def test_a_binding_names_its_pod_and_binds_only_that_pod(http_client: Http) -> None:
+    """`BindingREST.Create`: the body's name must be the URL's (a Binding without one is refused, not completed);
+    a UID in it is a precondition, so a scheduler never binds a namesake created after it decided."""
+    uid = http_client.post(PODS, pod("q")).json["metadata"]["uid"]
+    target = {"kind": "Node", "name": "n1"}
+    for metadata in ({"name": "other"}, {}):
+        reply = http_client.post(f"{PODS}/q/binding", {"metadata": metadata, "target": target})
+        assert (reply.status, reply.json["message"]) == (400, "name in URL does not match name in Binding object")
+    stale = http_client.post(f"{PODS}/q/binding", {"metadata": {"name": "q", "uid": "0000"}, "target": target})
+    assert stale.status == 409
+    assert stale.json["message"] == (
+        f'Operation cannot be fulfilled on pods "q": Precondition failed: UID in precondition: 0000, '
+        f"UID in object meta: {uid}"
+    )
+    assert "nodeName" not in http_client.get(f"{PODS}/q").json["spec"]
+    bound = http_client.post(f"{PODS}/q/binding", {"metadata": {"name": "q", "uid": uid}, "target": target})
+    assert bound.status == 201
 
 
 def test_generate_name_and_cluster_scoped_kinds(http_client: Http) -> None:
@@ -310,3 +329,20 @@ def test_new_daemonset_reads_back_with_zero_counters(http_client: Http) -> None:
         "desiredNumberScheduled": 0,
         "numberReady": 0,
     }
+
+
+def test_malformed_read_parameters_and_delete_bodies_are_400_not_ignored(http_client: Http) -> None:
+    """A `resourceVersion` that is not a number, a `timeoutSeconds` that is not whole seconds and a DeleteOptions
+    body that is not an object are refused as kube-apiserver refuses them (ignored, they served another read than the
+    one asked for, or deleted without the options the client meant to send); nothing is deleted."""
+    http_client.post(CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept"}})
+    for path in (f"{CM}/kept?resourceVersion=abc", f"{CM}?resourceVersion=abc", f"{CM}?resourceVersion=-1"):
+        reply = http_client.get(path)
+        assert reply.status == 400, path
+        assert reply.json["message"].startswith("invalid resource version: "), path
+    assert http_client.get(f"{CM}?timeoutSeconds=soon").json["message"] == "invalid value for timeoutSeconds: 'soon'"
+    assert http_client.get(f"{CM}/kept?resourceVersion=0").status == 200
+    refused = http_client.request("DELETE", f"{CM}/kept", b"[1]", content_type="application/json")
+    assert refused.status == 400
+    assert refused.json["message"] == "json: cannot unmarshal array into Go value of type v1.DeleteOptions"
+    assert http_client.get(f"{CM}/kept").status == 200

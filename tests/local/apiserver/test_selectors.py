@@ -59,7 +59,7 @@ def test_field_selectors(http_client: Http) -> None:
     pods = "/api/v1/namespaces/default/pods"
     http_client.post(pods, pod("p1"))
     http_client.post(pods, pod("p2", schedulerName="knuma-scheduler"))
-    http_client.post(f"{pods}/p1/binding", {"target": {"kind": "Node", "name": "n1"}})
+    http_client.post(f"{pods}/p1/binding", {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n1"}})
     http_client.patch(f"{pods}/p2/status", {"status": {"phase": "Running"}}, "application/merge-patch+json")
 
     def q(sel: str) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -258,6 +258,8 @@ class Handlers:
         ns = target.namespace or ""
         if target.subresource == "proxy":
             return await self.node_proxy(request, target)
+        if method == "GET":
+            _check_read_query(request.query)
         if target.name is None:
             if method == "GET":
                 if request.query.get("watch", "").lower() in ("true", "1"):
@@ -320,7 +322,10 @@ class Handlers:
                 options = protobuf.decode(raw)
             elif raw:
                 loaded = bodies.decode_json(raw, "DeleteOptions")
-                options = loaded if isinstance(loaded, dict) else {}
+                if not isinstance(loaded, dict):
+                    got = {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(loaded), "number")
+                    raise errors.bad_request(f"json: cannot unmarshal {got} into Go value of type v1.DeleteOptions")
+                options = loaded
             options = _delete_query(request, options)
             obj = service.delete(rt, ns, name, options, _write_opts(request))
             gone = service.store.get(rt.storage_gr, ns if rt.namespaced else "", name) is None
@@ -438,6 +443,16 @@ def _delete_query(request: web.Request, options: JsonObj) -> JsonObj:
     if "orphanDependents" in query:
         options["orphanDependents"] = query["orphanDependents"].lower() in ("true", "1")
     return options
+
+
+def _check_read_query(query: Mapping[str, str]) -> None:
+    """A get's, a list's or a watch's `resourceVersion` is a number (`APIObjectVersioner.ParseResourceVersion`) and
+    its `timeoutSeconds` a whole number of seconds; kube-apiserver answers 400 to anything else, where ignoring it
+    would serve a different read than the one asked for."""
+    rv = query.get("resourceVersion", "")
+    if rv and not (rv.isascii() and rv.isdigit()):
+        raise errors.bad_request(f"invalid resource version: {rv!r}")
+    _int(query.get("timeoutSeconds"), "timeoutSeconds")
 
 
 def _int(value: str | None, name: str) -> int:

@@ -110,8 +110,16 @@ def bind(service: ObjectService, namespace: str, name: str, body: Any, opts: Wri
             name,
             [("FieldValueNotSupported", "target.kind", 'Unsupported value: supported values: "Node"')],
         )
+    raw_metadata = body.get("metadata")
+    metadata: JsonObj = raw_metadata if isinstance(raw_metadata, dict) else {}
+    if metadata.get("name") != name:  # `BindingREST.Create`: the name is not taken from the URL
+        raise errors.bad_request("name in URL does not match name in Binding object")
     pods = service.rt_for(POD_GR)
     existing = service.existing(pods, namespace, name)
+    uid = metadata.get("uid")
+    if uid and uid != _meta(existing).get("uid"):  # `setPodNodeAndMetadata`'s precondition: not a namesake pod
+        message = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {_meta(existing).get('uid')}"
+        raise errors.conflict("", "pods", name, message)
     node = body["target"]["name"]
     current = (existing.get("spec") or {}).get("nodeName")
     if current:
