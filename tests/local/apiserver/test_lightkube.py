@@ -64,11 +64,13 @@ def test_sync_crud_selectors_and_errors(client: Client) -> None:
 
 def test_sync_patches_status_and_apply(client: Client) -> None:
     client.create(make_pod("p"))
-    client.patch(Pod, "p", {"spec": {"containers": [{"name": "side", "image": "busybox"}]}})
+    client.patch(Pod, "p", {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}})
+    with pytest.raises(ApiError, match="pod updates may not add or remove containers"):
+        client.patch(Pod, "p", {"spec": {"containers": [{"name": "side", "image": "busybox"}]}})
     client.patch(Pod, "p", [{"op": "add", "path": "/metadata/labels/extra", "value": "1"}], patch_type=PatchType.JSON)
     client.patch(Pod.Status, "p", {"status": {"phase": "Running"}}, patch_type=PatchType.MERGE)
     pod = client.get(Pod, "p")
-    assert pod.spec is not None and [c.name for c in pod.spec.containers] == ["main", "side"]
+    assert pod.spec is not None and [(c.name, c.image) for c in pod.spec.containers] == [("main", "busybox:1.37")]
     assert pod.metadata is not None and pod.metadata.labels == {"app": "p", "extra": "1"}
     assert pod.status is not None and pod.status.phase == "Running"
     deploy = cast(

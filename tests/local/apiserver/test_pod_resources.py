@@ -120,3 +120,30 @@ def test_an_update_body_is_defaulted_before_it_is_compared(http_client: Http) ->
     refused = http_client.put(f"{PODS}/limited", limited)
     assert refused.status == 422
     assert [(c["reason"], c["field"]) for c in refused.json["details"]["causes"]] == [("FieldValueForbidden", "spec")]
+
+
+def test_a_pod_update_may_change_images_but_not_its_node_or_scheduler(kubectl: Kubectl, http_client: Http) -> None:
+    """`ValidatePodUpdate` through kubectl: an edited manifest that moves the pod to another node or scheduler is
+    refused naming what changed; one that changes the image is applied; a PUT of the manifest as first written
+    (without the defaults its create filled in: `schedulerName`, `dnsPolicy`, ...) is no change."""
+    placed = pod("placed", nodeName="node-a")
+    kubectl("apply", "-f", "-", stdin=json.dumps(placed))
+    for field, value, shown in (
+        ("nodeName", "node-b", 'spec.nodeName: "node-a" -> "node-b"'),
+        ("schedulerName", "topology-aware-scheduler", 'spec.schedulerName: "default-scheduler" -> "topology'),
+    ):
+        moved = json.loads(json.dumps(placed))
+        moved["spec"][field] = value
+        refused = kubectl("apply", "-f", "-", stdin=json.dumps(moved), check=False)
+        assert refused.returncode == 1, field
+        assert 'The Pod "placed" is invalid: spec: Forbidden: pod updates may not change fields other than' in (
+            refused.stderr
+        )
+        assert shown in refused.stderr
+    newer = json.loads(json.dumps(placed))
+    newer["spec"]["containers"][0]["image"] = "busybox:1.37"
+    kubectl("apply", "-f", "-", stdin=json.dumps(newer))
+    stored = json.loads(kubectl("get", "pod", "placed", "-o", "json").stdout)
+    assert (stored["spec"]["nodeName"], stored["spec"]["containers"][0]["image"]) == ("node-a", "busybox:1.37")
+    as_written = {**newer, "metadata": {**newer["metadata"], "resourceVersion": stored["metadata"]["resourceVersion"]}}
+    assert http_client.put(f"{PODS}/placed", as_written).status == 200

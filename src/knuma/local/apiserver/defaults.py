@@ -121,16 +121,7 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
     """Fill in defaults in place on a new object."""
     if kind == "Pod":
         spec = obj.setdefault("spec", {})
-        spec.setdefault("schedulerName", "default-scheduler")
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("terminationGracePeriodSeconds", 30)
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        for c in spec.get("containers") or []:
-            if isinstance(c, dict):
-                c.setdefault("terminationMessagePath", "/dev/termination-log")
-                c.setdefault(
-                    "imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest") else "IfNotPresent"
-                )
+        _default_pod_spec_fields(spec)
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
         _scheduling_gated(spec, status)
@@ -184,14 +175,28 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         apply_update_defaults(kind, obj)
 
 
+def _default_pod_spec_fields(spec: JsonObj) -> None:
+    """`SetDefaults_PodSpec` / `SetDefaults_Container`'s plain fields (`pkg/apis/core/v1/defaults.go`)."""
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    for c in spec.get("containers") or []:
+        if isinstance(c, dict):
+            c.setdefault("terminationMessagePath", "/dev/termination-log")
+            c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest") else "IfNotPresent")
+
+
 def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     """The defaults an update body gets too (the API server defaults every decoded body), so that omitting a field
-    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, a Pod's resources
-    (pod-level ones are immutable) and a StatefulSet's spec, most of which is."""
+    its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, a Pod's spec
+    (most of which is immutable: `schedulerName`, its resources) and a StatefulSet's spec, most of which is."""
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    elif kind == "Pod" and isinstance(obj.get("spec"), dict) and needs_resource_defaults(obj["spec"]):
-        default_pod_spec_resources(obj)
+    elif kind == "Pod" and isinstance(obj.get("spec"), dict):
+        _default_pod_spec_fields(obj["spec"])
+        if needs_resource_defaults(obj["spec"]):
+            default_pod_spec_resources(obj)
     elif kind == "StatefulSet":
         _statefulset_defaults(obj)
 

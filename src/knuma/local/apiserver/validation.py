@@ -20,6 +20,7 @@ from knuma.api.podresource_validation import (
     resource_requirement_errors,
 )
 from knuma.api.podstatus_validation import extended_resource_claim_status_errors
+from knuma.api.podupdate import pod_update_errors
 from knuma.api.podvalidation import FieldError, container_name_errors, init_restart_policy_errors, node_name_errors
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import disruption_budgets, dra_validation, metadata, priority, statefulsets
@@ -227,6 +228,8 @@ def validate_update(rt: ResourceType, old: JsonObj, new: JsonObj, subresource: s
         causes = statefulsets.statefulset_update_causes(old, new)
     elif rt.kind == "Pod" and not rt.custom and subresource == "resize":
         causes = _causes(pod_resize_errors(old, new))
+    elif rt.kind == "Pod" and not rt.custom and not subresource:
+        causes = _causes(pod_update_errors(old.get("spec") or {}, new.get("spec") or {}))
     elif rt.kind == "Pod" and not rt.custom:
         old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
         causes = _causes(
