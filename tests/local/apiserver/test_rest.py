@@ -13,12 +13,26 @@ def test_create_sets_metadata_and_one_monotonic_resource_version(http_client: Ht
     assert first.status == 201
     md = first.json["metadata"]
     assert md["uid"] and md["creationTimestamp"].endswith("Z")
-    assert md["generation"] == 1
+    assert "generation" not in md  # a ConfigMap has no spec to count changes of, as on kube-apiserver
     second = http_client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    assert "generation" not in second.json["metadata"]
+    updated = http_client.put(f"{CM}/a", {**configmap("a", x="2")})
+    assert updated.status == 200 and "generation" not in updated.json["metadata"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+        },
+    }
+    assert (
+        http_client.post("/apis/apps/v1/namespaces/default/deployments", deployment).json["metadata"]["generation"] == 1
+    )
     assert int(second.json["metadata"]["resourceVersion"]) > int(md["resourceVersion"])
     got = http_client.get(f"{CM}/a").json
-    assert got["data"] == {"x": "1"}
-    assert got["metadata"]["resourceVersion"] == md["resourceVersion"]
+    assert got["data"] == {"x": "2"}
     listed = http_client.get(CM).json
     assert listed["kind"] == "ConfigMapList"
     assert int(listed["metadata"]["resourceVersion"]) >= int(second.json["metadata"]["resourceVersion"])

@@ -92,6 +92,30 @@ def _meta(obj: JsonObj) -> JsonObj:
     return md if isinstance(md, dict) else {}
 
 
+UNVERSIONED_KINDS = frozenset(
+    {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Event",
+        "Lease",
+        "Namespace",
+        "Node",
+        "Role",
+        "RoleBinding",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+    }
+)
+"""Built-in kinds whose registry strategies never set `metadata.generation` (it counts spec changes, and these have
+no spec a controller observes): kube-apiserver shows none, nor does knuma's."""
+
+
+def _tracks_generation(rt: ResourceType) -> bool:
+    return rt.custom or rt.kind not in UNVERSIONED_KINDS
+
+
 def _content(obj: JsonObj) -> JsonObj:
     """What `generation` tracks: everything but metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
@@ -367,7 +391,10 @@ class ObjectService:
             md.pop(key, None)
         md["uid"] = str(uuid.uuid4())
         md["creationTimestamp"] = now()
-        md["generation"] = 1
+        if _tracks_generation(rt):
+            md["generation"] = 1
+        else:
+            md.pop("generation", None)
         if rt.has_status and rt.kind != "Namespace" and rt.custom:
             obj.pop("status", None)
         elif rt.has_status and rt.kind in (
@@ -475,7 +502,10 @@ class ObjectService:
                 )
         if subresource != "status" and rt.group == "resource.k8s.io" and not rt.custom:
             prepare_dra_update(rt.kind, existing, new)
-        md["generation"] = old_md.get("generation", 1) + (1 if _content(new) != _content(existing) else 0)
+        if _tracks_generation(rt):
+            md["generation"] = old_md.get("generation", 1) + (1 if _content(new) != _content(existing) else 0)
+        else:
+            md.pop("generation", None)
         if not md.get("labels"):
             md.pop("labels", None)
         if not md.get("annotations"):
