@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import reprlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import yaml
 
 from knuma.errors import InvalidInput
 
-__all__ = ["ManifestError", "load_documents", "pod_manifest", "yaml_problem"]
+__all__ = ["ManifestError", "load_documents", "load_objects", "pod_manifest", "yaml_problem"]
 
 _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 
@@ -40,6 +41,14 @@ def load_documents(path: str | Path) -> list[dict[str, Any]]:
     return documents
 
 
+def load_objects(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
+    """Every document of every file, each with where it is (`FILE: document N`, N counting the non-empty
+    documents as `load_documents` returns them), for errors that name the file of a bad object among many."""
+    return [
+        (f"{path}: document {index}", doc) for path in paths for index, doc in enumerate(load_documents(path), start=1)
+    ]
+
+
 def yaml_problem(err: yaml.YAMLError) -> str:
     """One line for a YAML parse error, the same in every command: `malformed YAML at line 4, column 5: <what>`
     (PyYAML's own text spans several lines and names `<unicode string>`)."""
@@ -51,19 +60,32 @@ def yaml_problem(err: yaml.YAMLError) -> str:
 
 def pod_manifest(obj: Mapping[str, Any], source: str = "") -> Mapping[str, Any]:
     """A Pod, or the pod template of a workload (Deployment, Job, CronJob, ...), as a Pod manifest."""
+    where = source or "manifest"
     kind = obj.get("kind", "Pod")
     if kind == "Pod":
         return obj
-    spec = obj.get("spec") or {}
+    if kind not in (*_TEMPLATE_KINDS, "CronJob"):
+        raise ManifestError(f"{where}: expected a Pod or a workload with a pod template, got {kind!r}")
+    spec = _mapping(obj.get("spec"), f"{where}: {kind} spec", "with the pod template (template)")
+    path = "spec"
     if kind == "CronJob":
-        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-    elif kind not in _TEMPLATE_KINDS:
-        raise ManifestError(f"{source or 'manifest'}: expected a Pod or a workload with a pod template, got {kind!r}")
+        job = _mapping(spec.get("jobTemplate"), f"{where}: CronJob spec.jobTemplate", "with the Job's spec")
+        spec = _mapping(job.get("spec"), f"{where}: CronJob spec.jobTemplate.spec", "with the pod template")
+        path = "spec.jobTemplate.spec"
     template = spec.get("template")
     if not isinstance(template, Mapping):
-        raise ManifestError(f"{source or 'manifest'}: {kind} has no spec.template")
-    metadata = dict(template.get("metadata") or {})
-    outer = obj.get("metadata") or {}
+        raise ManifestError(f"{where}: {kind} has no {path}.template")
+    metadata = dict(_mapping(template.get("metadata"), f"{where}: {kind} {path}.template.metadata", "(labels, ...)"))
+    outer = _mapping(obj.get("metadata"), f"{where}: {kind} metadata", "with name and namespace")
     metadata.setdefault("name", outer.get("name", ""))
     metadata.setdefault("namespace", outer.get("namespace", "default"))
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec") or {}}
+
+
+def _mapping(value: Any, what: str, holding: str) -> Mapping[str, Any]:
+    """`value` when it is a mapping (None: an empty one), else a `ManifestError` saying what it must be."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ManifestError(f"{what} must be a mapping {holding}, got {reprlib.repr(value)}")
+    return value

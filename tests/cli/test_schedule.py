@@ -119,6 +119,84 @@ def test_missing_file_and_bad_nrt(tmp_path: Path) -> None:
     assert "invalid quantity 'x1'" in result.stderr
 
 
+KINDS = "node files hold NodeResourceTopology and Node objects, or a List of them"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: hello\n",
+            "document 1: Node metadata must be a mapping with the node's name (metadata: {name: NODE}), got 'hello'",
+        ),
+        ("apiVersion: v1\nkind: List\nitems: 5\n", "document 1: a List's items must be a list of objects, got 5"),
+        (
+            "apiVersion: v1\nmetadata: {name: a}\n",
+            f"document 1: the object has no kind; set kind: Node or kind: NodeResourceTopology ({KINDS})",
+        ),
+        (
+            "kind: List\nitems:\n- {kind: Node, metadata: {name: a}}\n- {metadata: {name: b}}\n",
+            f"document 1, items[1]: the object has no kind; set kind: Node or kind: NodeResourceTopology ({KINDS})",
+        ),
+        ("kind: List\nitems: [5]\n", "document 1, items[0]: expected a Kubernetes object (a mapping), got 5"),
+        (
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: 5}\n",
+            "document 2: Node without metadata.name (the node's name, a string)",
+        ),
+        (
+            "kind: Node\nmetadata: {name: a}\nstatus: 5\n",
+            "document 1: Node a: status must be a mapping with allocatable or capacity",
+        ),
+        (
+            "apiVersion: topology.node.k8s.io/v1alpha2\nkind: NodeResourceTopology\nmetadata: hello\n",
+            "document 1: NodeResourceTopology: metadata must be a mapping",
+        ),
+    ],
+)
+def test_bad_node_files_are_an_error_naming_the_file_and_the_document(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    """A node file among several: the error names it, the document (and the List item) and the field."""
+    nodes = tmp_path / "more-nodes.yaml"
+    nodes.write_text(content)
+    result = run("--pod", str(POD), "--nodes", str(NODES), "--nodes", str(nodes))
+    assert (result.exit_code, result.stderr) == (2, f"error: {nodes}: {message}\n"), result.exception
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "kind: Deployment\nmetadata: hello\nspec: {template: {spec: {containers: [{name: a}]}}}\n",
+            "Deployment metadata must be a mapping with name and namespace, got 'hello'",
+        ),
+        (
+            "kind: Deployment\nmetadata: {name: d}\nspec: 5\n",
+            "Deployment spec must be a mapping with the pod template (template), got 5",
+        ),
+        (
+            "kind: Job\nmetadata: {name: d}\nspec: {template: {metadata: hello, spec: {containers: [{name: a}]}}}\n",
+            "Job spec.template.metadata must be a mapping (labels, ...), got 'hello'",
+        ),
+        (
+            "kind: CronJob\nmetadata: {name: d}\nspec: {jobTemplate: 5}\n",
+            "CronJob spec.jobTemplate must be a mapping with the Job's spec, got 5",
+        ),
+        (
+            "kind: Pod\nmetadata: hello\nspec: {containers: [{name: a}]}\n",
+            "a Pod's metadata must be a mapping with name and namespace",
+        ),
+    ],
+)
+def test_bad_pod_metadata_and_templates_are_an_error_naming_the_file(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    pod_file = tmp_path / "pod.yaml"
+    pod_file.write_text(content)
+    result = run("--pod", str(pod_file), "--nodes", str(NODES))
+    assert (result.exit_code, result.stderr) == (2, f"error: {pod_file}: {message}\n"), result.exception
+
+
 def test_node_objects_alone_are_nodes_without_nrt(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(

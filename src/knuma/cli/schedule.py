@@ -62,7 +62,7 @@ def schedule(
 
     from knuma.api.pod import Pod
     from knuma.cli.output import output_format
-    from knuma.manifests import ManifestError, load_documents, pod_manifest
+    from knuma.manifests import ManifestError, load_documents, load_objects, pod_manifest
     from knuma.scheduler.explain import explain
     from knuma.scheduler.framework.profiles import default_profile
     from knuma.scheduler.framework.snapshot import node_infos_from_objects
@@ -74,9 +74,12 @@ def schedule(
     if len(pod_docs) != 1:
         raise ManifestError(f"{pod}: expected exactly one pod, found {len(pod_docs)} documents")
     _strict_fields(pod_docs[0], str(pod))
-    the_pod = Pod.from_manifest(pod_manifest(pod_docs[0], str(pod)))
-    objects = [doc for path in nodes for doc in load_documents(path)]
-    infos = node_infos_from_objects(objects)
+    manifest = pod_manifest(pod_docs[0], str(pod))
+    try:
+        the_pod = Pod.from_manifest(manifest)
+    except InvalidInput as err:
+        raise ManifestError(f"{pod}: {err}") from None
+    infos = node_infos_from_objects(load_objects(nodes))
     if not infos:
         fail("no nodes given: --nodes files must hold NodeResourceTopology or Node objects")
     doc = explain(default_profile(strategy), the_pod, infos, hints=explain_hints)
