@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -162,6 +163,51 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path) -> None:
     assert "claim default/c, request r: selector #0: compilation failed" in result.stderr
     result = run("schedule", "-o", "xml", *DRA)
     assert result.exit_code == 2 and "unknown output format" in result.stderr
+
+
+CLAIM = "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu.sim.knuma.io}}]}}\n"
+REFS = "a name and a resourceClaimName or resourceClaimTemplateName"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: 5, containers: [{name: a}]}\n",
+            f"document 1: Pod default/p: spec.resourceClaims must be a list of entries with {REFS}, got 5",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: hello\nspec: {containers: [{name: a}]}\n",
+            "document 1: a Pod's metadata must be a mapping with name and namespace",
+        ),
+        (
+            f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c}}\n{CLAIM}---\n"
+            f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: hello\n{CLAIM}",
+            'document 2: ResourceClaim.resource.k8s.io "" is invalid: [metadata: Invalid value: "hello": must be an '
+            "object, metadata.name: Required value]",
+        ),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: hello\n",
+            "document 1: Node metadata must be a mapping with the Node's name and labels, got 'hello'",
+        ),
+        (
+            "apiVersion: v1\nkind: Namespace\nmetadata: hello\n",
+            "document 1: Namespace metadata must be a mapping with the Namespace's name and labels, got 'hello'",
+        ),
+        (
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: 5}\n",
+            "document 1: Namespace team-a: metadata.labels must be a mapping of label to value, got 5",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [["schedule"], ["allocate", "--node", "dgx-1"]])
+def test_bad_objects_are_an_error_naming_the_file_and_the_document(
+    tmp_path: Path, command: list[str], content: str, message: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    result = run(*command, *DRA, "-f", str(bad))
+    assert (result.exit_code, result.stderr) == (2, f"error: {bad}: {message}\n"), result.exception
 
 
 def test_partitions_of_a_gpu_on_the_bundled_mig_example() -> None:

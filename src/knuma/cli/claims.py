@@ -37,10 +37,9 @@ def register(app: typer.Typer) -> None:
 
 def _load(files: list[Path]) -> Any:
     from knuma.devices.scenario import read_scenario
-    from knuma.manifests import load_documents
+    from knuma.manifests import load_objects
 
-    objects = [doc for path in files for doc in load_documents(path)]
-    return read_scenario(objects)
+    return read_scenario(load_objects(files))
 
 
 def _input_errors() -> tuple[type[Exception], ...]:

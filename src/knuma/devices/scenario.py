@@ -13,7 +13,9 @@ without an allocation is to be allocated. Allocated claims hold their devices.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import reprlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,13 +23,11 @@ from knuma.api.devmgmt.types import (
     API_VERSION,
     DeviceClaim,
     DevicePool,
-    PrototypeError,
     parse_prototype,
 )
 from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from knuma.api.dra.resourceslice import ResourceSlice
-from knuma.api.nodeaffinity import node_labels
 from knuma.api.nrt import NodeResourceTopology
 from knuma.api.pod import Pod
 from knuma.devices.allocator import NodeView
@@ -73,9 +73,29 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
 
 
-def read_scenario(objects: Sequence[Mapping[str, Any]]) -> PrototypeScenario | DRAScenario:
-    prototype = [o for o in objects if str(o.get("apiVersion", "")) == API_VERSION]
-    dra = [o for o in objects if str(o.get("apiVersion", "")).startswith("resource.k8s.io/")]
+def _named(obj: Mapping[str, Any], kind: str) -> tuple[str, Mapping[str, str]]:
+    """The name and labels of a Node or Namespace, which must have a name (a string) and labels (a mapping)."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ScenarioError(
+            f"{kind} metadata must be a mapping with the {kind}'s name and labels, got {reprlib.repr(meta)}"
+        )
+    name = meta.get("name")
+    if not name or not isinstance(name, str):
+        raise ScenarioError(f"{kind} without metadata.name (the {kind}'s name, a string)")
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise ScenarioError(
+            f"{kind} {name}: metadata.labels must be a mapping of label to value, got {reprlib.repr(labels)}"
+        )
+    return name, labels
+
+
+def read_scenario(objects: Sequence[tuple[str, Mapping[str, Any]]]) -> PrototypeScenario | DRAScenario:
+    """The scheduling question the objects ask; each object comes with where it is (`FILE: document N`, as
+    `knuma.manifests.load_objects` gives them), and an object that cannot be read is a `ScenarioError` naming it."""
+    prototype = [o for _, o in objects if str(o.get("apiVersion", "")) == API_VERSION]
+    dra = [o for _, o in objects if str(o.get("apiVersion", "")).startswith("resource.k8s.io/")]
     if prototype and dra:
         raise ScenarioError(
             f"the input mixes {API_VERSION} objects with resource.k8s.io objects; give one kind of input at a time"
@@ -85,16 +105,23 @@ def read_scenario(objects: Sequence[Mapping[str, Any]]) -> PrototypeScenario | D
     return _dra(objects)
 
 
-def _prototype(objects: Sequence[Mapping[str, Any]]) -> PrototypeScenario:
+@contextmanager
+def _at(where: str) -> Iterator[None]:
+    """An object's errors, naming where it is: `FILE: document N: ...`."""
+    try:
+        yield
+    except InvalidInput as err:
+        raise ScenarioError(f"{where}: {err}") from None
+
+
+def _prototype(objects: Sequence[tuple[str, Mapping[str, Any]]]) -> PrototypeScenario:
     claims, pools, warnings = [], [], []
-    for obj in objects:
+    for where, obj in objects:
         if obj.get("apiVersion") != API_VERSION:
             warnings.append(f"skipping {obj.get('kind', 'object')} {_name(obj)!r}: not a {API_VERSION} object")
             continue
-        try:
+        with _at(where):
             parsed, found = parse_prototype(obj)
-        except PrototypeError as err:
-            raise ScenarioError(str(err)) from None
         warnings += found
         if isinstance(parsed, DeviceClaim):
             claims.append(parsed)
@@ -105,54 +132,59 @@ def _prototype(objects: Sequence[Mapping[str, Any]]) -> PrototypeScenario:
     return PrototypeScenario(tuple(claims), tuple(pools), tuple(warnings))
 
 
-def _dra(objects: Sequence[Mapping[str, Any]]) -> DRAScenario:
+def _dra(objects: Sequence[tuple[str, Mapping[str, Any]]]) -> DRAScenario:
     classes: dict[str, DeviceClass] = {}
     slices: list[ResourceSlice] = []
     claims: dict[str, ResourceClaim] = {}
     templates: dict[str, ResourceClaimTemplate] = {}
-    pods: list[Mapping[str, Any]] = []
+    pods: list[tuple[str, Mapping[str, Any]]] = []
     labels: dict[str, Mapping[str, str]] = {}
     topologies: dict[str, NodeTopology] = {}
     admin: set[str] | None = None
     warnings: list[str] = []
-    for obj in objects:
-        kind = str(obj.get("kind", ""))
-        api_version = str(obj.get("apiVersion", ""))
-        if api_version.startswith("resource.k8s.io/") and api_version != "resource.k8s.io/v1":
-            raise ScenarioError(
-                f"{kind} {_name(obj)!r}: apiVersion {api_version} is not supported; use resource.k8s.io/v1"
-            )
-        if kind == "DeviceClass":
-            cls = DeviceClass.from_dict(obj)
-            classes[cls.name] = cls
-        elif kind == "ResourceSlice":
-            slices.append(ResourceSlice.from_dict(obj))
-        elif kind == "ResourceClaim":
-            claim = ResourceClaim.from_dict(obj)
-            claims[claim.key] = claim
-        elif kind == "ResourceClaimTemplate":
-            template = ResourceClaimTemplate.from_dict(obj)
-            templates[f"{template.namespace}/{template.name}"] = template
-        elif kind == "Pod":
-            pods.append(obj)
-        elif kind == "Node":
-            labels[_name(obj)] = node_labels(obj)
-        elif kind == "NodeResourceTopology":
-            nrt = NodeResourceTopology.from_dict(obj)
-            topologies[nrt.name] = NodeTopology.from_nrt(nrt)
-        elif kind == "Namespace":
-            admin = admin if admin is not None else set()
-            meta = obj.get("metadata") or {}
-            if (meta.get("labels") or {}).get(ADMIN_ACCESS_LABEL) == "true":
-                admin.add(_name(obj))
-        else:
-            warnings.append(f"skipping {kind or 'object'} {_name(obj)!r}: not used for device scheduling")
+    for where, obj in objects:
+        with _at(where):
+            kind = str(obj.get("kind", ""))
+            api_version = str(obj.get("apiVersion", ""))
+            if api_version.startswith("resource.k8s.io/") and api_version != "resource.k8s.io/v1":
+                raise ScenarioError(
+                    f"{kind} {_name(obj)!r}: apiVersion {api_version} is not supported; use resource.k8s.io/v1"
+                )
+            if kind == "DeviceClass":
+                cls = DeviceClass.from_dict(obj)
+                classes[cls.name] = cls
+            elif kind == "ResourceSlice":
+                slices.append(ResourceSlice.from_dict(obj))
+            elif kind == "ResourceClaim":
+                claim = ResourceClaim.from_dict(obj)
+                claims[claim.key] = claim
+            elif kind == "ResourceClaimTemplate":
+                template = ResourceClaimTemplate.from_dict(obj)
+                templates[f"{template.namespace}/{template.name}"] = template
+            elif kind == "Pod":
+                pods.append((where, obj))
+            elif kind == "Node":
+                name, node_labels = _named(obj, kind)
+                labels[name] = node_labels
+            elif kind == "NodeResourceTopology":
+                nrt = NodeResourceTopology.from_dict(obj)
+                topologies[nrt.name] = NodeTopology.from_nrt(nrt)
+            elif kind == "Namespace":
+                admin = admin if admin is not None else set()
+                name, namespace_labels = _named(obj, kind)
+                if namespace_labels.get(ADMIN_ACCESS_LABEL) == "true":
+                    admin.add(name)
+            else:
+                warnings.append(f"skipping {kind or 'object'} {_name(obj)!r}: not used for device scheduling")
     if len(pods) > 1:
         raise ScenarioError(f"the input holds {len(pods)} Pods; give at most one")
-    pod = Pod.from_manifest(pods[0]) if pods else None
+    pod = None
     to_allocate: list[ResourceClaim]
     if pods:
-        to_allocate = _pod_claims(pods[0], pod, claims, templates)  # type: ignore[arg-type]
+        where, manifest = pods[0]
+        with _at(where):
+            pod = Pod.from_manifest(manifest)
+            to_allocate = _pod_claims(manifest, pod, claims, templates)
         for claim in to_allocate:
             claims.setdefault(claim.key, claim)
     else:
@@ -184,8 +216,15 @@ def _pod_claims(
     templates: Mapping[str, ResourceClaimTemplate],
 ) -> list[ResourceClaim]:
     out = []
-    spec = manifest.get("spec") or {}
-    for i, entry in enumerate(spec.get("resourceClaims") or []):
+    entries = manifest["spec"].get("resourceClaims")  # Pod.from_manifest checked that spec is a mapping
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        raise ScenarioError(
+            f"Pod {pod.namespace}/{pod.name}: spec.resourceClaims must be a list of entries with a name and a "
+            f"resourceClaimName or resourceClaimTemplateName, got {reprlib.repr(entries)}"
+        )
+    for i, entry in enumerate(entries):
         where = f"Pod {pod.namespace}/{pod.name}: spec.resourceClaims[{i}]"
         if not isinstance(entry, Mapping) or not entry.get("name"):
             raise ScenarioError(f"{where}: needs a name")
