@@ -1,7 +1,10 @@
-"""Reading Kubernetes manifests from YAML files, with errors that name the file and say what to fix."""
+"""Reading Kubernetes manifests from YAML files, with errors that name the file and say what to fix; and
+`read_user_file`, how every command reads a file the user gave (manifests, configurations, kubeconfigs, token files).
+"""
 
 from __future__ import annotations
 
+import os
 import reprlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -11,7 +14,15 @@ import yaml
 
 from knuma.errors import InvalidInput
 
-__all__ = ["ManifestError", "load_documents", "load_objects", "pod_manifest", "yaml_problem"]
+__all__ = [
+    "ManifestError",
+    "UnreadableFile",
+    "load_documents",
+    "load_objects",
+    "pod_manifest",
+    "read_user_file",
+    "yaml_problem",
+]
 
 _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 
@@ -20,15 +31,45 @@ class ManifestError(InvalidInput):
     """A manifest file that cannot be read."""
 
 
+class UnreadableFile(ManifestError):
+    """A file the user gave cannot be read as text: `{path}: no such file` or `{path}: cannot read: {reason}`.
+    `reason` alone is there for callers that word the rest themselves (`cannot read --token-auth-file F: ...`);
+    `cause` is the reason without the advice (`not UTF-8 text (byte 0xff at offset 0)`, no `; save it as UTF-8`),
+    for a file knuma wrote itself."""
+
+    def __init__(self, path: str | os.PathLike[str], cause: str, advice: str = "", *, missing: bool = False) -> None:
+        self.path = str(path)
+        self.cause = cause
+        self.reason = f"{cause}; {advice}" if advice else cause
+        self.problem = self.reason if missing else f"cannot read: {self.reason}"
+        """The message without the path: `no such file` or `cannot read: {reason}`."""
+        super().__init__(f"{path}: {self.problem}")
+
+
+def read_user_file(path: str | os.PathLike[str]) -> str:
+    """The text of a file the user gave, decoded as UTF-8 as kubectl and the Kubernetes components read theirs (the
+    platform's locale plays no part). Raises `UnreadableFile` saying what is wrong: no such file, the system's reason
+    (`Permission denied`, `Is a directory`), or not UTF-8 text with the first bad byte, and to save it as UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UnreadableFile(path, "no such file", missing=True) from None
+    except OSError as err:
+        raise UnreadableFile(path, err.strerror or str(err)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            found = "UTF-16 text (it starts with a UTF-16 byte-order mark), not UTF-8"
+        else:
+            found = f"not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})"
+        raise UnreadableFile(path, found, "save it as UTF-8") from None
+
+
 def load_documents(path: str | Path) -> list[dict[str, Any]]:
     """Every non-empty YAML (or JSON) document of a file, as mappings."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ManifestError(f"{path}: cannot read: {err}") from None
+    text = read_user_file(path)
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:

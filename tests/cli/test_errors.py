@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -60,3 +61,66 @@ def test_every_port_flag_refuses_a_port_out_of_range_before_starting() -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         assert args[-2] in result.output and "Traceback" not in result.output, args
+
+
+UTF16 = "UTF-16 text (it starts with a UTF-16 byte-order mark), not UTF-8; save it as UTF-8"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["scheduler", "--config", "{f}", "--check-config"],
+            "invalid scheduler configuration: {f}: cannot read: {why}",
+        ),
+        (["exporter", "--node-name", "n", "--config", "{f}", "--dump-config", ".andexit"], "{f}: cannot read: {why}"),
+        (
+            [
+                "exporter",
+                "--node-name",
+                "n",
+                "--once",
+                "--dry-run",
+                "--no-podresources",
+                "--kubelet-config-file",
+                "{f}",
+            ],
+            "{f}: cannot read: {why}",
+        ),
+        (["exporter", "--node-name", "n", "{root}", "--dump-config", ".andexit"], "{conf}: cannot read: {why}"),
+        (["apiserver", "--token-auth-file", "{f}"], "cannot read --token-auth-file {f}: {why}"),
+        (["apiserver", "--load", "{f}"], "--load {f}: cannot read: {why}"),
+        (["check", "--kubeconfig", "{f}"], "cannot read kubeconfig {f}: {why}"),
+        (["simulate", "--cluster", "{f}"], "cannot read {f}: {why}"),
+        (["up", "--cluster", "{f}"], "cannot read {f}: {why}"),
+        (["render", "updater", "--rte-config-file", "{f}"], "cannot read --rte-config-file {f}: {why}"),
+        (
+            ["render", "scheduler", "--sched-cache-params-config-file", "{f}"],
+            "--sched-cache-params-config-file {f}: cannot read: {why}",
+        ),
+        (["schedule", "--pod", "{f}", "--nodes", "{f}"], "{f}: cannot read: {why}"),
+        (["claims", "schedule", "-f", "{f}"], "{f}: cannot read: {why}"),
+    ],
+)
+def test_every_user_file_that_is_not_utf8_is_an_error_line_naming_it(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Configurations, kubelet configurations, token files, kubeconfigs, cluster specs and manifests are read as UTF-8
+    by one function (`knuma.manifests.read_user_file`): other bytes are an error line naming the file, exit 2."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    conf = tmp_path / "rte" / "daemon" / "config.yaml"  # an exporter CONFIGROOT's daemon config
+    conf.parent.mkdir(parents=True)
+    conf.write_bytes(b"\xff\xfe\x00garbage")
+    names = {"f": str(bad), "root": str(tmp_path / "rte"), "conf": str(conf)}
+    result = runner.invoke(app, [arg.format(**names) for arg in args])
+    expected = message.format(**names, why=UTF16)
+    assert (result.exit_code, result.stderr) == (2, f"error: {expected}\n"), result.exception
+
+
+def test_a_kubeconfig_in_kubeconfig_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"clusters: []\nusers: [{name: caf\xe9}]\n")
+    result = runner.invoke(app, ["check"], env={"KUBECONFIG": f"{bad}:{tmp_path / 'absent.yaml'}"})
+    why = "not UTF-8 text (byte 0xe9 at offset 31); save it as UTF-8"
+    assert (result.exit_code, result.stderr) == (2, f"error: cannot read kubeconfig {bad} (from $KUBECONFIG): {why}\n")

@@ -145,14 +145,14 @@ def _file_options(flags: dict[str, Any]) -> dict[str, Any]:
     file fails first, with exit status 2."""
     from knuma.deploy.options import OptionsError
     from knuma.deploy.schedparams import load_cache_params, load_scoring_strategy
+    from knuma.manifests import UnreadableFile, read_user_file
 
     fields: dict[str, Any] = {}
     if flags["rte_config_file"]:
         try:
-            with open(flags["rte_config_file"], encoding="utf-8") as handle:
-                fields["updater_config"] = handle.read()
-        except OSError as err:
-            raise OptionsError(f"cannot read --rte-config-file: {err}") from None
+            fields["updater_config"] = read_user_file(flags["rte_config_file"])
+        except UnreadableFile as err:
+            raise OptionsError(f"cannot read --rte-config-file {err.path}: {err.reason}") from None
     if flags["sched_scoring_strat_config_file"]:
         fields["scoring_strategy"] = load_scoring_strategy(flags["sched_scoring_strat_config_file"])
     if flags["sched_cache_params_config_file"]:

@@ -243,9 +243,10 @@ def _extra_document(flags: dict[str, Any]) -> Any:
     import yaml
 
     from knuma.exporter.tmconfig import load_config_file
+    from knuma.manifests import read_user_file
 
     load_config_file(flags["config"])  # raises ConfigError naming the file and the field
-    return yaml.safe_load(Path(flags["config"]).read_text())
+    return yaml.safe_load(read_user_file(flags["config"]))
 
 
 def _dump(doc: dict[str, Any], target: str) -> bool:

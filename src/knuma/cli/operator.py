@@ -93,6 +93,7 @@ def operator(
     from knuma.deploy.options import parse_duration
     from knuma.kube.client import KubeConfigError, async_http, load_config
     from knuma.kube.leaderelection import LeaseConfig
+    from knuma.manifests import read_user_file
     from knuma.operator.health import HealthServer
     from knuma.operator.manager import LoopSettings, OperatorLeaseLost, OperatorStartError, run
     from knuma.operator.metrics import OperatorMetrics
@@ -132,7 +133,7 @@ def operator(
             fail(str(err))
         ca_file = cert_dir / "ca.crt" if (cert_dir / "ca.crt").is_file() else cert_dir / "tls.crt"
         webhook_namespace = os.environ.get("POD_NAMESPACE") or namespace
-        conversion = ConversionWebhook(webhook_namespace, webhook_service, ca_file.read_text())
+        conversion = ConversionWebhook(webhook_namespace, webhook_service, read_user_file(ca_file))
     lease = None
     if leader_elect:
         try:

@@ -22,7 +22,7 @@ import yaml
 
 from knuma.api.numaresources import ScoringType
 from knuma.deploy.options import OptionsError
-from knuma.manifests import yaml_problem
+from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 from knuma.scheduler.plugins.args_fields import Fail, field_enum, field_mapping, quoted
 from knuma.scheduler.plugins.numa_args import FOREIGN_PODS_DETECT, INFORMER_MODES, RESYNC_METHODS
 
@@ -113,11 +113,9 @@ def _failer(flag: str, path: str | Path) -> Fail:
 def _read(path: str | Path, fail: Fail) -> Any:
     """The file's one YAML document (None when empty)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        fail("", "no such file")
-    except (OSError, UnicodeDecodeError) as err:
-        fail("", f"cannot read: {err}")
+        text = read_user_file(path)
+    except UnreadableFile as err:
+        fail("", err.problem)
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as err:

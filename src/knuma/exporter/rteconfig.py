@@ -38,7 +38,7 @@ import yaml
 
 from knuma.duration import format_duration, parse_interval
 from knuma.errors import ConfigError
-from knuma.manifests import yaml_problem
+from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 
 __all__ = [
     "DEFAULT_CONFIG_ROOT",
@@ -193,9 +193,9 @@ def read_daemon_config(root: str | os.PathLike[str]) -> dict[str, Setting]:
     documents = []
     for path in daemon_paths(root):
         try:
-            text = path.read_text()
-        except OSError as err:
-            raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+            text = read_user_file(path)
+        except UnreadableFile as err:
+            raise ConfigError(str(err)) from None
         try:
             documents.append((str(path), yaml.safe_load(text)))
         except yaml.YAMLError as err:

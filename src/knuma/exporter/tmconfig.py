@@ -25,7 +25,6 @@ import fnmatch
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -33,7 +32,7 @@ import yaml
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
 from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
-from knuma.manifests import yaml_problem
+from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import ATTR_PREFER_CLOSEST
 
@@ -130,11 +129,9 @@ class ExporterConfigFile:
 
 def _load_yaml(path: str | os.PathLike[str]) -> Any:
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+        text = read_user_file(path)
+    except UnreadableFile as err:
+        raise ConfigError(str(err)) from None
     try:
         return yaml.safe_load(text)  # JSON is YAML
     except yaml.YAMLError as err:

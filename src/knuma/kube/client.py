@@ -23,6 +23,7 @@ from lightkube.core.exceptions import ConfigError
 import knuma.errors as knuma_errors
 from knuma.kube.errors import KubeApiError, Unavailable, connection_failure, from_status
 from knuma.kube.session import ApiSession
+from knuma.manifests import UnreadableFile, read_user_file
 
 __all__ = [
     "KubeConfigError",
@@ -62,7 +63,11 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
                     f"kubeconfig {file} (from $KUBECONFIG) does not exist; fix $KUBECONFIG or pass --kubeconfig "
                     "with an existing file (a `knuma up` without --data-dir removes its kubeconfig when it stops)"
                 )
-            config = KubeConfig.from_file(file)
+            try:
+                text = read_user_file(file)
+            except UnreadableFile as err:
+                raise KubeConfigError(f"cannot read kubeconfig {file}: {err.reason}") from None
+            config = KubeConfig.from_dict(yaml.safe_load(text), fname=file)  # as KubeConfig.from_file, UTF-8 always
         else:
             config = KubeConfig.from_env()
     except KubeConfigError:
@@ -172,8 +177,10 @@ def merged_kubeconfig(files: list[Path]) -> KubeConfig:
         )
     for file in found:
         try:
-            loaded = yaml.safe_load(file.read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
+            loaded = yaml.safe_load(read_user_file(file)) or {}
+        except UnreadableFile as err:
+            raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err.reason}") from None
+        except yaml.YAMLError as err:
             raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err}") from err
         if not isinstance(loaded, dict):
             raise KubeConfigError(f"kubeconfig {file} (from $KUBECONFIG) is not a mapping")

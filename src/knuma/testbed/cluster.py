@@ -15,7 +15,7 @@ import yaml
 
 from knuma.api.nrt import Policy, Scope
 from knuma.errors import SpecError
-from knuma.manifests import yaml_problem
+from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
 
 __all__ = ["ClusterSpec", "NodePool", "SpecError", "cluster_from_dict", "known", "load_yaml", "mapping"]
@@ -95,9 +95,9 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
 def load_yaml(path: Path) -> Any:
     """The first YAML document of `path`, with an error that names the file."""
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise SpecError(f"cannot read {path}: {err.strerror or err}") from None
+        text = read_user_file(path)
+    except UnreadableFile as err:
+        raise SpecError(f"cannot read {path}: {err.reason}") from None
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from knuma.api.userinfo import UserInfo
 from knuma.errors import ConfigError
+from knuma.manifests import UnreadableFile, read_user_file
 
 __all__ = [
     "ADMIN",
@@ -50,9 +51,9 @@ def read_token_file(path: Path) -> dict[str, UserInfo]:
     """Users by token from a kube-apiserver static token file (`tokenfile.NewCSV`): at least token, user and uid per
     line, optional groups as one comma-separated field; blank lines and lines starting with `#` are skipped."""
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise TokenFileError(f"cannot read --token-auth-file {path}: {err.strerror or err}") from None
+        text = read_user_file(path)
+    except UnreadableFile as err:
+        raise TokenFileError(f"cannot read --token-auth-file {path}: {err.reason}") from None
     users: dict[str, UserInfo] = {}
     for number, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not row or row[0].lstrip().startswith("#"):

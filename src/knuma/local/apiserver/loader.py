@@ -26,7 +26,7 @@ from knuma.errors import InvalidInput
 from knuma.local.apiserver.bodies import check_bounds, check_finite
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
-from knuma.manifests import yaml_problem
+from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 
 __all__ = ["LoadError", "LoadedObject", "Manifest", "load_objects", "read_manifests"]
 
@@ -68,9 +68,9 @@ def _files(path: Path) -> list[Path]:
 
 def _documents(path: Path) -> Iterable[tuple[int, Any]]:
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise LoadError(f"--load {path}: cannot read: {err}") from None
+        text = read_user_file(path)
+    except UnreadableFile as err:
+        raise LoadError(f"--load {err}") from None
     try:
         if path.suffix == ".json":
             yield 1, json.loads(text)
