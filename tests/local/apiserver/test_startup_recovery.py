@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +119,82 @@ def test_unservable_stored_objects_are_set_aside_not_fatal(tmp_path: Path, caplo
     assert "not JSON" in aside[("configmaps", "torn")]
     reported = " ".join(r.getMessage() for r in caplog.records)
     assert "set aside stored object core/nodes" in reported and "set_aside" in reported
+
+
+GARBAGE = b"\xff\xfe\x00garbage" * 512
+KEPT = "knuma does not delete or overwrite"
+
+
+def _start(data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`knuma apiserver --data-dir DATA_DIR` as the user runs it (a start that succeeded would time out)."""
+    return subprocess.run(
+        [sys.executable, "-m", "knuma", "apiserver", "--port", "0", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_data_dir_that_is_a_file_is_an_error_line(tmp_path: Path) -> None:
+    regular = tmp_path / "notes.txt"
+    regular.write_text("mine\n")
+    done = _start(regular)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {regular} is not a directory: --data-dir needs a directory (it is created when missing); give "
+        "another --data-dir\n",
+    )
+    assert regular.read_text() == "mine\n"
+    done = _start(regular / "sub")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: cannot create the data directory {regular / 'sub'}: Not a directory; give --data-dir a directory "
+        "you can write\n",
+    )
+
+
+def test_a_database_sqlite_cannot_read_stops_the_start_naming_it_and_is_left_as_it_is(tmp_path: Path) -> None:
+    """Start-up sets unservable rows aside (above); a file that is no database at all is refused, never replaced."""
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / DB
+    db.write_bytes(GARBAGE)
+    done = _start(data)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {db} cannot be used as the server's database (file is not a database): move it aside, with its "
+        f"-wal and -shm files, to start with an empty store ({KEPT} it), or give another --data-dir\n",
+    )
+    assert db.read_bytes() == GARBAGE
+    assert sorted(p.name for p in data.iterdir()) == [DB, "token"]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            {"token": GARBAGE},
+            "{d}/token is not the token knuma keeps there (UTF-16 text (it starts with a UTF-16 byte-order mark), not "
+            "UTF-8): move it aside to have a new one generated (kubeconfigs written with the old one then stop "
+            f"working; {KEPT} it), or give another --data-dir",
+        ),
+        (
+            {"serving.crt": b"not a certificate\n", "serving.key": b"not a key\n"},
+            "cannot serve with the certificate {d}/serving.crt and key {d}/serving.key (OpenSSL cannot load them: "
+            "[SSL] PEM lib (_ssl.c:",
+        ),
+    ],
+)
+def test_a_token_or_certificate_that_is_not_one_stops_the_start_naming_it(
+    tmp_path: Path, files: dict[str, bytes], message: str
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, content in files.items():
+        (data / name).write_bytes(content)
+    done = _start(data)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: {message.format(d=data)}") and len(done.stderr.splitlines()) == 1
+    assert done.stderr.endswith(f"{KEPT} {'it' if 'token' in files else 'them'}), or give another --data-dir\n")
+    assert all((data / name).read_bytes() == content for name, content in files.items())

@@ -273,6 +273,42 @@ def test_a_taken_port_is_a_one_line_failure_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and "resumes this cluster" not in done.stderr, done.stderr
 
 
+def test_a_data_dir_that_is_a_file_or_holds_a_broken_database_is_an_error_line_exit_2(tmp_path: Path) -> None:
+    """Bad stored data stops the start before any process: exit 2, one `error:` line, the user's files as they were."""
+
+    def up(data_dir: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "knuma", "up", "--data-dir", str(data_dir), "--nodes", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    regular = tmp_path / "notes.txt"
+    regular.write_text("mine\n")
+    done = up(regular)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert (done.returncode, errors) == (
+        2,
+        [f"error: {regular} is not a directory: --data-dir needs a directory (it is created when missing); give "
+         "another --data-dir"],
+    ), done.stderr  # fmt: skip
+    assert regular.read_text() == "mine\n"
+    db = tmp_path / "d" / "apiserver" / "knuma-apiserver.sqlite3"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"\xff\xfe\x00garbage" * 512)
+    done = up(tmp_path / "d")
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert (done.returncode, errors) == (
+        2,
+        [f"error: {db} cannot be used as the server's database (file is not a database): move it aside, with its "
+         "-wal and -shm files, to start with an empty store (knuma does not delete or overwrite it), or give another "
+         "--data-dir"],
+    ), done.stderr  # fmt: skip
+    assert "Traceback" not in done.stderr and db.read_bytes() == b"\xff\xfe\x00garbage" * 512
+
+
 def test_a_second_up_on_the_same_data_dir_is_refused(start: Callable[..., Up], tmp_path: Path) -> None:
     """The second `knuma up --data-dir D` exits 1 naming the first one's PID and URL, and changes nothing in D."""
     first = start("--nodes", "1", "--shape", "small", "--exporters", "in-process", "--no-scheduler")

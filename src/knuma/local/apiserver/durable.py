@@ -15,6 +15,7 @@ from pathlib import Path
 
 from knuma.api.types import JsonObj
 from knuma.local.apiserver import datadir
+from knuma.local.apiserver.datadir import DataDirError
 
 GroupResource = tuple[str, str]
 log = logging.getLogger("knuma.local.apiserver")
@@ -36,20 +37,38 @@ CREATE TABLE IF NOT EXISTS set_aside (
 class SqliteBackend:
     def __init__(self, data_dir: Path, *, fsync: bool = False) -> None:
         datadir.secure(data_dir)
-        self.path = data_dir / "knuma-apiserver.sqlite3"
-        datadir.create_private(self.path)
+        self.path = data_dir / datadir.DATABASE
+        try:
+            datadir.create_private(self.path)
+        except OSError as err:
+            raise DataDirError(f"cannot open the server's database {self.path}: {err.strerror or err}") from None
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise self._unusable(err) from None
+
+    def _unusable(self, err: sqlite3.DatabaseError) -> DataDirError:
+        """A database file SQLite cannot read (not a database, damaged pages, another schema): the start stops
+        naming it. Nothing is written to it, so moving it aside keeps what it holds for inspection or repair."""
+        self._db.close()
+        return DataDirError(
+            f"{self.path} cannot be used as the server's database ({err}): move it aside, with its -wal and -shm "
+            "files, to start with an empty store (knuma does not delete or overwrite it), or give another --data-dir"
+        )
 
     def load(self) -> tuple[int, list[tuple[GroupResource, JsonObj]]]:
         """The resourceVersion counter and every stored object; a row whose body is not a JSON object is set
-        aside (see `set_aside`) instead of stopping the server."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
-        rv = int(row[0]) if row else 0
+        aside (see `set_aside`) instead of stopping the server. A file SQLite cannot read is a `DataDirError`."""
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
+            rv = int(row[0]) if row else 0
+            rows = self._db.execute("SELECT grp, resource, namespace, name, body FROM objects ORDER BY rv").fetchall()
+        except sqlite3.DatabaseError as err:
+            raise self._unusable(err) from None
         objects: list[tuple[GroupResource, JsonObj]] = []
-        rows = self._db.execute("SELECT grp, resource, namespace, name, body FROM objects ORDER BY rv").fetchall()
         for grp, resource, namespace, name, body in rows:
             try:
                 obj = json.loads(body)

@@ -38,6 +38,7 @@ from knuma.local.apiserver.proxy import NodeProxyRegistry, ProxyHandler
 from knuma.local.apiserver.resources import Registry
 from knuma.local.apiserver.rest import ObjectService
 from knuma.local.apiserver.store import DEFAULT_WINDOW_BYTES, DEFAULT_WINDOW_EVENTS, Backend, Store
+from knuma.manifests import UnreadableFile, read_user_file
 
 log = logging.getLogger("knuma.local.apiserver")
 
@@ -51,8 +52,15 @@ def persistent_token(data_dir: Path) -> str:
     earlier keep working after a restart of `knuma apiserver --data-dir DIR` or `knuma up --data-dir DIR`."""
     path = data_dir / "token"
     if path.exists():
-        return path.read_text().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return read_user_file(path).strip()
+        except UnreadableFile as err:
+            raise datadir.DataDirError(
+                f"{path} is not the token knuma keeps there ({err.cause}): move it aside to have a new one generated "
+                "(kubeconfigs written with the old one then stop working; knuma does not delete or overwrite it), or "
+                "give another --data-dir"
+            ) from None
+    datadir.make_directory(data_dir)
     token = generate_token()
     path.touch(mode=0o600)
     path.write_text(token + "\n")
@@ -138,23 +146,21 @@ class ApiServer:
         self.service.ensure_system_namespaces()
         self.service.ensure_system_priority_classes()
         self.service.resume_pending()
-        app = build_app(self)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
-        await self._runner.setup()
-        assert self._runner.server is not None
-        self.connections.install(self._runner.server)
         ssl_context = None
-        if self.token is not None:
+        if self.token is not None:  # before anything listens: a data dir's certificate may be unusable
             if self.data_dir is not None:
                 cert_dir = self.data_dir
             else:
                 self._tmp = tempfile.TemporaryDirectory(prefix="knuma-apiserver-tls-")
                 cert_dir = Path(self._tmp.name)
-            cert, key = tls.load_or_create(cert_dir, ["localhost", "127.0.0.1", "::1", host])
-            self.ca_pem = cert.read_text()
-            ssl_context = tls.server_context(cert, key)
+            self.ca_pem, ssl_context = tls.serving(cert_dir, ["localhost", "127.0.0.1", "::1", host])
         if self.data_dir is not None:
             datadir.secure(self.data_dir)
+        app = build_app(self)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        await self._runner.setup()
+        assert self._runner.server is not None
+        self.connections.install(self._runner.server)
         self._site = GuardedSite(
             self._runner,
             host,

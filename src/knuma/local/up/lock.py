@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from knuma.errors import OperationFailed
+from knuma.local.apiserver.datadir import make_directory
 
 __all__ = ["LOCK_FILE", "DataDirInUse", "DataDirLock"]
 
@@ -49,8 +50,8 @@ class DataDirLock:
 
     @classmethod
     def acquire(cls, data_dir: Path) -> DataDirLock:
-        """Lock `data_dir` (created if missing) or raise `DataDirInUse`."""
-        data_dir.mkdir(parents=True, exist_ok=True)
+        """Lock `data_dir` (created if missing) or raise `DataDirInUse` (`DataDirError` when it is a file)."""
+        make_directory(data_dir, mode=0o777)  # the umask's mode: only the API server's own directory is private
         path = data_dir / LOCK_FILE
         file = path.open("a+", encoding="utf-8")
         try:
