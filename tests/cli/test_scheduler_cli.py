@@ -42,6 +42,22 @@ def test_check_config_also_checks_the_flags_a_start_would_refuse() -> None:
     assert done.returncode == 2 and "--tls-private-key-file" in done.stderr, done.stdout + done.stderr
 
 
+def test_check_config_refuses_a_cert_dir_that_is_a_file(tmp_path: Path) -> None:
+    """The secure port's self-signed pair goes into --cert-dir: a regular file there (or above it) fails the check as
+    it fails the start; with --secure-port 0 the flag is unused."""
+    regular = tmp_path / "certs"
+    regular.write_text("mine\n")
+    hint = "give a directory for the secure port's self-signed certificate (it is created when missing), or pass "
+    hint += "--tls-cert-file and --tls-private-key-file"
+    done = knuma("--cert-dir", str(regular), "--check-config")
+    assert (done.returncode, done.stderr) == (2, f"error: --cert-dir {regular} is not a directory: {hint}\n")
+    done = knuma("--cert-dir", str(regular / "sub"), "--check-config")
+    expected = f"error: --cert-dir {regular / 'sub'} is not a directory ({regular} is a file): {hint}\n"
+    assert (done.returncode, done.stderr) == (2, expected)
+    assert knuma("--cert-dir", str(regular), "--secure-port", "0", "--check-config").returncode == 0
+    assert regular.read_text() == "mine\n"
+
+
 def test_unknown_key_fails_fast_at_start(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofilez: []\n")

@@ -387,3 +387,35 @@ def test_a_bad_client_ca_file_is_a_one_line_error(
     assert done.returncode == 2, done.stderr
     assert message.format(bundle=bundle) in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+HINT = "or pass --tls-cert-file and --tls-private-key-file"
+
+
+@pytest.mark.parametrize("layout", ["a regular file", "a directory where the key goes"])
+def test_a_cert_dir_that_cannot_hold_the_certificate_is_a_one_line_error(
+    api: RunningApiServer, tmp_path: Path, layout: str
+) -> None:
+    """kube-scheduler's `--cert-dir` gets the self-signed pair; where it cannot be written the start stops, exit 2."""
+    cert_dir = tmp_path / "certs"
+    if layout == "a regular file":
+        cert_dir.write_text("mine\n")
+        message = (
+            f"--cert-dir {cert_dir} is not a directory: give a directory for the secure port's self-signed certificate "
+            f"(it is created when missing), {HINT}"
+        )
+    else:
+        (cert_dir / "kube-scheduler.key").mkdir(parents=True)
+        message = (
+            f"cannot write the secure port's self-signed certificate into --cert-dir {cert_dir}: Is a directory; give "
+            f"a directory the scheduler can write, {HINT}"
+        )
+    done = subprocess.run(
+        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect",
+         "--secure-port", str(_free_port()), "--metrics-port", "0", "--cert-dir", str(cert_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (2, f"error: {message}\n")

@@ -145,7 +145,7 @@ def scheduler(
     except SchedulerConfigError as err:
         fail(f"invalid scheduler configuration: {err}")
     from knuma.duration import DurationError, parse_interval
-    from knuma.scheduler.daemon.secure import SecureServing
+    from knuma.scheduler.daemon.secure import SecureServing, check_cert_dir
 
     try:
         ttls = [
@@ -164,6 +164,8 @@ def scheduler(
     try:
         min_version = parse_min_version(tls_min_version, "--tls-min-version")
         cipher_suites = parse_cipher_suites(tls_cipher_suites, "--tls-cipher-suites")
+        if secure_port and not tls_cert_file:  # the self-signed pair goes there
+            check_cert_dir(cert_dir)
     except (TLSConfigError, CipherSuiteError) as err:
         fail(str(err))
     if bool(tls_cert_file) != bool(tls_private_key_file):

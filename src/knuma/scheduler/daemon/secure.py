@@ -37,7 +37,7 @@ from knuma.serving.ciphersuites import CipherSuites
 from knuma.serving.http import Gate, PeerCertificate, Response
 from knuma.serving.tls import ServingCertificate, TLSConfigError
 
-__all__ = ["SecureServing", "serving_context", "status_gate"]
+__all__ = ["SecureServing", "check_cert_dir", "serving_context", "status_gate"]
 
 PAIR_NAME = "kube-scheduler"
 
@@ -70,15 +70,40 @@ def _hosts(bind_address: str) -> list[str]:
     return hosts
 
 
+_CERT_DIR_HINT = "or pass --tls-cert-file and --tls-private-key-file"
+
+
+def check_cert_dir(cert_dir: str) -> None:
+    """`--cert-dir` is created when missing; one that exists, and its parents, must be directories (a
+    `TLSConfigError` naming it), so that `--check-config` refuses what the start would."""
+    if not cert_dir:
+        return
+    path = Path(cert_dir)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        which = "" if existing == path else f" ({existing} is a file)"
+        raise TLSConfigError(
+            f"--cert-dir {cert_dir} is not a directory{which}: give a directory for the secure port's self-signed "
+            f"certificate (it is created when missing), {_CERT_DIR_HINT}"
+        )
+
+
 def _in_cert_dir(directory: Path, bind_address: str) -> tuple[Path, Path]:
+    check_cert_dir(str(directory))
     cert_path, key_path = directory / f"{PAIR_NAME}.crt", directory / f"{PAIR_NAME}.key"
     if not (cert_path.is_file() and key_path.is_file()):
-        directory.mkdir(parents=True, exist_ok=True)
         cert = self_signed(_hosts(bind_address), common_name=f"localhost@{int(time.time())}", days=365)
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(cert.key_pem)
-        cert_path.write_text(cert.cert_pem)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(cert.key_pem)
+            cert_path.write_text(cert.cert_pem)
+        except OSError as err:
+            raise TLSConfigError(
+                f"cannot write the secure port's self-signed certificate into --cert-dir {directory}: "
+                f"{err.strerror or err}; give a directory the scheduler can write, {_CERT_DIR_HINT}"
+            ) from None
     return cert_path, key_path
 
 
