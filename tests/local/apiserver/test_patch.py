@@ -183,6 +183,71 @@ def test_apply_over_http_creates_then_conflicts(http_client: Http) -> None:
     assert unknown.status == 415
 
 
+TAKES = "; $patch takes replace or delete"
+BAD_DIRECTIVES = [
+    (
+        {"spec": {"$setElementOrder/containers": 5}},
+        "invalid patch format of setElementOrder list: $setElementOrder/containers must be a list, got 5",
+    ),
+    (
+        {"spec": {"$setElementOrder/containers": ["main"]}},
+        "invalid patch format of setElementOrder list: $setElementOrder/containers[0] must be a map with the merge key "
+        "name, got main",
+    ),
+    (
+        {"metadata": {"$setElementOrder": [{"name": "main"}]}},
+        "invalid patch format of setElementOrder list: $setElementOrder is not $setElementOrder/FIELD",
+    ),
+    (
+        {"metadata": {"$deleteFromPrimitiveList/finalizers": "example.com/x"}},
+        "invalid patch format of primitive list: $deleteFromPrimitiveList/finalizers must be a list, got example.com/x",
+    ),
+    (
+        {"metadata": {"$deleteFromPrimitiveList": ["example.com/x"]}},
+        "invalid patch format of primitive list: $deleteFromPrimitiveList is not $deleteFromPrimitiveList/FIELD",
+    ),
+    (
+        {"spec": {"$retainKeys": 5}},
+        "invalid patch format of retainKeys: $retainKeys must be a list of field names, got 5",
+    ),
+    (
+        {"spec": {"$retainKeys": ["containers"], "hostname": "h"}},
+        "invalid patch format of retainKeys: the patch sets hostname, which $retainKeys does not list",
+    ),
+    ({"spec": {"$patch": "bogus"}}, f"unknown patch type: bogus in map: map[$patch:bogus]{TAKES}"),
+    (
+        {"$patch": 5, "metadata": {"labels": {"a": "b"}}},
+        f"unknown patch type: 5 in map: map[$patch:5 metadata:map[labels:map[a:b]]]{TAKES}",
+    ),
+    ({"spec": {"$patch": "merge"}}, f"unknown patch type: merge in map: map[$patch:merge]{TAKES}"),
+    (
+        {"spec": {"containers": [{"name": "main", "$patch": "bogus"}]}},
+        f"unknown patch type: bogus in map: map[$patch:bogus name:main]{TAKES}",
+    ),
+    (
+        {"spec": {"containers": [{"name": "main", "$patch": "merge"}]}},
+        "merging lists cannot yet be specified in the patch (containers: $patch: merge)",
+    ),
+]
+
+
+def test_strategic_merge_directives_with_wrong_values_are_400_naming_the_directive(http_client: Http) -> None:
+    """A directive's value of the wrong kind is refused, in strategicpatch's words plus the directive, and the object
+    stays as it was; it was a 500 (`$setElementOrder/containers: 5`) or silently ignored (`$patch: bogus`)."""
+    path = "/api/v1/namespaces/default/pods/p"
+    created = http_client.post("/api/v1/namespaces/default/pods", pod("p")).json
+    for body, message in BAD_DIRECTIVES:
+        reply = http_client.patch(path, body, "application/strategic-merge-patch+json")
+        assert (reply.status, reply.json["reason"], reply.json["message"]) == (400, "BadRequest", message), body
+    assert http_client.get(path).json["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    ordered = http_client.patch(
+        path,
+        {"metadata": {"labels": {"x": "1"}}, "spec": {"$setElementOrder/containers": [{"name": "main"}]}},
+        "application/strategic-merge-patch+json",
+    )
+    assert ordered.status == 200 and ordered.json["metadata"]["labels"] == {"app": "p", "x": "1"}
+
+
 @pytest.mark.slow
 def test_no_op_writes_keep_the_resource_version(http_client: Http) -> None:
     path = "/api/v1/namespaces/default/pods/p"

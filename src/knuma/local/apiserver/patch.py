@@ -4,6 +4,11 @@ Strategic merge patch needs to know, per list field, whether the list is merged 
 server reads that from Go struct tags; here the merge keys of the core types the stack uses are listed in
 `MERGE_KEYS` (field name → candidate keys; the first key present in the list items wins, e.g. container `ports` by
 `containerPort`, Service `ports` by `port`).
+
+A directive with a value of the wrong kind is a 400 whose message begins as `k8s.io/apimachinery`'s strategicpatch
+and mergepatch errors do (`unknown patch type: bogus in map: map[$patch:bogus]`, `invalid patch format of
+setElementOrder list`, ...) and then names the directive; kube-apiserver answers 400 for the `invalid patch format`
+ones (`interpretStrategicMergePatchError`), while the others reach its generic error path.
 """
 
 from __future__ import annotations
@@ -37,6 +42,17 @@ MERGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 #: Lists of scalars merged as sets by strategic merge patch.
 SET_LISTS = frozenset({"finalizers"})
+
+DIRECTIVE = "$patch"
+RETAIN_KEYS = "$retainKeys"
+SET_ELEMENT_ORDER = "$setElementOrder"
+DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
+#: mergepatch's errors for a directive of the wrong format (`ErrBadPatchFormatFor...`), by directive.
+BAD_FORMAT = {
+    RETAIN_KEYS: "invalid patch format of retainKeys",
+    SET_ELEMENT_ORDER: "invalid patch format of setElementOrder list",
+    DELETE_FROM_PRIMITIVE_LIST: "invalid patch format of primitive list",
+}
 
 
 def merge_key_for(field: str, items: list[Any]) -> str | None:
@@ -172,25 +188,27 @@ def json_patch(target: Any, operations: Any) -> Any:
 
 def strategic_merge(original: Any, patch: Any, field: str = "") -> Any:
     """Apply a strategic merge patch, honouring `$patch`, `$retainKeys`, `$setElementOrder/` and
-    `$deleteFromPrimitiveList/` directives as kubectl generates them."""
+    `$deleteFromPrimitiveList/` directives as kubectl generates them; a directive with a wrong value is a 400."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    directive = patch.get("$patch")
-    if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
-    if directive == "delete":
-        return None
+    if DIRECTIVE in patch:  # handleDirectiveInMergeMap: replace or delete, nothing else (not even merge)
+        directive = patch[DIRECTIVE]
+        if directive == "replace":
+            return {k: copy.deepcopy(v) for k, v in patch.items() if k != DIRECTIVE}
+        if directive == "delete":
+            return None
+        raise _unknown_patch_type(directive, patch)
     result: JsonObj = dict(original) if isinstance(original, dict) else {}
-    retain = patch.get("$retainKeys")
+    retain = _retain_keys(patch)
     orders: dict[str, list[Any]] = {}
     for key, value in patch.items():
-        if key in ("$patch", "$retainKeys"):
+        if key == RETAIN_KEYS:
             continue
-        if key.startswith("$setElementOrder/"):
-            orders[key.split("/", 1)[1]] = value
+        if key.startswith(SET_ELEMENT_ORDER):
+            orders[_directive_field(key, SET_ELEMENT_ORDER, value)] = value
             continue
-        if key.startswith("$deleteFromPrimitiveList/"):
-            name = key.split("/", 1)[1]
+        if key.startswith(DELETE_FROM_PRIMITIVE_LIST):
+            name = _directive_field(key, DELETE_FROM_PRIMITIVE_LIST, value)
             if isinstance(result.get(name), list):
                 result[name] = [v for v in result[name] if v not in value]
             continue
@@ -209,9 +227,61 @@ def strategic_merge(original: Any, patch: Any, field: str = "") -> Any:
     for name, order in orders.items():
         if isinstance(result.get(name), list):
             result[name] = _reorder(result[name], order, name)
-    if isinstance(retain, list):
+    if retain is not None:
         result = {k: v for k, v in result.items() if k in retain}
     return result
+
+
+def _go(value: Any) -> str:
+    """`value` as Go's `%v` prints a decoded JSON value, as upstream's messages show them: `map[a:1 b:[x y]]`."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _unknown_patch_type(directive: Any, item: JsonObj) -> ApiError:
+    """mergepatch `ErrBadPatchType`, with what `$patch` takes."""
+    return bad_request(f"unknown patch type: {_go(directive)} in map: {_go(item)}; $patch takes replace or delete")
+
+
+def _retain_keys(patch: JsonObj) -> list[Any] | None:
+    """`$retainKeys` (`applyRetainKeysDirective`): a list of the fields to keep, every field the patch sets among
+    them; None without the directive."""
+    if RETAIN_KEYS not in patch:
+        return None
+    retain = patch[RETAIN_KEYS]
+    if not isinstance(retain, list):
+        raise bad_request(f"{BAD_FORMAT[RETAIN_KEYS]}: $retainKeys must be a list of field names, got {_go(retain)}")
+    for key, value in patch.items():
+        if value is None or key.startswith((RETAIN_KEYS, SET_ELEMENT_ORDER, DELETE_FROM_PRIMITIVE_LIST)):
+            continue
+        if key not in retain:
+            raise bad_request(f"{BAD_FORMAT[RETAIN_KEYS]}: the patch sets {key}, which $retainKeys does not list")
+    return retain
+
+
+def _directive_field(key: str, directive: str, value: Any) -> str:
+    """The field a parallel-list directive (`$setElementOrder/FIELD`, `$deleteFromPrimitiveList/FIELD`) is about;
+    its value must be a list (`extractKey` and the list checks of strategicpatch)."""
+    prefix, slash, name = key.partition("/")
+    if prefix != directive or not slash:
+        raise bad_request(f"{BAD_FORMAT[directive]}: {key} is not {directive}/FIELD")
+    if not isinstance(value, list):
+        raise bad_request(f"{BAD_FORMAT[directive]}: {key} must be a list, got {_go(value)}")
+    if directive == SET_ELEMENT_ORDER and MERGE_KEYS.get(name):
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise bad_request(
+                    f"{BAD_FORMAT[directive]}: {key}[{index}] must be a map with the merge key "
+                    f"{MERGE_KEYS[name][0]}, got {_go(item)}"
+                )
+    return name
 
 
 def _merge_list(original: Any, patch: list[Any], field: str) -> list[Any]:
@@ -223,6 +293,12 @@ def _merge_list(original: Any, patch: list[Any], field: str) -> list[Any]:
         if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
             return [p for p in patch if not (isinstance(p, dict) and "$patch" in p)]
         return copy.deepcopy(patch)
+    for item in patch:  # mergeSliceWithSpecialElements: delete or replace an item, nothing else
+        if not isinstance(item, dict) or DIRECTIVE not in item or item[DIRECTIVE] in ("delete", "replace"):
+            continue
+        if item[DIRECTIVE] == "merge":
+            raise bad_request(f"merging lists cannot yet be specified in the patch ({field}: $patch: merge)")
+        raise _unknown_patch_type(item[DIRECTIVE], item)
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [copy.deepcopy(p) for p in patch if "$patch" not in p]
     result = [copy.deepcopy(i) for i in current]
