@@ -58,6 +58,38 @@ def test_check_config_refuses_a_cert_dir_that_is_a_file(tmp_path: Path) -> None:
     assert regular.read_text() == "mine\n"
 
 
+def test_check_config_refuses_what_the_start_would_refuse_or_retry_for_ever(tmp_path: Path) -> None:
+    """A Lease name the API server refuses made leader election retry its 422 for ever; a bind address that is not an
+    IP, files that are not a certificate, a key or a CA bundle failed only at start. Each is an error line now, and
+    nothing is written (no self-signed pair)."""
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    cases = [
+        (["--lease-name", "BAD!"], "error: invalid --lease-name 'BAD!': a lowercase RFC 1123 subdomain must consist"),
+        (["--lease-namespace", "Kube_System"], "error: invalid --lease-namespace 'Kube_System': a lowercase RFC 1123"),
+        (["--bind-address", "999.9.9.9"], "error: invalid --bind-address '999.9.9.9': not an IP address"),
+        (
+            ["--tls-cert-file", str(garbage), "--tls-private-key-file", str(garbage)],
+            f"error: cannot load the secure port certificate {garbage} with key {garbage}",
+        ),
+        (["--client-ca-file", str(garbage)], f"error: cannot load the secure port client CA file {garbage}"),
+    ]
+    for flags, expected in cases:
+        done = knuma(*flags, "--cert-dir", str(tmp_path / "certs"), "--check-config")
+        assert done.returncode == 2, (flags, done.stdout, done.stderr)
+        assert done.stderr.startswith(expected), (flags, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "certs").exists()
+    config = tmp_path / "lease.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection: {leaderElect: true, resourceName: My_Lease}\n"
+    )
+    done = knuma("--config", str(config), "--check-config")
+    assert done.returncode == 2
+    assert "leaderElection.resourceName" in done.stderr and "My_Lease" in done.stderr
+
+
 def test_unknown_key_fails_fast_at_start(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofilez: []\n")

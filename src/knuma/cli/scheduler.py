@@ -144,8 +144,9 @@ def scheduler(
         configuration = load_config(config, log_warnings=not check_config)
     except SchedulerConfigError as err:
         fail(f"invalid scheduler configuration: {err}")
+    from knuma.api.names import dns1123_label_errors, dns1123_subdomain_errors
     from knuma.duration import DurationError, parse_interval
-    from knuma.scheduler.daemon.secure import SecureServing, check_cert_dir
+    from knuma.scheduler.daemon.secure import SecureServing, check_serving
 
     try:
         ttls = [
@@ -164,8 +165,6 @@ def scheduler(
     try:
         min_version = parse_min_version(tls_min_version, "--tls-min-version")
         cipher_suites = parse_cipher_suites(tls_cipher_suites, "--tls-cipher-suites")
-        if secure_port and not tls_cert_file:  # the self-signed pair goes there
-            check_cert_dir(cert_dir)
     except (TLSConfigError, CipherSuiteError) as err:
         fail(str(err))
     if bool(tls_cert_file) != bool(tls_private_key_file):
@@ -173,9 +172,13 @@ def scheduler(
             "--tls-cert-file and --tls-private-key-file go together: "
             "give both, or neither for a self-signed certificate"
         )
-    if check_config:  # after every flag check: a configuration checked here must also start
-        typer.echo(describe_config(configuration), nl=False)
-        raise typer.Exit(0)
+    for flag, value, check in (
+        ("--lease-name", lease_name, dns1123_subdomain_errors),
+        ("--lease-namespace", lease_namespace, dns1123_label_errors),
+    ):
+        problems = check(value) if value is not None else []
+        if problems:  # the API server would refuse the Lease, and leader election retry for ever
+            fail(f"invalid {flag} {value!r}: {'; '.join(problems)}")
     secure = SecureServing(
         port=secure_port,
         bind_address=bind_address,
@@ -190,6 +193,13 @@ def scheduler(
         tls_cipher_suites=cipher_suites,
         client_ca_file=client_ca_file,
     )
+    try:
+        check_serving(secure)
+    except TLSConfigError as err:
+        fail(str(err))
+    if check_config:  # after every flag check: a configuration checked here must also start
+        typer.echo(describe_config(configuration), nl=False)
+        raise typer.Exit(0)
     flags = CommandLine(
         kubeconfig,
         context,

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
+from knuma.api.names import dns1123_label_errors, dns1123_subdomain_errors
 from knuma.api.nodeaffinity import parse_node_selector, parse_preferred_terms
 from knuma.duration import DurationError, parse_duration
 from knuma.scheduler.config.model import (
@@ -280,9 +281,14 @@ class _Reader:
                 _join(path, "resourceLock"),
                 f"unsupported lock {_q(config.resource_lock)}; knuma uses coordination.k8s.io/v1 leases",
             )
-        for key, text in (("resourceName", config.resource_name), ("resourceNamespace", config.resource_namespace)):
+        for key, text, check in (
+            ("resourceName", config.resource_name, dns1123_subdomain_errors),
+            ("resourceNamespace", config.resource_namespace, dns1123_label_errors),
+        ):
             if not text:
                 self.fail(_join(path, key), "required when leaderElect is true")
+            elif problems := check(text):  # the API server would refuse the Lease and the election retry for ever
+                self.fail(_join(path, key), f"invalid Lease {key[8:].lower()} {_q(text)}: {'; '.join(problems)}")
         return config
 
     def client_connection(self, value: Any, path: str) -> ClientConnectionConfig:

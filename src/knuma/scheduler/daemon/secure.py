@@ -22,6 +22,7 @@ as `dynamiccertificates.DynamicFileCAContent` does.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import ssl
@@ -37,7 +38,7 @@ from knuma.serving.ciphersuites import CipherSuites
 from knuma.serving.http import Gate, PeerCertificate, Response
 from knuma.serving.tls import ServingCertificate, TLSConfigError
 
-__all__ = ["SecureServing", "check_cert_dir", "serving_context", "status_gate"]
+__all__ = ["SecureServing", "check_cert_dir", "check_serving", "serving_context", "status_gate"]
 
 PAIR_NAME = "kube-scheduler"
 
@@ -122,6 +123,33 @@ def serving_context(settings: SecureServing) -> tuple[Callable[[], ssl.SSLContex
         return cert.context, f"self-signed certificate {cert_path}"
     pair = self_signed(_hosts(settings.bind_address), common_name=f"localhost@{int(time.time())}", days=365)
     return ServingCertificate.in_memory(pair, **options).context, "a self-signed certificate generated in memory"
+
+
+def check_serving(settings: SecureServing) -> None:
+    """Everything the secure port's start would refuse, checked without writing anything (for `--check-config`, and
+    first thing at start): `--bind-address` is an IP address (kube-scheduler's flag is a `net.IP`), and with the port
+    on, the certificate pair and `--client-ca-file` load and `--cert-dir` can be a directory. Raises
+    `TLSConfigError` naming the flag."""
+    if settings.bind_address:
+        try:
+            ipaddress.ip_address(settings.bind_address)
+        except ValueError:
+            raise TLSConfigError(
+                f"invalid --bind-address {settings.bind_address!r}: not an IP address (0.0.0.0 listens on every "
+                "IPv4 interface, :: on every interface)"
+            ) from None
+    if not settings.port:
+        return
+    if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
+        raise TLSConfigError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    options = _serving_options(settings)
+    if settings.tls_cert_file:
+        ServingCertificate(settings.tls_cert_file, settings.tls_private_key_file, **options)
+        return
+    check_cert_dir(settings.cert_dir)
+    if settings.client_ca_file:  # the bundle loads into any context: try it with a throwaway pair
+        pair = self_signed(["localhost"], common_name="check", days=1)
+        ServingCertificate.in_memory(pair, **options)
 
 
 def _serving_options(settings: SecureServing) -> dict[str, Any]:
