@@ -69,6 +69,25 @@ def test_render_reads_the_updater_config_file(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot read --rte-config-file" in missing.output
 
 
+def test_an_updater_config_the_exporter_would_refuse_is_refused_before_rendering(tmp_path: Path) -> None:
+    """The file goes into a ConfigMap the exporter reads at start: a policy it does not know crashed the exporter's
+    pods instead of failing the render; an unknown key is said (RTE ignores it silently)."""
+    bad = tmp_path / "rte.yaml"
+    bad.write_text("kubelet:\n  topologyManagerPolicy: singlenuma\n")
+    refused = invoke("render", "updater", "--rte-config-file", str(bad))
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (
+        f"error: invalid --rte-config-file: {bad}: kubelet.topologyManagerPolicy: unknown Topology Manager policy "
+        "'singlenuma'; expected one of: none, best-effort, restricted, single-numa-node"
+    )
+    assert refused.stdout == ""
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("kubelet:\n  topologyManagerPolcy: single-numa-node\n")
+    warned = invoke("render", "updater", "--rte-config-file", str(typo))
+    assert warned.exit_code == 0
+    assert f"warning: --rte-config-file {typo}: kubelet.topologyManagerPolcy: unknown key, ignored" in warned.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

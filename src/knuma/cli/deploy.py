@@ -149,10 +149,17 @@ def _file_options(flags: dict[str, Any]) -> dict[str, Any]:
 
     fields: dict[str, Any] = {}
     if flags["rte_config_file"]:
+        from knuma.exporter.tmconfig import ConfigError, load_config_file
+
         try:
             fields["updater_config"] = read_user_file(flags["rte_config_file"])
+            checked = load_config_file(flags["rte_config_file"])  # as the exporter will read it from the ConfigMap
         except UnreadableFile as err:
             raise OptionsError(f"cannot read --rte-config-file {err.path}: {err.reason}") from None
+        except ConfigError as err:
+            raise OptionsError(f"invalid --rte-config-file: {err}") from None
+        for warning in checked.warnings:
+            typer.echo(f"warning: --rte-config-file {warning}", err=True)
     if flags["sched_scoring_strat_config_file"]:
         fields["scoring_strategy"] = load_scoring_strategy(flags["sched_scoring_strat_config_file"])
     if flags["sched_cache_params_config_file"]:
