@@ -45,8 +45,27 @@ def test_malformed_file_is_reported(tmp_path: Path) -> None:
 
 
 def test_unknown_context_lists_known_ones(tmp_path: Path) -> None:
-    with apiserver_in_thread(tmp_path) as api, pytest.raises(KubeConfigError, match=r"'prod'.*contexts: knuma"):
+    with apiserver_in_thread(tmp_path) as api, pytest.raises(KubeConfigError) as raised:
         load_config(api.kubeconfig, "prod")
+    assert str(raised.value) == "kubeconfig has no context 'prod' (contexts: knuma); pick one with --context"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("- a\n- b\n", "is not a kubeconfig: expected a mapping with clusters, contexts and users, got list"),
+        ("", "is not a kubeconfig: expected a mapping with clusters, contexts and users, got an empty file"),
+        ("{}\n", "has no clusters; write one with `kubectl config set-cluster` or use the kubeconfig `knuma up` or"),
+        ("clusters: 5\n", ": clusters must be a list"),
+    ],
+)
+def test_a_file_that_is_no_kubeconfig_says_what_it_lacks(tmp_path: Path, text: str, problem: str) -> None:
+    """lightkube's own errors were `'list' object has no attribute 'get'` and `'clusters'`."""
+    bad = tmp_path / "kubeconfig"
+    bad.write_text(text)
+    with pytest.raises(KubeConfigError) as raised:
+        load_config(bad)
+    assert str(raised.value).startswith(f"kubeconfig {bad}{'' if problem.startswith(':') else ' '}{problem}")
 
 
 def test_kubeconfig_env_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import yaml
@@ -67,7 +68,7 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
                 text = read_user_file(file)
             except UnreadableFile as err:
                 raise KubeConfigError(f"cannot read kubeconfig {file}: {err.reason}") from None
-            config = KubeConfig.from_dict(yaml.safe_load(text), fname=file)  # as KubeConfig.from_file, UTF-8 always
+            config = KubeConfig.from_dict(_kubeconfig_document(text, file), fname=file)  # UTF-8 always
         else:
             config = KubeConfig.from_env()
     except KubeConfigError:
@@ -83,7 +84,7 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
         single = config.get(context_name=context)
     except (ConfigError, KeyError) as err:
         known = ", ".join(sorted(config.contexts)) or "none"
-        wanted = repr(context) if context else "no current-context"
+        wanted = f"no context {context!r}" if context else "no current-context"
         raise KubeConfigError(f"kubeconfig has {wanted} (contexts: {known}); pick one with --context") from err
     assert single is not None  # no default given: lightkube raises rather than returning None
     return single
@@ -161,6 +162,25 @@ def api_session(
 
 
 _LOCAL_PATHS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def _kubeconfig_document(text: str, file: Path) -> dict[str, Any]:
+    """A kubeconfig's YAML, checked for what lightkube reads without saying what is missing (`'clusters'`)."""
+    loaded = yaml.safe_load(text)
+    if not isinstance(loaded, dict):
+        raise KubeConfigError(
+            f"kubeconfig {file} is not a kubeconfig: expected a mapping with clusters, contexts and users, got "
+            f"{type(loaded).__name__ if loaded is not None else 'an empty file'}"
+        )
+    for key in ("clusters", "contexts", "users"):
+        if not isinstance(loaded.get(key) or [], list):
+            raise KubeConfigError(f"kubeconfig {file}: {key} must be a list")
+    if not loaded.get("clusters"):
+        raise KubeConfigError(
+            f"kubeconfig {file} has no clusters; write one with `kubectl config set-cluster` or use the kubeconfig "
+            "`knuma up` or `knuma apiserver` wrote"
+        )
+    return loaded
 
 
 def merged_kubeconfig(files: list[Path]) -> KubeConfig:
