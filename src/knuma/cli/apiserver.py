@@ -102,6 +102,15 @@ def apiserver(
     except KubeconfigInUse as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
+    if token is not None and (not token or not token.isprintable() or any(c.isspace() for c in token)):
+        # an empty token wrote a kubeconfig without credentials (`user: {}`) that every request answered 401
+        shown = "is empty" if not token else "has spaces or control characters"
+        typer.echo(
+            f"error: --token (or $KNUMA_APISERVER_TOKEN) {shown}: give a bearer token of printable "
+            "characters without spaces, or omit it to have one generated",
+            err=True,
+        )
+        raise typer.Exit(2)
     if not insecure and token is None:
         token = persistent_token(data_dir) if data_dir is not None else generate_token()
     try:

@@ -113,3 +113,22 @@ def test_insecure_on_loopback_says_so_and_all_interfaces_are_reported(tmp_path: 
         assert _listening(api.process.pid, port) == {"00000000"}
     log = (tmp_path / "b" / "apiserver.log").read_text()
     assert f"listening on all interfaces (0.0.0.0 port {port}); clients here use https://127.0.0.1:{port}" in log
+
+
+def test_an_empty_or_spaced_token_is_an_error_before_any_kubeconfig_is_written(tmp_path: Path) -> None:
+    """`--token ""` wrote a kubeconfig without credentials (`user: {}`) that every request answered 401 with."""
+    for token, what in (("", "is empty"), ("two words", "has spaces or control characters")):
+        out = tmp_path / f"kubeconfig-{len(token)}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "knuma", "apiserver", "--token", token, "--kubeconfig-out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            f"error: --token (or $KNUMA_APISERVER_TOKEN) {what}: give a bearer token of printable characters without "
+            "spaces, or omit it to have one generated\n"
+        )
+        assert not out.exists()
