@@ -52,7 +52,7 @@ def pod_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) 
         return errors
     errors += _toleration_errors(_list(new_spec, "tolerations"), _list(old_spec, "tolerations"))
     errors += _scheduling_gate_errors(_list(new_spec, "schedulingGates"), _list(old_spec, "schedulingGates"))
-    if _semantic(dict(new_spec)) == _semantic(dict(old_spec)):
+    if new_spec == old_spec or _semantic(dict(new_spec)) == _semantic(dict(old_spec)):  # the usual: metadata only
         return errors
     munged = _munged(old_spec, new_spec)
     if _semantic(munged) == _semantic(dict(old_spec)):
