@@ -279,3 +279,11 @@ def test_malformed_yaml_is_one_line_naming_file_line_and_column(tmp_path: Path) 
     result = runner.invoke(app, ["simulate", "--scenario", str(bad)])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {bad}: malformed YAML at line ") and result.stderr.count("\n") == 1
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_the_byte(tmp_path: Path) -> None:
+    bad = tmp_path / "scenario.yaml"
+    bad.write_bytes(b"name: \xff\xfe tiny\n")
+    result = runner.invoke(app, ["simulate", "--scenario", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: cannot read {bad}: not UTF-8 text (byte 0xff at offset 6); save it as UTF-8\n"
