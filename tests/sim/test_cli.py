@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -287,3 +289,77 @@ def test_a_file_that_is_not_utf8_is_one_line_naming_the_byte(tmp_path: Path) -> 
     result = runner.invoke(app, ["simulate", "--scenario", str(bad)])
     assert result.exit_code == 2
     assert result.stderr == f"error: cannot read {bad}: not UTF-8 text (byte 0xff at offset 6); save it as UTF-8\n"
+
+
+def _with(path: tuple[str | int, ...], value: object) -> dict[str, object]:
+    """`small_scenario()` with the field at `path` (keys and list indexes) set to `value`."""
+    raw = small_scenario()
+    raw["workload"]["templates"][0]["lifetime"] = {"distribution": "exponential", "mean": 300}
+    node: Any = raw
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return raw
+
+
+NEVER_ENDS = "; for pods that never end write `distribution: infinite`"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("duration",),
+            math.nan,
+            "duration: must be a finite number, got nan",
+        ),
+        (
+            ("duration",),
+            math.inf,
+            "duration: must be a finite number, got inf; leave `duration` out to end two exporter periods after the "
+            "last arrival",
+        ),
+        (("bindDelay",), math.inf, "bindDelay: must be a finite number, got inf"),
+        pytest.param(
+            ("nrtPeriod",), 10**400, f"nrtPeriod: must be a finite number, got {10**400}", id="beyond-a-float"
+        ),
+        (("workload", "arrival", "rate"), math.nan, "workload.arrival.rate: must be a finite number, got nan"),
+        (("workload", "arrival", "rate"), math.inf, "workload.arrival.rate: must be a finite number, got inf"),
+        (
+            ("workload", "templates", 0, "weight"),
+            math.nan,
+            "workload.templates[0].weight: must be a finite number, got nan",
+        ),
+        (
+            ("workload", "templates", 0, "weight"),
+            math.inf,
+            "workload.templates[0].weight: must be a finite number, got inf",
+        ),
+        (
+            ("workload", "templates", 0, "lifetime", "mean"),
+            math.inf,
+            f"workload.templates[0].lifetime.mean: must be a finite number, got inf{NEVER_ENDS}",
+        ),
+        (
+            ("workload", "templates", 0, "lifetime", "mean"),
+            math.nan,
+            "workload.templates[0].lifetime.mean: must be a finite number, got nan",
+        ),
+        (
+            ("workload", "templates", 0, "lifetime"),
+            math.inf,
+            "workload.templates[0].lifetime: must be a finite number, got inf; for pods that never end write "
+            "`infinite`",
+        ),
+        (("schedulerRestarts",), [math.nan], "schedulerRestarts[0]: must be a finite number, got nan"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused_naming_the_field(
+    tmp_path: Path, path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    """`.nan` and `.inf` (and integers beyond a float) are YAML numbers, but no simulation can run on them: NaN
+    rates simulated nothing, an infinite weight or mean lifetime was a traceback."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")

@@ -22,6 +22,7 @@ from knuma.testbed.cluster import (
     known,
     load_yaml,
     mapping,
+    number,
     spec_kind,
 )
 
@@ -51,6 +52,9 @@ SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "
 """NodeResourceTopologyMatch `scoringStrategy.type` values (the last one is knuma's own)."""
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+
+_NO_DURATION = "; leave `duration` out to end two exporter periods after the last arrival"
+"""What to write instead of a `duration` that is not finite."""
 
 
 # -- workload --------------------------------------------------------------------------------------------------
@@ -198,8 +202,8 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
     process = arrival_raw.get("process", "burst")
     if process not in ("burst", "poisson"):
         raise SpecError(f"{where}.arrival.process: expected burst or poisson, got {process!r}")
-    rate = _positive(arrival_raw.get("rate", 10.0), f"{where}.arrival.rate")
-    start = _number(arrival_raw.get("start", 0.0), f"{where}.arrival.start")
+    rate = number(arrival_raw.get("rate", 10.0), f"{where}.arrival.rate", positive=True)
+    start = number(arrival_raw.get("start", 0.0), f"{where}.arrival.start")
     return WorkloadSpec(templates, max(pods, explicit), Arrival(process, rate, start))
 
 
@@ -242,7 +246,7 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
     count = raw.get("count", replicas if "weight" not in raw else None)
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
         raise SpecError(f"{where}.count: expected a non-negative integer, got {count!r}")
-    weight = _positive(raw.get("weight", 1.0), f"{where}.weight")
+    weight = number(raw.get("weight", 1.0), f"{where}.weight", positive=True)
     return PodTemplate(name, pod, count, weight, _lifetime(raw.get("lifetime"), f"{where}.lifetime"))
 
 
@@ -316,7 +320,7 @@ def _lifetime(raw: Any, where: str) -> Lifetime:
     if raw is None or raw == "infinite":
         return Lifetime()
     if isinstance(raw, int | float) and not isinstance(raw, bool):
-        return Lifetime("fixed", _positive(raw, where))
+        return Lifetime("fixed", number(raw, where, positive=True, hint="; for pods that never end write `infinite`"))
     raw = mapping(raw, where, "a number of seconds, `infinite` or {distribution, mean}")
     known(raw, where, {"distribution", "mean"})
     distribution = raw.get("distribution", "exponential")
@@ -324,7 +328,10 @@ def _lifetime(raw: Any, where: str) -> Lifetime:
         raise SpecError(f"{where}.distribution: expected fixed, exponential or infinite, got {distribution!r}")
     if distribution == "infinite":
         return Lifetime()
-    return Lifetime(distribution, _positive(raw.get("mean"), f"{where}.mean"))
+    mean = number(
+        raw.get("mean"), f"{where}.mean", positive=True, hint="; for pods that never end write `distribution: infinite`"
+    )
+    return Lifetime(distribution, mean)
 
 
 # -- scenario --------------------------------------------------------------------------------------------------
@@ -461,15 +468,15 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
         description=str(raw.get("description", "")),
         cluster=cluster_from_dict(cluster_raw, cluster_where),
         workload=workload_from_dict(workload_raw, workload_where, base=workload_base),
-        nrt_period=_positive(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod"),
-        nrt_event_delay=None if event_delay is None else _non_negative(event_delay, f"{where}.nrtEventDelay"),
-        bind_delay=_non_negative(raw.get("bindDelay", DEFAULT_BIND_DELAY), f"{where}.bindDelay"),
-        status_delay=_non_negative(raw.get("statusDelay", DEFAULT_STATUS_DELAY), f"{where}.statusDelay"),
-        resync_period=_positive(raw.get("resyncPeriod", DEFAULT_RESYNC_PERIOD), f"{where}.resyncPeriod"),
-        duration=None if duration is None else _positive(duration, f"{where}.duration"),
+        nrt_period=number(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod", positive=True),
+        nrt_event_delay=None if event_delay is None else number(event_delay, f"{where}.nrtEventDelay", minimum=0),
+        bind_delay=number(raw.get("bindDelay", DEFAULT_BIND_DELAY), f"{where}.bindDelay", minimum=0),
+        status_delay=number(raw.get("statusDelay", DEFAULT_STATUS_DELAY), f"{where}.statusDelay", minimum=0),
+        resync_period=number(raw.get("resyncPeriod", DEFAULT_RESYNC_PERIOD), f"{where}.resyncPeriod", positive=True),
+        duration=None if duration is None else number(duration, f"{where}.duration", positive=True, hint=_NO_DURATION),
         recreate=Recreate(
             enabled=bool(recreate_raw.get("enabled", bool(recreate_raw))),
-            delay=_non_negative(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay"),
+            delay=number(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay", minimum=0),
             max_per_pod=int(recreate_raw.get("maxPerPod", 3)),
         ),
         scoring=scoring,
@@ -489,24 +496,4 @@ def _resolve(value: Any, base: Path | None) -> Path:
 def _restarts(raw: Any, where: str) -> tuple[float, ...]:
     if not isinstance(raw, list):
         raise SpecError(f"{where}: expected a list of simulated seconds, got {raw!r}")
-    return tuple(sorted(_non_negative(value, f"{where}[{index}]") for index, value in enumerate(raw)))
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SpecError(f"{where}: expected a number, got {value!r}")
-    return float(value)
-
-
-def _positive(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise SpecError(f"{where}: expected a positive number, got {value!r}")
-    return number
-
-
-def _non_negative(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise SpecError(f"{where}: expected a number >= 0, got {value!r}")
-    return number
+    return tuple(sorted(number(value, f"{where}[{index}]", minimum=0) for index, value in enumerate(raw)))

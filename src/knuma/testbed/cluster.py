@@ -6,6 +6,7 @@ errors that name the field. Shared by the simulator and the local cluster.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,16 @@ from knuma.errors import SpecError
 from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
 
-__all__ = ["ClusterSpec", "NodePool", "SpecError", "cluster_from_dict", "known", "load_yaml", "mapping"]
+__all__ = [
+    "ClusterSpec",
+    "NodePool",
+    "SpecError",
+    "cluster_from_dict",
+    "known",
+    "load_yaml",
+    "mapping",
+    "number",
+]
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,25 @@ def mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
     return raw
+
+
+def number(value: Any, where: str, *, minimum: float | None = None, positive: bool = False, hint: str = "") -> float:
+    """A spec's number field: an int or a float, not a bool (YAML `true` is an int in Python), finite (not `.nan`,
+    `.inf` or an integer beyond a float's range), positive or at least `minimum` when asked. `hint` follows the
+    refusal of an infinite number (what to write instead, e.g. for a lifetime: `infinite`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where}: expected a number, got {value!r}")
+    try:
+        result = float(value)
+    except OverflowError:  # an integer too large for a float
+        result = math.inf
+    if not math.isfinite(result):
+        raise SpecError(f"{where}: must be a finite number, got {value!r}{hint if result > 0 else ''}")
+    if positive and result <= 0:
+        raise SpecError(f"{where}: expected a positive number, got {value!r}")
+    if minimum is not None and result < minimum:
+        raise SpecError(f"{where}: expected a number >= {minimum:g}, got {value!r}")
+    return result
 
 
 SPEC_FLAGS = {"SimCluster": "--cluster", "SimWorkload": "--workload", "SimScenario": "--scenario"}
