@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from knuma.cli.main import app
+from knuma.testbed.shapes import BUILTIN_SHAPES
 
 from .conftest import small_scenario
 
@@ -359,6 +360,73 @@ def test_a_number_that_is_not_finite_is_refused_naming_the_field(
 ) -> None:
     """`.nan` and `.inf` (and integers beyond a float) are YAML numbers, but no simulation can run on them: NaN
     rates simulated nothing, an infinite weight or mean lifetime was a traceback."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
+def _pod(metadata: object) -> dict[str, object]:
+    """A pod template given as a Pod manifest with `metadata`."""
+    container = {"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
+    return {"manifest": {"kind": "Pod", "metadata": metadata, "spec": {"containers": [container]}}}
+
+
+def _deployment(template_metadata: object) -> dict[str, object]:
+    container = {"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
+    template = {"metadata": template_metadata, "spec": {"containers": [container]}}
+    return {"manifest": {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": template}}}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("kind",), [], "kind: expected a string, got list"),
+        (("apiVersion",), {"v": 1}, "apiVersion: expected a string, got dict"),
+        (("metadata",), "abc", "metadata: expected a mapping, got str"),
+        (("metadata",), {"name": ["a"]}, "metadata.name: expected a string, got list"),
+        (("name",), 2024, "name: expected a string, got 2024; quote it to make it one"),
+        (("description",), ["a"], "description: expected a string, got list"),
+        (("clusterFile",), ["c.yaml"], "clusterFile: expected a string, got list"),
+        (("cluster", "kind"), {}, "cluster.kind: expected a string, got dict"),
+        (
+            ("cluster", "pools", 0, "name"),
+            True,
+            "cluster.pools[0].name: expected a string, got True; quote it to make it one",
+        ),
+        (
+            ("cluster", "pools", 0, "shape"),
+            ["small"],
+            f"cluster.pools[0].shape: unknown shape ['small']; known shapes: {', '.join(sorted(BUILTIN_SHAPES))}",
+        ),
+        (("workload", "kind"), [], "workload.kind: expected a string, got list"),
+        (("workload", "arrival"), [], "workload.arrival: expected a mapping, got list"),
+        (("workload", "templates", 0, "name"), {"a": 1}, "workload.templates[0].name: expected a string, got dict"),
+        (("workload", "templates", 0, "limits"), [], "workload.templates[0].limits: expected a mapping, got list"),
+        (
+            ("workload", "templates", 0),
+            _pod("abc"),
+            "workload.templates[0].manifest.metadata: expected a mapping, got str",
+        ),
+        (
+            ("workload", "templates", 0),
+            _deployment(["x"]),
+            "workload.templates[0].manifest.spec.template.metadata: expected a mapping, got list",
+        ),
+        (
+            ("workload", "templates", 0),
+            {**_pod({"name": "p"}), "priority": 1, "manifest": {"kind": "Pod", "spec": "abc"}},
+            "workload.templates[0].manifest.spec: expected a mapping, got str",
+        ),
+        (("recreate",), [], "recreate: expected a mapping, got list"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_the_field(
+    tmp_path: Path, path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    """A list or a string where a mapping belongs, a mapping or a number where a string belongs: one error line
+    naming the field, exit 2 (`kind: []` and a manifest's `metadata: abc` were tracebacks; `recreate: []` and
+    `name: [1]` were taken as if valid)."""
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump(_with(path, value)))
     result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])

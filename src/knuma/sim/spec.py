@@ -23,6 +23,7 @@ from knuma.testbed.cluster import (
     load_yaml,
     mapping,
     number,
+    optional_string,
     spec_kind,
 )
 
@@ -197,7 +198,7 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
         raise SpecError(f"{where}.pods: expected a non-negative integer, got {pods!r}")
     if any(t.count is None for t in templates) and pods <= explicit:
         raise SpecError(f"{where}.pods: {pods} leaves no pods for the templates without a count; raise it")
-    arrival_raw = mapping(raw.get("arrival") or {}, f"{where}.arrival", "a mapping")
+    arrival_raw = _optional_mapping(raw, "arrival", where)
     known(arrival_raw, f"{where}.arrival", {"process", "rate", "start"})
     process = arrival_raw.get("process", "burst")
     if process not in ("burst", "poisson"):
@@ -215,8 +216,9 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
         {"name", "qos", "requests", "limits", "manifest", "manifestFile", "count", "weight", "lifetime", *POD_FIELDS},
     )
     manifest: Any = raw.get("manifest")
-    if "manifestFile" in raw:
-        path = Path(str(raw["manifestFile"]))
+    manifest_file = optional_string(raw, "manifestFile", where)
+    if manifest_file is not None:
+        path = Path(manifest_file)
         if base is not None and not path.is_absolute():
             path = base / path
         try:
@@ -227,7 +229,7 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
     replicas: int | None = None
     if manifest is not None:
         manifest, replicas = _pod_manifest(manifest, where)
-        default_name = (manifest.get("metadata") or {}).get("name") or ""
+        default_name = manifest["metadata"].get("name") or ""
     else:
         if "requests" not in raw:
             raise SpecError(f"{where}: give `requests` (with `qos`), `manifest` or `manifestFile`")
@@ -235,8 +237,9 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
         default_name = ""
     fields = {key: raw[key] for key in POD_FIELDS if key in raw}
     if fields:
-        manifest = {**manifest, "spec": {**(manifest.get("spec") or {}), **_pod_fields(fields, where)}}
-    name = str(raw.get("name") or default_name)
+        spec = mapping(manifest.get("spec") or {}, f"{where}.manifest.spec", "a mapping")
+        manifest = {**manifest, "spec": {**spec, **_pod_fields(fields, where)}}
+    name = optional_string(raw, "name", where) or default_name
     if not name:
         raise SpecError(f"{where}: a template needs a name")
     try:
@@ -284,7 +287,7 @@ def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     requests = mapping(raw.get("requests"), f"{where}.requests", "a mapping of resource to quantity")
     limits = raw.get("limits")
     if qos == "Guaranteed":
-        if limits is not None and dict(limits) != dict(requests):
+        if limits is not None and dict(mapping(limits, f"{where}.limits", "a mapping")) != dict(requests):
             raise SpecError(f"{where}: a Guaranteed template has limits equal to requests; drop `limits`")
         resources: dict[str, Any] = {"requests": dict(requests), "limits": dict(requests)}
     elif qos == "Burstable":
@@ -304,14 +307,16 @@ def _shorthand_manifest(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 def _pod_manifest(manifest: Any, where: str) -> tuple[dict[str, Any], int | None]:
     """A Pod as is; a workload controller's `spec.template` (with its `replicas` as the default count)."""
     manifest = mapping(manifest, f"{where}.manifest", "a Pod or Deployment manifest")
-    kind = manifest.get("kind", "Pod")
+    kind = optional_string(manifest, "kind", f"{where}.manifest") or "Pod"
+    own = _optional_mapping(manifest, "metadata", f"{where}.manifest")
+    name = optional_string(own, "name", f"{where}.manifest.metadata") or ""
     if kind == "Pod":
-        return dict(manifest), None
+        return {**manifest, "metadata": {**own, "name": name}}, None
     if kind in TEMPLATE_KINDS:
         spec = mapping(manifest.get("spec"), f"{where}.manifest.spec", "a mapping")
         template = mapping(spec.get("template"), f"{where}.manifest.spec.template", "a pod template")
         replicas = spec.get("replicas", 1 if kind != "DaemonSet" else None)
-        metadata = {**(template.get("metadata") or {}), "name": (manifest.get("metadata") or {}).get("name", "")}
+        metadata = {**_optional_mapping(template, "metadata", f"{where}.manifest.spec.template"), "name": name}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec")}, replicas
     raise SpecError(f"{where}.manifest: unsupported kind {kind!r}; use Pod or one of {', '.join(TEMPLATE_KINDS)}")
 
@@ -434,15 +439,15 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
     )
     cluster_raw = raw.get("cluster")
     cluster_where = f"{where}.cluster"
-    if "clusterFile" in raw:
-        path = _resolve(raw["clusterFile"], base)
+    if (cluster_file := optional_string(raw, "clusterFile", where)) is not None:
+        path = _resolve(cluster_file, base)
         cluster_raw = load_yaml(path)
         cluster_where = str(path)
     workload_raw = raw.get("workload")
     workload_base = base
     workload_where = f"{where}.workload"
-    if "workloadFile" in raw:
-        path = _resolve(raw["workloadFile"], base)
+    if (workload_file := optional_string(raw, "workloadFile", where)) is not None:
+        path = _resolve(workload_file, base)
         workload_raw = load_yaml(path)
         workload_base = path.parent
         workload_where = str(path)
@@ -450,7 +455,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
         raise SpecError(f"{where}: missing cluster (or clusterFile)")
     if workload_raw is None:
         raise SpecError(f"{where}: missing workload (or workloadFile)")
-    recreate_raw = mapping(raw.get("recreate") or {}, f"{where}.recreate", "a mapping")
+    recreate_raw = _optional_mapping(raw, "recreate", where)
     known(recreate_raw, f"{where}.recreate", {"enabled", "delay", "maxPerPod"})
     optimal = raw.get("optimal", "auto")
     if optimal not in ("auto", True, False):
@@ -462,10 +467,10 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
         )
     event_delay = raw.get("nrtEventDelay")
     duration = raw.get("duration")
-    metadata = raw.get("metadata") or {}
+    metadata = raw.get("metadata") or {}  # a mapping with a string name or none: checked by spec_kind
     return Scenario(
-        name=str(raw.get("name") or metadata.get("name") or name or "custom"),
-        description=str(raw.get("description", "")),
+        name=optional_string(raw, "name", where) or metadata.get("name") or name or "custom",
+        description=optional_string(raw, "description", where) or "",
         cluster=cluster_from_dict(cluster_raw, cluster_where),
         workload=workload_from_dict(workload_raw, workload_where, base=workload_base),
         nrt_period=number(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod", positive=True),
@@ -488,8 +493,14 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
 # -- helpers ---------------------------------------------------------------------------------------------------
 
 
-def _resolve(value: Any, base: Path | None) -> Path:
-    path = Path(str(value))
+def _optional_mapping(raw: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    """`raw[key]` when it is a mapping, `{}` when it is absent or null; an error naming the field otherwise."""
+    value = raw.get(key)
+    return {} if value is None else mapping(value, f"{where}.{key}", "a mapping")
+
+
+def _resolve(value: str, base: Path | None) -> Path:
+    path = Path(value)
     return base / path if base is not None and not path.is_absolute() else path
 
 

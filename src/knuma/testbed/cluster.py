@@ -28,6 +28,7 @@ __all__ = [
     "load_yaml",
     "mapping",
     "number",
+    "optional_string",
 ]
 
 
@@ -79,7 +80,7 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
         pool_raw = mapping(pool_raw, here, "a mapping with shape and count")
         known(pool_raw, here, {"name", "shape", "count", "policy", "scope"})
         shape_name = pool_raw.get("shape")
-        if shape_name not in shapes:
+        if not isinstance(shape_name, str) or shape_name not in shapes:
             raise SpecError(f"{here}.shape: unknown shape {shape_name!r}; known shapes: {', '.join(sorted(shapes))}")
         count = pool_raw.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
@@ -94,7 +95,7 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
                 f"{here}: shape {shape_name} has the CPU manager option align-by-socket, which the kubelet refuses "
                 "with the single-numa-node policy; use restricted or best-effort"
             )
-        name = str(pool_raw.get("name") or f"{shape_name}-{index}")
+        name = optional_string(pool_raw, "name", here) or f"{shape_name}-{index}"
         pools.append(NodePool(name, shapes[shape_name], count, policy, scope))
     names = [p.name for p in pools]
     if len(set(names)) != len(names):
@@ -123,6 +124,17 @@ def mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
     return raw
 
 
+def optional_string(raw: Mapping[str, Any], key: str, where: str) -> str | None:
+    """`raw[key]` when it is a string; None when it is absent or null; an error naming the field otherwise (a YAML
+    `2024` or `true` is not a name: quote it)."""
+    value = raw.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        raise SpecError(f"{where}.{key}: expected a string, got {value!r}; quote it to make it one")
+    raise SpecError(f"{where}.{key}: expected a string, got {type(value).__name__}")
+
+
 def number(value: Any, where: str, *, minimum: float | None = None, positive: bool = False, hint: str = "") -> float:
     """A spec's number field: an int or a float, not a bool (YAML `true` is an int in Python), finite (not `.nan`,
     `.inf` or an integer beyond a float's range), positive or at least `minimum` when asked. `hint` follows the
@@ -147,10 +159,14 @@ SPEC_FLAGS = {"SimCluster": "--cluster", "SimWorkload": "--workload", "SimScenar
 
 
 def spec_kind(raw: Mapping[str, Any], where: str, expected: str) -> None:
-    """Refuse a file of another spec kind (a SimCluster given to --workload) with the flag that takes it; otherwise
-    its fields would be reported as unknown, which says nothing about the mix-up. Other kinds are left to the
-    caller (a spec without `kind` is fine)."""
-    kind = raw.get("kind")
+    """Check the fields every spec shares: `kind`, `apiVersion` (strings) and `metadata` (a mapping; its `name` a
+    string). Refuse a file of another spec kind (a SimCluster given to --workload) with the flag that takes it;
+    otherwise its fields would be reported as unknown, which says nothing about the mix-up. Other kinds are left to
+    the caller (a spec without `kind` is fine)."""
+    kind = optional_string(raw, "kind", where)
+    optional_string(raw, "apiVersion", where)
+    if raw.get("metadata") is not None:
+        optional_string(mapping(raw["metadata"], f"{where}.metadata", "a mapping"), "name", f"{where}.metadata")
     if kind != expected and kind in SPEC_FLAGS:
         raise SpecError(f"{where}: this is a {kind}, not a {expected}; give it to {SPEC_FLAGS[kind]}")
 
