@@ -431,3 +431,31 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_field(
     scenario.write_text(yaml.safe_dump(_with(path, value)))
     result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
     assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("recreate",),
+            {"enabled": "false"},
+            "recreate.enabled: expected true or false, got the string 'false'; write it without quotes",
+        ),
+        (
+            ("recreate",),
+            {"enabled": "true", "delay": 5},
+            "recreate.enabled: expected true or false, got the string 'true'; write it without quotes",
+        ),
+        (("recreate",), {"enabled": 1}, "recreate.enabled: expected true or false, got 1"),
+        (("optimal",), 0, "optimal: expected auto, true or false, got 0"),
+    ],
+)
+def test_a_boolean_given_as_a_string_or_a_number_is_refused(
+    tmp_path: Path, path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    """`enabled: "false"` is a non-empty string: it was read as true and recreated every rejected pod; Kubernetes'
+    configuration decoders refuse a string where a boolean belongs, and so does the scenario spec."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")

@@ -18,6 +18,7 @@ from knuma.api.pod import Pod, PodError
 from knuma.testbed.cluster import (
     ClusterSpec,
     SpecError,
+    boolean,
     cluster_from_dict,
     known,
     load_yaml,
@@ -458,7 +459,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
     recreate_raw = _optional_mapping(raw, "recreate", where)
     known(recreate_raw, f"{where}.recreate", {"enabled", "delay", "maxPerPod"})
     optimal = raw.get("optimal", "auto")
-    if optimal not in ("auto", True, False):
+    if optimal != "auto" and not isinstance(optimal, bool):  # not `in ("auto", True, False)`: 0 == False
         raise SpecError(f"{where}.optimal: expected auto, true or false, got {optimal!r}")
     scoring = raw.get("scoringStrategy")
     if scoring is not None and scoring not in SCORING_STRATEGIES:
@@ -480,12 +481,12 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
         resync_period=number(raw.get("resyncPeriod", DEFAULT_RESYNC_PERIOD), f"{where}.resyncPeriod", positive=True),
         duration=None if duration is None else number(duration, f"{where}.duration", positive=True, hint=_NO_DURATION),
         recreate=Recreate(
-            enabled=bool(recreate_raw.get("enabled", bool(recreate_raw))),
+            enabled=boolean(recreate_raw.get("enabled", bool(recreate_raw)), f"{where}.recreate.enabled"),
             delay=number(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay", minimum=0),
             max_per_pod=int(recreate_raw.get("maxPerPod", 3)),
         ),
         scoring=scoring,
-        optimal=None if optimal == "auto" else bool(optimal),
+        optimal=None if optimal == "auto" else optimal,
         scheduler_restarts=_restarts(raw.get("schedulerRestarts", []), f"{where}.schedulerRestarts"),
     )
 

@@ -23,6 +23,7 @@ __all__ = [
     "ClusterSpec",
     "NodePool",
     "SpecError",
+    "boolean",
     "cluster_from_dict",
     "known",
     "load_yaml",
@@ -122,6 +123,16 @@ def mapping(raw: Any, where: str, expected: str) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected {expected}, got {type(raw).__name__}")
     return raw
+
+
+def boolean(value: Any, where: str) -> bool:
+    """A spec's true/false field. A string is refused, as Kubernetes' configuration decoders refuse one: `"false"` is
+    a non-empty string, which Python would take as true."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        raise SpecError(f"{where}: expected true or false, got the string {value!r}; write it without quotes")
+    raise SpecError(f"{where}: expected true or false, got {value!r}")
 
 
 def optional_string(raw: Mapping[str, Any], key: str, where: str) -> str | None:
