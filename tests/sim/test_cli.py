@@ -459,3 +459,120 @@ def test_a_boolean_given_as_a_string_or_a_number_is_refused(
     scenario.write_text(yaml.safe_dump(_with(path, value)))
     result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
     assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
+def _shape(**fields: object) -> dict[str, object]:
+    """The small scenario on a custom shape `s` with `fields` over a 2-zone, 8-CPU one."""
+    shape = {"numaZones": 2, "cpusPerZone": 8, "memoryPerZone": "16Gi", **fields}
+    return {"shapes": {"s": shape}, "pools": [{"name": "n", "shape": "s", "count": 4}]}
+
+
+NIC = {"driver": "nic.sim.knuma.io", "prefix": "nic", "model": "e810"}
+PODS_LIMIT = "the most pods a workload may have (Kubernetes' limit per cluster)"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("workload", "pods"), 10**19, f"workload.pods: {10**19} is more than 150000, {PODS_LIMIT}; lower it"),
+        (("workload", "pods"), True, "workload.pods: expected a non-negative integer, got True"),
+        (
+            ("workload", "templates", 0, "count"),
+            10**6,
+            f"workload.templates[0].count: 1000000 is more than 150000, {PODS_LIMIT}; lower it",
+        ),
+        (
+            ("workload", "templates"),
+            [{"name": f"g{i}", "requests": {"cpu": "1", "memory": "1Gi"}, "count": 100_000} for i in range(2)],
+            f"workload.templates: their counts add up to 200000, more than 150000, {PODS_LIMIT}; lower them",
+        ),
+        (
+            ("workload", "templates", 0),
+            _deployment({}) | {"manifest": {"kind": "Deployment", "spec": {"replicas": "3", "template": {}}}},
+            "workload.templates[0].manifest.spec.replicas: expected a non-negative integer, got '3'",
+        ),
+        (
+            ("workload", "templates", 0, "weight"),
+            1e300,
+            "workload.templates[0].weight: 1e+300 is more than 1000000, the largest weight (weights are shares "
+            "relative to each other); lower it",
+        ),
+        (
+            ("workload", "templates", 0, "terminationGracePeriodSeconds"),
+            2**63,
+            f"workload.templates[0].terminationGracePeriodSeconds: {2**63} is more than {2**63 - 1}, the largest "
+            "int64 (the field's type in Kubernetes); lower it",
+        ),
+        (
+            ("cluster", "pools", 0, "count"),
+            100_000_000,
+            "cluster.pools[0].count: 100000000 is more than 50000, the most nodes a simulated cluster may have; "
+            "lower it",
+        ),
+        (
+            ("cluster", "pools"),
+            [{"name": f"p{i}", "shape": "small", "count": 30_000} for i in range(2)],
+            "cluster.pools: 60000 nodes in all is more than 50000, the most nodes a simulated cluster may have; "
+            "lower the counts",
+        ),
+        (
+            ("cluster",),
+            _shape(numaZones=64),
+            "cluster.shapes.s.numaZones: 64 is more than 12, the most NUMA zones knuma models (the hint merge walks "
+            "all 2^zones masks); lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(cpusPerZone=10**9),
+            "cluster.shapes.s.cpusPerZone: 1000000000 is more than 16384, the most CPUs a NUMA zone may have; lower it",
+        ),
+        (("cluster",), _shape(reservedCPUs=-1), "cluster.shapes.s.reservedCPUs: expected at least 0, got -1"),
+        (("cluster",), _shape(maxPods=-1), "cluster.shapes.s.maxPods: expected at least 0, got -1"),
+        (
+            ("cluster",),
+            _shape(maxPods=2**31),
+            f"cluster.shapes.s.maxPods: {2**31} is more than {2**31 - 1}, the kubelet's (an int32); lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(dra=[{**NIC, "perZone": 10**9}]),
+            "cluster.shapes.s.dra[0].perZone: 1000000000 is more than 128, the devices one ResourceSlice holds; "
+            "lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(dra=[{**NIC, "perZone": 100}]),
+            "cluster.shapes.s.dra[0].perZone: 100 devices on each of 2 zones make 200 devices of nic.sim.knuma.io on "
+            "a node, more than the 128 its ResourceSlice holds; lower it",
+        ),
+        (
+            ("recreate",),
+            {"enabled": True, "maxPerPod": 10**9},
+            "recreate.maxPerPod: 1000000000 is more than 100, the most recreations of one pod a simulation models; "
+            "lower it",
+        ),
+        (("recreate",), {"maxPerPod": "3"}, "recreate.maxPerPod: expected a non-negative integer, got '3'"),
+        (("recreate",), {"maxPerPod": -1}, "recreate.maxPerPod: expected a non-negative integer, got -1"),
+    ],
+)
+@pytest.mark.timeout(60)  # before the limits, 10^8 nodes or 64 zones never finished
+def test_a_count_beyond_its_limit_is_refused_naming_the_field_the_value_and_the_limit(
+    tmp_path: Path, path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    """A count the simulation cannot hold (10^19 pods: MemoryError) or never finishes with (10^8 nodes, 64 NUMA
+    zones) is refused before anything is built, with the limit; a count of the wrong type or sign too."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
+def test_the_cluster_flag_has_the_scenario_node_limit(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"pools": [{"shape": "small", "count": 100_000_000}]}))
+    result = runner.invoke(app, ["simulate", "--cluster", str(cluster), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {cluster}.pools[0].count: 100000000 is more than 50000, the most nodes a simulated cluster may "
+        "have; lower it\n",
+    )

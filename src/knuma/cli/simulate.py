@@ -186,8 +186,8 @@ def _document(document: dict[str, Any], output: Output) -> None:
 
 def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period: float | None) -> Scenario:
     from knuma.sim.scenarios import BUILTIN, DRA_SCENARIO, builtin_scenario
-    from knuma.sim.spec import scenario_from_dict, workload_from_dict
-    from knuma.testbed.cluster import SpecError, cluster_from_dict, load_yaml
+    from knuma.sim.spec import cluster_for_simulation, scenario_from_dict, workload_from_dict
+    from knuma.testbed.cluster import SpecError, load_yaml
 
     path = Path(name)
     if name in BUILTIN:
@@ -198,7 +198,7 @@ def _scenario(name: str, cluster: Path | None, workload: Path | None, nrt_period
         builtins = ", ".join([*BUILTIN, DRA_SCENARIO])
         raise SpecError(f"unknown scenario {name!r}: not a built-in ({builtins}) and not a file")
     if cluster is not None:
-        chosen = dataclasses.replace(chosen, cluster=cluster_from_dict(load_yaml(cluster), str(cluster)))
+        chosen = dataclasses.replace(chosen, cluster=cluster_for_simulation(load_yaml(cluster), str(cluster)))
     if workload is not None:
         spec = workload_from_dict(load_yaml(workload), str(workload), base=workload.parent)
         chosen = dataclasses.replace(chosen, workload=spec)

@@ -20,6 +20,7 @@ from knuma.testbed.cluster import (
     SpecError,
     boolean,
     cluster_from_dict,
+    integer,
     known,
     load_yaml,
     mapping,
@@ -29,6 +30,10 @@ from knuma.testbed.cluster import (
 )
 
 __all__ = [
+    "MAX_NODES",
+    "MAX_PODS",
+    "MAX_RECREATIONS",
+    "MAX_WEIGHT",
     "Arrival",
     "Lifetime",
     "PodArrival",
@@ -36,6 +41,7 @@ __all__ = [
     "Recreate",
     "Scenario",
     "WorkloadSpec",
+    "cluster_for_simulation",
     "scenario_from_dict",
     "workload_from_dict",
 ]
@@ -49,6 +55,19 @@ DEFAULT_BIND_DELAY = 1.0
 DEFAULT_STATUS_DELAY = 1.0
 """Seconds between a kubelet event (admission with `status.startTime`, rejection, termination) and the scheduler's
 informer seeing it (status manager sync plus watch latency)."""
+
+MAX_NODES = 50_000
+"""Nodes a simulated cluster may have: ten times Kubernetes' scalability limit (5,000 nodes per cluster) and more
+than `knuma up` runs (`knuma.local.nodes.spec.MAX_NODES`, which points here for larger clusters). At 50,000 nodes a
+scheduler's simulation takes minutes; a mistyped count (10^8) would build nodes for hours."""
+MAX_PODS = 150_000
+"""Pods a workload may have: Kubernetes' scalability limit of pods per cluster. Arrivals are generated up front (a
+million took 8 s and 550 MB); 10^19 was a MemoryError."""
+MAX_RECREATIONS = 100
+"""`recreate.maxPerPod` at most: each recreation is a new pod; with no delay, an unbounded count looped for ever."""
+MAX_WEIGHT = 1_000_000.0
+"""A template's weight at most: weights are shares of `pods`, relative to each other (1,000,000 to 1 already gives
+the light template none of 150,000 pods); a weight near a float's limit overflowed the shares."""
 
 SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes", "KnumaBinPacking")
 """NodeResourceTopologyMatch `scoringStrategy.type` values (the last one is knuma's own)."""
@@ -194,9 +213,11 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
     if len(set(names)) != len(names):
         raise SpecError(f"{where}.templates: template names must be unique, got {names}")
     explicit = sum(t.count or 0 for t in templates)
-    pods = raw.get("pods", explicit)
-    if not isinstance(pods, int) or isinstance(pods, bool) or pods < 0:
-        raise SpecError(f"{where}.pods: expected a non-negative integer, got {pods!r}")
+    if explicit > MAX_PODS:
+        raise SpecError(
+            f"{where}.templates: their counts add up to {explicit}, more than {MAX_PODS}, {_PODS_LIMIT}; lower them"
+        )
+    pods = integer(raw.get("pods", explicit), f"{where}.pods", maximum=MAX_PODS, limit=_PODS_LIMIT)
     if any(t.count is None for t in templates) and pods <= explicit:
         raise SpecError(f"{where}.pods: {pods} leaves no pods for the templates without a count; raise it")
     arrival_raw = _optional_mapping(raw, "arrival", where)
@@ -248,9 +269,15 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
     except (PodError, ValueError) as err:
         raise SpecError(f"{where}: {err}") from None
     count = raw.get("count", replicas if "weight" not in raw else None)
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        raise SpecError(f"{where}.count: expected a non-negative integer, got {count!r}")
-    weight = number(raw.get("weight", 1.0), f"{where}.weight", positive=True)
+    if count is not None:
+        count = integer(count, f"{where}.count", maximum=MAX_PODS, limit=_PODS_LIMIT)
+    weight = number(
+        raw.get("weight", 1.0),
+        f"{where}.weight",
+        positive=True,
+        maximum=MAX_WEIGHT,
+        limit="the largest weight (weights are shares relative to each other)",
+    )
     return PodTemplate(name, pod, count, weight, _lifetime(raw.get("lifetime"), f"{where}.lifetime"))
 
 
@@ -258,6 +285,7 @@ POD_FIELDS = ("priority", "preemptionPolicy", "terminationGracePeriodSeconds")
 """Pod spec fields a template may set next to its resources (over its manifest's, when it has one)."""
 
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 def _pod_fields(fields: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -276,9 +304,12 @@ def _pod_fields(fields: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise SpecError(f"{where}.preemptionPolicy: expected PreemptLowerPriority or Never, got {value!r}")
         out["preemptionPolicy"] = value
     if "terminationGracePeriodSeconds" in fields:
-        value = fields["terminationGracePeriodSeconds"]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise SpecError(f"{where}.terminationGracePeriodSeconds: expected a non-negative integer, got {value!r}")
+        value = integer(
+            fields["terminationGracePeriodSeconds"],
+            f"{where}.terminationGracePeriodSeconds",
+            maximum=INT64_MAX,
+            limit="the largest int64 (the field's type in Kubernetes)",
+        )
         out["terminationGracePeriodSeconds"] = value
     return out
 
@@ -317,6 +348,8 @@ def _pod_manifest(manifest: Any, where: str) -> tuple[dict[str, Any], int | None
         spec = mapping(manifest.get("spec"), f"{where}.manifest.spec", "a mapping")
         template = mapping(spec.get("template"), f"{where}.manifest.spec.template", "a pod template")
         replicas = spec.get("replicas", 1 if kind != "DaemonSet" else None)
+        if replicas is not None:
+            replicas = integer(replicas, f"{where}.manifest.spec.replicas", maximum=MAX_PODS, limit=_PODS_LIMIT)
         metadata = {**_optional_mapping(template, "metadata", f"{where}.manifest.spec.template"), "name": name}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec")}, replicas
     raise SpecError(f"{where}.manifest: unsupported kind {kind!r}; use Pod or one of {', '.join(TEMPLATE_KINDS)}")
@@ -472,7 +505,7 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
     return Scenario(
         name=optional_string(raw, "name", where) or metadata.get("name") or name or "custom",
         description=optional_string(raw, "description", where) or "",
-        cluster=cluster_from_dict(cluster_raw, cluster_where),
+        cluster=cluster_for_simulation(cluster_raw, cluster_where),
         workload=workload_from_dict(workload_raw, workload_where, base=workload_base),
         nrt_period=number(raw.get("nrtPeriod", DEFAULT_NRT_PERIOD), f"{where}.nrtPeriod", positive=True),
         nrt_event_delay=None if event_delay is None else number(event_delay, f"{where}.nrtEventDelay", minimum=0),
@@ -483,7 +516,12 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
         recreate=Recreate(
             enabled=boolean(recreate_raw.get("enabled", bool(recreate_raw)), f"{where}.recreate.enabled"),
             delay=number(recreate_raw.get("delay", 10.0), f"{where}.recreate.delay", minimum=0),
-            max_per_pod=int(recreate_raw.get("maxPerPod", 3)),
+            max_per_pod=integer(
+                recreate_raw.get("maxPerPod", 3),
+                f"{where}.recreate.maxPerPod",
+                maximum=MAX_RECREATIONS,
+                limit="the most recreations of one pod a simulation models",
+            ),
         ),
         scoring=scoring,
         optimal=None if optimal == "auto" else optimal,
@@ -491,7 +529,14 @@ def scenario_from_dict(raw: Any, name: str = "", base: Path | None = None, where
     )
 
 
+def cluster_for_simulation(raw: Any, where: str = "cluster") -> ClusterSpec:
+    """A cluster spec (`knuma.testbed.cluster`) of at most `MAX_NODES` nodes: the scenario's, or `--cluster`'s."""
+    return cluster_from_dict(raw, where, max_nodes=MAX_NODES)
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------
+
+_PODS_LIMIT = "the most pods a workload may have (Kubernetes' limit per cluster)"
 
 
 def _optional_mapping(raw: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:

@@ -25,6 +25,7 @@ __all__ = [
     "SpecError",
     "boolean",
     "cluster_from_dict",
+    "integer",
     "known",
     "load_yaml",
     "mapping",
@@ -57,12 +58,19 @@ class ClusterSpec:
         return ", ".join(f"{p.count}x {p.shape.name} ({p.policy}/{p.scope})" for p in self.pools)
 
 
-def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
+NODES_LIMIT = "the most nodes a simulated cluster may have"
+"""What `max_nodes` is, in the error that refuses more."""
+
+
+def cluster_from_dict(raw: Any, where: str = "cluster", max_nodes: int | None = None) -> ClusterSpec:
     """```yaml
     pools:
       - {name: cpu, shape: two-socket, count: 20, policy: single-numa-node, scope: container}
     shapes: {custom: {numaZones: 2, cpusPerZone: 16, memoryPerZone: 64Gi}}
-    ```"""
+    ```
+
+    `max_nodes`: the most nodes the caller can run (`knuma.sim.spec.MAX_NODES` for the simulator), refused per pool
+    and in all before a node is built."""
     raw = mapping(raw, where, "a mapping with `pools`")
     spec_kind(raw, where, "SimCluster")
     known(raw, where, {"apiVersion", "kind", "metadata", "pools", "shapes"})
@@ -83,9 +91,7 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
         shape_name = pool_raw.get("shape")
         if not isinstance(shape_name, str) or shape_name not in shapes:
             raise SpecError(f"{here}.shape: unknown shape {shape_name!r}; known shapes: {', '.join(sorted(shapes))}")
-        count = pool_raw.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise SpecError(f"{here}.count: expected a positive integer, got {count!r}")
+        count = integer(pool_raw.get("count", 1), f"{here}.count", minimum=1, maximum=max_nodes, limit=NODES_LIMIT)
         try:
             policy = Policy.parse(str(pool_raw.get("policy", Policy.SINGLE_NUMA_NODE.value)))
             scope = Scope.parse(str(pool_raw.get("scope", Scope.CONTAINER.value)))
@@ -101,7 +107,12 @@ def cluster_from_dict(raw: Any, where: str = "cluster") -> ClusterSpec:
     names = [p.name for p in pools]
     if len(set(names)) != len(names):
         raise SpecError(f"{where}.pools: pool names must be unique, got {names}")
-    return ClusterSpec(tuple(pools))
+    spec = ClusterSpec(tuple(pools))
+    if max_nodes is not None and spec.node_count > max_nodes:
+        raise SpecError(
+            f"{where}.pools: {spec.node_count} nodes in all is more than {max_nodes}, {NODES_LIMIT}; lower the counts"
+        )
+    return spec
 
 
 def load_yaml(path: Path) -> Any:
@@ -146,10 +157,31 @@ def optional_string(raw: Mapping[str, Any], key: str, where: str) -> str | None:
     raise SpecError(f"{where}.{key}: expected a string, got {type(value).__name__}")
 
 
-def number(value: Any, where: str, *, minimum: float | None = None, positive: bool = False, hint: str = "") -> float:
+def integer(value: Any, where: str, *, minimum: int = 0, maximum: int | None = None, limit: str = "") -> int:
+    """A spec's integer field: an int, not a bool (YAML `true` is an int in Python), a float or a string, from
+    `minimum` to `maximum`; above it the error says what the limit is (`limit`)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        expected = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        raise SpecError(f"{where}: expected {expected}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise SpecError(f"{where}: {value} is more than {maximum}, {limit or 'the limit'}; lower it")
+    return value
+
+
+def number(
+    value: Any,
+    where: str,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+    maximum: float | None = None,
+    limit: str = "",
+    hint: str = "",
+) -> float:
     """A spec's number field: an int or a float, not a bool (YAML `true` is an int in Python), finite (not `.nan`,
-    `.inf` or an integer beyond a float's range), positive or at least `minimum` when asked. `hint` follows the
-    refusal of an infinite number (what to write instead, e.g. for a lifetime: `infinite`)."""
+    `.inf` or an integer beyond a float's range), positive or at least `minimum` when asked, at most `maximum` (the
+    error then says what the limit is: `limit`). `hint` follows the refusal of an infinite number (what to write
+    instead, e.g. for a lifetime: `infinite`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"{where}: expected a number, got {value!r}")
     try:
@@ -162,6 +194,8 @@ def number(value: Any, where: str, *, minimum: float | None = None, positive: bo
         raise SpecError(f"{where}: expected a positive number, got {value!r}")
     if minimum is not None and result < minimum:
         raise SpecError(f"{where}: expected a number >= {minimum:g}, got {value!r}")
+    if maximum is not None and result > maximum:
+        raise SpecError(f"{where}: {value!r} is more than {maximum:.15g}, {limit or 'the limit'}; lower it")
     return result
 
 

@@ -13,19 +13,26 @@ from typing import Any
 
 from knuma.api.dra.capacity import CapacityRange, CapacityRequestPolicy, parse_request_policy
 from knuma.api.dra.fields import FieldErrors, dns_label_error, dns_subdomain_error, qualified_name_errors
-from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
+from knuma.api.dra.resourceslice import DEVICES_MAX
+from knuma.api.nrt import MAX_ZONE_CPUS, Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, amount_of, parse_resource_list
 from knuma.errors import InvalidInput
 from knuma.quantity import QuantityError, parse_quantity
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import NodeTopology, NUMAZone
 
-__all__ = ["BUILTIN_SHAPES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
+__all__ = ["BUILTIN_SHAPES", "MAX_NUMA_ZONES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
 
 GI = 1024**3
 MILLI = 1000
 DEFAULT_MAX_PODS = 110
 DEFAULT_EPHEMERAL_STORAGE = 100 * GI
+MAX_NUMA_ZONES = 12
+"""NUMA zones a shape may have. Beyond 8 the kubelet needs `max-allowable-numa-nodes` (which the simulated kubelets
+set) and its hint merge walks every combination of zones, 2^zones masks, as knuma's model does in full: 12 zones
+under `restricted` take over a minute per scheduler on the default scenario's workload, 16 more than 15 minutes,
+64 do not finish."""
+INT32_MAX = 2**31 - 1
 
 
 class ShapeError(InvalidInput):
@@ -340,18 +347,29 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         memory = _memory(raw["memoryPerZone"], f"{where}.memoryPerZone")
         reserved_memory = _memory(raw.get("reservedMemoryPerZone", 0), f"{where}.reservedMemoryPerZone")
         resources = parse_resource_list(raw.get("resourcesPerZone"), f"{where}.resourcesPerZone")
+        zones = _int(
+            raw["numaZones"],
+            f"{where}.numaZones",
+            1,
+            MAX_NUMA_ZONES,
+            "the most NUMA zones knuma models (the hint merge walks all 2^zones masks)",
+        )
         return NodeShape(
             name,
-            zones=_int(raw["numaZones"], f"{where}.numaZones"),
-            cpus=_int(raw["cpusPerZone"], f"{where}.cpusPerZone"),
+            zones=zones,
+            cpus=_int(
+                raw["cpusPerZone"], f"{where}.cpusPerZone", 1, MAX_ZONE_CPUS, "the most CPUs a NUMA zone may have"
+            ),
             memory=memory,
             resources=resources,
             reserved_cpus=_int(raw.get("reservedCPUs", 0), f"{where}.reservedCPUs"),
             reserved_memory=reserved_memory,
-            max_pods=_int(raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods"),
+            max_pods=_int(
+                raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods", 0, INT32_MAX, "the kubelet's (an int32)"
+            ),
             description=str(raw.get("description", "")),
             cpu_manager=_cpu_manager(raw.get("cpuManagerPolicyOptions"), f"{where}.cpuManagerPolicyOptions"),
-            dra=_dra_groups(raw.get("dra"), f"{where}.dra"),
+            dra=_dra_groups(raw.get("dra"), f"{where}.dra", zones),
         )
     except ShapeError:
         raise
@@ -362,19 +380,26 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
 DRA_GROUP_FIELDS = {"driver", "prefix", "perZone", "model", "capacity", "shared"}
 
 
-def _dra_groups(raw: Any, where: str) -> tuple[DraDeviceGroup, ...]:
+def _dra_groups(raw: Any, where: str, zones: int) -> tuple[DraDeviceGroup, ...]:
     """A custom shape's `dra` list. Two groups of one driver need distinct prefixes: their devices share a slice,
-    where names must be unique (`validateResourceSlice`)."""
+    where names must be unique (`validateResourceSlice`), and at most `DEVICES_MAX` devices fit in it."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ShapeError(f"{where}: expected a list of device groups (driver, prefix, perZone, model, capacity)")
     groups = tuple(_dra_group(item, f"{where}[{i}]") for i, item in enumerate(raw))
     seen: set[tuple[str, str]] = set()
+    devices: dict[str, int] = {}
     for i, group in enumerate(groups):
         if (group.driver, group.prefix) in seen:
             raise ShapeError(f"{where}[{i}].prefix: {group.prefix!r} is already used by a group of {group.driver}")
         seen.add((group.driver, group.prefix))
+        devices[group.driver] = devices.get(group.driver, 0) + group.per_zone * zones
+        if devices[group.driver] > DEVICES_MAX:
+            raise ShapeError(
+                f"{where}[{i}].perZone: {group.per_zone} devices on each of {zones} zones make {devices[group.driver]} "
+                f"devices of {group.driver} on a node, more than the {DEVICES_MAX} its ResourceSlice holds; lower it"
+            )
     return groups
 
 
@@ -408,9 +433,7 @@ def _dra_group(raw: Any, where: str) -> DraDeviceGroup:
         raise ShapeError(f"{where}.driver: {driver!r}: {problem}")
     if problem := dns_label_error(f"{prefix}-0"):
         raise ShapeError(f"{where}.prefix: {prefix!r}: device names <prefix>-<index> must be DNS labels: {problem}")
-    per_zone = _int(raw["perZone"], f"{where}.perZone")
-    if per_zone < 1:
-        raise ShapeError(f"{where}.perZone: expected at least 1, got {per_zone}")
+    per_zone = _int(raw["perZone"], f"{where}.perZone", 1, DEVICES_MAX, "the devices one ResourceSlice holds")
     shared = raw.get("shared", False)
     if not isinstance(shared, bool):
         raise ShapeError(f"{where}.shared: expected true or false, got {shared!r}")
@@ -476,7 +499,13 @@ def _memory(value: Any, where: str) -> int:
         raise ShapeError(f"{where}: {err}") from None
 
 
-def _int(value: Any, where: str) -> int:
+def _int(value: Any, where: str, minimum: int = 0, maximum: int | None = None, limit: str = "") -> int:
+    """An integer field from `minimum` to `maximum` (not a bool: YAML `true` is an int in Python); above `maximum`
+    the error says what the limit is (`limit`)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ShapeError(f"{where}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ShapeError(f"{where}: expected at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ShapeError(f"{where}: {value} is more than {maximum}, {limit}; lower it")
     return value
