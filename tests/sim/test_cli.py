@@ -576,3 +576,48 @@ def test_the_cluster_flag_has_the_scenario_node_limit(tmp_path: Path) -> None:
         f"error: {cluster}.pools[0].count: 100000000 is more than 50000, the most nodes a simulated cluster may "
         "have; lower it\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("workload", "templates", 0, "requests"),
+            {"cpu": "1E", "memory": "1Gi"},
+            "workload.templates[0]: the pod requests 1E cpu, more than a node can hold (an int64 of milli-CPUs); "
+            "lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(memoryPerZone="1000E"),
+            "cluster.shapes.s.memoryPerZone: '1000E' on each of 2 zones is more than a node's allocatable can hold "
+            "(an int64 of base units); lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(resourcesPerZone={"example.com/nic": "5E"}),
+            "cluster.shapes.s.resourcesPerZone.example.com/nic: '5E' on each of 2 zones is more than a node's "
+            "allocatable can hold (an int64 of base units); lower it",
+        ),
+        (
+            ("cluster",),
+            _shape(resourcesPerZone={"example.com/nic": -1}),
+            "cluster.shapes.s.resourcesPerZone.example.com/nic: must not be negative, got -1",
+        ),
+        (
+            ("cluster",),
+            _shape(reservedMemoryPerZone="-1Gi"),
+            "cluster.shapes.s.reservedMemoryPerZone: must not be negative, got '-1Gi'",
+        ),
+    ],
+)
+def test_a_quantity_a_node_cannot_hold_or_a_negative_one_is_refused(
+    tmp_path: Path, path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    """The scheduler counts allocatable and requests in int64, as kube-scheduler does: a pod asking for 1E CPUs or a
+    node with 1000E of memory per zone was an OverflowError traceback; a negative device count or reservation was
+    taken as if it were one."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")

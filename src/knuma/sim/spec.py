@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from knuma.api.pod import Pod, PodError
+from knuma.api.resources import CPU, format_amount
 from knuma.testbed.cluster import (
     ClusterSpec,
     SpecError,
@@ -268,6 +269,12 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
         pod = Pod.from_manifest({**manifest, "metadata": {**(manifest.get("metadata") or {}), "name": name}})
     except (PodError, ValueError) as err:
         raise SpecError(f"{where}: {err}") from None
+    for resource, amount in pod.effective_request.items():
+        if amount > INT64_MAX:  # the scheduler counts in int64 (milli-CPUs, bytes, units), as kube-scheduler does
+            raise SpecError(
+                f"{where}: the pod requests {format_amount(resource, amount)} {resource}, more than a node can hold "
+                f"(an int64 of {'milli-CPUs' if resource == CPU else 'units'}); lower it"
+            )
     count = raw.get("count", replicas if "weight" not in raw else None)
     if count is not None:
         count = integer(count, f"{where}.count", maximum=MAX_PODS, limit=_PODS_LIMIT)

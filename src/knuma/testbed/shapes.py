@@ -33,6 +33,7 @@ set) and its hint merge walks every combination of zones, 2^zones masks, as knum
 under `restricted` take over a minute per scheduler on the default scenario's workload, 16 more than 15 minutes,
 64 do not finish."""
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 class ShapeError(InvalidInput):
@@ -344,9 +345,6 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         if required not in raw:
             raise ShapeError(f"{where}: missing {required}")
     try:
-        memory = _memory(raw["memoryPerZone"], f"{where}.memoryPerZone")
-        reserved_memory = _memory(raw.get("reservedMemoryPerZone", 0), f"{where}.reservedMemoryPerZone")
-        resources = parse_resource_list(raw.get("resourcesPerZone"), f"{where}.resourcesPerZone")
         zones = _int(
             raw["numaZones"],
             f"{where}.numaZones",
@@ -354,6 +352,11 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
             MAX_NUMA_ZONES,
             "the most NUMA zones knuma models (the hint merge walks all 2^zones masks)",
         )
+        memory = _memory(raw["memoryPerZone"], f"{where}.memoryPerZone", zones)
+        reserved_memory = _memory(raw.get("reservedMemoryPerZone", 0), f"{where}.reservedMemoryPerZone", zones)
+        resources = parse_resource_list(raw.get("resourcesPerZone"), f"{where}.resourcesPerZone")
+        for resource, amount in resources.items():
+            _per_node(amount, zones, f"{where}.resourcesPerZone.{resource}", raw["resourcesPerZone"][resource])
         return NodeShape(
             name,
             zones=zones,
@@ -491,12 +494,26 @@ def _cpu_manager(raw: Any, where: str) -> CPUManagerOptions:
         raise ShapeError(str(err)) from None
 
 
-def _memory(value: Any, where: str) -> int:
+def _memory(value: Any, where: str, zones: int) -> int:
     """A memory quantity in bytes; an error names the spec's own key (`memoryPerZone`), not the resource name."""
     try:
-        return amount_of(MEMORY, parse_quantity(value))
+        amount = amount_of(MEMORY, parse_quantity(value))
     except QuantityError as err:
         raise ShapeError(f"{where}: {err}") from None
+    return _per_node(amount, zones, where, value)
+
+
+def _per_node(amount: int, zones: int, where: str, value: Any) -> int:
+    """`amount` of a resource on each of `zones` zones, when it is not negative and a node's total fits the int64
+    that `status.allocatable` and the scheduler count in (bytes, units)."""
+    if amount < 0:
+        raise ShapeError(f"{where}: must not be negative, got {value!r}")
+    if amount * zones > INT64_MAX:
+        raise ShapeError(
+            f"{where}: {value!r} on each of {zones} zones is more than a node's allocatable can hold (an int64 of "
+            "base units); lower it"
+        )
+    return amount
 
 
 def _int(value: Any, where: str, minimum: int = 0, maximum: int | None = None, limit: str = "") -> int:
