@@ -621,3 +621,14 @@ def test_a_quantity_a_node_cannot_hold_or_a_negative_one_is_refused(
     scenario.write_text(yaml.safe_dump(_with(path, value)))
     result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
     assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
+def test_arrivals_before_the_run_starts_are_refused(tmp_path: Path) -> None:
+    """The run starts at 0 s (exporters, samples): a negative `arrival.start` placed pods before it."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(("workload", "arrival", "start"), -100)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {scenario}.workload.arrival.start: expected a number >= 0, got -100\n",
+    )

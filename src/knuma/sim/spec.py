@@ -227,7 +227,7 @@ def workload_from_dict(raw: Any, where: str = "workload", base: Path | None = No
     if process not in ("burst", "poisson"):
         raise SpecError(f"{where}.arrival.process: expected burst or poisson, got {process!r}")
     rate = number(arrival_raw.get("rate", 10.0), f"{where}.arrival.rate", positive=True)
-    start = number(arrival_raw.get("start", 0.0), f"{where}.arrival.start")
+    start = number(arrival_raw.get("start", 0.0), f"{where}.arrival.start", minimum=0)  # the run starts at 0
     return WorkloadSpec(templates, max(pods, explicit), Arrival(process, rate, start))
 
 
