@@ -632,3 +632,65 @@ def test_arrivals_before_the_run_starts_are_refused(tmp_path: Path) -> None:
         2,
         f"error: {scenario}.workload.arrival.start: expected a number >= 0, got -100\n",
     )
+
+
+LENGTH = "more than the 10,000,000 a run may take"
+SHORTEN = "or shorten the run (duration, or the arrivals: pods / arrival.rate)"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "flags", "message"),
+    [
+        (
+            {"duration": 1e300},
+            [],
+            "1e+300 simulated seconds (duration) of 4 nodes publishing NRT every 60 s (nrtPeriod) make 6.67e+298 "
+            f"events, {LENGTH}; lengthen nrtPeriod {SHORTEN}",
+        ),
+        (
+            {"duration": 3600, "nrtPeriod": 1e-300},
+            [],
+            "3600 simulated seconds (duration) of 4 nodes publishing NRT every 1e-300 s (nrtPeriod) make 1.44e+304 "
+            f"events, {LENGTH}; lengthen nrtPeriod {SHORTEN}",
+        ),
+        (
+            {"duration": 3600, "resyncPeriod": 1e-300},
+            [],
+            "3600 simulated seconds (duration) of a scheduler resync every 1e-300 s (resyncPeriod) make 3.6e+303 "
+            f"events, {LENGTH}; lengthen resyncPeriod {SHORTEN}",
+        ),
+        (
+            {"duration": 3_600_000},
+            ["--nrt-period", "0.001"],
+            "3.6e+06 simulated seconds (duration) of 4 nodes publishing NRT every 0.001 s (nrtPeriod) make 1.44e+10 "
+            f"events, {LENGTH}; lengthen nrtPeriod {SHORTEN}",
+        ),
+    ],
+)
+@pytest.mark.timeout(60)  # before the check, these runs never finished
+def test_a_run_that_would_never_finish_is_refused_before_it_starts(
+    tmp_path: Path, overrides: dict[str, object], flags: list[str], message: str
+) -> None:
+    """Each value is valid alone; together they make more exporter publications or scheduler resyncs than a run can
+    simulate (a duration of 1e300 s, a period of 1e-300 s): one error line instead of a run that never ends."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(small_scenario(**overrides)))
+    args = ["simulate", "--scenario", str(scenario), "--schedulers", "knuma,nrt-overreserve", "-j", "1", *flags]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stderr) == (2, f"error: scenario tiny: {message}\n")
+
+
+@pytest.mark.timeout(60)
+def test_arrivals_spread_over_an_endless_time_are_refused_before_the_run(tmp_path: Path) -> None:
+    """Without a duration the run lasts until the last arrival: at 1e-300 pods/s that is about 1e302 s."""
+    raw = small_scenario()
+    raw["workload"]["arrival"] = {"process": "poisson", "rate": 1e-300}
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(raw))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: scenario tiny: ")
+    assert "simulated seconds (the last arrival plus two exporter periods) of 4 nodes publishing NRT every 60 s" in (
+        result.stderr
+    )
+    assert result.stderr.endswith(f"{LENGTH}; lengthen nrtPeriod {SHORTEN}\n") and result.stderr.count("\n") == 1

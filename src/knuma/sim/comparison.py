@@ -121,6 +121,7 @@ def compare(
     """Simulate every online scheduler in `schedulers` (in up to `jobs` worker processes, `knuma.sim.parallel`: the
     same results as one after the other), then the optimum if asked for. `keep_runs` False: `runs` stays empty
     (only `results` are wanted; the optimum's solver then starts without a hint)."""
+    scenario.check_length(arrivals(scenario, seed))  # a run that would never finish: InvalidInput, before it starts
     comparison = Comparison(scenario, seed)
     online = [name for name in schedulers if name not in OFFLINE]
     simulated_all = simulate(scenario, online, seed, jobs=jobs, progress=progress, keep_runs=keep_runs)

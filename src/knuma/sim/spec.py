@@ -32,6 +32,7 @@ from knuma.testbed.cluster import (
 
 __all__ = [
     "MAX_NODES",
+    "MAX_PERIODIC_EVENTS",
     "MAX_PODS",
     "MAX_RECREATIONS",
     "MAX_WEIGHT",
@@ -69,6 +70,11 @@ MAX_RECREATIONS = 100
 MAX_WEIGHT = 1_000_000.0
 """A template's weight at most: weights are shares of `pods`, relative to each other (1,000,000 to 1 already gives
 the light template none of 150,000 pods); a weight near a float's limit overflowed the shares."""
+
+MAX_PERIODIC_EVENTS = 10_000_000
+"""Exporter publications (nodes x horizon / nrtPeriod) or scheduler resyncs (horizon / resyncPeriod) one run may
+take: a publication costs up to about 60 us of simulation (knuma's cache), so 10^7 is minutes per scheduler. The
+built-in scenarios take at most a few thousand; `knuma.bench.simulate` (5000 nodes) about 55,000."""
 
 SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes", "KnumaBinPacking")
 """NodeResourceTopologyMatch `scoringStrategy.type` values (the last one is knuma's own)."""
@@ -422,6 +428,28 @@ class Scenario:
             return self.duration
         last = max((a.time for a in arrivals), default=0.0)
         return last + 2 * self.nrt_period + self.bind_delay + self.status_delay + 30.0
+
+    def check_length(self, arrivals: Sequence[PodArrival]) -> None:
+        """Refuse a run of more than `MAX_PERIODIC_EVENTS` exporter publications (every node every `nrt_period`) or
+        scheduler resyncs (every `resync_period`) before it starts: the horizon and the periods are each valid
+        alone, but a duration of 1e300 s, a rate of 1e-300 pods/s or a period of 1e-300 s never finishes."""
+        horizon = self.horizon(arrivals)
+        span = "duration" if self.duration is not None else "the last arrival plus two exporter periods"
+        nodes = self.cluster.node_count
+        for events, what, key in (
+            (
+                nodes * horizon / self.nrt_period,
+                f"{nodes} nodes publishing NRT every {self.nrt_period:g} s",
+                "nrtPeriod",
+            ),
+            (horizon / self.resync_period, f"a scheduler resync every {self.resync_period:g} s", "resyncPeriod"),
+        ):
+            if not events <= MAX_PERIODIC_EVENTS:  # not `>`: NaN too
+                raise SpecError(
+                    f"scenario {self.name}: {horizon:g} simulated seconds ({span}) of {what} ({key}) make "
+                    f"{events:.3g} events, more than the {MAX_PERIODIC_EVENTS:,} a run may take; lengthen {key} or "
+                    "shorten the run (duration, or the arrivals: pods / arrival.rate)"
+                )
 
     @property
     def optimal_supported(self) -> bool:
