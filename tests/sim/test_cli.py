@@ -694,3 +694,39 @@ def test_arrivals_spread_over_an_endless_time_are_refused_before_the_run(tmp_pat
         result.stderr
     )
     assert result.stderr.endswith(f"{LENGTH}; lengthen nrtPeriod {SHORTEN}\n") and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "name: x\nduration: " + "1" * 5000 + "\n",
+            "a value cannot be read (Exceeds the limit (4300 digits) for integer string conversion: value has 5000 "
+            "digits); quote it if it is text",
+        ),
+        (
+            "name: x\ndescription: 2024-13-45\n",
+            "a value cannot be read (month must be in 1..12); quote it if it is text",
+        ),
+        ("name: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to read; flatten it"),
+    ],
+    ids=["5000-digits", "no-such-date", "deep"],
+)
+def test_yaml_that_parses_but_cannot_be_read_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    """Well-formed YAML whose values Python refuses (an integer of 5000 digits, a date with month 13) or cannot
+    nest that deep: a ValueError or RecursionError traceback before."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(text)
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario)])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}: {message}\n")
+
+
+def test_a_date_where_a_string_belongs_says_to_quote_it(tmp_path: Path) -> None:
+    """YAML reads `2024-12-31` as a date: a name or a description given so is refused with what to do."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(small_scenario()) + "description: 2024-12-31\n")
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario)])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {scenario}.description: expected a string, got datetime.date(2024, 12, 31); quote it to make it one\n",
+    )

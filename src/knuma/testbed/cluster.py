@@ -6,6 +6,7 @@ errors that name the field. Shared by the simulator and the local cluster.
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -125,6 +126,11 @@ def load_yaml(path: Path) -> Any:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise SpecError(f"{path}: {yaml_problem(err)}") from None
+    except ValueError as err:  # a scalar PyYAML's constructors refuse: an integer of 5000 digits, a date 2024-13-45
+        problem = str(err).split("; use sys.set_int_max_str_digits()")[0]
+        raise SpecError(f"{path}: a value cannot be read ({problem}); quote it if it is text") from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to read; flatten it") from None
     if not documents:
         raise SpecError(f"{path}: the file is empty")
     return documents[0]
@@ -152,7 +158,7 @@ def optional_string(raw: Mapping[str, Any], key: str, where: str) -> str | None:
     value = raw.get(key)
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool | int | float | datetime.date):  # scalars YAML reads as such: `2024`, `yes`, `2024-01-02`
         raise SpecError(f"{where}.{key}: expected a string, got {value!r}; quote it to make it one")
     raise SpecError(f"{where}.{key}: expected a string, got {type(value).__name__}")
 
