@@ -38,6 +38,15 @@ def test_more_nodes_than_addresses_is_a_spec_error_not_a_traceback() -> None:
     assert len(nodes_of(resolve_cluster(UpOptions(nodes=MAX_NODES))[0])) == MAX_NODES
 
 
+@pytest.mark.timeout(30)  # the nodes were built before they were counted: 10^8 took hours
+def test_a_huge_node_count_is_refused_before_the_nodes_are_built(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"pools": [{"shape": "small", "count": 10**8}]}))
+    spec, _ = resolve_cluster(UpOptions(cluster_file=cluster))
+    with pytest.raises(SpecError, match=f"100000000 nodes: at most {MAX_NODES} simulated nodes"):
+        nodes_of(spec)
+
+
 def test_a_data_dir_resumes_its_cluster_and_refuses_another(tmp_path: Path) -> None:
     spec, document = resolve_cluster(UpOptions(nodes=2, shapes=("small",), data_dir=tmp_path))
     save_cluster(tmp_path, document)

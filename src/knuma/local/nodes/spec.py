@@ -51,13 +51,13 @@ class NodeSpec:
 
 def nodes_of(cluster: ClusterSpec) -> list[NodeSpec]:
     """Every node of `cluster`, pools in order, named by the pool (`<pool>-000`, `<pool>-001`, ...)."""
+    if cluster.node_count > MAX_NODES:  # before building them: a count of 10^8 would take hours
+        raise SpecError(
+            f"{cluster.node_count} nodes: at most {MAX_NODES} simulated nodes are supported (each gets a loopback /24 "
+            "for its pods); use fewer, or `knuma simulate` for capacity planning at that size"
+        )
     specs: list[NodeSpec] = []
     for pool in cluster.pools:
         for name in pool.node_names():
             specs.append(NodeSpec(name, len(specs), pool.shape, pool.name, pool.policy, pool.scope))
-    if len(specs) > MAX_NODES:
-        raise SpecError(
-            f"{len(specs)} nodes: at most {MAX_NODES} simulated nodes are supported (each gets a loopback /24 for its "
-            "pods); use fewer, or `knuma simulate` for capacity planning at that size"
-        )
     return specs
