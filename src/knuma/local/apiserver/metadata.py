@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from knuma.api.names import qualified_name_errors
 from knuma.local.apiserver.schema import type_name
 
 JsonObj = dict[str, Any]
@@ -26,15 +27,8 @@ Cause = tuple[str, str, str]
 
 #: kube-apiserver's `TotalAnnotationSizeLimitB`.
 ANNOTATIONS_MAX_BYTES = 256 * 1024
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
 _STRING_FIELDS = ("name", "generateName", "namespace", "uid", "resourceVersion", "selfLink")
 _TIME_FIELDS = ("creationTimestamp", "deletionTimestamp")
 _INT_FIELDS = ("generation", "deletionGracePeriodSeconds")
@@ -54,30 +48,9 @@ def _wrong_type(path: str, value: Any, expected: str) -> Cause:
 
 
 def qualified_name_causes(key: str, path: str) -> list[Cause]:
-    """kube's `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name of at most 63 characters."""
-    prefix, slash, name = key.rpartition("/")
-    causes: list[Cause] = []
-    if slash:
-        if not prefix:
-            causes.append(("FieldValueInvalid", path, f'Invalid value: "{key}": prefix part must be non-empty'))
-        elif len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    path,
-                    f'Invalid value: "{key}": prefix part a lowercase RFC 1123 subdomain must consist of lower case '
-                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                )
-            )
-    if not name:
-        causes.append(("FieldValueInvalid", path, f'Invalid value: "{key}": name part must be non-empty'))
-    elif len(name) > 63:
-        causes.append(
-            ("FieldValueInvalid", path, f'Invalid value: "{key}": name part must be no more than 63 characters')
-        )
-    elif not _QUALIFIED_NAME.match(name):
-        causes.append(("FieldValueInvalid", path, f'Invalid value: "{key}": {_QUALIFIED_NAME_MSG}'))
-    return causes
+    """kube's `IsQualifiedName` (`knuma.api.names`): an optional DNS-subdomain prefix and `/`, then a name of at most
+    63 characters."""
+    return [("FieldValueInvalid", path, f'Invalid value: "{key}": {message}') for message in qualified_name_errors(key)]
 
 
 def _string_map(md: JsonObj, field: str) -> tuple[dict[str, str], list[Cause]]:
