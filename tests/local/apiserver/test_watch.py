@@ -40,6 +40,17 @@ def test_watch_without_resource_version_starts_with_current_state(http_client: H
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")]
 
 
+def test_boolean_parameters_read_as_kube_apiservers_parameter_codec_reads_them(http_client: Http) -> None:
+    """`Convert_Slice_string_To_bool`: only `0` and `false` (any case) are false; `?watch=yes` is a watch, not a
+    list, and `?watch=False` a list."""
+    http_client.post(CM, configmap("a"))
+    for value in ("yes", "TRUE", ""):
+        events = http_client.watch(f"{CM}?watch={value}&timeoutSeconds=1")
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a")], value
+    for value in ("False", "0"):
+        assert http_client.get(f"{CM}?watch={value}").json["kind"] == "ConfigMapList", value
+
+
 def test_watch_label_selector_sends_deleted_when_object_leaves_selection(http_client: Http) -> None:
     rv = http_client.post(CM, configmap("a", labels={"app": "x"})).json["metadata"]["resourceVersion"]
     http_client.patch(f"{CM}/a", {"metadata": {"labels": {"app": "y"}}}, "application/merge-patch+json")

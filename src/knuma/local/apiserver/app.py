@@ -168,7 +168,7 @@ def _write_opts(request: web.Request, *, explicit_manager: bool = False) -> Writ
     if dry and dry != "All":
         raise errors.bad_request(f'Unsupported value: "{dry}": supported values: "All"')
     manager = request.query.get("fieldManager", "") if explicit_manager else _manager(request)
-    force = request.query.get("force", "false").lower() in ("true", "1")
+    force = _query_flag(request.query, "force")
     validation = request.query.get("fieldValidation", "")
     if validation not in ("", "Ignore", "Warn", "Strict"):
         raise errors.bad_request(
@@ -262,7 +262,7 @@ class Handlers:
             _check_read_query(request.query)
         if target.name is None:
             if method == "GET":
-                if request.query.get("watch", "").lower() in ("true", "1"):
+                if _query_flag(request.query, "watch"):
                     return await self.watch(request, target)
                 result = service.list_objects(
                     rt,
@@ -392,8 +392,8 @@ class Handlers:
         opts = watch.WatchOptions(
             resource_version=q.get("resourceVersion", ""),
             timeout_seconds=float(_int(timeout, "timeoutSeconds")) if timeout else server.watch_timeout,
-            bookmarks=q.get("allowWatchBookmarks", "").lower() in ("true", "1"),
-            send_initial_events=q.get("sendInitialEvents", "").lower() in ("true", "1"),
+            bookmarks=_query_flag(q, "allowWatchBookmarks"),
+            send_initial_events=_query_flag(q, "sendInitialEvents"),
             bookmark_interval=server.bookmark_interval,
             queue_size=server.watch_queue_size,
             write_timeout=server.watch_write_timeout,
@@ -441,8 +441,17 @@ def _delete_query(request: web.Request, options: JsonObj) -> JsonObj:
         except ValueError as exc:
             raise errors.bad_request(f"invalid value for gracePeriodSeconds: {query['gracePeriodSeconds']!r}") from exc
     if "orphanDependents" in query:
-        options["orphanDependents"] = query["orphanDependents"].lower() in ("true", "1")
+        options["orphanDependents"] = _query_flag(query, "orphanDependents")
     return options
+
+
+def _query_flag(query: Mapping[str, str], name: str) -> bool:
+    """A boolean query parameter as kube-apiserver's parameter codec reads it (`Convert_Slice_string_To_bool`):
+    absent, `0` or `false` (any case) is false, anything else true, `?watch=yes` and an empty `?force=` included."""
+    if name not in query:
+        return False
+    value = query[name]
+    return not (value == "0" or value.lower() == "false")
 
 
 def _check_read_query(query: Mapping[str, str]) -> None:
