@@ -198,3 +198,25 @@ def test_a_token_or_certificate_that_is_not_one_stops_the_start_naming_it(
     assert done.stderr.startswith(f"error: {message.format(d=data)}") and len(done.stderr.splitlines()) == 1
     assert done.stderr.endswith(f"{KEPT} {'it' if 'token' in files else 'them'}), or give another --data-dir\n")
     assert all((data / name).read_bytes() == content for name, content in files.items())
+
+
+@pytest.mark.parametrize("counter", ["abc", 1])
+def test_a_resource_version_counter_not_a_number_or_behind_its_objects_goes_on_after_them(
+    tmp_path: Path, counter: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hand-edited counter that is not a number stopped the start with a traceback; one behind the stored objects
+    would hand their resourceVersions out again. The server goes on after the newest object either way."""
+    data = tmp_path / "data"
+    with apiserver_in_thread(tmp_path / "one", data_dir=data) as api:
+        http = Http(api)
+        for name in ("a", "b", "c"):
+            assert http.post("/api/v1/namespaces/default/configmaps", configmap(name)).status == 201
+        newest = int(http.get("/api/v1/namespaces/default/configmaps/c").json["metadata"]["resourceVersion"])
+    with sqlite3.connect(data / DB) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'rv'", (counter,))
+    with caplog.at_level(logging.ERROR), apiserver_in_thread(tmp_path / "two", data_dir=data) as api:
+        http = Http(api)
+        assert http.get("/api/v1/namespaces/default/configmaps/a").status == 200
+        made = http.post("/api/v1/namespaces/default/configmaps", configmap("d"))
+        assert int(made.json["metadata"]["resourceVersion"]) > newest
+    assert ("is not a number" in caplog.text) == (counter == "abc")

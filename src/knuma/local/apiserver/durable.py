@@ -64,10 +64,11 @@ class SqliteBackend:
         aside (see `set_aside`) instead of stopping the server. A file SQLite cannot read is a `DataDirError`."""
         try:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
-            rv = int(row[0]) if row else 0
+            newest = self._db.execute("SELECT MAX(rv) FROM objects").fetchone()[0]
             rows = self._db.execute("SELECT grp, resource, namespace, name, body FROM objects ORDER BY rv").fetchall()
         except sqlite3.DatabaseError as err:
             raise self._unusable(err) from None
+        rv = _counter(row[0] if row else 0, newest, self.path)
         objects: list[tuple[GroupResource, JsonObj]] = []
         for grp, resource, namespace, name, body in rows:
             try:
@@ -132,3 +133,14 @@ class SqliteBackend:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _counter(stored: object, newest: object, path: object) -> int:
+    """The resourceVersion counter to go on from: the stored one, never below the newest object's (a counter behind
+    its objects would hand out resourceVersions again, and watchers would miss events); a counter that is not a
+    whole number (a hand-edited file) is logged and the objects' newest taken."""
+    newest_rv = newest if isinstance(newest, int) else 0
+    if isinstance(stored, int) and not isinstance(stored, bool):
+        return max(stored, newest_rv)
+    log.error("the stored resourceVersion counter %r of %s is not a number: going on from %d", stored, path, newest_rv)
+    return newest_rv
