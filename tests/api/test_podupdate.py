@@ -147,6 +147,14 @@ def test_scheduling_gates_may_only_be_removed_and_a_gated_pods_node_selector_may
             "Forbidden: only deletion is allowed, but found new scheduling gate 'c'",
         )
     ]
+    narrowed = _updated(schedulingGates=[{"name": "b"}], nodeName=None, nodeSelector={"zone": "b"})
+    assert pod_update_errors(released, narrowed) == [
+        FieldError(
+            FIELD_VALUE_INVALID,
+            "spec.nodeSelector",
+            'Invalid value: {"zone":"b"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)',
+        )
+    ]
     ungated = _updated(nodeSelector={"zone": "a"})
     assert pod_update_errors(_spec(), ungated)[0].message.endswith('\nspec.nodeSelector: null -> {"zone": "a"}')
 

@@ -11,8 +11,9 @@ scheduler's and the kubelet's back.
 Specs are compared as `apiequality.Semantic.DeepEqual` compares the Go structs: quantities by value (`1` equals
 `1000m`), and a field absent equal to its zero value (`hostNetwork: false`, `ports: []`), since a Go struct cannot
 tell them apart. (That also equates `nil` and `0` for pointer fields, which Go tells apart: knuma is laxer there.)
-A gated pod's `nodeSelector` and node affinity may change too (1.30's `PodSchedulingReadiness`), which knuma allows
-without upstream's check that only additions are made.
+A gated pod's `nodeSelector` may gain entries and its node affinity change too (1.30's `PodSchedulingReadiness`);
+knuma does not make upstream's check that node affinity terms only gain requirements
+(`validateNodeAffinityMutation`).
 
 Pure: works on the raw spec mappings, after the API server's defaulting.
 """
@@ -52,6 +53,8 @@ def pod_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) 
         return errors
     errors += _toleration_errors(_list(new_spec, "tolerations"), _list(old_spec, "tolerations"))
     errors += _scheduling_gate_errors(_list(new_spec, "schedulingGates"), _list(old_spec, "schedulingGates"))
+    if _list(old_spec, "schedulingGates"):
+        errors += _node_selector_errors(old_spec.get("nodeSelector"), new_spec.get("nodeSelector"))
     if new_spec == old_spec or _semantic(dict(new_spec)) == _semantic(dict(old_spec)):  # the usual: metadata only
         return errors
     munged = _munged(old_spec, new_spec)
@@ -143,6 +146,18 @@ def _scheduling_gate_errors(new: list[Any], old: list[Any]) -> list[FieldError]:
         for index, gate in enumerate(new)
         if isinstance(gate, Mapping) and gate.get("name") not in existing
     ]
+
+
+def _node_selector_errors(old: Any, new: Any) -> list[FieldError]:
+    """`validateNodeSelectorMutation`: a gated pod's `nodeSelector` may gain entries (a queue controller narrowing
+    where the pod may go before it releases the gate), never lose or change one."""
+    before = old if isinstance(old, Mapping) else {}
+    after = new if isinstance(new, Mapping) else {}
+    if all(key in after and after[key] == value for key, value in before.items()):
+        return []
+    shown = json.dumps(dict(after), separators=(",", ":"))
+    message = f"Invalid value: {shown}: only additions to spec.nodeSelector are allowed (no mutations or deletions)"
+    return [FieldError(FIELD_VALUE_INVALID, "spec.nodeSelector", message)]
 
 
 def _munged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
