@@ -163,3 +163,39 @@ def test_a_negative_grace_period_may_become_one() -> None:
     negative = _updated(terminationGracePeriodSeconds=-1)
     assert pod_update_errors(negative, _updated(terminationGracePeriodSeconds=1)) == []
     assert pod_update_errors(_spec(), _updated(terminationGracePeriodSeconds=1)) != []
+
+
+def _required(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+ZONE = {"key": "zone", "operator": "In", "values": ["a"]}
+RACK = {"key": "rack", "operator": "Exists"}
+
+
+def test_a_gated_pods_required_node_affinity_terms_may_only_gain_requirements() -> None:
+    """`validateNodeAffinityMutation` / `validateNodeSelectorTermHasOnlyAdditions`."""
+    gated = {"schedulingGates": [{"name": "q"}], "nodeName": None}
+    none = _updated(**gated)
+    one = _updated(**gated, affinity=_required({"matchExpressions": [ZONE]}))
+    assert pod_update_errors(none, one) == []  # no required affinity before: anything may be set
+    narrower = _updated(**gated, affinity=_required({"matchExpressions": [ZONE, RACK]}))
+    assert pod_update_errors(one, narrower) == []
+    changed = _updated(**gated, affinity=_required({"matchExpressions": [RACK]}))
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    assert pod_update_errors(one, changed) == [
+        FieldError(
+            FIELD_VALUE_INVALID,
+            f"{path}[0]",
+            'Invalid value: {"matchExpressions":[{"key":"rack","operator":"Exists"}]}: only additions are allowed '
+            "(no mutations or deletions)",
+        )
+    ]
+    another_term = _updated(**gated, affinity=_required({"matchExpressions": [ZONE]}, {"matchFields": [RACK]}))
+    assert [(e.field, e.message.split(": ")[-1]) for e in pod_update_errors(one, another_term)] == [
+        (path, "no additions/deletions to non-empty NodeSelectorTerms list are allowed")
+    ]
+    assert pod_update_errors(
+        _updated(affinity=_required({"matchExpressions": [ZONE]})),
+        _updated(affinity=_required({"matchExpressions": [ZONE, RACK]})),
+    )[0].message.startswith(PREFIX)  # an ungated pod's affinity is immutable

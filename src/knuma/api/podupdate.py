@@ -11,9 +11,8 @@ scheduler's and the kubelet's back.
 Specs are compared as `apiequality.Semantic.DeepEqual` compares the Go structs: quantities by value (`1` equals
 `1000m`), and a field absent equal to its zero value (`hostNetwork: false`, `ports: []`), since a Go struct cannot
 tell them apart. (That also equates `nil` and `0` for pointer fields, which Go tells apart: knuma is laxer there.)
-A gated pod's `nodeSelector` may gain entries and its node affinity change too (1.30's `PodSchedulingReadiness`);
-knuma does not make upstream's check that node affinity terms only gain requirements
-(`validateNodeAffinityMutation`).
+A gated pod's `nodeSelector` may gain entries and its required node affinity terms gain requirements too (1.30's
+`PodSchedulingReadiness`: a queue controller narrows where the pod may go before it removes the gate).
 
 Pure: works on the raw spec mappings, after the API server's defaulting.
 """
@@ -55,6 +54,7 @@ def pod_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) 
     errors += _scheduling_gate_errors(_list(new_spec, "schedulingGates"), _list(old_spec, "schedulingGates"))
     if _list(old_spec, "schedulingGates"):
         errors += _node_selector_errors(old_spec.get("nodeSelector"), new_spec.get("nodeSelector"))
+        errors += _node_affinity_errors(_node_affinity(old_spec), _node_affinity(new_spec))
     if new_spec == old_spec or _semantic(dict(new_spec)) == _semantic(dict(old_spec)):  # the usual: metadata only
         return errors
     munged = _munged(old_spec, new_spec)
@@ -155,9 +155,61 @@ def _node_selector_errors(old: Any, new: Any) -> list[FieldError]:
     after = new if isinstance(new, Mapping) else {}
     if all(key in after and after[key] == value for key, value in before.items()):
         return []
-    shown = json.dumps(dict(after), separators=(",", ":"))
+    shown = _compact(dict(after))
     message = f"Invalid value: {shown}: only additions to spec.nodeSelector are allowed (no mutations or deletions)"
     return [FieldError(FIELD_VALUE_INVALID, "spec.nodeSelector", message)]
+
+
+def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    affinity = spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    return node if isinstance(node, Mapping) else {}
+
+
+_TERMS = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def _node_affinity_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """`validateNodeAffinityMutation`: a gated pod's required node affinity may be set when it had none; once it has
+    terms, each may only gain requirements (`validateNodeSelectorTermHasOnlyAdditions`), and no term may be added or
+    removed. Preferred terms may change freely."""
+    old_required = old.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(old_required, Mapping):
+        return []
+    new_required = new.get("requiredDuringSchedulingIgnoredDuringExecution")
+    old_terms = _list(old_required, "nodeSelectorTerms")
+    new_terms = _list(new_required, "nodeSelectorTerms") if isinstance(new_required, Mapping) else []
+    if old_terms and len(old_terms) != len(new_terms):
+        message = "no additions/deletions to non-empty NodeSelectorTerms list are allowed"
+        return [FieldError(FIELD_VALUE_INVALID, _TERMS, f"Invalid value: {_compact(new_terms)}: {message}")]
+    return [
+        FieldError(
+            FIELD_VALUE_INVALID,
+            f"{_TERMS}[{index}]",
+            f"Invalid value: {_compact(after)}: only additions are allowed (no mutations or deletions)",
+        )
+        for index, (before, after) in enumerate(zip(old_terms, new_terms, strict=True))
+        if not _only_additions(before, after)
+    ]
+
+
+def _only_additions(old_term: Any, new_term: Any) -> bool:
+    """`validateNodeSelectorTermHasOnlyAdditions`: an empty term stays empty; otherwise the old `matchExpressions`
+    and `matchFields` are the new lists' beginnings."""
+    before = old_term if isinstance(old_term, Mapping) else {}
+    after = new_term if isinstance(new_term, Mapping) else {}
+    keys = ("matchExpressions", "matchFields")
+    if not any(_list(before, key) for key in keys):
+        return not any(_list(after, key) for key in keys)
+    for key in keys:
+        old_list, new_list = _list(before, key), _list(after, key)
+        if old_list and (len(new_list) < len(old_list) or _semantic(new_list[: len(old_list)]) != _semantic(old_list)):
+            return False
+    return True
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def _munged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
