@@ -96,6 +96,10 @@ def update_scale(
 
 
 def bind(service: ObjectService, namespace: str, name: str, body: Any, opts: WriteOptions) -> JsonObj:
+    raw_metadata = body.get("metadata") if isinstance(body, dict) else None
+    metadata: JsonObj = raw_metadata if isinstance(raw_metadata, dict) else {}
+    if metadata.get("name") != name:  # `BindingREST.Create`, before `ValidatePodBinding`: not taken from the URL
+        raise errors.bad_request("name in URL does not match name in Binding object")
     if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or not body["target"].get("name"):
         raise errors.invalid("Binding", "", name, [("FieldValueRequired", "target.name", "Required value")])
     target = body["target"]
@@ -110,10 +114,6 @@ def bind(service: ObjectService, namespace: str, name: str, body: Any, opts: Wri
             name,
             [("FieldValueNotSupported", "target.kind", 'Unsupported value: supported values: "Node"')],
         )
-    raw_metadata = body.get("metadata")
-    metadata: JsonObj = raw_metadata if isinstance(raw_metadata, dict) else {}
-    if metadata.get("name") != name:  # `BindingREST.Create`: the name is not taken from the URL
-        raise errors.bad_request("name in URL does not match name in Binding object")
     pods = service.rt_for(POD_GR)
     existing = service.existing(pods, namespace, name)
     uid = metadata.get("uid")
