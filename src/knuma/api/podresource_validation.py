@@ -195,8 +195,8 @@ def _resource_name_messages(name: str) -> list[str]:
 def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
     """`validateContainerResourceName`: `validateResourceName`, then without a domain one of `cpu`, `memory`,
     `ephemeral-storage` or a hugepages size (`IsStandardContainerResourceName`: `requests.cpu` is a quota's name, not a
-    container's), with one an extended resource name unless it is a `kubernetes.io/` one. A misspelt `cpuu` would
-    otherwise be an unknown extended resource no node has: the pod would stay Pending for ever."""
+    container's), with a domain an extended resource name unless the domain is `kubernetes.io/`. A misspelt `cpuu`
+    would otherwise be an unknown extended resource no node has: the pod would stay Pending for ever."""
     messages = _resource_name_messages(name)
     if "/" not in name:
         if name not in STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
