@@ -4,11 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 PYTEST_ARGS ?=
-## Test processes (pytest-xdist): 4 by default on CI's 2 cores, since the end-to-end tests spend much of their time
-## waiting for other processes (a grace period, an exporter's period): on 3443 tests 8 min 38 s against 9 min 48 s
-## with 3 (an earlier suite: 8 min 36 s with 3 against 10 min 18 s with 2), the CPU time the same.
-## TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= 4
+## Test processes (pytest-xdist): 3 by default on CI's 2 cores, since the end-to-end tests spend much of their time
+## waiting for other processes (a grace period, an exporter's period): 8 min 36 s against 10 min 18 s with 2, the
+## CPU time the same. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 3
 
 .PHONY: run shell test lint bench fmt clean venv dev proto chromium
 
