@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.names import dns1123_label_errors, dns1123_subdomain_errors, max_len_error
 from knuma.errors import InvalidInput
 
 __all__ = [
@@ -25,8 +26,6 @@ __all__ = [
     "qualified_name_errors",
 ]
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -125,29 +124,16 @@ class ValidationError(InvalidInput):
 
 
 def dns_label_error(value: str) -> str:
-    """`IsDNS1123Label`; empty when valid."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not _DNS_LABEL.match(value):
-        return (
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-            "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-        )
-    return ""
+    """`IsDNS1123Label`'s first message (`knuma.api.names`); empty when valid."""
+    return next(iter(dns1123_label_errors(value)), "")
 
 
 def dns_subdomain_error(value: str, max_length: int = 253) -> str:
-    """`IsDNS1123Subdomain`; empty when valid."""
+    """`IsDNS1123Subdomain`'s first message (`knuma.api.names`), at most `max_length` characters (a DRA domain: 63);
+    empty when valid."""
     if len(value) > max_length:
-        return f"must be no more than {max_length} characters"
-    if not _DNS_SUBDOMAIN.match(value):
-        return (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        )
-    return ""
+        return max_len_error(max_length)
+    return next(iter(dns1123_subdomain_errors(value)), "")
 
 
 def qualified_name_errors(value: str, *, require_domain: bool = False) -> list[str]:

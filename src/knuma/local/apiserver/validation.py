@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from knuma.api.names import config_map_key_errors
+from knuma.api.names import config_map_key_errors, dns1123_label_errors, dns1123_subdomain_errors
 from knuma.api.podresize import container_resources_update_errors, pod_resize_errors
 from knuma.api.podresource_validation import (
     pod_resources_errors,
@@ -30,8 +29,6 @@ from knuma.local.apiserver.resources import ResourceType
 
 Cause = tuple[str, str, str]
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PATH_SEGMENT_BAD = ("/", "%")
 
 LABEL_KINDS = frozenset({"Namespace", "Service"})
@@ -44,29 +41,8 @@ def name_causes(kind: str, name: str, field: str = "metadata.name") -> list[Caus
         if name in (".", "..") or any(c in name for c in _PATH_SEGMENT_BAD):
             return [("FieldValueInvalid", field, f"Invalid value: \"{name}\": may not contain '/' or '%'")]
         return []
-    if kind in LABEL_KINDS:
-        if len(name) > 63 or not _DNS1123_LABEL.match(name):
-            return [
-                (
-                    "FieldValueInvalid",
-                    field,
-                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric '
-                    "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-                    "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                )
-            ]
-        return []
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        return [
-            (
-                "FieldValueInvalid",
-                field,
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
-                "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-                "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            )
-        ]
-    return []
+    check = dns1123_label_errors if kind in LABEL_KINDS else dns1123_subdomain_errors
+    return [("FieldValueInvalid", field, f'Invalid value: "{name}": {message}') for message in check(name)]
 
 
 def _required(obj: JsonObj, path: str) -> list[Cause]:
