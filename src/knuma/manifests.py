@@ -17,10 +17,12 @@ from knuma.errors import InvalidInput
 __all__ = [
     "ManifestError",
     "UnreadableFile",
+    "YamlProblem",
     "load_documents",
     "load_objects",
     "pod_manifest",
     "read_user_file",
+    "yaml_documents",
     "yaml_problem",
 ]
 
@@ -71,9 +73,9 @@ def load_documents(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     text = read_user_file(path)
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as err:
-        raise ManifestError(f"{path}: {yaml_problem(err)}") from None
+        documents = [doc for doc in yaml_documents(text) if doc is not None]
+    except YamlProblem as err:
+        raise ManifestError(f"{path}: {err}") from None
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict):
             raise ManifestError(f"{path}: document {index + 1} is a {type(doc).__name__}, not a Kubernetes object")
@@ -88,6 +90,25 @@ def load_objects(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]
     return [
         (f"{path}: document {index}", doc) for path in paths for index, doc in enumerate(load_documents(path), start=1)
     ]
+
+
+class YamlProblem(ManifestError):
+    """YAML that PyYAML cannot read, in one line without the file's name (the caller names it)."""
+
+
+def yaml_documents(text: str) -> list[Any]:
+    """Every document of a YAML (or JSON) text, as every command reads a file the user gave. What PyYAML cannot read
+    is a `YamlProblem`: malformed YAML (`yaml_problem`), a scalar its constructors refuse (an integer of 5000 digits,
+    the date 2024-13-45: a ValueError) and nesting too deep for Python (a RecursionError), which were tracebacks."""
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as err:
+        raise YamlProblem(yaml_problem(err)) from None
+    except ValueError as err:
+        problem = str(err).split("; use sys.set_int_max_str_digits()")[0]
+        raise YamlProblem(f"a value cannot be read ({problem}); quote it if it is text") from None
+    except RecursionError:
+        raise YamlProblem("nested too deeply to read; flatten it") from None
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:

@@ -279,3 +279,13 @@ def test_explain_hints_in_json_and_the_smt_alignment_reason() -> None:
         "resource": "cpu",
         "hints": "[{01 true} {10 true} {11 false}]",
     }
+
+
+def test_a_pod_file_python_cannot_hold_is_an_error_naming_it(tmp_path: Path) -> None:
+    """An integer of 5000 digits parses as YAML but not as a Python int: the shared `yaml_documents` says so (it was a
+    ValueError traceback)."""
+    pod_file = tmp_path / "pod.yaml"
+    pod_file.write_text("kind: Pod\nmetadata: {name: p}\nspec: {priority: " + "9" * 5000 + "}\n")
+    result = run("--pod", str(pod_file), "--nodes", str(NODES))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {pod_file}: a value cannot be read (Exceeds the limit (4300 digits)")

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from knuma.api.nrt import Policy, Scope
 from knuma.errors import SpecError
-from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_documents
 from knuma.testbed.shapes import BUILTIN_SHAPES, NodeShape, ShapeError, shape_from_dict
 
 __all__ = [
@@ -123,14 +121,9 @@ def load_yaml(path: Path) -> Any:
     except UnreadableFile as err:
         raise SpecError(f"cannot read {path}: {err.reason}") from None
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: {yaml_problem(err)}") from None
-    except ValueError as err:  # a scalar PyYAML's constructors refuse: an integer of 5000 digits, a date 2024-13-45
-        problem = str(err).split("; use sys.set_int_max_str_digits()")[0]
-        raise SpecError(f"{path}: a value cannot be read ({problem}); quote it if it is text") from None
-    except RecursionError:
-        raise SpecError(f"{path}: nested too deeply to read; flatten it") from None
+        documents = [d for d in yaml_documents(text) if d is not None]
+    except YamlProblem as err:
+        raise SpecError(f"{path}: {err}") from None
     if not documents:
         raise SpecError(f"{path}: the file is empty")
     return documents[0]

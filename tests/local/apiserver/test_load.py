@@ -56,6 +56,19 @@ def test_unreadable_input_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "nokind.yaml").write_text("metadata: {name: x}\n")
     with pytest.raises(LoadError, match=r"nokind.yaml#1: every object needs apiVersion and kind"):
         read_manifests([tmp_path / "nokind.yaml"])
+    # what PyYAML and json parse but Python cannot hold (tracebacks before): the shared `yaml_documents` says so
+    digits = "9" * 5000
+    (tmp_path / "digits.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\ndata: {{n: {digits}}}\n"
+    )
+    with pytest.raises(LoadError, match=r"digits.yaml: a value cannot be read \(Exceeds the limit \(4300 digits\)"):
+        read_manifests([tmp_path / "digits.yaml"])
+    (tmp_path / "date.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 2024-13-45}\n")
+    with pytest.raises(LoadError, match=r"date.yaml: a value cannot be read \(.*\); quote it if it is text"):
+        read_manifests([tmp_path / "date.yaml"])
+    (tmp_path / "digits.json").write_text(f'{{"apiVersion": "v1", "kind": "ConfigMap", "data": {{"n": {digits}}}}}')
+    with pytest.raises(LoadError, match=r"digits.json: malformed JSON: Exceeds the limit"):
+        read_manifests([tmp_path / "digits.json"])
 
 
 @pytest.mark.slow

@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from knuma.api.types import JsonObj
 from knuma.errors import InvalidInput
 from knuma.local.apiserver.bodies import check_bounds, check_finite
 from knuma.local.apiserver.errors import ApiError
 from knuma.local.apiserver.rest import ObjectService, WriteOptions
-from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_documents
 
 __all__ = ["LoadError", "LoadedObject", "Manifest", "load_objects", "read_manifests"]
 
@@ -75,10 +73,10 @@ def _documents(path: Path) -> Iterable[tuple[int, Any]]:
         if path.suffix == ".json":
             yield 1, json.loads(text)
             return
-        yield from enumerate(yaml.safe_load_all(text), start=1)
-    except yaml.YAMLError as err:
-        raise LoadError(f"--load {path}: {yaml_problem(err)}") from None
-    except json.JSONDecodeError as err:
+        yield from enumerate(yaml_documents(text), start=1)
+    except YamlProblem as err:
+        raise LoadError(f"--load {path}: {err}") from None
+    except ValueError as err:  # JSONDecodeError, or an integer of more than 4300 digits
         raise LoadError(f"--load {path}: malformed JSON: {err}") from None
 
 
