@@ -22,6 +22,7 @@ __all__ = [
     "load_objects",
     "pod_manifest",
     "read_user_file",
+    "yaml_document",
     "yaml_documents",
     "yaml_problem",
 ]
@@ -109,6 +110,15 @@ def yaml_documents(text: str) -> list[Any]:
         raise YamlProblem(f"a value cannot be read ({problem}); quote it if it is text") from None
     except RecursionError:
         raise YamlProblem("nested too deeply to read; flatten it") from None
+
+
+def yaml_document(text: str) -> Any:
+    """The one document of a YAML text (None when empty), as `yaml.safe_load` reads it; more than one is a
+    `YamlProblem`, as is what `yaml_documents` cannot read."""
+    documents = yaml_documents(text)
+    if len(documents) > 1:
+        raise YamlProblem(f"holds {len(documents)} YAML documents; expected one")
+    return documents[0] if documents else None
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:

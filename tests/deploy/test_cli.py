@@ -86,6 +86,11 @@ def test_an_updater_config_the_exporter_would_refuse_is_refused_before_rendering
     warned = invoke("render", "updater", "--rte-config-file", str(typo))
     assert warned.exit_code == 0
     assert f"warning: --rte-config-file {typo}: kubelet.topologyManagerPolcy: unknown key, ignored" in warned.stderr
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("kubelet:\n  reservedSystemCPUs: " + "9" * 5000 + "\n")  # YAML Python cannot hold
+    unreadable = invoke("render", "updater", "--rte-config-file", str(huge))
+    assert unreadable.exit_code == 2
+    assert unreadable.stderr.startswith(f"error: invalid --rte-config-file: {huge}: a value cannot be read (")
 
 
 @pytest.mark.parametrize(

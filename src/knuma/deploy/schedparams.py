@@ -18,11 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from knuma.api.numaresources import ScoringType
 from knuma.deploy.options import OptionsError
-from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_documents
 from knuma.scheduler.plugins.args_fields import Fail, field_enum, field_mapping, quoted
 from knuma.scheduler.plugins.numa_args import FOREIGN_PODS_DETECT, INFORMER_MODES, RESYNC_METHODS
 
@@ -117,9 +115,9 @@ def _read(path: str | Path, fail: Fail) -> Any:
     except UnreadableFile as err:
         fail("", err.problem)
     try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as err:
-        fail("", yaml_problem(err))
+        documents = yaml_documents(text)
+    except YamlProblem as err:
+        fail("", str(err))
     if len(documents) > 1:
         fail("", f"holds {len(documents)} YAML documents; expected one mapping")
     return documents[0] if documents else None

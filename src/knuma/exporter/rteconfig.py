@@ -34,11 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from knuma.duration import format_duration, parse_interval
 from knuma.errors import ConfigError
-from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_document
 
 __all__ = [
     "DEFAULT_CONFIG_ROOT",
@@ -197,9 +195,9 @@ def read_daemon_config(root: str | os.PathLike[str]) -> dict[str, Setting]:
         except UnreadableFile as err:
             raise ConfigError(str(err)) from None
         try:
-            documents.append((str(path), yaml.safe_load(text)))
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: {yaml_problem(err)}") from None
+            documents.append((str(path), yaml_document(text)))
+        except YamlProblem as err:
+            raise ConfigError(f"{path}: {err}") from None
     return merge(documents)
 
 

@@ -27,12 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
 from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
-from knuma.manifests import UnreadableFile, read_user_file, yaml_problem
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_document
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
 from knuma.topology.node import ATTR_PREFER_CLOSEST
 
@@ -133,9 +131,9 @@ def _load_yaml(path: str | os.PathLike[str]) -> Any:
     except UnreadableFile as err:
         raise ConfigError(str(err)) from None
     try:
-        return yaml.safe_load(text)  # JSON is YAML
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: {yaml_problem(err)}") from None
+        return yaml_document(text)  # JSON is YAML
+    except YamlProblem as err:
+        raise ConfigError(f"{path}: {err}") from None
 
 
 def _policy(raw: Any, where: str) -> Policy | None:

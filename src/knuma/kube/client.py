@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import yaml
 from lightkube import AsyncClient, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError as LightkubeApiError
@@ -24,7 +23,7 @@ from lightkube.core.exceptions import ConfigError
 import knuma.errors as knuma_errors
 from knuma.kube.errors import KubeApiError, Unavailable, connection_failure, from_status
 from knuma.kube.session import ApiSession
-from knuma.manifests import UnreadableFile, read_user_file
+from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_document
 
 __all__ = [
     "KubeConfigError",
@@ -166,7 +165,10 @@ _LOCAL_PATHS = {"cluster": ("certificate-authority",), "user": ("client-certific
 
 def _kubeconfig_document(text: str, file: Path) -> dict[str, Any]:
     """A kubeconfig's YAML, checked for what lightkube reads without saying what is missing (`'clusters'`)."""
-    loaded = yaml.safe_load(text)
+    try:
+        loaded = yaml_document(text)
+    except YamlProblem as err:
+        raise KubeConfigError(f"cannot read kubeconfig {file}: {err}") from None
     if not isinstance(loaded, dict):
         raise KubeConfigError(
             f"kubeconfig {file} is not a kubeconfig: expected a mapping with clusters, contexts and users, got "
@@ -197,11 +199,11 @@ def merged_kubeconfig(files: list[Path]) -> KubeConfig:
         )
     for file in found:
         try:
-            loaded = yaml.safe_load(read_user_file(file)) or {}
+            loaded = yaml_document(read_user_file(file)) or {}
         except UnreadableFile as err:
             raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err.reason}") from None
-        except yaml.YAMLError as err:
-            raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err}") from err
+        except YamlProblem as err:
+            raise KubeConfigError(f"cannot read kubeconfig {file} (from $KUBECONFIG): {err}") from None
         if not isinstance(loaded, dict):
             raise KubeConfigError(f"kubeconfig {file} (from $KUBECONFIG) is not a mapping")
         if loaded.get("current-context") and "current-context" not in merged:

@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx2
-import yaml
 
 from knuma.api.types import JsonObj
 from knuma.deploy.check.processes import LEASE_PATH, LocalProcesses
@@ -26,7 +25,7 @@ from knuma.errors import OperationFailed
 from knuma.kube import rest
 from knuma.kube.configz import ConfigzError, read_configz_many
 from knuma.kube.errors import CHECK_CONNECTION, Forbidden, KubeApiError, NotFound, Unauthorized, cannot_reach, server_of
-from knuma.manifests import yaml_problem
+from knuma.manifests import YamlProblem, yaml_document
 
 __all__ = ["NRT_PATH", "CheckAborted", "gather", "read_nrts", "read_pods", "read_processes"]
 
@@ -154,9 +153,9 @@ def _scheduler_config(http: httpx2.Client, deployment: JsonObj) -> SchedulerDepl
             continue
         for key, text in (cm.get("data") or {}).items():
             try:
-                doc = yaml.safe_load(text)
-            except yaml.YAMLError as err:
-                problems.append(f"ConfigMap {ns}/{name} key {key}: {yaml_problem(err)}")
+                doc = yaml_document(text)
+            except YamlProblem as err:
+                problems.append(f"ConfigMap {ns}/{name} key {key}: {err}")
                 continue
             if isinstance(doc, dict) and doc.get("kind") == "KubeSchedulerConfiguration":
                 return SchedulerDeployment(deployment, doc)
