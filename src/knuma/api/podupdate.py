@@ -26,11 +26,11 @@ from typing import Any
 from knuma.api.podresize import container_resources_update_errors
 from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS, pod_resources_update_errors
 from knuma.api.podvalidation import FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_REQUIRED, FieldError
+from knuma.api.types import INT32_MAX
 from knuma.quantity import QuantityError, parse_quantity
 
 __all__ = ["pod_update_errors"]
 
-MAX_INT32 = 2**31 - 1
 _RESOURCE_LISTS = frozenset({"requests", "limits", "overhead", "capacity", "allocatable"})
 """Keys whose values are `ResourceList`s (quantities by name), compared by value."""
 
@@ -98,8 +98,8 @@ def _deadline_errors(old: Any, new: Any) -> tuple[list[FieldError], bool]:
     """`activeDeadlineSeconds` may be set or lowered, never raised or removed."""
     path = "spec.activeDeadlineSeconds"
     if isinstance(new, int):
-        if new < 0 or new > MAX_INT32:
-            message = f"Invalid value: {new}: must be between 0 and {MAX_INT32}, inclusive"
+        if new < 0 or new > INT32_MAX:
+            message = f"Invalid value: {new}: must be between 0 and {INT32_MAX}, inclusive"
             return [FieldError(FIELD_VALUE_INVALID, path, message)], True
         if isinstance(old, int) and old < new:
             return [

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = [
     "APPLY_PATCH",
+    "INT32_MAX",
+    "INT64_MAX",
     "JSON_PATCH",
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
@@ -33,6 +35,11 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 """Kubernetes strategic merge patch (built-in kinds only): lists merged by their patch merge key."""
 APPLY_PATCH = "application/apply-patch+yaml"
 """Server-side apply."""
+
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+"""The largest values of the API's `int32` and `int64` fields (Go's types, which decoding and validation enforce)."""
 
 
 def meta_of(obj: JsonView) -> JsonView:

@@ -16,6 +16,7 @@ from typing import Any
 
 from knuma.api.pod import Pod, PodError
 from knuma.api.resources import CPU, format_amount
+from knuma.api.types import INT32_MAX, INT64_MAX
 from knuma.testbed.cluster import (
     ClusterSpec,
     SpecError,
@@ -296,9 +297,6 @@ def _template(raw: Any, where: str, base: Path | None) -> PodTemplate:
 
 POD_FIELDS = ("priority", "preemptionPolicy", "terminationGracePeriodSeconds")
 """Pod spec fields a template may set next to its resources (over its manifest's, when it has one)."""
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 
 
 def _pod_fields(fields: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from knuma.api.dra.fields import FieldErrors, dns_label_error, dns_subdomain_err
 from knuma.api.dra.resourceslice import DEVICES_MAX
 from knuma.api.nrt import MAX_ZONE_CPUS, Policy, Scope, TopologyManagerConfig
 from knuma.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, amount_of, parse_resource_list
+from knuma.api.types import INT32_MAX, INT64_MAX
 from knuma.errors import InvalidInput
 from knuma.quantity import QuantityError, parse_quantity
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
@@ -32,8 +33,6 @@ MAX_NUMA_ZONES = 12
 set) and its hint merge walks every combination of zones, 2^zones masks, as knuma's model does in full: 12 zones
 under `restricted` take over a minute per scheduler on the default scenario's workload, 16 more than 15 minutes,
 64 do not finish."""
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 
 
 class ShapeError(InvalidInput):
