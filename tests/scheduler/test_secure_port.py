@@ -362,6 +362,18 @@ def test_the_client_ca_bundle_is_reloaded_when_it_changes(start: Callable[..., S
     assert _refused(scheduler, _client(old, tmp_path, "d", organizations=masters))
 
 
+def _start_refused(api: RunningApiServer, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`knuma scheduler` with its secure port on a free port and `flags`, expected to stop at start."""
+    return subprocess.run(
+        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect",
+         "--secure-port", str(_free_port()), "--metrics-port", "0", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -376,14 +388,7 @@ def test_a_bad_client_ca_file_is_a_one_line_error(
     bundle = tmp_path / "clients.crt"
     if content is not None:
         bundle.write_text(content)
-    done = subprocess.run(
-        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect",
-         "--secure-port", str(_free_port()), "--metrics-port", "0", "--client-ca-file", str(bundle)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )  # fmt: skip
+    done = _start_refused(api, "--client-ca-file", str(bundle))
     assert done.returncode == 2, done.stderr
     assert message.format(bundle=bundle) in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -410,12 +415,5 @@ def test_a_cert_dir_that_cannot_hold_the_certificate_is_a_one_line_error(
             f"cannot write the secure port's self-signed certificate into --cert-dir {cert_dir}: Is a directory; give "
             f"a directory the scheduler can write, {HINT}"
         )
-    done = subprocess.run(
-        [sys.executable, "-m", "knuma", "scheduler", "--kubeconfig", str(api.kubeconfig), "--no-leader-elect",
-         "--secure-port", str(_free_port()), "--metrics-port", "0", "--cert-dir", str(cert_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )  # fmt: skip
+    done = _start_refused(api, "--cert-dir", str(cert_dir))
     assert (done.returncode, done.stderr) == (2, f"error: {message}\n")

@@ -30,7 +30,7 @@ class DataDirError(InvalidInput):
     do (the CLI exits 2)."""
 
 
-OWN_FILES = frozenset({DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", "token"} | {"serving.crt", "serving.key"})
+OWN_FILES = frozenset({DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", "token", "serving.crt", "serving.key"})
 """What the server keeps in its data directory (`durable`, `server.persistent_token`, `tls.load_or_create`)."""
 
 
