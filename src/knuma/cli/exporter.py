@@ -240,13 +240,11 @@ def _extra_document(flags: dict[str, Any]) -> Any:
     would report a broken file)."""
     if not flags.get("config"):
         return None
-    import yaml
-
     from knuma.exporter.tmconfig import load_config_file
-    from knuma.manifests import read_user_file
+    from knuma.manifests import read_user_file, yaml_document
 
     load_config_file(flags["config"])  # raises ConfigError naming the file and the field
-    return yaml.safe_load(read_user_file(flags["config"]))
+    return yaml_document(read_user_file(flags["config"]))
 
 
 def _dump(doc: dict[str, Any], target: str) -> bool:

@@ -33,7 +33,14 @@ def test_its_own_kubeconfig_is_rewritten_and_an_empty_or_missing_file_is_fine(tm
 
 @pytest.mark.parametrize(
     "content",
-    [yaml.safe_dump(PROD), yaml.safe_dump({**PROD, "clusters": [*PROD["clusters"], {"name": "knuma"}]}), "- a\n"],
+    [
+        yaml.safe_dump(PROD),
+        yaml.safe_dump({**PROD, "clusters": [*PROD["clusters"], {"name": "knuma"}]}),
+        "- a\n",
+        "clusters: [{name: big, port: " + "9" * 5000 + "}]\n",  # a value Python cannot hold: not a traceback
+        "a: 1\n---\nb: 2\n",
+    ],
+    ids=["prod", "prod-and-knuma", "list", "5000-digit-number", "two-documents"],
 )
 def test_someone_elses_kubeconfig_is_not_overwritten(tmp_path: Path, content: str) -> None:
     path = tmp_path / "config"

@@ -10,6 +10,7 @@ import yaml
 
 from knuma.api.types import JsonObj
 from knuma.errors import InvalidInput
+from knuma.manifests import YamlProblem, yaml_document
 
 
 def build(url: str, token: str | None, *, ca_pem: str | None = None, name: str = "knuma") -> JsonObj:
@@ -49,8 +50,8 @@ def check_writable(path: Path, name: str = "knuma") -> None:
     except (OSError, UnicodeDecodeError) as err:
         raise KubeconfigInUse(f"--kubeconfig-out {path} cannot be read ({err}); give another path") from None
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
+        doc = yaml_document(text)
+    except YamlProblem:  # malformed, several documents, or a value Python cannot hold: not knuma's
         doc = "not YAML"
     if doc is None:
         return
