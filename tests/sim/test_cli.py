@@ -546,6 +546,21 @@ PODS_LIMIT = "the most pods a workload may have (Kubernetes' limit per cluster)"
             "a node, more than the 128 its ResourceSlice holds; lower it",
         ),
         (
+            ("cluster",),
+            _shape(dra=[{**NIC, "perZone": 1, "capacity": {"bandwidth": "-100G"}}]),
+            "cluster.shapes.s.dra[0].capacity.bandwidth.value: '-100G' is negative; a device's capacity is 0 or more",
+        ),
+        (
+            ("cluster",),
+            _shape(dra=[{**NIC, "perZone": 1, "model": 810}]),
+            "cluster.shapes.s.dra[0].model: expected a string, got 810",
+        ),
+        (
+            ("cluster",),
+            _shape(dra=[{**NIC, "perZone": 1, "driver": ["nic.sim.knuma.io"]}]),
+            "cluster.shapes.s.dra[0].driver: expected a string, got ['nic.sim.knuma.io']",
+        ),
+        (
             ("recreate",),
             {"enabled": True, "maxPerPod": 10**9},
             "recreate.maxPerPod: 1000000000 is more than 100, the most recreations of one pod a simulation models; "

@@ -430,6 +430,9 @@ def _dra_group(raw: Any, where: str) -> DraDeviceGroup:
     for required in ("driver", "prefix", "perZone", "model"):
         if required not in raw:
             raise ShapeError(f"{where}: missing {required}")
+    for key in ("driver", "prefix", "model"):
+        if not isinstance(raw[key], str):
+            raise ShapeError(f"{where}.{key}: expected a string, got {raw[key]!r}")
     driver, prefix, model = (str(raw[key]) for key in ("driver", "prefix", "model"))
     if problem := dns_subdomain_error(driver, 63):
         raise ShapeError(f"{where}.driver: {driver!r}: {problem}")
@@ -465,6 +468,8 @@ def _dra_capacity(raw: Any, where: str, shared: bool) -> tuple[dict[str, str], d
             value = parse_quantity(body["value"])
         except QuantityError as err:
             raise ShapeError(f"{here}.value: {err}") from None
+        if value.nanos < 0:  # kube-apiserver takes any quantity (`validateDeviceCapacity`); no device has less than 0
+            raise ShapeError(f"{here}.value: {body['value']!r} is negative; a device's capacity is 0 or more")
         capacity[str(name)] = str(value)
         if body.get("requestPolicy") is None:
             continue
