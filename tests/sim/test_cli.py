@@ -561,6 +561,12 @@ PODS_LIMIT = "the most pods a workload may have (Kubernetes' limit per cluster)"
             "cluster.shapes.s.dra[0].driver: expected a string, got ['nic.sim.knuma.io']",
         ),
         (
+            ("cluster",),
+            _shape(sockets=3, numaZones=4),
+            "cluster.shapes.s.sockets: 3 sockets cannot hold 4 NUMA zones evenly (every socket holds as many zones, "
+            "as the kubelet's CPU topology assumes); give a divisor of numaZones",
+        ),
+        (
             ("recreate",),
             {"enabled": True, "maxPerPod": 10**9},
             "recreate.maxPerPod: 1000000000 is more than 100, the most recreations of one pod a simulation models; "

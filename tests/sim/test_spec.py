@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from knuma.api.pod import QOSClass
 from knuma.sim.scenarios import BUILTIN, builtin_scenario
 from knuma.sim.spec import scenario_from_dict, workload_from_dict
 from knuma.testbed.cluster import SpecError, cluster_from_dict
-from knuma.testbed.shapes import BUILTIN_SHAPES
+from knuma.testbed.shapes import BUILTIN_SHAPES, ShapeError
 
 from .conftest import small_scenario
 
@@ -60,6 +61,29 @@ def test_cluster_errors_name_the_field() -> None:
         cluster_from_dict({"shapes": {"s": by_socket}, "pools": [{"shape": "s"}]})
     spec = cluster_from_dict({"shapes": {"s": by_socket}, "pools": [{"shape": "s", "policy": "restricted"}]})
     assert spec.pools[0].shape.topology("n").cpu_manager.numa_sockets == {0: 0, 1: 0, 2: 1, 3: 1}
+
+
+def test_a_shape_says_how_many_sockets_hold_its_zones() -> None:
+    """`sockets` sets the socket map (which decides the kubelet's `numaFirst` / `socketsFirst` CPU order and the
+    distances); by default one socket per zone up to two zones, two zones per socket beyond."""
+
+    def sockets_of(**extra: object) -> dict[int, int]:
+        shape = {"numaZones": 4, "cpusPerZone": 8, "memoryPerZone": "8Gi", **extra}
+        spec = cluster_from_dict({"shapes": {"s": shape}, "pools": [{"shape": "s"}]})
+        return dict(spec.pools[0].shape.topology("n").cpu_manager.numa_sockets)
+
+    assert sockets_of() == {0: 0, 1: 0, 2: 1, 3: 1}
+    assert sockets_of(sockets=1) == {0: 0, 1: 0, 2: 0, 3: 0}
+    assert sockets_of(sockets=4) == {0: 0, 1: 1, 2: 2, 3: 3}
+    two = BUILTIN_SHAPES["two-socket"].topology("n")
+    assert two.cpu_manager.numa_sockets == {0: 0, 1: 1}
+    assert two.zone_by_id[0].distances[1] == 20  # across sockets
+    with pytest.raises(SpecError, match=r"cluster.shapes.s.sockets: 3 sockets cannot hold 4 NUMA zones evenly"):
+        sockets_of(sockets=3)
+    with pytest.raises(ShapeError, match=r"shape s: sockets must divide its 4 NUMA zone\(s\) evenly .* got 3"):
+        replace(BUILTIN_SHAPES["four-numa"], name="s", sockets=3)
+    with pytest.raises(SpecError, match=r"cluster.shapes.s.sockets: 5 is more than 4, one per NUMA zone at most"):
+        sockets_of(sockets=5)
 
 
 def test_custom_shape_and_policy() -> None:

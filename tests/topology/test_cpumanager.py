@@ -128,6 +128,47 @@ def test_align_by_socket_prefers_hints_within_the_fewest_sockets():
     assert placement_ids(result) == {"app": (0, 1)}
 
 
+# -- numaFirst and socketsFirst (cpu_assignment.go, newCPUAccumulator) ---------------------------------------------
+
+SNC2 = {0: 0, 1: 0, 2: 1, 3: 1}
+"""Two sockets of two NUMA nodes each: more NUMA nodes than sockets, so the kubelet takes CPUs `socketsFirst`."""
+
+
+def _left_after(request: str, free: dict[int, int], sockets: dict[int, int]) -> dict[int, int]:
+    """CPUs left per NUMA node after one container of `request` CPUs, under Topology Manager policy `none` (no
+    hint: `takeByTopologyNUMAPacked` over every available CPU)."""
+    result = admit(make_pod(gu("app", request)), node(4, 8, Policy.NONE, CPUManagerOptions(numa_sockets=sockets), free))
+    assert result.admitted
+    return {n: c // 1000 for n, c in available(result, "cpu").items()}
+
+
+def test_more_numa_nodes_than_sockets_takes_cpus_from_the_fullest_socket_first():
+    """`socketsFirst.sortAvailableNUMANodes`: sockets by available CPUs (fewest first), each socket's NUMA nodes
+    by the same rule; `numaFirst` sorts the NUMA nodes alone. Socket 1 holds 9 available CPUs, socket 0 holds 11:
+    the kubelet fills socket 1 (4 from node 3, then 2 from node 2), where `numaFirst` would take node 0's 3 first."""
+    free = {0: 3, 1: 8, 2: 5, 3: 4}
+    assert _left_after("6", free, SNC2) == {0: 3, 1: 8, 2: 3, 3: 0}
+    one_per_node = {0: 0, 1: 1, 2: 2, 3: 3}  # as many sockets as NUMA nodes: numaFirst
+    assert _left_after("6", free, one_per_node) == {0: 0, 1: 8, 2: 5, 3: 1}
+    assert _left_after("6", free, {}) == {0: 0, 1: 8, 2: 5, 3: 1}  # sockets unknown: one per NUMA node
+
+
+def test_sockets_first_sorts_again_after_taking_a_whole_numa_node():
+    """After `takeFullNUMANodes` takes node 0 whole, socket 0 has 5 CPUs left against socket 1's 8, so the last
+    two CPUs come from node 1 (`sortAvailableCores` sorts again), not from node 2 as the first order had it."""
+    free = {0: 8, 1: 5, 2: 4, 3: 4}
+    assert _left_after("10", free, SNC2) == {0: 0, 1: 3, 2: 4, 3: 4}
+    assert _left_after("10", free, {}) == {0: 0, 1: 5, 2: 2, 3: 4}
+
+
+def test_sockets_first_takes_a_whole_socket_before_whole_numa_nodes():
+    """`socketsFirst.takeFullFirstLevel` claims socket 1 (nodes 2 and 3, every CPU available) for a 16-CPU
+    container; `numaFirst` claims whole NUMA nodes 1 and 2 (node 0 is not whole; then the lowest ids)."""
+    free = {0: 7, 1: 8, 2: 8, 3: 8}
+    assert _left_after("16", free, SNC2) == {0: 7, 1: 8, 2: 0, 3: 0}
+    assert _left_after("16", free, {}) == {0: 7, 1: 0, 2: 0, 3: 8}
+
+
 def test_strict_cpu_reservation_does_not_change_exclusive_admission():
     strict = node(2, 8, options=CPUManagerOptions(strict_cpu_reservation=True))
     plain = node(2, 8, options=CPUManagerOptions())

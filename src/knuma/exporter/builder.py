@@ -93,15 +93,15 @@ def cpu_manager_facts(
 ) -> CPUManagerOptions:
     """`options` with what the machine says: `CPUsPerCore` (threads of the widest core, as cadvisor's topology gives
     the kubelet) and the CPUs that share a core with a reserved CPU without being reserved (`reservedPhysicalCPUs`
-    minus the reserved set of `NewStaticPolicy`), and for `align-by-socket` each NUMA node's socket."""
+    minus the reserved set of `NewStaticPolicy`), and each NUMA node's socket (for `align-by-socket`, and for the order
+    in which the kubelet takes CPUs on machines with more NUMA nodes than sockets)."""
     per_core = max((len(siblings) for siblings in machine.thread_siblings.values()), default=1)
     siblings = {cpu for r in reserved for cpu in machine.thread_siblings.get(r, frozenset({r}))} - reserved
     sockets: dict[int, int] = {}
-    if options.align_by_socket:  # the socket of each NUMA node, from its CPUs' physical_package_id
-        for node in machine.nodes:
-            found = {machine.packages[cpu] for cpu in node.cpus if cpu in machine.packages}
-            if len(found) == 1:
-                sockets[node.id] = found.pop()
+    for node in machine.nodes:  # the socket of each NUMA node, from its CPUs' physical_package_id
+        found = {machine.packages[cpu] for cpu in node.cpus if cpu in machine.packages}
+        if len(found) == 1:
+            sockets[node.id] = found.pop()
     return replace(options, cpus_per_core=per_core, reserved_core_siblings=len(siblings), numa_sockets=sockets)
 
 

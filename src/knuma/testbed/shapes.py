@@ -98,6 +98,9 @@ class NodeShape:
     cpu_manager: CPUManagerOptions = field(default_factory=CPUManagerOptions)
     """The kubelet's `cpuManagerPolicyOptions` on this machine type (e.g. `full-pcpus-only`); the CPU topology facts
     (threads per core, siblings of reserved CPUs) are filled in by `topology()` from the machine's numbering."""
+    sockets: int = 0
+    """Sockets (physical packages), each holding the same number of consecutive zones; 0 means one socket per zone
+    for one or two zones or an odd number of them, two zones per socket otherwise (sub-NUMA clustering)."""
 
     def __post_init__(self) -> None:
         if self.zones < 1:
@@ -108,6 +111,11 @@ class NodeShape:
             raise ShapeError(f"shape {self.name}: reservedCPUs ({self.reserved_cpus}) leaves no CPU to pods")
         if self.reserved_memory >= self.memory:
             raise ShapeError(f"shape {self.name}: reservedMemory leaves no memory to pods")
+        if self.sockets < 0 or self.sockets > self.zones or (self.sockets and self.zones % self.sockets):
+            raise ShapeError(
+                f"shape {self.name}: sockets must divide its {self.zones} NUMA zone(s) evenly (every socket holds as "
+                f"many zones, as the kubelet's CPU topology assumes), got {self.sockets}"
+            )
 
     def reserved_per_zone(self) -> list[int]:
         """Reserved CPUs taken round-robin from NUMA 0 (`reservedSystemCPUs: 0,<sibling>...` on real machines)."""
@@ -130,13 +138,21 @@ class NodeShape:
         reserved = set(range(self.reserved_cpus))
         return len({cpu % half + offset for cpu in reserved for offset in (0, half)} - reserved)
 
+    @property
+    def socket_count(self) -> int:
+        if self.sockets:
+            return self.sockets
+        return self.zones if self.zones <= 2 or self.zones % 2 else self.zones // 2
+
     def socket_of(self, numa_id: int) -> int:
-        """Zones come in pairs per socket (as the SLIT-like distances say: 12 within a socket, 20+ across)."""
-        return numa_id // 2
+        """The socket of a zone: consecutive zones share one (the SLIT-like distances say so: 12 within a socket,
+        20+ across), as the simulated machine's `physical_package_id` does."""
+        return numa_id // (self.zones // self.socket_count)
 
     def cpu_manager_options(self) -> CPUManagerOptions:
-        """The shape's CPU manager options with its CPU topology facts."""
-        sockets = {z: self.socket_of(z) for z in range(self.zones)} if self.cpu_manager.align_by_socket else {}
+        """The shape's CPU manager options with its CPU topology facts (the socket map as the exporter reads it from
+        sysfs: it decides `numaFirst` or `socketsFirst`, and `align-by-socket`)."""
+        sockets = {z: self.socket_of(z) for z in range(self.zones)}
         return replace(
             self.cpu_manager,
             cpus_per_core=self.threads_per_core,
@@ -168,18 +184,21 @@ class NodeShape:
         zones = []
         for numa_id in range(self.zones):
             allocatable = self.zone_allocatable(numa_id)
-            distances = {other: 10 if other == numa_id else _distance(numa_id, other) for other in range(self.zones)}
+            distances = {
+                other: 10 if other == numa_id else _distance(self.socket_of(numa_id), self.socket_of(other))
+                for other in range(self.zones)
+            }
             zones.append(NUMAZone(numa_id, self.zone_capacity(), allocatable, dict(allocatable), distances))
         max_numa = max(8, self.zones)  # `max-allowable-numa-nodes` raised when the machine needs it
         config = TopologyManagerConfig(policy, scope, max_numa)
         return NodeTopology(node_name, tuple(zones), config, cpu_manager=self.cpu_manager_options())
 
 
-def _distance(a: int, b: int) -> int:
-    """SLIT-like distances: zones on the same socket (pairs) at 12, across sockets at 20+."""
-    if a // 2 == b // 2:
+def _distance(socket_a: int, socket_b: int) -> int:
+    """SLIT-like distances between two zones on these sockets: 12 on the same socket, 20+ across."""
+    if socket_a == socket_b:
         return 12
-    return 20 + 2 * (abs(a // 2 - b // 2) - 1)
+    return 20 + 2 * (abs(socket_a - socket_b) - 1)
 
 
 BUILTIN_SHAPES: dict[str, NodeShape] = {
@@ -333,6 +352,7 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
         "reservedCPUs",
         "reservedMemoryPerZone",
         "maxPods",
+        "sockets",
         "description",
         "cpuManagerPolicyOptions",
         "dra",
@@ -370,6 +390,7 @@ def shape_from_dict(name: str, raw: Any) -> NodeShape:
                 raw.get("maxPods", DEFAULT_MAX_PODS), f"{where}.maxPods", 0, INT32_MAX, "the kubelet's (an int32)"
             ),
             description=str(raw.get("description", "")),
+            sockets=_sockets(raw.get("sockets", 0), f"{where}.sockets", zones),
             cpu_manager=_cpu_manager(raw.get("cpuManagerPolicyOptions"), f"{where}.cpuManagerPolicyOptions"),
             dra=_dra_groups(raw.get("dra"), f"{where}.dra", zones),
         )
@@ -518,6 +539,16 @@ def _per_node(amount: int, zones: int, where: str, value: Any) -> int:
             "base units); lower it"
         )
     return amount
+
+
+def _sockets(value: Any, where: str, zones: int) -> int:
+    sockets = _int(value, where, 0, zones, "one per NUMA zone at most")
+    if sockets and zones % sockets:
+        raise ShapeError(
+            f"{where}: {sockets} sockets cannot hold {zones} NUMA zones evenly (every socket holds as many zones, as "
+            "the kubelet's CPU topology assumes); give a divisor of numaZones"
+        )
+    return sockets
 
 
 def _int(value: Any, where: str, minimum: int = 0, maximum: int | None = None, limit: str = "") -> int:

@@ -16,6 +16,11 @@ Options (kubelet `cpumanager/policy_options.go`, `NewStaticPolicyOptions`; value
 - `distribute-cpus-across-cores`, `prefer-align-cpus-by-uncorecache`: which CPU ids inside a NUMA node; no effect on
   per-NUMA admission.
 
+Without any option the machine's sockets still matter: `newCPUAccumulator` packs NUMA nodes first (`numaFirst`) when
+the machine has at least as many sockets as NUMA nodes and sockets first (`socketsFirst`) when it has more NUMA nodes
+than sockets (sub-NUMA clustering, AMD NPS2/NPS4), which changes which NUMA nodes a container spanning several gets
+its CPUs from (`numa_sockets`, `sockets_first`).
+
 Published on the NodeResourceTopology as knuma attributes (see `attributes()`), read back by `from_attributes`.
 """
 
@@ -64,7 +69,8 @@ ATTR_CPUS_PER_CORE = "cpuManagerCPUsPerCore"
 ATTR_RESERVED_CORE_SIBLINGS = "cpuManagerReservedCoreSiblings"
 """CPUs not reserved whose core holds a reserved CPU: `full-pcpus-only` never hands them out."""
 ATTR_NUMA_SOCKETS = "cpuManagerNUMANodeSockets"
-"""NUMA id -> socket id, `0:0,1:0,2:1,3:1` (for `align-by-socket`)."""
+"""NUMA id -> socket id, `0:0,1:0,2:1,3:1`: for `align-by-socket`, and for the CPU order on machines with more NUMA
+nodes than sockets (`socketsFirst`). Without it a NUMA node is taken to be its own socket."""
 
 _ATTR_NAMES = {
     OPTION_FULL_PCPUS_ONLY: "FullPCPUsOnly",
@@ -152,7 +158,7 @@ class CPUManagerOptions:
             out[ATTR_CPUS_PER_CORE] = str(self.cpus_per_core)
         if self.full_pcpus_only and self.reserved_core_siblings:
             out[ATTR_RESERVED_CORE_SIBLINGS] = str(self.reserved_core_siblings)
-        if self.align_by_socket and self.numa_sockets:
+        if self.numa_sockets and (self.align_by_socket or self.sockets_first):
             out[ATTR_NUMA_SOCKETS] = ",".join(f"{n}:{s}" for n, s in sorted(self.numa_sockets.items()))
         return out
 
@@ -196,6 +202,16 @@ class CPUManagerOptions:
                 f"requested CPUs = {requested}, CPUs per core = {group}"
             )
         return ""
+
+    @property
+    def sockets_first(self) -> bool:
+        """`newCPUAccumulator` picks `socketsFirst` (not `numaFirst`) when `NumSockets < NumNUMANodes`; unknown
+        sockets count as one per NUMA node, which is `numaFirst`."""
+        return bool(self.numa_sockets) and len(set(self.numa_sockets.values())) < len(self.numa_sockets)
+
+    def socket_of(self, numa_id: int) -> int:
+        """The socket of a NUMA node; a NUMA node the map does not name is its own socket."""
+        return self.numa_sockets.get(numa_id, -1 - numa_id)
 
     def socket_aligned(self, numa_ids: Sequence[int], min_width: int, numa_count: int) -> bool:
         """`isHintSocketAligned`: the hint spans exactly the fewest sockets `min_width` NUMA nodes need."""

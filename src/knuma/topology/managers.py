@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.errors import KnumaError
-from knuma.topology.cpumanager import distribute_across_numa
+from knuma.topology.cpumanager import CPUManagerOptions, distribute_across_numa
 from knuma.topology.hints import Hint, bits, iterate_masks, narrower
 from knuma.topology.node import NodeTopology, is_device
 
@@ -165,32 +165,25 @@ class WorkingNode:
         """One `takeByTopology` call of `allocateCPUs` over the CPUs (free and reusable) of the NUMA nodes `group`,
         at NUMA-count granularity; returns what is left to take (the request beyond what `group` holds).
 
-        `takeByTopologyNUMAPacked` (numaFirst): whole NUMA nodes first when the request needs at least a node and
-        the node is entirely available (reserved CPUs make a node never whole), then the remaining CPUs from the
-        nodes with the fewest available CPUs first, ties by id (`sortAvailableNUMANodes`, `sortAvailableCores`).
-        With `distribute-cpus-across-numa`, `takeByTopologyNUMADistributed` (`distribute_across_numa`), which
+        `takeByTopologyNUMAPacked`: whole first-level units, whole second-level units, then the remaining CPUs
+        (`takeFullCores`, `takeRemainingCPUs`) from the NUMA nodes in `sortAvailableNUMANodes` order, each phase
+        sorting again. With `numaFirst` (as many sockets as NUMA nodes, or sockets unknown) the levels are NUMA nodes
+        then sockets and the order is the fewest available CPUs first, ties by id; with `socketsFirst` (more NUMA
+        nodes than sockets) whole sockets come first, then whole NUMA nodes, and the order is the sockets with the
+        fewest available CPUs first and, inside each, its NUMA nodes by the same rule (`numa_order`). A unit is whole
+        when every CPU of it is available (reserved CPUs make it never whole) and the request needs at least all of
+        it (`numaFirst`'s second level, whole sockets inside one NUMA node, is below this model's granularity and left
+        out). With `distribute-cpus-across-numa`, `takeByTopologyNUMADistributed` (`distribute_across_numa`), which
         falls back to packing when it finds no even split. A node's reusable CPUs are counted as taken first."""
         pool = {n: reusable.get(n, 0) + self._units(CPU, n) for n in group}
         count = min(request, sum(pool.values()))
+        options = self.node.cpu_manager
         split: dict[int, int] | None = None
-        if self.node.cpu_manager.distribute_cpus_across_numa and count:
+        if options.distribute_cpus_across_numa and count:
             total_cpus = sum(self._all_units(CPU, n) for n in self.node.numa_ids)
-            split = distribute_across_numa(
-                pool, count, self.node.cpu_manager.cpu_group_size, total_cpus, len(self.node.numa_ids)
-            )
+            split = distribute_across_numa(pool, count, options.cpu_group_size, total_cpus, len(self.node.numa_ids))
         if split is None:
-            split = {}
-            need = count
-            order = sorted((n for n in group if pool[n]), key=lambda n: (pool[n], n))
-            for numa_id in order:  # takeFullNUMANodes
-                if pool[numa_id] == self._all_units(CPU, numa_id) and need >= pool[numa_id]:
-                    split[numa_id] = pool[numa_id]
-                    need -= pool[numa_id]
-            for numa_id in order:  # takeFullCores, takeRemainingCPUs
-                take = min(pool[numa_id] - split.get(numa_id, 0), need)
-                if take > 0:
-                    split[numa_id] = split.get(numa_id, 0) + take
-                    need -= take
+            split = self._pack_cpus(pool, count)
         for numa_id, amount in split.items():
             from_reusable = min(reusable.get(numa_id, 0), amount)
             if from_reusable:
@@ -198,6 +191,38 @@ class WorkingNode:
             self.free[numa_id][CPU] -= (amount - from_reusable) * MILLI
             taken[numa_id] = taken.get(numa_id, 0) + amount
         return request - count
+
+    def _pack_cpus(self, pool: dict[int, int], count: int) -> dict[int, int]:
+        """`takeByTopologyNUMAPacked` over `pool` (available CPUs per NUMA node): how many CPUs each node gives."""
+        options = self.node.cpu_manager
+        left = dict(pool)
+        split: dict[int, int] = {}
+        need = count
+
+        def take(numa_id: int, amount: int) -> None:
+            nonlocal need
+            split[numa_id] = split.get(numa_id, 0) + amount
+            left[numa_id] -= amount
+            need -= amount
+
+        def whole(numa_ids: list[int]) -> bool:
+            return all(left[n] == self._all_units(CPU, n) for n in numa_ids)
+
+        if options.sockets_first:  # takeFullSockets: a socket is whole only when all its NUMA nodes are in the pool
+            for socket in dict.fromkeys(options.socket_of(n) for n in numa_order(left, options)):
+                members = [n for n in self.node.numa_ids if options.socket_of(n) == socket]
+                size = sum(self._all_units(CPU, n) for n in members)
+                if all(n in left for n in members) and whole(members) and need >= size:
+                    for numa_id in members:
+                        take(numa_id, left[numa_id])
+        for numa_id in numa_order(left, options):  # takeFullNUMANodes
+            if whole([numa_id]) and need >= left[numa_id]:
+                take(numa_id, left[numa_id])
+        for numa_id in numa_order(left, options):  # takeFullCores, takeRemainingCPUs
+            amount = min(left[numa_id], need)
+            if amount > 0:
+                take(numa_id, amount)
+        return split
 
     # -- memory manager ----------------------------------------------------------------------------------------
 
@@ -315,6 +340,25 @@ class WorkingNode:
         if best is None:
             raise AllocationError(f"[memorymanager] failed to {what}")
         return best
+
+
+def numa_order(available: Mapping[int, int], options: CPUManagerOptions) -> list[int]:
+    """`sortAvailableNUMANodes` of the NUMA nodes with available CPUs (`available`: NUMA id -> CPUs): `numaFirst`
+    sorts them by available CPUs, fewest first, ties by id (`cpuAccumulator.sort`); `socketsFirst` sorts the sockets
+    so, by the CPUs available in them, and lists each socket's NUMA nodes sorted so (cpu_assignment.go)."""
+    present = [n for n, count in available.items() if count > 0]
+    if not options.sockets_first:
+        return sorted(present, key=lambda n: (available[n], n))
+    per_socket: dict[int, int] = {}
+    for numa_id in present:
+        socket = options.socket_of(numa_id)
+        per_socket[socket] = per_socket.get(socket, 0) + available[numa_id]
+
+    def key(numa_id: int) -> tuple[int, int, int, int]:
+        socket = options.socket_of(numa_id)
+        return (per_socket[socket], socket, available[numa_id], numa_id)
+
+    return sorted(present, key=key)
 
 
 def exclusive_request(

@@ -94,7 +94,11 @@ def test_exporter_process_and_in_process_publish_the_same_object(shape, policy, 
         attributes = {a["name"]: a["value"] for a in built["attributes"]}
         assert attributes["cpuManagerPolicyOptionFullPCPUsOnly"] == "true"
         assert (attributes["cpuManagerCPUsPerCore"], attributes["cpuManagerReservedCoreSiblings"]) == ("2", "2")
+    attributes = {a["name"]: a["value"] for a in built["attributes"]}
     if shape.cpu_manager.align_by_socket:  # two zones per socket, read back from physical_package_id
-        attributes = {a["name"]: a["value"] for a in built["attributes"]}
         assert attributes["cpuManagerNUMANodeSockets"] == "0:0,1:0,2:1,3:1"
         assert attributes["cpuManagerPolicyOptionDistributeCPUsAcrossNUMA"] == "true"
+    elif shape is TEN_ZONES:  # more NUMA nodes than sockets: the kubelet takes CPUs socketsFirst
+        assert attributes["cpuManagerNUMANodeSockets"] == ",".join(f"{z}:{z // 2}" for z in range(10))
+    else:  # one socket per NUMA node: numaFirst, which is what a node without the attribute is taken to do
+        assert "cpuManagerNUMANodeSockets" not in attributes
