@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,45 @@ def test_misspelt_keys_of_the_extra_config_are_reported(tmp_path: Path, caplog: 
     with caplog.at_level(logging.WARNING, logger="knuma.exporter.config"):
         build_options(ExporterSettings(node_name="n", config_file=str(path)), env={})
     assert [r.getMessage() for r in caplog.records if r.name == "knuma.exporter.config"] == list(config.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "reservedSystemCPUs: 0\n",
+            "reservedSystemCPUs: expected a string, got 0; quote it (the kubelet refuses to start: json: cannot "
+            "unmarshal number into Go struct field KubeletConfiguration.reservedSystemCPUs of type string)",
+        ),
+        (
+            KUBELET_YAML + "cpuManagerPolicyOptions:\n  full-pcpus-only: true\n",
+            "cpuManagerPolicyOptions.full-pcpus-only: expected a string, got True; quote it (the kubelet refuses to "
+            "start: json: cannot unmarshal bool into Go struct field KubeletConfiguration.cpuManagerPolicyOptions of "
+            "type string)",
+        ),
+        (
+            "topologyManagerPolicyOptions:\n  max-allowable-numa-nodes: 16\n",
+            "topologyManagerPolicyOptions.max-allowable-numa-nodes: expected a string, got 16",
+        ),
+        ("topologyManagerPolicy: [restricted]\n", "cannot unmarshal array into Go struct field"),
+        ("memoryManagerPolicy: {static: 1}\n", "cannot unmarshal object into Go struct field"),
+    ],
+    ids=["reserved-number", "option-bool", "numa-nodes-number", "policy-list", "memory-policy-map"],
+)
+def test_a_value_the_kubelets_decoder_refuses_is_an_error_not_a_different_value(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """Go decodes a KubeletConfiguration into typed fields: a number or a bool where a string belongs stops the
+    kubelet. `reservedSystemCPUs: 0` was read as no reserved CPU at all; it is an error naming the field."""
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_kubelet_config(path)
+    path.write_text(text.replace(": 0\n", ': "0"\n').replace(": true\n", ': "true"\n').replace(": 16\n", ': "16"\n'))
+    if "[" not in text and "{" not in text:
+        load_kubelet_config(path)  # quoted, the same values are fine
+    config = tmp_path / "config.yaml"  # the exporter config's kubelet section: the same check, no kubelet wording
+    config.write_text("kubelet:\n" + "".join(f"  {line}\n" for line in text.splitlines()))
+    with pytest.raises(ConfigError, match=r"kubelet\..*expected a string") as caught:
+        load_config_file(config)
+    assert "kubelet refuses" not in str(caught.value)

@@ -154,6 +154,57 @@ def _scope(raw: Any, where: str) -> Scope | None:
         raise ConfigError(f"{where}: {err}") from None
 
 
+_STRING_FIELDS = (
+    "topologyManagerPolicy",
+    "topologyManagerScope",
+    "cpuManagerPolicy",
+    "memoryManagerPolicy",
+    "reservedSystemCPUs",
+)
+_STRING_MAP_FIELDS = ("topologyManagerPolicyOptions", "cpuManagerPolicyOptions")
+
+
+def _check_go_types(raw: Mapping[str, Any], where: str, kubelet_file: bool) -> None:
+    """The fields knuma reads hold what the kubelet's decoder accepts: a `string` field a string, a
+    `map[string]string` field string values. Go's JSON decoder refuses anything else (`json: cannot unmarshal number
+    into Go struct field KubeletConfiguration.reservedSystemCPUs of type string`) and the kubelet does not start, so
+    `reservedSystemCPUs: 0` or `full-pcpus-only: true` unquoted is an error here too, instead of a value read
+    differently (an unquoted `0` read as no reserved CPU at all). `null` leaves a Go field unset."""
+
+    def refuse(field: str, value: Any) -> ConfigError:
+        why = (
+            f" (the kubelet refuses to start: json: cannot unmarshal {_json_type(value)} into Go struct field "
+            f"KubeletConfiguration.{field.split('.')[0]} of type string)"
+            if kubelet_file
+            else ""
+        )
+        return ConfigError(f"{where}{field}: expected a string, got {value!r}; quote it{why}")
+
+    for name in _STRING_FIELDS:
+        value = raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise refuse(name, value)
+    for name in _STRING_MAP_FIELDS:
+        options = raw.get(name)
+        if isinstance(options, Mapping):
+            for key, value in options.items():
+                if value is not None and not isinstance(value, str):
+                    raise refuse(f"{name}.{key}", value)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type Go's `UnmarshalTypeError` names for a decoded YAML value."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string"
+
+
 def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
     """Read a `KubeletConfiguration` (file or `/configz` output)."""
     raw = _load_yaml(path)
@@ -166,13 +217,15 @@ def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:
     kind = raw.get("kind")
     if kind not in (None, "KubeletConfiguration"):
         raise ConfigError(f"{path}: kind is {kind!r}, expected KubeletConfiguration")
-    return kubelet_settings(raw, str(path), f"{path}: ")
+    return kubelet_settings(raw, str(path), f"{path}: ", kubelet_file=True)
 
 
-def kubelet_settings(raw: Mapping[str, Any], path: str, where: str) -> KubeletConfigFile:
+def kubelet_settings(raw: Mapping[str, Any], path: str, where: str, *, kubelet_file: bool = False) -> KubeletConfigFile:
     """The settings the exporter publishes, from a `KubeletConfiguration` mapping (or the `kubelet` section of an
     exporter config file, which takes the same keys); `where` prefixes the field names in errors
-    (`FILE: ` or `FILE: kubelet.`)."""
+    (`FILE: ` or `FILE: kubelet.`); `kubelet_file` says that `raw` is the kubelet's own file (errors say that the
+    kubelet refuses it too)."""
+    _check_go_types(raw, where, kubelet_file)
     options = raw.get("topologyManagerPolicyOptions") or {}
     if not isinstance(options, Mapping):
         raise ConfigError(f"{where}topologyManagerPolicyOptions must be a mapping of option name to value")
