@@ -77,6 +77,11 @@ def test_strategic_merge_directives() -> None:
     assert prim["metadata"]["finalizers"] == ["y"]
     atomic = strategic_merge({"spec": {"args": ["a", "b"]}}, {"spec": {"args": ["c"]}})
     assert atomic == {"spec": {"args": ["c"]}}
+    # handleDirectiveInMergeMap: `$patch: delete` in a map empties it; the key stays, as an empty map
+    emptied = strategic_merge(
+        {"metadata": {"labels": {"a": "1"}, "name": "p"}}, {"metadata": {"labels": {"$patch": "delete"}}}
+    )
+    assert emptied == {"metadata": {"labels": {}, "name": "p"}}
 
 
 def test_merge_and_json_patch() -> None:
@@ -246,6 +251,13 @@ def test_strategic_merge_directives_with_wrong_values_are_400_naming_the_directi
         "application/strategic-merge-patch+json",
     )
     assert ordered.status == 200 and ordered.json["metadata"]["labels"] == {"app": "p", "x": "1"}
+    emptied = http_client.patch(
+        path, {"metadata": {"labels": {"$patch": "delete"}}}, "application/strategic-merge-patch+json"
+    )
+    assert emptied.status == 200 and not emptied.json["metadata"].get("labels")
+    whole = http_client.patch(path, {"$patch": "delete"}, "application/strategic-merge-patch+json")
+    assert whole.status == 400, whole.json  # the whole object emptied: not the pod of the URL any more
+    assert http_client.get(path).json["metadata"]["resourceVersion"] == emptied.json["metadata"]["resourceVersion"]
 
 
 @pytest.mark.slow

@@ -195,8 +195,8 @@ def strategic_merge(original: Any, patch: Any, field: str = "") -> Any:
         directive = patch[DIRECTIVE]
         if directive == "replace":
             return {k: copy.deepcopy(v) for k, v in patch.items() if k != DIRECTIVE}
-        if directive == "delete":
-            return None
+        if directive == "delete":  # "don't merge it, just return an empty map": the key stays, as {}
+            return {}
         raise _unknown_patch_type(directive, patch)
     result: JsonObj = dict(original) if isinstance(original, dict) else {}
     retain = _retain_keys(patch)
@@ -217,11 +217,7 @@ def strategic_merge(original: Any, patch: Any, field: str = "") -> Any:
         elif isinstance(value, list):
             result[key] = _merge_list(result.get(key), value, key)
         elif isinstance(value, dict):
-            merged = strategic_merge(result.get(key), value, key)
-            if merged is None:
-                result.pop(key, None)
-            else:
-                result[key] = merged
+            result[key] = strategic_merge(result.get(key), value, key)
         else:
             result[key] = value
     for name, order in orders.items():
