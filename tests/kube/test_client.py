@@ -37,6 +37,34 @@ def test_no_configuration_at_all_says_what_to_do(tmp_path: Path, monkeypatch: py
         load_config()
 
 
+def test_the_default_kubeconfig_is_read_as_an_explicit_one_also_with_an_empty_kubeconfig_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`~/.kube/config` gets the same checks and messages as a file given by name (it named Python's codec), and
+    `KUBECONFIG=` (empty) means unset, as kubectl reads it (it was `Configuration file  not found`)."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default = tmp_path / ".kube" / "config"
+    default.parent.mkdir()
+    default.write_bytes(b"apiVersion: v1\n# caf\xe9\n")
+    for variable in (None, ""):
+        if variable is None:
+            monkeypatch.delenv("KUBECONFIG", raising=False)
+        else:
+            monkeypatch.setenv("KUBECONFIG", variable)
+        with pytest.raises(KubeConfigError) as raised:
+            load_config()
+        assert str(raised.value) == (
+            f"cannot read kubeconfig {default}: not UTF-8 text (byte 0xe9 at offset 20); save it as UTF-8"
+        )
+    default.write_text("{}\n")
+    with pytest.raises(KubeConfigError, match=f"kubeconfig {default} has no clusters"):
+        load_config()
+    default.unlink()
+    with pytest.raises(KubeConfigError, match=r"Configuration file ~/.kube/config not found; pass --kubeconfig"):
+        load_config()
+
+
 def test_malformed_file_is_reported(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: [unclosed\n")

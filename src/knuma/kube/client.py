@@ -63,13 +63,9 @@ def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str |
                     f"kubeconfig {file} (from $KUBECONFIG) does not exist; fix $KUBECONFIG or pass --kubeconfig "
                     "with an existing file (a `knuma up` without --data-dir removes its kubeconfig when it stops)"
                 )
-            try:
-                text = read_user_file(file)
-            except UnreadableFile as err:
-                raise KubeConfigError(f"cannot read kubeconfig {file}: {err.reason}") from None
-            config = KubeConfig.from_dict(_kubeconfig_document(text, file), fname=file)  # UTF-8 always
+            config = _kubeconfig_file(file)
         else:
-            config = KubeConfig.from_env()
+            config = _in_cluster_or_default()
     except KubeConfigError:
         raise
     except ConfigError as err:
@@ -161,6 +157,29 @@ def api_session(
 
 
 _LOCAL_PATHS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def _kubeconfig_file(file: Path) -> KubeConfig:
+    """One kubeconfig file, read as UTF-8 always (a file that is not says which byte, not Python's codec)."""
+    try:
+        text = read_user_file(file)
+    except UnreadableFile as err:
+        raise KubeConfigError(f"cannot read kubeconfig {file}: {err.reason}") from None
+    return KubeConfig.from_dict(_kubeconfig_document(text, file), fname=file)
+
+
+def _in_cluster_or_default() -> KubeConfig:
+    """No --kubeconfig and no $KUBECONFIG (unset or empty, which kubectl takes as unset): the pod's service account,
+    else `~/.kube/config` (lightkube's `KubeConfig.from_env` order, without its reading of an empty $KUBECONFIG as a
+    file named "")."""
+    try:
+        return KubeConfig.from_service_account()
+    except ConfigError:
+        pass
+    default = Path("~/.kube/config").expanduser()
+    if not default.is_file():
+        raise ConfigError("Configuration file ~/.kube/config not found")
+    return _kubeconfig_file(default)
 
 
 def _kubeconfig_document(text: str, file: Path) -> dict[str, Any]:
