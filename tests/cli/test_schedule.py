@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from knuma.cli.main import app
@@ -56,6 +57,63 @@ def test_no_fit_is_not_an_error(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["selected"] is None
     assert doc["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def _wide_nrt(name: str, zones: int) -> dict[str, object]:
+    """A restricted-policy NRT of `zones` NUMA zones with 3 free CPUs each, allowed by `max-allowable-numa-nodes`."""
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": name},
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": "restricted"},
+            {"name": "topologyManagerMaxNUMANodes", "value": "64"},
+        ],
+        "zones": [
+            {
+                "name": f"node-{i}",
+                "type": "Node",
+                "resources": [
+                    {"name": "cpu", "capacity": "8", "allocatable": "8", "available": "3"},
+                    {"name": "memory", "capacity": "32Gi", "allocatable": "32Gi", "available": "10Gi"},
+                ],
+            }
+            for i in range(zones)
+        ],
+    }
+
+
+@pytest.mark.timeout(300)  # the 16-zone node took 8 minutes before the merge on the subset lattice
+def test_sixteen_numa_nodes_are_modelled_and_more_are_refused_by_name(tmp_path: Path) -> None:
+    """16 NUMA zones are judged (a 20-CPU pod cannot align under restricted: TopologyAffinityError); 17 are beyond
+    what knuma models and filtered out with their own reason instead of walking 2^17 masks a resource."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "wide"},
+                "spec": {
+                    "containers": [
+                        {"name": "a", "image": "x", "resources": {"limits": {"cpu": "20", "memory": "20Gi"}}}
+                    ]
+                },
+            }
+        )
+    )
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([_wide_nrt("sixteen", 16), _wide_nrt("seventeen", 17)]))
+    result = run("--pod", str(pod), "--nodes", str(nodes), "-o", "json")
+    assert result.exit_code == 0, result.output
+    by_name = {n["name"]: n for n in json.loads(result.stdout)["nodes"]}
+    assert by_name["sixteen"]["filter"]["reason"] == "cannot align container"
+    refused = by_name["seventeen"]["filter"]
+    assert (refused["status"], refused["reason"]) == (
+        "UnschedulableAndUnresolvable",
+        "node has more NUMA nodes than knuma models",
+    )
+    assert refused["detail"].startswith("knuma models the Topology Manager on at most 16 NUMA nodes")
 
 
 def test_table_output_names_nodes_and_reasons() -> None:

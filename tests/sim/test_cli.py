@@ -518,7 +518,7 @@ PODS_LIMIT = "the most pods a workload may have (Kubernetes' limit per cluster)"
         (
             ("cluster",),
             _shape(numaZones=64),
-            "cluster.shapes.s.numaZones: 64 is more than 12, the most NUMA zones knuma models (the hint merge walks "
+            "cluster.shapes.s.numaZones: 64 is more than 16, the most NUMA zones knuma models (the hint merge walks "
             "all 2^zones masks); lower it",
         ),
         (

@@ -7,14 +7,18 @@ Narrowest or Closest), then applies each policy's admit rule. Hypothesis checks 
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knuma.api.nrt import Policy
-from knuma.topology.hints import Hint, bits, iterate_masks, mask_of, merge, narrower, normalise
+from knuma.topology import hints as hints_module
+from knuma.topology.hints import Hint, bits, iterate_masks, mask_of, merge, narrower, normalise, reachable_masks
 
 Lists = list[list[Hint]]
 Distances = dict[int, dict[int, int]]
@@ -250,6 +254,49 @@ def test_merge_equals_kubelet_with_prefer_closest(data, policy):
     distances = data.draw(distance_tables(numa_ids))
     expected = kubelet_merge(lists, numa_ids, policy, prefer_closest=True, distances=distances)
     assert merge(lists, numa_ids, policy, prefer_closest=True, distances=distances) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_reachable_masks_on_the_subset_lattice_equal_the_set_walk(data):
+    """The zeta/Moebius computation of every AND of one mask per family (used from 10 NUMA nodes on) gives the same
+    set as ANDing family by family, also for NUMA ids with gaps."""
+    numa_ids = data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=7, unique=True).map(sorted))
+    default = mask_of(numa_ids)
+    subsets = st.sets(st.sampled_from(numa_ids), min_size=1).map(lambda ids: mask_of(sorted(ids)))
+    families = data.draw(st.lists(st.sets(subsets, min_size=1, max_size=12), min_size=1, max_size=4))
+    walked = reachable_masks(families, default, dense=False)
+    assert reachable_masks(families, default, dense=True) == walked
+    literal = {functools.reduce(operator.and_, choice, default) for choice in itertools.product(*families)}
+    assert walked == literal
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), policy=st.sampled_from(POLICIES))
+def test_merge_on_the_subset_lattice_equals_kubelet_cross_product(data, policy):
+    lists, numa_ids = data.draw(hint_problems())
+    distances = data.draw(distance_tables(numa_ids))
+    closest = data.draw(st.booleans())
+    expected = kubelet_merge(lists, numa_ids, policy, prefer_closest=closest, distances=distances)
+    with mock.patch.object(hints_module, "DENSE_FROM", 1):
+        assert merge(lists, numa_ids, policy, prefer_closest=closest, distances=distances) == expected
+
+
+@pytest.mark.timeout(120)  # the set walk ran for minutes here
+def test_a_sixteen_numa_merge_without_a_preferred_hint_finishes():
+    """On 16 NUMA nodes every provider offers up to 65,535 masks; with no preferred merged hint the set walk ANDed
+    them pairwise (`knuma schedule` ran 8 minutes for one restricted pod). Three resources of the shape of that pod:
+    CPUs on 7 or more nodes, memory on 2 or more, a device on 3 or more."""
+    numa_ids = list(range(16))
+    every = iterate_masks(numa_ids)
+    lists = [
+        [Hint(m, m.bit_count() == 7) for m in every if m.bit_count() >= 7],
+        [Hint(m, m.bit_count() == 2) for m in every if m.bit_count() >= 2],
+        [Hint(m, m.bit_count() == 3) for m in every if m.bit_count() >= 3 and m & 1],
+    ]
+    best, admitted = merge(lists, numa_ids, Policy.RESTRICTED)
+    assert (best.preferred, admitted) == (False, False)
+    assert best.mask is not None and best.mask.bit_count() == 7 and best.mask & 1
 
 
 @settings(max_examples=200, deadline=None)

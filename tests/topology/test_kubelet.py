@@ -16,9 +16,11 @@ from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerCo
 from knuma.api.pod import ContainerKind, Pod, QOSClass, long_running_request
 from knuma.topology import Admission, NodeTopology, NUMAZone, admit
 from knuma.topology.kubelet import (
+    MAX_MODELLED_NUMA_NODES,
     TOPOLOGY_AFFINITY_ERROR,
     TOPOLOGY_AFFINITY_MESSAGE,
     TOPOLOGY_MANAGER_UNSUPPORTED,
+    TOPOLOGY_NOT_MODELLED,
     UNEXPECTED_ADMISSION_ERROR,
 )
 from knuma.topology.managers import WorkingNode, exclusive_request
@@ -423,6 +425,29 @@ def test_max_numa_nodes_exceeded():
     assert admit(make_pod(gu("app", "1")), node(zones, NONE)).admitted
     allowed = replace(node(zones, SNN), config=TopologyManagerConfig(SNN, Scope.CONTAINER, 16))
     assert admit(make_pod(gu("app", "1")), allowed).admitted
+
+
+@pytest.mark.timeout(120)  # 2^32 masks a resource would not finish
+def test_more_numa_nodes_than_knuma_models_is_refused_not_walked():
+    """A node allowed 64 NUMA nodes (`max-allowable-numa-nodes`) with 32 of them: 2^32 masks a resource, which would
+    stall the scheduler on this one node; knuma refuses it with its own reason. 16 NUMA nodes are modelled."""
+    wide = {i: {"cpu": cpus(4)} for i in range(MAX_MODELLED_NUMA_NODES * 2)}
+    for policy in (RESTRICTED, SNN):
+        big = replace(node(wide, policy), config=TopologyManagerConfig(policy, Scope.CONTAINER, 64))
+        result = admit(make_pod(gu("app", "6")), big)
+        assert (result.admitted, result.reason) == (False, TOPOLOGY_NOT_MODELLED)
+        assert result.message.startswith(
+            "knuma models the Topology Manager on at most 16 NUMA nodes and this node has 32"
+        )
+        assert admit(make_pod(gu("app", "6")), replace(big, config=TopologyManagerConfig(NONE))).admitted
+    # under `none` no hints are asked for, but the memory manager's getDefaultHint walks every mask
+    with_memory = {i: {"cpu": cpus(4), "memory": Gi} for i in range(MAX_MODELLED_NUMA_NODES * 2)}
+    none = replace(node(with_memory, NONE), config=TopologyManagerConfig(NONE, Scope.CONTAINER, 64))
+    assert admit(make_pod(gu("app", "6")), none).reason == TOPOLOGY_NOT_MODELLED
+    sixteen = {i: {"cpu": cpus(4)} for i in range(MAX_MODELLED_NUMA_NODES)}
+    modelled = replace(node(sixteen, RESTRICTED), config=TopologyManagerConfig(RESTRICTED, Scope.CONTAINER, 16))
+    result = admit(make_pod(gu("app", "6")), modelled)
+    assert result.admitted and result.placements[0].affinity == (0, 1)
 
 
 def test_unexpected_admission_error_when_best_effort_admits_what_cannot_be_allocated():

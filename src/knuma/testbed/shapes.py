@@ -20,6 +20,7 @@ from knuma.api.types import INT32_MAX, INT64_MAX
 from knuma.errors import InvalidInput
 from knuma.quantity import QuantityError, parse_quantity
 from knuma.topology.cpumanager import CPUManagerOptions, CPUManagerOptionsError
+from knuma.topology.kubelet import MAX_MODELLED_NUMA_NODES
 from knuma.topology.node import NodeTopology, NUMAZone
 
 __all__ = ["BUILTIN_SHAPES", "MAX_NUMA_ZONES", "DraDeviceGroup", "NodeShape", "ShapeError", "shape_from_dict"]
@@ -28,11 +29,11 @@ GI = 1024**3
 MILLI = 1000
 DEFAULT_MAX_PODS = 110
 DEFAULT_EPHEMERAL_STORAGE = 100 * GI
-MAX_NUMA_ZONES = 12
-"""NUMA zones a shape may have. Beyond 8 the kubelet needs `max-allowable-numa-nodes` (which the simulated kubelets
-set) and its hint merge walks every combination of zones, 2^zones masks, as knuma's model does in full: 12 zones
-under `restricted` take over a minute per scheduler on the default scenario's workload, 16 more than 15 minutes,
-64 do not finish."""
+MAX_NUMA_ZONES = MAX_MODELLED_NUMA_NODES
+"""NUMA zones a shape may have: as many as knuma models. Beyond 8 the kubelet needs `max-allowable-numa-nodes` (which
+the simulated kubelets set) and its hint providers walk every combination of zones, 2^zones masks, as knuma's model
+does: 24 nodes of 16 zones under `restricted` take about 5 minutes per scheduler on the default scenario's workload
+(12 zones 20 s, `single-numa-node` 16 zones 4 s)."""
 
 
 class ShapeError(InvalidInput):

@@ -40,6 +40,13 @@ UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 SMT_ALIGNMENT_ERROR = "SMTAlignmentError"
 """`cpumanager.ErrorSMTAlignment`: the admission failure reason `full-pcpus-only` gives (`SMTAlignmentError.Type`)."""
 TOPOLOGY_MANAGER_UNSUPPORTED = "TopologyManagerUnsupported"
+TOPOLOGY_NOT_MODELLED = "TopologyNotModelled"
+"""knuma's own reason: the node has more NUMA nodes than `MAX_MODELLED_NUMA_NODES`."""
+MAX_MODELLED_NUMA_NODES = 16
+"""The most NUMA nodes knuma models the Topology Manager on. Its hint providers walk every NUMA mask, 2^n of them, as
+the kubelet's do (`bitmask.IterateBitMasks`): 65,535 masks a resource at 16 NUMA nodes (about 30 ms an admission
+under `restricted`), 4 billion at 32, which would stall the scheduler on one node. The kubelet itself needs
+`max-allowable-numa-nodes` beyond 8 and warns of the same growth."""
 DRA_HINT_RESOURCE = "resource.k8s.io/devices"
 """The resource name DRA devices' hints are merged under (see `dra_device_hints`)."""
 
@@ -208,6 +215,17 @@ def _admit(pod: Pod, node: NodeTopology, dra_devices: DeviceNUMA | None, trace: 
             reason=TOPOLOGY_MANAGER_UNSUPPORTED,
             message=f"topology manager is unsupported on machines with more than {config.max_numa_nodes} NUMA nodes",
         )
+    walks_masks = config.policy is not Policy.NONE or any(node.memory_managed(name) for name in node.numa_managed)
+    if len(node.zones) > MAX_MODELLED_NUMA_NODES and walks_masks:  # no hints under none, but getDefaultHint walks
+        return Admission(
+            False,
+            node,
+            reason=TOPOLOGY_NOT_MODELLED,
+            message=(
+                f"knuma models the Topology Manager on at most {MAX_MODELLED_NUMA_NODES} NUMA nodes and this node has "
+                f"{len(node.zones)} (hint generation walks all 2^n NUMA masks, as the kubelet's does)"
+            ),
+        )
     work = WorkingNode.of(node)
     work.full_hints = trace is not None
     devices = dra_devices if dra_devices is not None else pod.dra_devices
@@ -306,6 +324,10 @@ def _allocate(pod: Pod, container: Container, work: WorkingNode, hint: Hint) -> 
     return ContainerPlacement(container.name, container.kind, affinity, allocated)
 
 
+NO_PREFERENCE = Hint(None, False)
+"""`nonePolicy.Merge`'s `TopologyHint{}`: what every container gets under policy `none`."""
+
+
 def _merge(lists: HintLists, work: WorkingNode) -> tuple[Hint, bool]:
     node = work.node
     return merge(lists, node.numa_ids, node.config.policy, prefer_closest=node.prefer_closest, distances=node.distances)
@@ -317,7 +339,10 @@ def _admit_container_scope(
     placements = []
     for container in pod.all_containers:
         record: list[ProviderHints] | None = [] if trace is not None else None
-        hint, admitted = _merge(_container_hints(pod, container, work, devices, record), work)
+        if work.node.config.policy is Policy.NONE and trace is None:
+            hint, admitted = NO_PREFERENCE, True  # scope.admitPolicyNone: allocate, no hints asked for
+        else:
+            hint, admitted = _merge(_container_hints(pod, container, work, devices, record), work)
         if trace is not None and record is not None:
             trace.append(HintStep(container.name, container.kind.value, tuple(record), hint, admitted))
         if not admitted:

@@ -14,7 +14,7 @@ from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.errors import KnumaError
 from knuma.topology.cpumanager import CPUManagerOptions, distribute_across_numa
-from knuma.topology.hints import Hint, bits, iterate_masks, narrower
+from knuma.topology.hints import Hint, bits, iterate_masks, mask_of, mask_sums, narrower
 from knuma.topology.node import NodeTopology, is_device
 
 __all__ = ["AllocationError", "WorkingNode", "exclusive_request"]
@@ -88,19 +88,22 @@ class WorkingNode:
         "Disregard this mask if its NUMANode isn't part of it", unchanged 1.19 to 1.33; kubernetes#123816): init
         CPUs that earlier app containers did not take pin later containers to their node."""
         reusable = self.reusable.get(name, {})
-        reusable_ids = {n for n, count in reusable.items() if count}
-        if sum(reusable.values()) + sum(self._units(name, n) for n in self.node.numa_ids) < request:
+        reusable_mask = mask_of([n for n, count in reusable.items() if count])
+        reusable_total = sum(reusable.values())
+        ids = self.node.numa_ids
+        if reusable_total + sum(self._units(name, n) for n in ids) < request:
             return []
-        min_width = len(self.node.numa_ids) + 1
+        masks = self._masks()
+        all_units = mask_sums(masks, {n: self._all_units(name, n) for n in ids})
+        free_units = mask_sums(masks, {n: self._units(name, n) for n in ids})
+        min_width = len(ids) + 1
         found: list[int] = []
-        for mask in self._masks():
-            ids = bits(mask)
-            if sum(self._all_units(name, n) for n in ids) >= request:
-                min_width = min(min_width, len(ids))
-            if not reusable_ids.issubset(ids):
+        for mask in masks:
+            if all_units[mask] >= request:
+                min_width = min(min_width, mask.bit_count())
+            if reusable_mask & ~mask:
                 continue
-            matching = sum(reusable.values()) + sum(self._units(name, n) for n in ids)
-            if matching >= request:
+            if reusable_total + free_units[mask] >= request:
                 found.append(mask)
         options = self.node.cpu_manager
         if name == CPU and options.align_by_socket:
@@ -237,22 +240,25 @@ class WorkingNode:
 
     def _memory_hints(self, requested: Mapping[str, int], masks: list[int]) -> list[Hint]:
         ids = self.node.numa_ids
+        totals = {r: mask_sums(masks, {n: self.node.zone_by_id[n].total(r) for n in ids}) for r in requested}
+        frees = {r: mask_sums(masks, {n: self.free[n].get(r, 0) for n in ids}) for r in requested}
+        used_mask = mask_of([n for n in ids if n in self.used_memory])
         min_width = len(ids) + 1
         found: list[int] = []
         for mask in masks:
-            members = bits(mask)
-            if not all(sum(self.node.zone_by_id[n].total(r) for n in members) >= q for r, q in requested.items()):
+            if not all(totals[r][mask] >= q for r, q in requested.items()):
                 continue
-            min_width = min(min_width, len(members))
-            if len(members) == 1 and len(self.groups.get(members[0], frozenset(members))) > 1:
-                continue  # already part of a multi-NUMA group
-            if len(members) > 1 and any(
-                n in self.used_memory and self.groups.get(n, frozenset({n})) != frozenset(members) for n in members
-            ):
-                continue  # used alone, or in another group
+            width = mask.bit_count()
+            min_width = min(min_width, width)
+            if width == 1:
+                if len(self.groups.get(bits(mask)[0], frozenset(bits(mask)))) > 1:
+                    continue  # already part of a multi-NUMA group
+            elif mask & used_mask:
+                members = frozenset(bits(mask))
+                if any(n in self.used_memory and self.groups.get(n, frozenset({n})) != members for n in members):
+                    continue  # used alone, or in another group
             if all(
-                sum(self.free[n].get(r, 0) for n in members) + self._reusable_memory(r, mask) >= q
-                for r, q in requested.items()
+                frees[r][mask] + self._reusable_memory(r, mask) >= q for r, q in requested.items()
             ):  # free + getPodReusableMemory, as calculateHints
                 found.append(mask)
         return [Hint(mask, mask.bit_count() == min_width) for mask in found]
@@ -273,9 +279,9 @@ class WorkingNode:
         fill the hint's NUMA nodes in id order."""
         chosen = Hint(affinity, preferred)
         # getDefaultHint and extendTopologyManagerHint call calculateHints, which walks every mask whatever the
-        # Topology Manager policy: the single-NUMA shortcut of `_masks` does not apply here
-        every_mask = iterate_masks(self.node.numa_ids)
+        # Topology Manager policy: the single-NUMA shortcut of `_masks` does not apply here (listed only when needed)
         if affinity is None:
+            every_mask = iterate_masks(self.node.numa_ids)
             chosen = self._narrowest(self._memory_hints(requested, every_mask), lambda m: True, _NO_DEFAULT)
             if not chosen.preferred and preferred:
                 raise AllocationError("[memorymanager] failed to find the default preferred hint")
@@ -283,7 +289,7 @@ class WorkingNode:
         if not self._satisfies(chosen.mask, requested):
             current = chosen.mask
             extended = self._narrowest(
-                self._memory_hints(requested, every_mask),
+                self._memory_hints(requested, iterate_masks(self.node.numa_ids)),
                 lambda m: m & current == current,
                 "find NUMA nodes to extend the current topology hint",
             )

@@ -42,7 +42,13 @@ from knuma.scheduler.plugins.strategies import (
     normalize_numa_count,
     numa_score,
 )
-from knuma.topology.kubelet import SMT_ALIGNMENT_ERROR, TOPOLOGY_MANAGER_UNSUPPORTED, Admission, admit
+from knuma.topology.kubelet import (
+    SMT_ALIGNMENT_ERROR,
+    TOPOLOGY_MANAGER_UNSUPPORTED,
+    TOPOLOGY_NOT_MODELLED,
+    Admission,
+    admit,
+)
 from knuma.topology.node import NodeTopology, is_device
 
 NAME = "NodeResourceTopologyMatch"
@@ -52,6 +58,7 @@ CANNOT_ALIGN_CONTAINER = "cannot align container"
 CANNOT_ALIGN_INIT_CONTAINER = "cannot align init container"
 CANNOT_ALIGN_SIDECAR_CONTAINER = "cannot align sidecar container"
 UNSUPPORTED_TOPOLOGY = "node has more NUMA nodes than its Topology Manager supports"
+NOT_MODELLED_TOPOLOGY = "node has more NUMA nodes than knuma models"
 SMT_NOT_MULTIPLE = "cpus not a multiple of the node's CPUs per core (SMTAlignmentError)"
 """The kubelet's `full-pcpus-only` rejects a container whose exclusive CPUs are not whole physical cores; no
 preemption changes that, so the status is UnschedulableAndUnresolvable."""
@@ -133,6 +140,8 @@ class NodeResourceTopologyMatch:
             return SUCCESS
         if admission.reason == TOPOLOGY_MANAGER_UNSUPPORTED:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSUPPORTED_TOPOLOGY, NAME, admission.message)
+        if admission.reason == TOPOLOGY_NOT_MODELLED:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_MODELLED_TOPOLOGY, NAME, admission.message)
         if admission.reason == SMT_ALIGNMENT_ERROR:
             detail = f"{admission.message} (container {admission.container})"
             if "not multiple" in admission.message:
