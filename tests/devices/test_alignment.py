@@ -3,12 +3,16 @@ node's Topology Manager policy, and the locality ladder."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from knuma.api.dra.deviceclass import DeviceClass
 from knuma.api.dra.resourceslice import ResourceSlice
-from knuma.api.nrt import NodeResourceTopology
+from knuma.api.nrt import NodeResourceTopology, Policy, Scope, TopologyManagerConfig
 from knuma.api.pod import Pod
+from knuma.devices.alignment import plan_alignment
 from knuma.devices.allocator import Inventory, NodeView, allocate
 from knuma.devices.numa import Locality, placement_of, sockets_from_distances
 from knuma.testbed.devices import GPU_DRIVER, NIC_DRIVER, dgx_classes, dgx_node
@@ -161,3 +165,35 @@ def test_device_plugin_resources_in_the_pod_steer_the_mask() -> None:
     )
     assert outcome.allocatable and outcome.affinity == (3,)
     assert {numa_of(d) for d in devices(outcome)} == {3}
+
+
+@pytest.mark.timeout(120)  # 65,535 masks times 65,535 hints was a scan of 4 billion
+def test_the_plan_for_a_sixteen_numa_node_is_computed_and_beyond_sixteen_it_is_refused() -> None:
+    """The candidate masks of a restricted 16-NUMA node (8 CPUs a zone, 12 CPUs: every pair of zones is preferred)
+    come out narrowest first; a node with more NUMA nodes than knuma models offers no mask at all, as the NUMA
+    filter refuses it."""
+    pod = Pod.from_manifest(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "a", "image": "x", "resources": {"limits": {"cpu": "12", "memory": "1Gi"}}}]
+            },
+        }
+    )
+
+    def wide(zones: int) -> NodeTopology:
+        built = NodeTopology.build(
+            "w",
+            {i: {"cpu": 8000} for i in range(zones)},  # memory not NUMA-managed: CPU hints alone
+            Policy.RESTRICTED,
+        )
+        return replace(built, config=TopologyManagerConfig(Policy.RESTRICTED, Scope.CONTAINER, 64))
+
+    plan = plan_alignment(wide(16), pod)
+    assert plan.required and plan.masks is not None
+    assert plan.masks[:2] == (0b11, 0b101) and len(plan.masks) == 16 * 15 // 2
+    beyond = plan_alignment(wide(17), pod)
+    assert (beyond.masks, beyond.required) == ((), True)
+    assert "more than the 16 NUMA nodes knuma models" in beyond.detail

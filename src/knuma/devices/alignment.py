@@ -25,6 +25,7 @@ from knuma.api.pod import Pod
 from knuma.api.resources import CPU, format_amount
 from knuma.devices.numa import sockets_from_distances
 from knuma.topology.hints import Hint, bits, iterate_masks
+from knuma.topology.kubelet import MAX_MODELLED_NUMA_NODES
 from knuma.topology.managers import WorkingNode, exclusive_request, memory_types
 from knuma.topology.node import NodeTopology, is_device
 
@@ -81,10 +82,14 @@ def plan_alignment(node: NodeTopology | None, pod: Pod | None) -> NumaPlan:
     policy = node.config.policy
     if policy is Policy.NONE:
         return NumaPlan(None, False, policy, sockets, node.numa_ids)
+    if len(node.zones) > MAX_MODELLED_NUMA_NODES:  # the NUMA filter refuses such a node too (TopologyNotModelled)
+        detail = f"more than the {MAX_MODELLED_NUMA_NODES} NUMA nodes knuma models"
+        return NumaPlan((), True, policy, sockets, node.numa_ids, detail)
     masks = [1 << n for n in node.numa_ids] if policy is Policy.SINGLE_NUMA_NODE else iterate_masks(node.numa_ids)
     request = _pod_request(pod, node) if pod is not None else {}
     lists = _hint_lists(request, node) if request else []
-    preferred = [m for m in masks if all(any(h.preferred and h.mask in (m, None) for h in hints) for hints in lists)]
+    preferred_masks = [{h.mask for h in hints if h.preferred} for hints in lists]
+    preferred = [m for m in masks if all(m in found or None in found for found in preferred_masks)]
     detail = (
         ", ".join(
             f"{name}={format_amount(name, amount * 1000 if name == CPU else amount)}"
