@@ -242,7 +242,11 @@ class WorkingNode:
         ids = self.node.numa_ids
         totals = {r: mask_sums(masks, {n: self.node.zone_by_id[n].total(r) for n in ids}) for r in requested}
         frees = {r: mask_sums(masks, {n: self.free[n].get(r, 0) for n in ids}) for r in requested}
-        used_mask = mask_of([n for n in ids if n in self.used_memory])
+        used = [n for n in ids if n in self.used_memory]
+        used_mask = mask_of(used)
+        group_of = {n: mask_of(sorted(self.groups.get(n, frozenset({n})))) for n in used}
+        # a mask holding used NUMA nodes is a hint only when it is the group of every used node it holds
+        whole_groups = {g for g in group_of.values() if all(group_of[n] == g for n in used if g >> n & 1)}
         min_width = len(ids) + 1
         found: list[int] = []
         for mask in masks:
@@ -251,12 +255,11 @@ class WorkingNode:
             width = mask.bit_count()
             min_width = min(min_width, width)
             if width == 1:
-                if len(self.groups.get(bits(mask)[0], frozenset(bits(mask)))) > 1:
+                numa_id = mask.bit_length() - 1
+                if len(self.groups.get(numa_id, frozenset({numa_id}))) > 1:
                     continue  # already part of a multi-NUMA group
-            elif mask & used_mask:
-                members = frozenset(bits(mask))
-                if any(n in self.used_memory and self.groups.get(n, frozenset({n})) != members for n in members):
-                    continue  # used alone, or in another group
+            elif mask & used_mask and mask not in whole_groups:
+                continue  # used alone, or in another group
             if all(
                 frees[r][mask] + self._reusable_memory(r, mask) >= q for r, q in requested.items()
             ):  # free + getPodReusableMemory, as calculateHints
