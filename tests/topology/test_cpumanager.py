@@ -169,6 +169,15 @@ def test_sockets_first_takes_a_whole_socket_before_whole_numa_nodes():
     assert _left_after("16", free, {}) == {0: 7, 1: 0, 2: 0, 3: 8}
 
 
+def test_distributed_cpus_try_numa_nodes_in_the_socket_order_too():
+    """`takeByTopologyNUMADistributed` walks combinations of `sortAvailableNUMANodes`, and the first of equally
+    balanced ones wins: with two NUMA nodes a socket, socket 1 (4 CPUs available) comes before socket 0 (5), so
+    nodes 2 and 1 take 2 CPUs each where `numaFirst` (node 0 with 2 CPUs first) takes nodes 0 and 1."""
+    available = {0: 2, 1: 3, 2: 2, 3: 2}
+    assert distribute_across_numa(available, 4, 1, 32, 4) == {0: 2, 1: 2}
+    assert distribute_across_numa(available, 4, 1, 32, 4, CPUManagerOptions(numa_sockets=SNC2)) == {2: 2, 1: 2}
+
+
 def test_strict_cpu_reservation_does_not_change_exclusive_admission():
     strict = node(2, 8, options=CPUManagerOptions(strict_cpu_reservation=True))
     plain = node(2, 8, options=CPUManagerOptions())

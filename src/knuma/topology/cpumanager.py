@@ -42,6 +42,7 @@ __all__ = [
     "CPUManagerOptions",
     "CPUManagerOptionsError",
     "distribute_across_numa",
+    "numa_order",
 ]
 
 OPTION_FULL_PCPUS_ONLY = "full-pcpus-only"
@@ -230,19 +231,25 @@ def _positive(text: str, default: int) -> int:
 
 
 def distribute_across_numa(
-    available: Mapping[int, int], request: int, group: int, total_cpus: int, total_numas: int
+    available: Mapping[int, int],
+    request: int,
+    group: int,
+    total_cpus: int,
+    total_numas: int,
+    options: CPUManagerOptions | None = None,
 ) -> dict[int, int] | None:
     """`takeByTopologyNUMADistributed` at NUMA-count granularity: how many CPUs each NUMA node of `available` (free
     CPUs per node, the aligned set) gives, or None when the kubelet falls back to packing (the request is not a
     multiple of `group`, or no combination distributes it).
 
-    Combinations of k nodes are tried for k from `rangeNUMANodesNeededToSatisfy`'s minimum upwards, nodes sorted by
-    available CPUs then id (`sortAvailableNUMANodes`); each gets `request / k` rounded down to groups, the remainder
+    Combinations of k nodes are tried for k from `rangeNUMANodesNeededToSatisfy`'s minimum upwards, nodes in
+    `sortAvailableNUMANodes` order (`numa_order`: by socket first when `options` say the machine has more NUMA nodes
+    than sockets); each gets `request / k` rounded down to groups, the remainder
     goes in groups to the subset that leaves the lowest standard deviation of free CPUs, first found wins.
     """
     if request % group or request > sum(available.values()):
         return None
-    numas = sorted((n for n, count in available.items() if count > 0), key=lambda n: (available[n], n))
+    numas = numa_order(available, options or CPUManagerOptions())
     groups_total = (total_cpus - 1) // group + 1
     groups_per_numa = (groups_total - 1) // total_numas + 1
     groups_needed = (request - 1) // group + 1
@@ -291,6 +298,25 @@ def distribute_across_numa(
         _hand_out(after, extra, request - share * len(combo), group)
         return {n: available[n] - after[n] for n in combo if available[n] - after[n]}
     return None
+
+
+def numa_order(available: Mapping[int, int], options: CPUManagerOptions) -> list[int]:
+    """`sortAvailableNUMANodes` of the NUMA nodes with available CPUs (`available`: NUMA id -> CPUs): `numaFirst`
+    sorts them by available CPUs, fewest first, ties by id (`cpuAccumulator.sort`); `socketsFirst` sorts the sockets
+    so, by the CPUs available in them, and lists each socket's NUMA nodes sorted so (cpu_assignment.go)."""
+    present = [n for n, count in available.items() if count > 0]
+    if not options.sockets_first:
+        return sorted(present, key=lambda n: (available[n], n))
+    per_socket: dict[int, int] = {}
+    for numa_id in present:
+        socket = options.socket_of(numa_id)
+        per_socket[socket] = per_socket.get(socket, 0) + available[numa_id]
+
+    def key(numa_id: int) -> tuple[int, int, int, int]:
+        socket = options.socket_of(numa_id)
+        return (per_socket[socket], socket, available[numa_id], numa_id)
+
+    return sorted(present, key=key)
 
 
 def _hand_out(free: dict[int, int], subset: Sequence[int], left: int, group: int) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.errors import KnumaError
-from knuma.topology.cpumanager import CPUManagerOptions, distribute_across_numa
+from knuma.topology.cpumanager import distribute_across_numa, numa_order
 from knuma.topology.hints import Hint, bits, iterate_masks, mask_of, mask_sums, narrower
 from knuma.topology.node import NodeTopology, is_device
 
@@ -184,7 +184,8 @@ class WorkingNode:
         split: dict[int, int] | None = None
         if options.distribute_cpus_across_numa and count:
             total_cpus = sum(self._all_units(CPU, n) for n in self.node.numa_ids)
-            split = distribute_across_numa(pool, count, options.cpu_group_size, total_cpus, len(self.node.numa_ids))
+            numas = len(self.node.numa_ids)
+            split = distribute_across_numa(pool, count, options.cpu_group_size, total_cpus, numas, options)
         if split is None:
             split = self._pack_cpus(pool, count)
         for numa_id, amount in split.items():
@@ -349,25 +350,6 @@ class WorkingNode:
         if best is None:
             raise AllocationError(f"[memorymanager] failed to {what}")
         return best
-
-
-def numa_order(available: Mapping[int, int], options: CPUManagerOptions) -> list[int]:
-    """`sortAvailableNUMANodes` of the NUMA nodes with available CPUs (`available`: NUMA id -> CPUs): `numaFirst`
-    sorts them by available CPUs, fewest first, ties by id (`cpuAccumulator.sort`); `socketsFirst` sorts the sockets
-    so, by the CPUs available in them, and lists each socket's NUMA nodes sorted so (cpu_assignment.go)."""
-    present = [n for n, count in available.items() if count > 0]
-    if not options.sockets_first:
-        return sorted(present, key=lambda n: (available[n], n))
-    per_socket: dict[int, int] = {}
-    for numa_id in present:
-        socket = options.socket_of(numa_id)
-        per_socket[socket] = per_socket.get(socket, 0) + available[numa_id]
-
-    def key(numa_id: int) -> tuple[int, int, int, int]:
-        socket = options.socket_of(numa_id)
-        return (per_socket[socket], socket, available[numa_id], numa_id)
-
-    return sorted(present, key=key)
 
 
 def exclusive_request(
