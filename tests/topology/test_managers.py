@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from unittest.mock import patch
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from knuma.api.nrt import Policy, Scope, TopologyManagerConfig
-from knuma.topology import NodeTopology, NUMAZone, admit
+from knuma.topology import NodeTopology, NUMAZone, admit, kubelet, managers
 from knuma.topology.hints import Hint, iterate_masks
 from knuma.topology.kubelet import TOPOLOGY_AFFINITY_ERROR
 from knuma.topology.managers import AllocationError, WorkingNode
@@ -223,3 +224,52 @@ def test_devices_reused_from_init_containers_come_first_wherever_they_are():
     assert app.affinity == (0,)
     assert app.allocated == {GPU: {1: 1}, nic: {0: 1}}
     assert {z.id: z.available[GPU] for z in result.node.zones} == {0: 1, 1: 1}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=pods(), n=nodes())
+def test_hints_from_the_mask_table_admit_as_the_python_walk_does(p, n):
+    """From 4,095 masks (12 NUMA nodes) the providers select masks with numpy (`knuma.topology.masktable`); forced on
+    for these small nodes (NUMA ids with gaps included), every admission comes out the same: verdict, reason, each
+    container's NUMA nodes and amounts, and the node after it (reused init CPUs, memory groups)."""
+    walked = kubelet._admit(p, n, None, None)
+    with patch.object(managers, "DENSE_MASKS_FROM", 1):
+        tabled = kubelet._admit(p, n, None, None)
+    assert (tabled.admitted, tabled.reason, tabled.message) == (walked.admitted, walked.reason, walked.message)
+    assert tabled.placements == walked.placements
+    assert tabled.node.zones == walked.node.zones and tabled.node.memory_groups == walked.node.memory_groups
+
+
+def test_the_mask_table_keeps_reused_cpus_and_memory_where_the_walk_does():
+    """What init containers left reusable steers the hints: CPU masks must hold the reusable CPUs' NUMA node, and
+    reusable memory counts for its own mask only. The table-based selection gives the walk's hints."""
+    zones = {i: {"cpu": cpus(4), "memory": 4 * Gi} for i in range(4)}
+    free = {0: {"cpu": cpus(1), "memory": Gi}, 1: {"cpu": cpus(4), "memory": Gi}, 2: {"cpu": cpus(2), "memory": 0}}
+    free[3] = {"cpu": cpus(4), "memory": 4 * Gi}
+
+    def both(work_for: Callable[[], WorkingNode], ask: Callable[[WorkingNode], list[Hint]]) -> list[Hint]:
+        walked = ask(work_for())
+        with patch.object(managers, "DENSE_MASKS_FROM", 1):
+            tabled = ask(work_for())
+        assert tabled == walked
+        return walked
+
+    def with_reuse() -> WorkingNode:
+        work = WorkingNode.of(node(zones, free))
+        work.reusable["cpu"] = {2: 2}
+        work.reusable_memory["memory"] = {0b101: {0: Gi, 2: 2 * Gi}}
+        work.groups[0] = work.groups[2] = frozenset({0, 2})  # the init container's memory spans nodes 0 and 2
+        return work
+
+    cpu_hints = both(with_reuse, lambda w: w.countable_hints("cpu", 5))
+    assert cpu_hints and all(h.mask is not None and h.mask & 0b100 for h in cpu_hints)  # node 2 holds the reuse
+    memory_hints = both(with_reuse, lambda w: w.memory_hints({"memory": 4 * Gi}))
+    assert memory_hints == [H(0b1000), H(0b101, False)]  # the group holds 1 GiB free and 3 GiB reusable
+
+    def grouped_with_a_free_node() -> WorkingNode:
+        work = WorkingNode.of(node(zones, free))
+        work.groups[0] = work.groups[3] = frozenset({0, 3})  # node 3 is free, but part of node 0's group
+        return work
+
+    grouped = both(grouped_with_a_free_node, lambda w: w.memory_hints({"memory": 4 * Gi}))
+    assert grouped == [H(0b1001, False)]  # not node 3 alone: a NUMA node in a multi-NUMA group only goes with it

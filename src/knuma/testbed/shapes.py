@@ -32,8 +32,8 @@ DEFAULT_EPHEMERAL_STORAGE = 100 * GI
 MAX_NUMA_ZONES = MAX_MODELLED_NUMA_NODES
 """NUMA zones a shape may have: as many as knuma models. Beyond 8 the kubelet needs `max-allowable-numa-nodes` (which
 the simulated kubelets set) and its hint providers walk every combination of zones, 2^zones masks, as knuma's model
-does: 24 nodes of 16 zones under `restricted` take about 5 minutes per scheduler on the default scenario's workload
-(12 zones 20 s, `single-numa-node` 16 zones 4 s)."""
+does: 24 nodes of 16 zones under `restricted` take about 20 s per scheduler on the default scenario's workload
+(`single-numa-node` 4 s)."""
 
 
 class ShapeError(InvalidInput):

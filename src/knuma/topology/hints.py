@@ -9,13 +9,24 @@ literal cross-product implementation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from knuma.api.nrt import Policy
 
-__all__ = ["Hint", "HintLists", "bits", "iterate_masks", "mask_of", "mask_sums", "merge", "narrower", "reachable_masks"]
+__all__ = [
+    "Hint",
+    "HintLists",
+    "bits",
+    "hints_of",
+    "iterate_masks",
+    "mask_of",
+    "mask_sums",
+    "merge",
+    "narrower",
+    "reachable_masks",
+]
 
 DISTANCE_UNKNOWN = 255
 
@@ -89,6 +100,28 @@ def _iterate_masks(ids: tuple[int, ...]) -> tuple[int, ...]:
     for width in range(1, len(ids) + 1):
         combine(0, width, 0)
     return tuple(masks)
+
+
+_INTERNED: tuple[dict[int, Hint], dict[int, Hint]] = ({}, {})
+"""Hints by mask, not preferred and preferred: shared by every hint list (a hint is immutable)."""
+_INTERNED_MAX = 1 << 18
+
+
+def hints_of(masks: Iterable[int], preferred_width: int) -> list[Hint]:
+    """A hint for each mask, preferred when it is `preferred_width` NUMA nodes wide (the providers' rule), taken
+    from a table instead of built: a 16-NUMA provider returns up to 65,535 hints, and building them took longer than
+    choosing the masks."""
+    out = []
+    for mask in masks:
+        preferred = mask.bit_count() == preferred_width
+        interned = _INTERNED[preferred]
+        hint = interned.get(mask)
+        if hint is None:
+            if len(interned) >= _INTERNED_MAX:
+                interned.clear()
+            hint = interned[mask] = Hint(mask, preferred)
+        out.append(hint)
+    return out
 
 
 def mask_sums(masks: Sequence[int], per_id: Mapping[int, int]) -> dict[int, int]:
@@ -203,6 +236,10 @@ def _best_merged(lists: HintLists, default: int, closest: Callable[[int], tuple[
 
 DENSE_FROM = 10
 """NUMA nodes from which `reachable_masks` works on the whole subset lattice instead of sets of masks."""
+
+DENSE_MASKS_FROM = 4095
+"""Masks (12 NUMA nodes) from which the hint providers select masks on a `knuma.topology.masktable.MaskTable`;
+below, the Python walk is as fast (and numpy is not imported: the exporter does without it)."""
 
 
 def reachable_masks(options: Sequence[set[int]], default: int, *, dense: bool | None = None) -> set[int]:

@@ -44,7 +44,7 @@ TOPOLOGY_NOT_MODELLED = "TopologyNotModelled"
 """knuma's own reason: the node has more NUMA nodes than `MAX_MODELLED_NUMA_NODES`."""
 MAX_MODELLED_NUMA_NODES = 16
 """The most NUMA nodes knuma models the Topology Manager on. Its hint providers walk every NUMA mask, 2^n of them, as
-the kubelet's do (`bitmask.IterateBitMasks`): 65,535 masks a resource at 16 NUMA nodes (about 0.3 s an admission
+the kubelet's do (`bitmask.IterateBitMasks`): 65,535 masks a resource at 16 NUMA nodes (40-90 ms an admission
 under `restricted`, `make bench`), 4 billion at 32, which would stall the scheduler on one node. The kubelet itself
 needs `max-allowable-numa-nodes` beyond 8 and warns of the same growth."""
 DRA_HINT_RESOURCE = "resource.k8s.io/devices"

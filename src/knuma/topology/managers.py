@@ -14,7 +14,7 @@ from knuma.api.nrt import Policy
 from knuma.api.resources import CPU, MEMORY
 from knuma.errors import KnumaError
 from knuma.topology.cpumanager import distribute_across_numa, numa_order
-from knuma.topology.hints import Hint, bits, iterate_masks, mask_of, mask_sums, narrower
+from knuma.topology.hints import DENSE_MASKS_FROM, Hint, bits, hints_of, iterate_masks, mask_of, mask_sums, narrower
 from knuma.topology.node import NodeTopology, is_device
 
 __all__ = ["AllocationError", "WorkingNode", "exclusive_request"]
@@ -94,24 +94,54 @@ class WorkingNode:
         if reusable_total + sum(self._units(name, n) for n in ids) < request:
             return []
         masks = self._masks()
-        all_units = mask_sums(masks, {n: self._all_units(name, n) for n in ids})
-        free_units = mask_sums(masks, {n: self._units(name, n) for n in ids})
-        min_width = len(ids) + 1
-        found: list[int] = []
-        for mask in masks:
-            if all_units[mask] >= request:
-                min_width = min(min_width, mask.bit_count())
-            if reusable_mask & ~mask:
-                continue
-            if reusable_total + free_units[mask] >= request:
-                found.append(mask)
+        all_per_id = {n: self._all_units(name, n) for n in ids}
+        free_per_id = {n: self._units(name, n) for n in ids}
+        dense = self._dense_countable(masks, request, all_per_id, free_per_id, reusable_mask, reusable_total)
+        if dense is not None:
+            found, min_width = dense
+        else:
+            all_units = mask_sums(masks, all_per_id)
+            free_units = mask_sums(masks, free_per_id)
+            min_width = len(ids) + 1
+            found = []
+            for mask in masks:
+                if all_units[mask] >= request:
+                    min_width = min(min_width, mask.bit_count())
+                if reusable_mask & ~mask:
+                    continue
+                if reusable_total + free_units[mask] >= request:
+                    found.append(mask)
         options = self.node.cpu_manager
         if name == CPU and options.align_by_socket:
             count = len(self.node.numa_ids)
             return [
                 Hint(m, options.socket_aligned(bits(m), min_width, count) or m.bit_count() == min_width) for m in found
             ]
-        return [Hint(mask, mask.bit_count() == min_width) for mask in found]
+        return hints_of(found, min_width)
+
+    def _dense_countable(
+        self,
+        masks: list[int],
+        request: int,
+        all_per_id: Mapping[int, int],
+        free_per_id: Mapping[int, int],
+        reusable_mask: int,
+        reusable_total: int,
+    ) -> tuple[list[int], int] | None:
+        """`countable_hints`' walk on a `MaskTable` (12 NUMA nodes and more): the masks that hold the request and
+        the narrowest width that could on an empty machine; None where the Python walk applies."""
+        if len(masks) < DENSE_MASKS_FROM or len(masks) != (1 << len(self.node.numa_ids)) - 1:
+            return None
+        from knuma.topology.masktable import mask_table  # numpy, only for wide machines (the exporter never needs it)
+
+        table = mask_table(self.node.numa_ids)
+        all_units, free_units = table.sums(all_per_id), table.sums(free_per_id)
+        if all_units is None or free_units is None:
+            return None
+        could = table.widths[all_units >= request]
+        min_width = int(could.min()) if could.size else len(self.node.numa_ids) + 1
+        holds = table.holding(reusable_mask) & (free_units + reusable_total >= request)
+        return table.masks[holds].tolist(), min_width
 
     def allocate_countable(
         self, name: str, request: int, affinity: int | None, *, reusable_after: bool
@@ -241,13 +271,17 @@ class WorkingNode:
 
     def _memory_hints(self, requested: Mapping[str, int], masks: list[int]) -> list[Hint]:
         ids = self.node.numa_ids
-        totals = {r: mask_sums(masks, {n: self.node.zone_by_id[n].total(r) for n in ids}) for r in requested}
-        frees = {r: mask_sums(masks, {n: self.free[n].get(r, 0) for n in ids}) for r in requested}
         used = [n for n in ids if n in self.used_memory]
         used_mask = mask_of(used)
         group_of = {n: mask_of(sorted(self.groups.get(n, frozenset({n})))) for n in used}
         # a mask holding used NUMA nodes is a hint only when it is the group of every used node it holds
         whole_groups = {g for g in group_of.values() if all(group_of[n] == g for n in used if g >> n & 1)}
+        dense = self._dense_memory(requested, masks, used_mask, whole_groups)
+        if dense is not None:
+            found_masks, narrowest = dense
+            return hints_of(found_masks, narrowest)
+        totals = {r: mask_sums(masks, {n: self.node.zone_by_id[n].total(r) for n in ids}) for r in requested}
+        frees = {r: mask_sums(masks, {n: self.free[n].get(r, 0) for n in ids}) for r in requested}
         min_width = len(ids) + 1
         found: list[int] = []
         for mask in masks:
@@ -265,7 +299,38 @@ class WorkingNode:
                 frees[r][mask] + self._reusable_memory(r, mask) >= q for r, q in requested.items()
             ):  # free + getPodReusableMemory, as calculateHints
                 found.append(mask)
-        return [Hint(mask, mask.bit_count() == min_width) for mask in found]
+        return hints_of(found, min_width)
+
+    def _dense_memory(
+        self, requested: Mapping[str, int], masks: list[int], used_mask: int, whole_groups: set[int]
+    ) -> tuple[list[int], int] | None:
+        """`_memory_hints`' walk on a `MaskTable` (12 NUMA nodes and more): the hint masks and the narrowest width
+        that holds the request on an empty machine; None where the Python walk applies."""
+        if len(masks) < DENSE_MASKS_FROM or len(masks) != (1 << len(self.node.numa_ids)) - 1:
+            return None
+        import numpy as np
+
+        from knuma.topology.masktable import mask_table
+
+        table = mask_table(self.node.numa_ids)
+        ids = self.node.numa_ids
+        fits = np.ones(len(table.masks), dtype=bool)
+        holds = np.ones(len(table.masks), dtype=bool)
+        for name, amount in requested.items():
+            totals = table.sums({n: self.node.zone_by_id[n].total(name) for n in ids})
+            frees = table.sums({n: self.free[n].get(name, 0) for n in ids})
+            if totals is None or frees is None:
+                return None
+            for mask, held in self.reusable_memory.get(name, {}).items():  # getPodReusableMemory, per mask
+                frees[table.positions[mask]] += sum(held.values())
+            fits &= totals >= amount
+            holds &= frees >= amount
+        could = table.widths[fits]
+        min_width = int(could.min()) if could.size else len(ids) + 1
+        grouped = [1 << n for n in ids if len(self.groups.get(n, frozenset({n}))) > 1]
+        single_in_group = np.isin(table.masks, grouped) if grouped else np.zeros(len(table.masks), dtype=bool)
+        foreign = ((table.masks & used_mask) != 0) & (table.widths > 1) & ~np.isin(table.masks, list(whole_groups))
+        return table.masks[fits & holds & ~single_in_group & ~foreign].tolist(), min_width
 
     def _satisfies(self, mask: int, requested: Mapping[str, int]) -> bool:
         return all(
