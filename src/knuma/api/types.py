@@ -18,6 +18,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "JsonObj",
     "JsonView",
+    "go_json_type",
     "meta_of",
     "spec_of",
 ]
@@ -52,3 +53,19 @@ def spec_of(obj: JsonView) -> JsonView:
     """The object's `spec`, or an empty mapping when it has none (or a malformed one): for reading."""
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else {}
+
+
+def go_json_type(value: Any) -> str:
+    """The JSON type Go's `json.UnmarshalTypeError` names for a decoded value (`json: cannot unmarshal number into
+    ...`): bool, number, string, array, object or null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object"

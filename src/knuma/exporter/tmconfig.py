@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knuma.api.nrt import ATTR_MAX_NUMA_NODES, ATTR_POLICY, ATTR_SCOPE, Policy, Scope
+from knuma.api.types import go_json_type
 from knuma.errors import ConfigError
 from knuma.exporter.sysfs import SysfsError, parse_cpulist
 from knuma.manifests import UnreadableFile, YamlProblem, read_user_file, yaml_document
@@ -173,7 +174,7 @@ def _check_go_types(raw: Mapping[str, Any], where: str, kubelet_file: bool) -> N
 
     def refuse(field: str, value: Any) -> ConfigError:
         why = (
-            f" (the kubelet refuses to start: json: cannot unmarshal {_json_type(value)} into Go struct field "
+            f" (the kubelet refuses to start: json: cannot unmarshal {go_json_type(value)} into Go struct field "
             f"KubeletConfiguration.{field.split('.')[0]} of type string)"
             if kubelet_file
             else ""
@@ -190,19 +191,6 @@ def _check_go_types(raw: Mapping[str, Any], where: str, kubelet_file: bool) -> N
             for key, value in options.items():
                 if value is not None and not isinstance(value, str):
                     raise refuse(f"{name}.{key}", value)
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type Go's `UnmarshalTypeError` names for a decoded YAML value."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "string"
 
 
 def load_kubelet_config(path: str | os.PathLike[str]) -> KubeletConfigFile:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj
+from knuma.api.types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObj, go_json_type
 from knuma.local.apiserver import bodies, discovery, errors, eviction, protobuf, reviews, subresources, tables, watch
 from knuma.local.apiserver.authn import TokenAuthenticator, is_privileged
 from knuma.local.apiserver.connections import ConnectionGuard
@@ -323,7 +323,7 @@ class Handlers:
             elif raw:
                 loaded = bodies.decode_json(raw, "DeleteOptions")
                 if not isinstance(loaded, dict):
-                    got = {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(loaded), "number")
+                    got = go_json_type(loaded)
                     raise errors.bad_request(f"json: cannot unmarshal {got} into Go value of type v1.DeleteOptions")
                 options = loaded
             options = _delete_query(request, options)

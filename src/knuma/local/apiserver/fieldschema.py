@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knuma.api.types import go_json_type
 from knuma.quantity import QuantityError, parse_quantity
 
 __all__ = ["QUANTITY_MESSAGE", "Decoded", "base64_error_offset", "decode", "has_schema"]
 
 DATA = Path(__file__).with_name("fieldschema.json.gz")
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-_JSON_TYPE = {str: "string", bool: "bool", int: "number", float: "number", list: "array", dict: "object"}
 _EXPECTED = {
     "s": "string",
     "y": "string",
@@ -93,8 +93,7 @@ def decode(group: str, version: str, kind: str, obj: dict[str, Any]) -> Decoded:
 
 
 def _type_error(value: Any, expected: str, path: str) -> str:
-    got = _JSON_TYPE.get(type(value), type(value).__name__)
-    return f"json: cannot unmarshal {got} into field {path or '(root)'} of type {expected}"
+    return f"json: cannot unmarshal {go_json_type(value)} into field {path or '(root)'} of type {expected}"
 
 
 def base64_error_offset(text: str) -> int | None:
