@@ -339,8 +339,9 @@ def _admit_container_scope(
     placements = []
     for container in pod.all_containers:
         record: list[ProviderHints] | None = [] if trace is not None else None
-        if work.node.config.policy is Policy.NONE and trace is None:
-            hint, admitted = NO_PREFERENCE, True  # scope.admitPolicyNone: allocate, no hints asked for
+        # scope.admitPolicyNone: the kubelet allocates without asking for hints (so there are none to trace)
+        if work.node.config.policy is Policy.NONE:
+            hint, admitted = NO_PREFERENCE, True
         else:
             hint, admitted = _merge(_container_hints(pod, container, work, devices, record), work)
         if trace is not None and record is not None:
