@@ -303,6 +303,14 @@ def _with(path: tuple[str | int, ...], value: object) -> dict[str, object]:
     return raw
 
 
+def _assert_refused(tmp_path: Path, path: tuple[str | int, ...], value: object, message: str) -> None:
+    """The default scenario with `value` at `path` is refused before it runs: one line `error: FILE.message`, exit 2."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(_with(path, value)))
+    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
+    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+
+
 NEVER_ENDS = "; for pods that never end write `distribution: infinite`"
 
 
@@ -360,10 +368,7 @@ def test_a_number_that_is_not_finite_is_refused_naming_the_field(
 ) -> None:
     """`.nan` and `.inf` (and integers beyond a float) are YAML numbers, but no simulation can run on them: NaN
     rates simulated nothing, an infinite weight or mean lifetime was a traceback."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(path, value)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+    _assert_refused(tmp_path, path, value, message)
 
 
 def _pod(metadata: object) -> dict[str, object]:
@@ -427,10 +432,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_field(
     """A list or a string where a mapping belongs, a mapping or a number where a string belongs: one error line
     naming the field, exit 2 (`kind: []` and a manifest's `metadata: abc` were tracebacks; `recreate: []` and
     `name: [1]` were taken as if valid)."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(path, value)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+    _assert_refused(tmp_path, path, value, message)
 
 
 @pytest.mark.parametrize(
@@ -455,10 +457,7 @@ def test_a_boolean_given_as_a_string_or_a_number_is_refused(
 ) -> None:
     """`enabled: "false"` is a non-empty string: it was read as true and recreated every rejected pod; Kubernetes'
     configuration decoders refuse a string where a boolean belongs, and so does the scenario spec."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(path, value)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+    _assert_refused(tmp_path, path, value, message)
 
 
 def _shape(**fields: object) -> dict[str, object]:
@@ -582,10 +581,7 @@ def test_a_count_beyond_its_limit_is_refused_naming_the_field_the_value_and_the_
 ) -> None:
     """A count the simulation cannot hold (10^19 pods: MemoryError) or never finishes with (10^8 nodes, 64 NUMA
     zones) is refused before anything is built, with the limit; a count of the wrong type or sign too."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(path, value)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+    _assert_refused(tmp_path, path, value, message)
 
 
 def test_the_cluster_flag_has_the_scenario_node_limit(tmp_path: Path) -> None:
@@ -638,21 +634,13 @@ def test_a_quantity_a_node_cannot_hold_or_a_negative_one_is_refused(
     """The scheduler counts allocatable and requests in int64, as kube-scheduler does: a pod asking for 1E CPUs or a
     node with 1000E of memory per zone was an OverflowError traceback; a negative device count or reservation was
     taken as if it were one."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(path, value)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (2, f"error: {scenario}.{message}\n")
+    _assert_refused(tmp_path, path, value, message)
 
 
 def test_arrivals_before_the_run_starts_are_refused(tmp_path: Path) -> None:
     """The run starts at 0 s (exporters, samples): a negative `arrival.start` placed pods before it."""
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump(_with(("workload", "arrival", "start"), -100)))
-    result = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--schedulers", "knuma", "-j", "1"])
-    assert (result.exit_code, result.stderr) == (
-        2,
-        f"error: {scenario}.workload.arrival.start: expected a number >= 0, got -100\n",
-    )
+    start = ("workload", "arrival", "start")
+    _assert_refused(tmp_path, start, -100, "workload.arrival.start: expected a number >= 0, got -100")
 
 
 LENGTH = "more than the 10,000,000 a run may take"
