@@ -216,14 +216,14 @@ class CPUManagerOptions:
 
     def socket_aligned(self, numa_ids: Sequence[int], min_width: int, numa_count: int) -> bool:
         """`isHintSocketAligned`: the hint spans exactly the fewest sockets `min_width` NUMA nodes need."""
-        sockets = {self.numa_sockets.get(n, n) for n in range(numa_count)} if self.numa_sockets else set()
+        sockets = {self.socket_of(n) for n in range(numa_count)} if self.numa_sockets else set()
         if not sockets:
             return False
         per_socket = numa_count // len(sockets)
         if per_socket == 0:
             return False
         needed = (min_width + per_socket - 1) // per_socket
-        return len({self.numa_sockets.get(n, n) for n in numa_ids}) == needed
+        return len({self.socket_of(n) for n in numa_ids}) == needed
 
 
 def _positive(text: str, default: int) -> int:

@@ -159,8 +159,8 @@ class WorkingNode:
         inside = [n for n in ids if affinity is None or affinity >> n & 1]
         options = self.node.cpu_manager
         if name == CPU and options.align_by_socket and affinity is not None and options.numa_sockets:
-            sockets = {options.numa_sockets.get(n, n) for n in inside}  # getAlignedCPUs: the hint's whole sockets
-            inside = [n for n in ids if options.numa_sockets.get(n, n) in sockets]
+            sockets = {options.socket_of(n) for n in inside}  # getAlignedCPUs: the hint's whole sockets
+            inside = [n for n in ids if options.socket_of(n) in sockets]
         outside = [n for n in ids if n not in inside]
         reusable = self.reusable.setdefault(name, {})
         taken: dict[int, int] = {}
