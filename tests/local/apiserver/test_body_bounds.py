@@ -37,7 +37,8 @@ def test_a_yaml_alias_bomb_is_413_at_once_and_stores_nothing(http_client: Http) 
     assert len(bomb) < 600
     started = time.monotonic()
     reply = http_client.post(CM, bomb, content_type="application/yaml")
-    assert time.monotonic() - started < 2.0
+    # Expanded, the bomb is billions of nodes (minutes and gigabytes); refused, milliseconds. Room for a loaded machine.
+    assert time.monotonic() - started < 10.0
     assert (reply.status, reply.json["reason"]) == (413, "RequestEntityTooLarge"), reply.body
     assert http_client.get(f"{CM}/bomb").status == 404
     merge = http_client.post(CM, _merge_bomb(), content_type="application/yaml")
@@ -64,7 +65,7 @@ def test_json_nested_too_deeply_is_400_quickly(http_client: Http) -> None:
         body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":' + b"[" * depth + b"]" * depth
         started = time.monotonic()
         reply = http_client.post(CM, body + b"}")
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 10.0
         assert (reply.status, reply.json["reason"]) == (400, "BadRequest"), (depth, reply.body[:200])
         assert "nested more than" in reply.json["message"]
     deep_patch = json.dumps({"metadata": {"labels": None}, "x": _nested(MAX_DEPTH + 5)}).encode()

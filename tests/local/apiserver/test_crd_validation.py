@@ -170,8 +170,8 @@ def test_a_catastrophic_pattern_is_matched_in_linear_time(http_client: Http) -> 
     reply = http_client.post(WIDGETS, body)
     thread.join()
     # Python's backtracking `re` needs ~16 s here; RE2 microseconds. The bound leaves room for a loaded machine.
-    assert time.monotonic() - started < 3.0
-    assert health[0] < 3.0
+    assert time.monotonic() - started < 8.0
+    assert health[0] < 8.0
     assert reply.status == 422 and "should match '^(a+)+$'" in reply.json["message"]
     body["spec"]["word"] = "aaaa"
     assert http_client.post(WIDGETS, body).status == 201
