@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -49,6 +50,7 @@ def _updated(**changes: Any) -> dict[str, Any]:
             ],
             hostNetwork=False,
             volumes=[],
+            affinity=None,
         ),
     ],
 )
@@ -66,6 +68,17 @@ def test_what_an_update_may_change(new: dict[str, Any]) -> None:
         ),
         ({"hostNetwork": True}, "spec.hostNetwork: null -> true"),
         ({"priorityClassName": "high"}, 'spec.priorityClassName: null -> "high"'),
+        # pointer fields: nil is not a pointer to a zero value (`Semantic.DeepEqual` on the Go structs)
+        ({"automountServiceAccountToken": False}, "spec.automountServiceAccountToken: null -> false"),
+        ({"securityContext": {"runAsUser": 0}}, 'spec.securityContext: null -> {"runAsUser": 0}'),
+        (
+            {"containers": [{**_spec()["containers"][0], "securityContext": {}}]},
+            "spec.containers[0].securityContext: null -> {}",
+        ),
+        (
+            {"containers": [{**_spec()["containers"][0], "securityContext": {"privileged": False}}]},
+            'spec.containers[0].securityContext: null -> {"privileged": false}',
+        ),
     ],
 )
 def test_any_other_field_is_forbidden_naming_what_changed(change: dict[str, Any], changed_line: str) -> None:
@@ -199,3 +212,17 @@ def test_a_gated_pods_required_node_affinity_terms_may_only_gain_requirements() 
         _updated(affinity=_required({"matchExpressions": [ZONE]})),
         _updated(affinity=_required({"matchExpressions": [ZONE, RACK]})),
     )[0].message.startswith(PREFIX)  # an ungated pod's affinity is immutable
+
+
+def test_a_gated_pods_node_affinity_is_set_beside_its_pod_affinity_but_no_pod_affinity_comes_with_it() -> None:
+    """`ValidatePodUpdate`'s munging of a gated pod's `affinity` (a pointer): the node affinity is taken from the old
+    spec, and an `affinity` that held nothing else before goes back to none, so setting a node affinity is no
+    change; a pod affinity that comes with it is one."""
+    gated = {"schedulingGates": [{"name": "q"}], "nodeName": None}
+    pod_affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]}}
+    with_pod_affinity = _updated(**gated, affinity=pod_affinity)
+    both = _updated(**gated, affinity={**pod_affinity, **_required({"matchExpressions": [ZONE]})})
+    assert pod_update_errors(with_pod_affinity, both) == []
+    errors = pod_update_errors(_updated(**gated), both)
+    assert [(e.reason, e.field) for e in errors] == [(FIELD_VALUE_FORBIDDEN, "spec")]
+    assert errors[0].message.endswith("\nspec.affinity: null -> " + json.dumps(pod_affinity, sort_keys=True))

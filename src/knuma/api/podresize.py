@@ -14,8 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from knuma.api.goequality import semantic
 from knuma.api.pod import Pod, PodError
-from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS, semantic_resources
+from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS
 from knuma.api.podvalidation import FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FieldError
 from knuma.api.resources import CPU, MEMORY
 from knuma.quantity import QuantityError, parse_quantity
@@ -205,16 +206,14 @@ def _container_resize_errors(new: Mapping[str, Any], old: Mapping[str, Any], pat
     return errors
 
 
-def _semantic_container(container: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A container as `apiequality.Semantic.DeepEqual` compares it: its resources by value (a container's
-    requirements are a struct, so absent and empty alike), everything else as is."""
-    rest = {k: v for k, v in container.items() if k != "resources"}
-    return json.dumps(rest, sort_keys=True, default=str), semantic_resources(container.get("resources") or {})
+def _semantic_container(container: Mapping[str, Any]) -> Any:
+    """A container as `apiequality.Semantic.DeepEqual` compares it (`knuma.api.goequality`)."""
+    return semantic(container, "Container")
 
 
-def _resize_fields(container: Mapping[str, Any]) -> tuple[Any, ...]:
+def _resize_fields(container: Mapping[str, Any]) -> Any:
     """What only a resize may change of a container: its resources (quantities by value) and resize policy."""
-    return semantic_resources(container.get("resources") or {}), json.dumps(container.get("resizePolicy"))
+    return semantic({key: container.get(key) for key in ("resources", "resizePolicy")}, "Container")
 
 
 def _same_but_cpu_memory(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
@@ -232,4 +231,4 @@ def _same_but_cpu_memory(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool
         kept.update({k: v for k, v in old_list.items() if k in RESIZED})
         resources[key] = kept
     munged["resources"] = resources
-    return _semantic_container(munged) == _semantic_container(old)
+    return bool(_semantic_container(munged) == _semantic_container(old))

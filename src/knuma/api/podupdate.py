@@ -8,9 +8,9 @@ lowered), tolerations (added; an existing one's `tolerationSeconds`), scheduling
 than ...`. Without this, `kubectl apply` of an edited pod would move it to another node or scheduler behind the
 scheduler's and the kubelet's back.
 
-Specs are compared as `apiequality.Semantic.DeepEqual` compares the Go structs: quantities by value (`1` equals
-`1000m`), and a field absent equal to its zero value (`hostNetwork: false`, `ports: []`), since a Go struct cannot
-tell them apart. (That also equates `nil` and `0` for pointer fields, which Go tells apart: knuma is laxer there.)
+Specs are compared as `apiequality.Semantic.DeepEqual` compares the Go structs (`knuma.api.goequality`): quantities
+by value (`1` equals `1000m`), a plain field absent equal to its zero value (`hostNetwork: false`, `ports: []`), a
+pointer field absent different from a zero value (`automountServiceAccountToken: false`).
 A gated pod's `nodeSelector` may gain entries and its required node affinity terms gain requirements too (1.30's
 `PodSchedulingReadiness`: a queue controller narrows where the pod may go before it removes the gate).
 
@@ -23,16 +23,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from knuma.api.goequality import POD_SPEC, semantic
 from knuma.api.podresize import container_resources_update_errors
 from knuma.api.podresource_validation import UPDATABLE_POD_SPEC_FIELDS, pod_resources_update_errors
 from knuma.api.podvalidation import FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_REQUIRED, FieldError
 from knuma.api.types import INT32_MAX
-from knuma.quantity import QuantityError, parse_quantity
 
 __all__ = ["pod_update_errors"]
-
-_RESOURCE_LISTS = frozenset({"requests", "limits", "overhead", "capacity", "allocatable"})
-"""Keys whose values are `ResourceList`s (quantities by name), compared by value."""
 
 
 def pod_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
@@ -55,15 +52,18 @@ def pod_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) 
     if _list(old_spec, "schedulingGates"):
         errors += _node_selector_errors(old_spec.get("nodeSelector"), new_spec.get("nodeSelector"))
         errors += _node_affinity_errors(_node_affinity(old_spec), _node_affinity(new_spec))
-    if new_spec == old_spec or _semantic(dict(new_spec)) == _semantic(dict(old_spec)):  # the usual: metadata only
+    if new_spec == old_spec:  # the usual: metadata only
         return errors
-    munged = _munged(old_spec, new_spec)
-    if _semantic(munged) == _semantic(dict(old_spec)):
+    old_semantic = semantic(old_spec, POD_SPEC)
+    if semantic(new_spec, POD_SPEC) == old_semantic:
+        return errors
+    munged = semantic(_munged(old_spec, new_spec), POD_SPEC)
+    if munged == old_semantic:
         return errors
     specific = pod_resources_update_errors(old_spec, new_spec) or container_resources_update_errors(old_spec, new_spec)
     if specific:
         return errors + specific
-    changed = "\n".join(_differences(_semantic(dict(old_spec)), _semantic(munged), "spec"))
+    changed = "\n".join(_differences(old_semantic, munged, "spec"))
     message = (
         f"Forbidden: pod updates may not change fields other than {','.join(UPDATABLE_POD_SPEC_FIELDS)}\n{changed}"
     )
@@ -125,7 +125,8 @@ def _toleration_errors(new: list[Any], old: list[Any]) -> list[FieldError]:
         kept = {k: v for k, v in before.items() if k != "tolerationSeconds"}
         if not any(
             isinstance(after, Mapping)
-            and _semantic({k: v for k, v in after.items() if k != "tolerationSeconds"}) == _semantic(kept)
+            and semantic({k: v for k, v in after.items() if k != "tolerationSeconds"}, "Toleration")
+            == semantic(kept, "Toleration")
             for after in new
         ):
             message = "Forbidden: existing toleration can not be modified except its tolerationSeconds"
@@ -203,7 +204,8 @@ def _only_additions(old_term: Any, new_term: Any) -> bool:
         return not any(_list(after, key) for key in keys)
     for key in keys:
         old_list, new_list = _list(before, key), _list(after, key)
-        if old_list and (len(new_list) < len(old_list) or _semantic(new_list[: len(old_list)]) != _semantic(old_list)):
+        kept = semantic(new_list[: len(old_list)], "NodeSelectorRequirement")
+        if old_list and (len(new_list) < len(old_list) or kept != semantic(old_list, "NodeSelectorRequirement")):
             return False
     return True
 
@@ -228,11 +230,36 @@ def _munged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
         munged["terminationGracePeriodSeconds"] = grace_before
     if _list(old, "schedulingGates"):
         _copy(old, munged, "nodeSelector")
-        affinity = dict(munged.get("affinity") or {})
-        old_affinity = old.get("affinity")
-        affinity["nodeAffinity"] = old_affinity.get("nodeAffinity") if isinstance(old_affinity, Mapping) else None
-        munged["affinity"] = affinity
+        _munge_node_affinity(old, munged)
     return munged
+
+
+def _munge_node_affinity(old: Mapping[str, Any], munged: dict[str, Any]) -> None:
+    """A gated pod's node affinity taken from the old spec (its changes are checked apart), the way
+    `ValidatePodUpdate` does it so that an `affinity` left holding nothing is no change: none set if the old spec
+    had none and nothing else is in the new one."""
+    old_affinity, new_affinity = _pointer(old, "affinity"), _pointer(munged, "affinity")
+    old_node, new_node = _pointer(old_affinity, "nodeAffinity"), _pointer(new_affinity, "nodeAffinity")
+    if semantic(old_node, "NodeAffinity") == semantic(new_node, "NodeAffinity"):
+        return
+    if new_affinity is None:
+        if old_node is not None:
+            munged["affinity"] = {"nodeAffinity": old_node}
+    elif (
+        old_affinity is None
+        and _pointer(new_affinity, "podAffinity") is None
+        and _pointer(new_affinity, "podAntiAffinity") is None
+    ):
+        munged.pop("affinity", None)
+    else:
+        munged["affinity"] = {k: v for k, v in new_affinity.items() if k != "nodeAffinity"}
+        if old_node is not None:
+            munged["affinity"]["nodeAffinity"] = old_node
+
+
+def _pointer(mapping: Any, key: str) -> Any:
+    """A pointer field's value, None where Go's would be nil (absent or null, or no struct to hold it)."""
+    return mapping.get(key) if isinstance(mapping, Mapping) else None
 
 
 def _copy(source: Mapping[str, Any], target: dict[str, Any], key: str) -> None:
@@ -240,29 +267,6 @@ def _copy(source: Mapping[str, Any], target: dict[str, Any], key: str) -> None:
         target[key] = source[key]
     else:
         target.pop(key, None)
-
-
-def _semantic(value: Any, key: str = "") -> Any:
-    """`value` as the Go struct holds it: zero values and absent fields alike (dropped), quantities by value."""
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            if key in _RESOURCE_LISTS and isinstance(v, str | int | float) and not isinstance(v, bool):
-                v = _nanos(v)
-            normalized = _semantic(v, str(k))
-            if normalized not in (None, False, 0, "", [], {}):
-                out[str(k)] = normalized
-        return out
-    if isinstance(value, list):
-        return [_semantic(item) for item in value]
-    return value
-
-
-def _nanos(value: str | int | float) -> Any:
-    try:
-        return ("quantity", parse_quantity(value).nanos)
-    except (QuantityError, ValueError):
-        return value
 
 
 def _differences(old: Any, new: Any, path: str) -> list[str]:
