@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ def test_one_section_is_replaced_in_place_and_a_new_one_appended(
     assert "old figures" not in text and "new figures" in text
     assert text.index("## First") < text.index("## Other") and "kept" in text and "header" in text
     assert "This section alone: " in text and "`python -m knuma.bench.report --only _first`" in text
+    speed = re.search(r"Python speed (\d+\.\d\d) s", text)
+    assert speed is not None and 0 < float(speed.group(1)) < 60
     report.main(["--output", str(output), "--only", "_second"])
     assert output.read_text().rstrip().endswith("(`python -m knuma.bench.report --only _second`).")
     with pytest.raises(SystemExit, match="unknown section"):

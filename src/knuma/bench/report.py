@@ -6,6 +6,7 @@ import argparse
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,27 @@ def machine() -> str:
     return (
         f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} {platform.release()}"
     )
+
+
+def python_speed() -> float:
+    """Seconds this machine takes, right now, for ten million additions in a pure-Python loop (best of three).
+
+    The load average misses a slow or throttled host: the same code on the same machine, at the same load, ran every
+    benchmark about three times slower on 2026-11-30 than on 2026-11-29, and this loop with them. Stated beside a
+    report, it tells a slow run from a regression: figures of two runs compare once scaled by it."""
+    best = float("inf")
+    for _ in range(3):  # two million at a time, scaled: a second at most on a slow machine
+        started = time.perf_counter()
+        total = 0
+        for number in range(2_000_000):
+            total += number
+        best = min(best, time.perf_counter() - started)
+    return best * 5
+
+
+def _conditions() -> str:
+    """The load average and the Python speed at the start of a run."""
+    return f"load average at start {os.getloadavg()[0]:.2f}, Python speed {python_speed():.2f} s (`python_speed`)"
 
 
 def core_section() -> str:
@@ -375,8 +397,9 @@ def render() -> str:
         "# Benchmarks",
         "",
         f"Machine: {machine()}.  ",
-        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; load average at start "
-        f"{os.getloadavg()[0]:.2f} (other work on the machine slows every figure).  ",
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {_conditions()}: other work on the machine, or a "
+        "slower one, slows every figure; the Python speed (ten million additions in a Python loop) scales with the "
+        "machine's speed for Python code.  ",
         "Command: `make bench` (runs `python -m knuma.bench.report --output docs/benchmarks.md`).",
         "",
     ]
@@ -399,10 +422,7 @@ def rerun(existing: str, names: list[str]) -> str:
         print(f"running {name} ...", file=sys.stderr)
         body = by_name[name]()
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        body += (
-            f"\n\nThis section alone: {when}, load average at start {os.getloadavg()[0]:.2f} "
-            f"(`python -m knuma.bench.report --only {name}`)."
-        )
+        body += f"\n\nThis section alone: {when}, {_conditions()} (`python -m knuma.bench.report --only {name}`)."
         heading = body.splitlines()[0]
         start = text.find(heading + "\n")
         if start < 0:  # a section the report does not have yet: at the end (a full run puts it in its place)
