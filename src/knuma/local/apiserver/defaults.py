@@ -1,7 +1,7 @@
 """Defaulting of built-in kinds: the fields a real API server fills in on create that clients rely on.
 
-Only what the stack and kubectl read back is defaulted (pod phase and scheduler name, namespace phase and
-finalizer, deployment replicas and strategy); the rest of kube-apiserver's defaulting is out of scope.
+A Pod gets every default kube-apiserver's decoder gives it (`knuma.local.apiserver.poddefaults`); other kinds what
+the stack and kubectl read back (namespace phase and finalizer, deployment replicas and strategy, ...).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from knuma.api.podresource_validation import is_supported_pod_level_resource
 from knuma.api.resources import CPU, MEMORY, format_amount, is_hugepages
 from knuma.api.types import JsonObj
 from knuma.kube.events import timestamp
+from knuma.local.apiserver.poddefaults import default_pod
 
 
 def _write_pod_resources(spec: JsonObj, pod: Pod) -> None:
@@ -121,7 +122,7 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
     """Fill in defaults in place on a new object."""
     if kind == "Pod":
         spec = obj.setdefault("spec", {})
-        _default_pod_spec_fields(spec)
+        default_pod(obj)
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
         _scheduling_gated(spec, status)
@@ -175,18 +176,6 @@ def apply_defaults(kind: str, obj: JsonObj) -> None:
         apply_update_defaults(kind, obj)
 
 
-def _default_pod_spec_fields(spec: JsonObj) -> None:
-    """`SetDefaults_PodSpec` / `SetDefaults_Container`'s plain fields (`pkg/apis/core/v1/defaults.go`)."""
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    for c in spec.get("containers") or []:
-        if isinstance(c, dict):
-            c.setdefault("terminationMessagePath", "/dev/termination-log")
-            c.setdefault("imagePullPolicy", "Always" if str(c.get("image", "")).endswith(":latest") else "IfNotPresent")
-
-
 def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     """The defaults an update body gets too (the API server defaults every decoded body), so that omitting a field
     its create defaulted is not a change: a PriorityClass's `preemptionPolicy`, which is immutable, a Pod's spec
@@ -194,7 +183,7 @@ def apply_update_defaults(kind: str, obj: JsonObj) -> None:
     if kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif kind == "Pod" and isinstance(obj.get("spec"), dict):
-        _default_pod_spec_fields(obj["spec"])
+        default_pod(obj)
         if needs_resource_defaults(obj["spec"]):
             default_pod_spec_resources(obj)
     elif kind == "StatefulSet":

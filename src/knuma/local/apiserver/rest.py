@@ -43,6 +43,7 @@ from knuma.local.apiserver.defaults import (
 )
 from knuma.local.apiserver.gc import POD_GR, GarbageCollector
 from knuma.local.apiserver.graceful import before_delete
+from knuma.local.apiserver.poddefaults import default_pod
 from knuma.local.apiserver.resources import BUILTIN_RESOURCES, Registry, ResourceType
 from knuma.local.apiserver.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from knuma.local.apiserver.store import GroupResource, Store
@@ -135,6 +136,10 @@ class ObjectService:
         older version that validated less, or edited by hand) is reported and set aside, never fatal: one bad row
         must not keep the whole cluster's API down."""
         for gr, obj in list(self.store.iter_all()):
+            if gr == POD_GR:
+                # kube-apiserver defaults what it reads from etcd too: a pod an older version stored gets the
+                # defaults a new one would have, so that an update of it (a label) does not add them as a change
+                default_pod(obj)
             problems = metadata.causes(obj["metadata"])
             if gr == CRD_GR and not problems:
                 problems = crdvalidation.causes(obj, obj, BUILTIN_RESOURCES, approval=False)
