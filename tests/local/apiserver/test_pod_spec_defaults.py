@@ -4,15 +4,19 @@ came from and a pod stored without them takes a label."""
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from knuma.local.apiserver.poddefaults import default_pod
 from knuma.testing.apiserver import apiserver_in_thread
+from tests.strategies import JSON_VALUES, mutations
 
 from .conftest import Http, Kubectl
 
@@ -80,6 +84,19 @@ def test_a_pod_gets_the_defaults_of_the_go_decoder() -> None:
     host: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "spec": {"hostNetwork": True, "containers": [container]}}
     default_pod(host)
     assert host["spec"]["containers"][0]["ports"] == [{"containerPort": 8080, "protocol": "TCP", "hostPort": 8080}]
+
+
+@given(st.data())
+def test_any_pod_body_is_defaulted_without_an_exception_and_twice_is_once(data: st.DataObject) -> None:
+    """Defaulting runs before validation, on whatever a client sent: values of a wrong type are left for validation
+    to name, never a traceback; and defaulting is idempotent (an update body of a defaulted pod is no change)."""
+    body = data.draw(st.one_of(mutations(_manifest()), st.fixed_dictionaries({"spec": JSON_VALUES})))
+    if not isinstance(body, dict):
+        return
+    default_pod(body)
+    again = copy.deepcopy(body)
+    default_pod(again)
+    assert again == body
 
 
 def test_a_manifest_from_a_real_cluster_replaces_its_pod(kubectl: Kubectl, http_client: Http) -> None:
