@@ -1,6 +1,6 @@
 """A Pod's spec defaults as kube-apiserver's decoder gives them (`knuma.local.apiserver.poddefaults`): on create, on
-update bodies and on pods an older version stored, so that a manifest taken from a real cluster replaces the pod it
-came from and a pod stored without them takes a label."""
+update bodies and on pods an older version stored, so that a manifest spelling the defaults out replaces a pod created
+without them and a pod stored without them takes a label."""
 
 from __future__ import annotations
 
@@ -99,9 +99,11 @@ def test_any_pod_body_is_defaulted_without_an_exception_and_twice_is_once(data: 
     assert again == body
 
 
-def test_a_manifest_from_a_real_cluster_replaces_its_pod(kubectl: Kubectl, http_client: Http) -> None:
-    """`kubectl get pod -o yaml` of a real cluster holds every default; `kubectl replace` of it with a new image is
-    an allowed update, and `kubectl get` shows the defaults a real cluster shows."""
+def test_a_manifest_spelling_the_defaults_out_replaces_a_pod_created_without_them(
+    kubectl: Kubectl, http_client: Http
+) -> None:
+    """A manifest with every default written out (as `kubectl get pod -o yaml` of a cluster has them) replaces, with
+    a new image, the pod created from the bare manifest: an allowed update, since both were defaulted alike."""
     kubectl("apply", "-f", "-", stdin=json.dumps(_manifest()))
     stored = http_client.get(f"{PODS}/web").json
     assert stored["spec"]["securityContext"] == {} and stored["spec"]["enableServiceLinks"] is True

@@ -4,9 +4,11 @@
 kube-apiserver defaults every Pod it decodes, a request body and an object read from etcd alike, so a client sees a
 `securityContext: {}`, `enableServiceLinks: true`, each container's `terminationMessagePolicy: File`, a probe's
 timeouts and thresholds, a secret volume's `defaultMode: 420`. Without them `kubectl get pod -o yaml` differs from a
-real cluster's, and a pod manifest taken from a real cluster is a change to the stored pod: `kubectl replace` of it
-is refused (`pod updates may not change fields other than ...`, pointer fields such as `securityContext` and
-`enableServiceLinks` compare as Go's `Semantic.DeepEqual` compares them).
+real cluster's, and a manifest that spells the defaults out (as one copied from a cluster does) is a change to a pod
+created without them: `kubectl replace` of it is refused (`pod updates may not change fields other than ...`;
+pointer fields such as `securityContext` and `enableServiceLinks` compare as Go's `Semantic.DeepEqual` compares
+them). The `ServiceAccount` admission plugin's additions (`serviceAccountName: default`, the token volume) are not
+made: knuma's pods have no token to mount.
 
 Followed: `SetDefaults_PodSpec`, `SetDefaults_Pod` (but its resources, `knuma.local.apiserver.defaults`),
 `SetDefaults_Container` (every container, init and ephemeral ones too), `SetDefaults_Probe`,
