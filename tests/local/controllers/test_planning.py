@@ -139,3 +139,27 @@ def test_pod_from_template_is_controlled_by_the_replicaset() -> None:
     ]
     assert new["metadata"]["labels"][TEMPLATE_HASH_LABEL] == rs["metadata"]["labels"][TEMPLATE_HASH_LABEL]
     assert new["spec"]["containers"][0]["image"] == "app:1"
+
+
+def test_the_new_replicaset_is_found_by_its_template_not_by_the_hash_of_the_template_as_written() -> None:
+    """`FindNewReplicaSet` / `EqualIgnoreHash`: a template written differently but equal as Go's structs compare
+    (`1000m` for `1`, `ports: []`) keeps its ReplicaSet, where its hash would start a rollout of every pod; the
+    oldest of two equal ones is taken; a real change still gets a ReplicaSet of its own."""
+    written = deployment()
+    written["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    first = plan_deployment(written, [])
+    assert first.create is not None
+    current = {**first.create, "status": {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3}}
+    current["metadata"] = {**current["metadata"], "creationTimestamp": "2024-01-02T00:00:00Z"}
+    respelt = deployment()
+    respelt["spec"]["template"]["spec"]["containers"][0].update(resources={"limits": {"cpu": "1000m"}}, ports=[])
+    assert template_hash(respelt["spec"]["template"]) != template_hash(written["spec"]["template"])
+    plan = plan_deployment(respelt, [current])
+    assert plan.create is None and plan.scale == {} and plan.status["updatedReplicas"] == 3
+    older = {
+        **current,
+        "metadata": {**current["metadata"], "name": "web-older", "creationTimestamp": "2024-01-01T00:00:00Z"},
+    }
+    assert plan_deployment(respelt, [current, older]).scale == {current["metadata"]["name"]: 0}
+    changed = deployment(image="app:2")
+    assert plan_deployment(changed, [current]).create is not None

@@ -22,10 +22,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knuma.api.goequality import POD_SPEC, semantic
 from knuma.api.types import JsonObj, meta_of
 from knuma.local.controllers.replicaset import controller_ref
 
-__all__ = ["TEMPLATE_HASH_LABEL", "DeploymentPlan", "plan_deployment", "replicaset_for", "template_hash"]
+__all__ = [
+    "TEMPLATE_HASH_LABEL",
+    "DeploymentPlan",
+    "find_new_replicaset",
+    "plan_deployment",
+    "replicaset_for",
+    "template_hash",
+]
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -80,10 +88,34 @@ class DeploymentPlan:
     """The Deployment's `deployment.kubernetes.io/revision`, when it must change."""
 
 
+def find_new_replicaset(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """`deploymentutil.FindNewReplicaSet`: the oldest owned ReplicaSet (by creation time, then name) whose template
+    equals the Deployment's, its `pod-template-hash` label aside (`EqualIgnoreHash`, a `Semantic.DeepEqual`).
+
+    Found by the template, not by the hash of the Deployment's template as written: `1000m` written where the
+    template had `1` (or any other spelling of the same template) is the same ReplicaSet, not a rollout of every
+    pod; a ReplicaSet whose name an earlier hash gave keeps serving its template."""
+    wanted = _semantic_template((deployment.get("spec") or {}).get("template"))
+    ordered = sorted(
+        owned, key=lambda rs: (str(meta_of(rs).get("creationTimestamp") or ""), str(meta_of(rs).get("name")))
+    )
+    return next((rs for rs in ordered if _semantic_template((rs.get("spec") or {}).get("template")) == wanted), None)
+
+
+def _semantic_template(template: Any) -> tuple[Any, Any]:
+    """A pod template as `EqualIgnoreHash` compares it: without the hash label, as Go's structs compare."""
+    template = template if isinstance(template, Mapping) else {}
+    metadata = dict(template.get("metadata") or {})
+    labels = metadata.get("labels")
+    if isinstance(labels, Mapping):
+        metadata["labels"] = {k: v for k, v in labels.items() if k != TEMPLATE_HASH_LABEL}
+    return semantic(metadata), semantic(template.get("spec") or {}, POD_SPEC)
+
+
 def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> DeploymentPlan:
     """What to do for `deployment`, given the ReplicaSets it owns."""
-    name = replicaset_for(deployment)["metadata"]["name"]
-    current = next((rs for rs in owned if meta_of(rs).get("name") == name), None)
+    current = find_new_replicaset(deployment, owned)
+    name = str(meta_of(current).get("name")) if current is not None else replicaset_for(deployment)["metadata"]["name"]
     older = max((_revision(rs) for rs in owned if rs is not current), default=0)
     desired = replicaset_for(deployment, older + 1)
     paused = bool((deployment.get("spec") or {}).get("paused"))
