@@ -114,8 +114,11 @@ def _semantic_template(template: Any) -> tuple[Any, Any]:
 
 def plan_deployment(deployment: Mapping[str, Any], owned: Sequence[Mapping[str, Any]]) -> DeploymentPlan:
     """What to do for `deployment`, given the ReplicaSets it owns."""
+    hashed = replicaset_for(deployment)["metadata"]["name"]
     current = find_new_replicaset(deployment, owned)
-    name = str(meta_of(current).get("name")) if current is not None else replicaset_for(deployment)["metadata"]["name"]
+    if current is None:  # one named by the hash but edited since (upstream counts a collision and renames): reused
+        current = next((rs for rs in owned if meta_of(rs).get("name") == hashed), None)
+    name = str(meta_of(current).get("name")) if current is not None else hashed
     older = max((_revision(rs) for rs in owned if rs is not current), default=0)
     desired = replicaset_for(deployment, older + 1)
     paused = bool((deployment.get("spec") or {}).get("paused"))
