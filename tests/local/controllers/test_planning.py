@@ -163,3 +163,15 @@ def test_the_new_replicaset_is_found_by_its_template_not_by_the_hash_of_the_temp
     assert plan_deployment(respelt, [current, older]).scale == {current["metadata"]["name"]: 0}
     changed = deployment(image="app:2")
     assert plan_deployment(changed, [current]).create is not None
+
+
+def test_a_replicaset_named_by_the_hash_but_edited_since_is_still_the_deployments() -> None:
+    """Its name is taken: creating it again would fail for ever (upstream renames with `collisionCount`)."""
+    first = plan_deployment(deployment(), [])
+    assert first.create is not None
+    edited = {
+        **first.create,
+        "spec": {**first.create["spec"], "template": deployment(image="hand:1")["spec"]["template"]},
+    }
+    plan = plan_deployment(deployment(), [edited])
+    assert plan.create is None and plan.scale == {}
