@@ -285,3 +285,37 @@ async def test_a_heartbeat_value_not_understood_is_a_warning_event_on_the_node(
         assert "'stoped' is not understood" in found[0]["message"]
         assert fleet.heartbeats.stopped == set()
     await http.aclose()
+
+
+async def test_a_pods_writes_reach_the_api_server_in_the_order_they_were_made(api: RunningApiServer) -> None:
+    """Under load a pod admitted and at once completed had its Succeeded status written by one writer while another
+    still sent its annotations, then its Running status over it: the pod stayed Running for ever, its CPUs released.
+    A pod's writes now go through one writer; other pods' are not held up behind a slow one."""
+    http = async_http(api.kubeconfig)
+    fleet = Fleet(http, None, two_nodes(), FleetSettings(nrt="external", write_concurrency=8))
+    sent: list[tuple[str, str]] = []
+    first = asyncio.Event()
+
+    async def slow_first_write(path: str, patch: Any) -> bool:  # the HTTP edge: what reaches the API server, when
+        if not first.is_set():
+            first.set()
+            await asyncio.sleep(0.5)  # the 552 ms annotation PATCH of the failing run
+        sent.append((path.split("/")[6], patch["status"]["phase"]))
+        return True
+
+    fleet._patch = slow_first_write  # type: ignore[method-assign]
+    writers = asyncio.create_task(fleet._write_statuses())
+    try:
+        fleet._write("sim-0", "default/short", "u1", [("status", {"status": {"phase": "Running"}})])
+        await first.wait()
+        fleet._write("sim-0", "default/short", "u1", [("status", {"status": {"phase": "Succeeded"}})])
+        for n in range(8):
+            fleet._write("sim-0", f"default/other-{n}", f"o{n}", [("status", {"status": {"phase": "Running"}})])
+        await eventually_async(lambda: len(sent) == 10, timeout=10)
+    finally:
+        writers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writers
+        await http.aclose()
+    assert [phase for pod, phase in sent if pod == "short"] == ["Running", "Succeeded"]
+    assert sent.index(("short", "Running")) > 0  # the other pods' writes went on meanwhile

@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import zlib
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -150,8 +151,12 @@ class Fleet:
         """Pod uid -> when it completes (`sim.knuma.io/lifetime`)."""
         self._stopping: dict[str, asyncio.TimerHandle] = {}
         """Pod uid -> when the containers of a pod being deleted have stopped."""
-        self._writes: asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]] = asyncio.Queue()
-        """Pod key -> (subresource, merge patch) written in order by one writer."""
+        self._writes: list[asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]]] = [
+            asyncio.Queue() for _ in range(max(1, settings.write_concurrency))
+        ]
+        """One queue per writer; a pod's writes always go to the same one (`_queue`), so they reach the API server in
+        the order they were made: a pod that completes at once after it was admitted is Succeeded, not overwritten
+        by its Running status written by another writer."""
         self._dirty: set[str] = set()
         self._publishers: dict[str, Publisher] = {}
         self._options = {name: build_options(spec) for name, spec in self.specs.items()}
@@ -325,7 +330,7 @@ class Fleet:
         for key, uid, writes in self._held_back.pop(name, []):
             current = self.informer.store.get(key)
             if current is not None and (current.get("metadata") or {}).get("uid") == uid:
-                self._writes.put_nowait((key, writes))
+                self._queue(key).put_nowait((key, writes))
         for key, uid in self._held_deletes.pop(name, []):
             self._spawn(self._delete_stopped(key, uid))
         for obj in list(self.informer.store.values()):
@@ -357,7 +362,11 @@ class Fleet:
         if node in self.heartbeats.stopped:
             self._held_back.setdefault(node, []).append((key, uid, writes))
         else:
-            self._writes.put_nowait((key, writes))
+            self._queue(key).put_nowait((key, writes))
+
+    def _queue(self, key: str) -> asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]]:
+        """The writer queue of the pod `key`: the same for every write of the pod."""
+        return self._writes[zlib.crc32(key.encode()) % len(self._writes)]
 
     def observe(self, obj: JsonObj) -> None:
         """A pod bound to some node was added or changed."""
@@ -630,16 +639,16 @@ class Fleet:
         self._write(node, pod.key, pod.uid, [("status", {"status": succeeded_status(current, pod, datetime.now(UTC))})])
 
     async def _write_statuses(self) -> None:
-        async def worker() -> None:
+        async def worker(queue: asyncio.Queue[tuple[str, list[tuple[str, JsonObj]]]]) -> None:
             while True:
-                key, writes = await self._writes.get()
+                key, writes = await queue.get()
                 namespace, _, name = key.partition("/")
                 for subresource, patch in writes:
                     path = f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{subresource}" if subresource else "")
                     if not await self._patch(path, patch):
                         break
 
-        await asyncio.gather(*(worker() for _ in range(self.settings.write_concurrency)))
+        await asyncio.gather(*(worker(queue) for queue in self._writes))
 
     async def _patch(self, path: str, patch: JsonObj) -> bool:
         """A merge patch with a few retries; False when the pod is gone or the write kept failing."""
