@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from knuma.api.goequality import POD_SPEC, semantic
 from knuma.api.names import qualified_name_errors
 from knuma.api.podvalidation import (
     FIELD_VALUE_FORBIDDEN,
@@ -33,7 +34,6 @@ __all__ = [
     "pod_resources_errors",
     "pod_resources_update_errors",
     "resource_requirement_errors",
-    "semantic_resources",
 ]
 
 SUPPORTED_POD_LEVEL_RESOURCES = (CPU, HUGEPAGES_PREFIX, MEMORY)
@@ -339,25 +339,13 @@ def pod_resources_errors(spec: Mapping[str, Any], path: str = "spec", *, consist
     return errors
 
 
-def semantic_resources(resources: Any) -> tuple[Any, ...]:
-    """Resource requirements (pod-level or a container's) as `apiequality.Semantic.DeepEqual` sees them: quantities
-    by value (`1` equals `1000m`), absent and empty lists alike; `None` (no requirements at all) apart."""
-    if not isinstance(resources, Mapping):
-        return (None,)
-    return (
-        tuple(sorted((name, q.nanos) for name, q in _quantities(resources.get("requests")).items())),
-        tuple(sorted((name, q.nanos) for name, q in _quantities(resources.get("limits")).items())),
-        json.dumps(resources.get("claims"), sort_keys=True),
-    )
-
-
 def pod_resources_update_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
     """`ValidatePodUpdate` (1.34) allows a pod's spec to change only in `UPDATABLE_POD_SPEC_FIELDS`, so pod-level
     resources are immutable (in-place resize of them is 1.35's alpha `InPlacePodLevelResourcesVerticalScaling`; the
     1.34 `resize` subresource refuses pods with pod-level resources). kube-apiserver's message ends with a `cmp.Diff`
     of the two Go specs; knuma's names the old and the new `spec.resources` instead."""
     old, new = old_spec.get("resources"), new_spec.get("resources")
-    if semantic_resources(old) == semantic_resources(new):
+    if semantic({"resources": old}, POD_SPEC) == semantic({"resources": new}, POD_SPEC):
         return []
     message = (
         f"Forbidden: pod updates may not change fields other than {','.join(UPDATABLE_POD_SPEC_FIELDS)}\n"
