@@ -112,3 +112,16 @@ def test_a_resize_body_with_an_empty_resize_policy_changes_no_init_container() -
     assert [e.message for e in pod_resize_errors(old, new)] == [
         "Forbidden: resources for non-sidecar init containers are immutable"
     ]
+
+
+def test_the_generator_refuses_a_file_it_cannot_use_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gostructs_gen.main([str(tmp_path / "missing.go"), "v0.34.0"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot read {tmp_path / 'missing.go'}: ")
+    not_core = tmp_path / "types.go"
+    not_core.write_text(EXCERPT.read_text())  # real declarations, but no PodSpec
+    assert gostructs_gen.main([str(not_core), "v0.34.0"]) == 2
+    assert "declares no `type PodSpec struct`: give k8s.io/api's core/v1/types.go" in capsys.readouterr().err
+    assert gostructs_gen.main([str(not_core)]) == 2
+    assert capsys.readouterr().err.startswith("usage: python -m knuma.api.gostructs_gen")

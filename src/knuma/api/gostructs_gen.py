@@ -149,8 +149,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m knuma.api.gostructs_gen PATH/TO/core/v1/types.go K8S_IO_API_VERSION", file=sys.stderr)
         return 2
-    source = Path(args[0]).read_text(encoding="utf-8")
-    sys.stdout.write(render(reachable(parse_structs(source)), args[1]))
+    path = Path(args[0])
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"error: cannot read {path}: {err}", file=sys.stderr)
+        return 2
+    structs = parse_structs(source)
+    if ROOT not in structs:
+        print(f"error: {path} declares no `type {ROOT} struct`: give k8s.io/api's core/v1/types.go", file=sys.stderr)
+        return 2
+    sys.stdout.write(render(reachable(structs), args[1]))
     return 0
 
 
